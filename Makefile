@@ -1,0 +1,37 @@
+# Two commands do everything: `make demo` and `make test`.
+# Each engine lives in its own virtual environment because their pinned versions collide.
+PYTHON ?= python3
+VENVS := .venvs
+ENGINES := trl swift verl
+PIP_QUIET ?= -q
+
+.PHONY: demo test test-core $(addprefix test-,$(ENGINES)) bench clean
+
+demo: $(VENVS)/trl/.ready
+	$(VENVS)/trl/bin/aworld-train train examples/repeat_digit/job.yaml
+
+test: test-core $(addprefix test-,$(ENGINES))
+
+# The core needs no torch: its venv proves it. The test-only engine distributions under
+# tests/distributions are installed here, as a user would install a third-party engine.
+$(VENVS)/core/.ready: pyproject.toml $(wildcard tests/distributions/*/pyproject.toml)
+	rm -rf $(VENVS)/core && $(PYTHON) -m venv $(VENVS)/core
+	$(VENVS)/core/bin/pip install $(PIP_QUIET) -e . pytest
+	for dist in tests/distributions/*/; do $(VENVS)/core/bin/pip install $(PIP_QUIET) --no-deps "$$dist" || exit 1; done
+	touch $@
+
+# One venv per engine: torch first (pinned by constraints.txt), then the core and the plugin.
+$(VENVS)/%/.ready: pyproject.toml plugins/%/pyproject.toml constraints.txt
+	rm -rf $(VENVS)/$* && $(PYTHON) -m venv $(VENVS)/$*
+	$(VENVS)/$*/bin/pip install $(PIP_QUIET) torch==2.13.0
+	$(VENVS)/$*/bin/pip install $(PIP_QUIET) -c constraints.txt -e ".[testing]" -e "plugins/$*[test]"
+	touch $@
+
+test-core: $(VENVS)/core/.ready
+	$(VENVS)/core/bin/python -m pytest tests
+
+test-%: $(VENVS)/%/.ready
+	$(VENVS)/$*/bin/python -m pytest plugins/$*/tests
+
+clean:
+	rm -rf $(VENVS)

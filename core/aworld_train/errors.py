@@ -1,0 +1,52 @@
+"""The one error family every user mistake raises.
+
+Each error says what is wrong, where (file, row, key, plugin) and how to fix it, in one line:
+the CLI prints ``str(error)`` alone and exits 2.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class AWorldTrainError(ValueError):
+    """Base of every error aworld-train raises for bad input or a broken plugin."""
+
+
+class JobError(AWorldTrainError):
+    """The job file or a CLI flag is wrong."""
+
+
+class AgentError(AWorldTrainError):
+    """The agent cannot be read or is not supported by the engine."""
+
+
+class DatasetError(AWorldTrainError):
+    """A dataset is missing, unreadable, empty, or has a bad row."""
+
+
+class RewardError(AWorldTrainError):
+    """A reward function cannot be found, has the wrong signature, or fails on a sample row."""
+
+
+class ConfigError(AWorldTrainError):
+    """A config key is unknown or has a value of the wrong type."""
+
+
+class PluginError(AWorldTrainError):
+    """An engine or extension plugin is unknown, fails to load, or breaks its contract."""
+
+
+class RunDirectoryError(AWorldTrainError):
+    """The run path cannot be used, or a run to resume does not exist."""
+
+
+class TrainingError(AWorldTrainError):
+    """The engine could not train (no GPU where one is needed, a failed launch, ...)."""
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """Return ``" (did you mean 'x'?)"`` for the closest choice, or ``""`` when none is close."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""

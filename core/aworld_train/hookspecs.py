@@ -1,0 +1,137 @@
+"""The hooks an engine implements.
+
+The core calls the five card hooks for the selected engine in this order:
+``check_agent``, ``check_dataset``, ``check_reward``, ``check_config``, then, once the trainer
+has marked itself initialised, ``train``. Each receives what the core has already resolved and
+validated (the generic layer) plus a :class:`~aworld_train.context.RunContext`, and returns the
+engine-ready form of its input, or ``None`` to keep the core's form. The context stores each
+result under ``ctx.results`` ("agent", "dataset", "reward", "config") for the later hooks.
+
+Check hooks must be cheap: they must not start training, Ray, a GPU, or a model download.
+They raise a subclass of :class:`~aworld_train.errors.AWorldTrainError` for bad input.
+
+Extension plugins (entry-point group ``aworld_train.plugins``) implement the same hooks, usually
+as wrappers (``@hookimpl(wrapper=True)``), plus ``report_metrics`` to receive every logged step.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    import datasets
+
+    from aworld_train.agent import AgentSpec
+    from aworld_train.config import TrainConfig
+    from aworld_train.context import RunContext
+    from aworld_train.reward import RewardSpec
+
+PROJECT_NAME = "aworld_train"
+
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+
+@hookspec(firstresult=True)
+def check_agent(agent: AgentSpec, ctx: RunContext) -> Any | None:
+    """Check the agent and turn it into the engine's form.
+
+    Called first, after the core has normalised the user's agent (an AWorld ``Agent``, a YAML or
+    JSON file, a dict or a ``module:factory``) into an :class:`~aworld_train.agent.AgentSpec`.
+
+    :param agent: the normalised agent spec (``name``, ``model``, ``system_prompt``, ``tools``,
+        ``mcp_servers``, ``max_turns``, LLM settings).
+    :param ctx: the run context.
+    :returns: the engine-ready agent, or ``None`` to keep ``agent``.
+    :raises AgentError: for an agent feature the engine does not support.
+    """
+
+
+@hookspec(firstresult=True)
+def check_dataset(
+    train_dataset: datasets.Dataset, test_dataset: datasets.Dataset | None, ctx: RunContext
+) -> Any | None:
+    """Check the datasets and convert them to the engine's format.
+
+    Called second, after the core has loaded both datasets, applied the ``columns:`` mapping and
+    validated every row: each has a ``prompt`` (a string or a list of chat messages) and a
+    ``ground_truth``; ``data_source`` and ``extra_info`` (a dict) are present, other columns pass
+    through. ``ctx.results["agent"]`` holds the result of :func:`check_agent`.
+
+    :param train_dataset: the canonical training dataset.
+    :param test_dataset: the canonical test dataset, or ``None``.
+    :param ctx: the run context; converted files belong in ``ctx.run_dir``.
+    :returns: the engine-ready datasets (any form), or ``None`` to keep the canonical ones.
+    :raises DatasetError: for rows the engine cannot use, naming the row.
+    """
+
+
+@hookspec(firstresult=True)
+def check_reward(reward: RewardSpec, ctx: RunContext) -> Any | None:
+    """Check the reward and wrap it in the engine's reward interface.
+
+    Called third. The core has already resolved every reward function, checked its signature
+    ``reward(data_source, solution_str, ground_truth, extra_info=None) -> float | dict`` and run
+    it on a sample row.
+
+    :param reward: the resolved reward functions with their weights.
+    :param ctx: the run context.
+    :returns: the engine-ready reward, or ``None`` to keep ``reward``.
+    :raises RewardError: when the engine's own reward path fails on a sample.
+    """
+
+
+@hookspec(firstresult=True)
+def check_config(config: TrainConfig, ctx: RunContext) -> Any | None:
+    """Map the common config onto the engine's own and validate it with the engine's schema.
+
+    Called fourth. ``config`` holds the validated engine-neutral keys and, in
+    ``config.engine_section(ctx.engine)``, the section named after this engine, which the hook
+    validates against the engine's own schema.
+
+    :param config: the common training config.
+    :param ctx: the run context.
+    :returns: the engine's resolved config, or ``None`` to keep ``config``.
+    :raises ConfigError: for an unknown key (with a suggestion) or a bad value.
+    """
+
+
+@hookspec(firstresult=True)
+def train(ctx: RunContext) -> dict[str, Any] | None:
+    """Train, reporting each logged step through ``ctx.metrics.log(step, metrics)``.
+
+    Called only after every check passed and the trainer marked itself initialised; never in a
+    check-only run. ``ctx.results`` holds the engine-ready agent, dataset, reward and config.
+    Checkpoints and the final model belong in ``ctx.run_dir``; ``ctx.resume_from`` is the run
+    directory of an interrupted run to continue, or ``None``.
+
+    :param ctx: the run context.
+    :returns: the final metrics, or ``None``.
+    :raises TrainingError: when the engine cannot train on this machine.
+    """
+
+
+@hookspec(firstresult=True)
+def engine_versions() -> dict[str, str] | None:
+    """Name the engine libraries this engine drives and their installed versions.
+
+    Called when a run starts, for ``manifest.json``. It may import nothing heavy: read versions
+    with ``importlib.metadata.version``.
+
+    :returns: a mapping such as ``{"trl": "1.16.0"}``, or ``None``.
+    """
+
+
+@hookspec
+def report_metrics(step: int, metrics: dict[str, float], ctx: RunContext) -> None:
+    """Receive one logged step of metrics, after it was written to ``metrics.jsonl``.
+
+    Called by ``ctx.metrics.log`` for every step an engine reports; meant for extension plugins
+    that forward metrics elsewhere (a tracker, a dashboard).
+
+    :param step: the global training step.
+    :param metrics: the metric values of that step.
+    :param ctx: the run context.
+    """
