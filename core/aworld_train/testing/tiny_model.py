@@ -1,0 +1,96 @@
+"""A tiny offline causal language model that tests, benchmarks and demos build in seconds.
+
+No model hub is needed: the tokenizer is a byte-level BPE without merges (one token per byte,
+so any text round-trips exactly and a random model learns character-level tasks quickly), with
+ChatML special tokens and chat template; the model is a randomly initialised
+``Qwen2ForCausalLM``. Both are saved with ``save_pretrained`` and load back with
+``AutoTokenizer`` / ``AutoModelForCausalLM`` in every engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+IM_START = "<|im_start|>"
+IM_END = "<|im_end|>"
+PAD = "<|endoftext|>"
+
+CHAT_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+
+
+def build_tiny_model(
+    path: str | Path,
+    *,
+    hidden_size: int = 64,
+    num_layers: int = 2,
+    num_heads: int = 4,
+    extra_tokens: Sequence[str] = (),
+    seed: int = 0,
+) -> Path:
+    """Build a tiny tokenizer and ``Qwen2ForCausalLM`` and save both to ``path``.
+
+    :param path: the folder to write (created if needed).
+    :param hidden_size: the model width; 64 gives ~100k parameters, 128 learns faster.
+    :param num_layers: the number of decoder layers.
+    :param num_heads: the number of attention heads (``hidden_size`` must divide by it).
+    :param extra_tokens: strings added to the vocabulary as single plain tokens, such as
+        ``"<answer>"`` and ``"</answer>"``.
+    :param seed: the seed of the random weights; the same arguments give the same model.
+    :returns: the folder, as a :class:`~pathlib.Path`.
+    """
+    import torch
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
+    from transformers import GenerationConfig, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+
+    if hidden_size % num_heads:
+        raise ValueError(f"hidden_size {hidden_size} is not divisible by num_heads {num_heads}")
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    vocab = {symbol: index for index, symbol in enumerate(sorted(alphabet))}
+    backend = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    backend.decoder = decoders.ByteLevel()
+    backend.add_special_tokens([AddedToken(t, special=True) for t in (PAD, IM_START, IM_END)])
+    if extra_tokens:
+        backend.add_tokens([AddedToken(t, special=False, normalized=False) for t in extra_tokens])
+
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        eos_token=IM_END,
+        pad_token=PAD,
+        chat_template=CHAT_TEMPLATE,
+        padding_side="left",
+        clean_up_tokenization_spaces=False,
+    )
+
+    eos_id = tokenizer.convert_tokens_to_ids(IM_END)
+    pad_id = tokenizer.convert_tokens_to_ids(PAD)
+    config = Qwen2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden_size,
+        intermediate_size=hidden_size * 2,
+        num_hidden_layers=num_layers,
+        num_attention_heads=num_heads,
+        num_key_value_heads=num_heads,
+        max_position_embeddings=1024,
+        tie_word_embeddings=True,
+        bos_token_id=eos_id,
+        eos_token_id=eos_id,
+        pad_token_id=pad_id,
+    )
+    torch.manual_seed(seed)
+    model = Qwen2ForCausalLM(config)
+    model.generation_config = GenerationConfig(
+        eos_token_id=eos_id, pad_token_id=pad_id, bos_token_id=eos_id
+    )
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
