@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aworld_train.errors import AgentError
+from aworld_train.errors import AgentError, did_you_mean
 
 
 @dataclass
@@ -49,7 +49,28 @@ class AgentSpec:
 
     def to_dict(self) -> dict[str, Any]:
         """The spec as plain data (for ``job.yaml``); secrets are redacted by the run directory."""
-        raise NotImplementedError
+        data = {}
+        for key in _FIELDS:
+            value = getattr(self, key)
+            if key == "tools":
+                value = [tool if isinstance(tool, str) else _callable_name(tool) for tool in value]
+            if value not in (None, [], {}):
+                data[key] = value
+        return data
+
+
+_FIELDS = tuple(name for name in AgentSpec.__dataclass_fields__ if name != "source")
+
+# AWorld agents keep their LLM settings in ``conf.llm_config`` under these names.
+_AWORLD_LLM_KEYS = {
+    "llm_provider": "llm_provider",
+    "llm_model_name": "llm_model_name",
+    "llm_base_url": "llm_base_url",
+    "llm_api_key": "llm_api_key",
+    "llm_temperature": "llm_temperature",
+    "llm_top_p": "llm_top_p",
+    "llm_max_tokens": "max_tokens",
+}
 
 
 def load_agent(agent: Any, base_dir: Path | None = None) -> AgentSpec:
@@ -60,4 +81,106 @@ def load_agent(agent: Any, base_dir: Path | None = None) -> AgentSpec:
 
     :raises AgentError: naming the file or key that is wrong.
     """
-    raise NotImplementedError
+    if agent is None:
+        return AgentSpec()
+    if isinstance(agent, AgentSpec):
+        return agent
+    if isinstance(agent, dict):
+        return from_mapping(agent, "agent")
+    if isinstance(agent, (str, Path)):
+        text = str(agent)
+        path = Path(text) if base_dir is None else base_dir / text
+        if path.suffix in (".yaml", ".yml", ".json"):
+            from aworld_train.files import read_mapping
+
+            return from_mapping(read_mapping(path, AgentError, "agent file"), str(path))
+        if ":" in text and not path.exists():
+            return load_agent(_call_factory(text), base_dir)
+        raise AgentError(
+            f"agent '{text}' is neither a .yaml/.json agent file nor a package.module:factory"
+        )
+    if _is_aworld_agent(agent):
+        return from_aworld(agent)
+    raise AgentError(
+        f"unsupported agent of type {type(agent).__name__}: give an AWorld Agent, an agent "
+        "file, a mapping or a package.module:factory"
+    )
+
+
+def from_mapping(data: dict[str, Any], where: str) -> AgentSpec:
+    """Build a spec from a mapping, rejecting unknown keys with a suggestion."""
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        if key not in _FIELDS:
+            raise AgentError(f"{where}: unknown agent key '{key}'{did_you_mean(key, _FIELDS)}")
+        values[key] = value
+    if "mcp_servers" in values and isinstance(values["mcp_servers"], str):
+        values["mcp_servers"] = [values["mcp_servers"]]
+    spec = AgentSpec(**values)
+    _validate(spec, where)
+    return spec
+
+
+def from_aworld(agent: Any) -> AgentSpec:
+    """Map an AWorld ``Agent`` (aworld 0.3) onto a spec: system prompt, LLM settings, MCP
+    servers and tool names. Its model is the policy unless the config names another."""
+    llm = getattr(getattr(agent, "conf", None), "llm_config", None)
+    settings = {ours: getattr(llm, theirs, None) for ours, theirs in _AWORLD_LLM_KEYS.items()}
+    name = getattr(agent, "name", "agent")
+    spec = AgentSpec(
+        name=str(name() if callable(name) else name),  # a method in aworld 0.3
+        model=settings["llm_model_name"],
+        system_prompt=getattr(agent, "system_prompt", None),
+        tools=list(getattr(agent, "tool_names", None) or []),
+        mcp_config=dict(getattr(agent, "mcp_config", None) or {}),
+        mcp_servers=list(getattr(agent, "mcp_servers", None) or []),
+        source=agent,
+        **settings,
+    )
+    _validate(spec, f"AWorld agent '{spec.name}'")
+    return spec
+
+
+def _validate(spec: AgentSpec, where: str) -> None:
+    checks = {
+        "name": isinstance(spec.name, str) and bool(spec.name),
+        "model": spec.model is None or isinstance(spec.model, str),
+        "system_prompt": spec.system_prompt is None or isinstance(spec.system_prompt, str),
+        "tools": isinstance(spec.tools, list),
+        "mcp_config": isinstance(spec.mcp_config, dict),
+        "mcp_servers": isinstance(spec.mcp_servers, list),
+        "max_turns": isinstance(spec.max_turns, int) and not isinstance(spec.max_turns, bool)
+        and spec.max_turns >= 1,
+        "llm_temperature": spec.llm_temperature is None
+        or isinstance(spec.llm_temperature, (int, float)),
+        "llm_top_p": spec.llm_top_p is None or isinstance(spec.llm_top_p, (int, float)),
+        "llm_max_tokens": spec.llm_max_tokens is None or isinstance(spec.llm_max_tokens, int),
+    }
+    for key, ok in checks.items():
+        if not ok:
+            raise AgentError(f"{where}: agent key '{key}' has an invalid value {getattr(spec, key)!r}")
+
+
+def _is_aworld_agent(obj: Any) -> bool:
+    # Checked by module name so that aworld is imported only when the object comes from it.
+    if not type(obj).__module__.startswith("aworld."):
+        return False
+    from aworld.core.agent.base import BaseAgent
+
+    return isinstance(obj, BaseAgent)
+
+
+def _call_factory(reference: str) -> Any:
+    from aworld_train.references import import_object
+
+    factory = import_object(reference, AgentError, "agent factory")
+    if not callable(factory):
+        raise AgentError(f"agent factory '{reference}' is not callable")
+    try:
+        return factory()
+    except Exception as exc:  # the user's code: report it as their error, in one line
+        raise AgentError(f"agent factory '{reference}' raised {type(exc).__name__}: {exc}") from exc
+
+
+def _callable_name(obj: Any) -> str:
+    return f"{getattr(obj, '__module__', '?')}:{getattr(obj, '__qualname__', repr(obj))}"

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aworld_train.errors import ConfigError
+from aworld_train.errors import ConfigError, did_you_mean
 
 
 @dataclass
@@ -47,7 +47,36 @@ class TrainConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """The config as plain data, as a job file would hold it."""
-        raise NotImplementedError
+        data = {key: getattr(self, key) for key in _COMMON_TYPES if getattr(self, key) is not None}
+        data["resources"] = {
+            key: getattr(self.resources, key)
+            for key in _RESOURCE_TYPES
+            if getattr(self.resources, key) is not None
+        }
+        data.update({name: dict(section) for name, section in self.sections.items()})
+        return data
+
+
+# The type each common key accepts; an int is accepted where a float is expected.
+_COMMON_TYPES: dict[str, tuple[type, ...]] = {
+    "algorithm": (str,),
+    "model": (str,),
+    "learning_rate": (float, int),
+    "max_steps": (int,),
+    "num_epochs": (float, int),
+    "batch_size": (int,),
+    "num_generations": (int,),
+    "max_prompt_length": (int,),
+    "max_completion_length": (int,),
+    "seed": (int,),
+    "logging_steps": (int,),
+    "save_steps": (int,),
+}
+_RESOURCE_TYPES: dict[str, tuple[type, ...]] = {
+    "nnodes": (int,),
+    "gpus_per_node": (int,),
+    "ray_address": (str,),
+}
 
 
 def parse_overrides(overrides: list[str] | tuple[str, ...]) -> dict[str, Any]:
@@ -55,7 +84,36 @@ def parse_overrides(overrides: list[str] | tuple[str, ...]) -> dict[str, Any]:
 
     :raises ConfigError: for an item without ``=`` or with an empty key.
     """
-    raise NotImplementedError
+    import yaml
+
+    nested: dict[str, Any] = {}
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        parts = key.strip().split(".")
+        if not sep or not all(parts):
+            raise ConfigError(f"override '{item}' is not KEY=VALUE (for example -o max_steps=50)")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError:
+            value = raw
+        node = nested
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"override '{item}' sets a key inside '{part}', which is a value")
+        node[parts[-1]] = value
+    return nested
+
+
+def merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """Deep-merge ``extra`` into a copy of ``base``; ``extra`` wins."""
+    merged = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
 
 
 def load_config(
@@ -71,4 +129,71 @@ def load_config(
         engines this project ships).
     :raises ConfigError: naming the file and key, with a did-you-mean for unknown keys.
     """
-    raise NotImplementedError
+    from aworld_train.files import read_mapping
+
+    where = "config"
+    if config is None:
+        data: dict[str, Any] = {}
+    elif isinstance(config, TrainConfig):
+        data = config.to_dict()
+    elif isinstance(config, dict):
+        data = config
+    elif isinstance(config, (str, Path)):
+        path = Path(config) if base_dir is None else base_dir / config
+        data = read_mapping(path, ConfigError, "config")
+        where = str(path)
+    else:
+        raise ConfigError(
+            f"config must be a mapping or a YAML/JSON path, not {type(config).__name__}"
+        )
+    data = merge(data, parse_overrides(overrides))
+
+    allowed = set(_COMMON_TYPES) | {"resources"} | set(engine_names)
+    values: dict[str, Any] = {}
+    sections: dict[str, dict[str, Any]] = {}
+    for key, value in data.items():
+        if key in _COMMON_TYPES:
+            values[key] = _typed(where, key, value, _COMMON_TYPES[key])
+        elif key == "resources":
+            values["resources"] = _resources(where, value)
+        elif key in engine_names:
+            if not isinstance(value, dict):
+                raise ConfigError(f"{where}: '{key}' must be a mapping of {key} settings")
+            sections[key] = value
+        else:
+            raise ConfigError(
+                f"{where}: unknown config key '{key}'{did_you_mean(key, allowed)}; "
+                f"known keys: {', '.join(sorted(allowed))}"
+            )
+    return TrainConfig(**values, sections=sections)
+
+
+def _typed(where: str, key: str, value: Any, types: tuple[type, ...]) -> Any:
+    if value is None:
+        return None
+    if float in types and isinstance(value, str):
+        # PyYAML reads "1e-3" (no dot) as a string.
+        try:
+            value = float(value)
+        except ValueError:
+            pass
+    if isinstance(value, bool) or not isinstance(value, types):
+        wanted = " or ".join(t.__name__ for t in types)
+        raise ConfigError(
+            f"{where}: '{key}' must be {wanted}, got {type(value).__name__} {value!r}"
+        )
+    return float(value) if float in types and not isinstance(value, str) else value
+
+
+def _resources(where: str, value: Any) -> Resources:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: 'resources' must be a mapping (nnodes, gpus_per_node, ...)")
+    fields: dict[str, Any] = {}
+    for key, item in value.items():
+        if key not in _RESOURCE_TYPES:
+            raise ConfigError(
+                f"{where}: unknown config key 'resources.{key}'"
+                f"{did_you_mean(key, _RESOURCE_TYPES)}"
+            )
+        fields[key] = _typed(where, f"resources.{key}", item, _RESOURCE_TYPES[key])
+    return Resources(**fields)

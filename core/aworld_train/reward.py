@@ -9,19 +9,21 @@ A dict carries ``score`` plus extra metrics.
 
 from __future__ import annotations
 
+import inspect
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aworld_train.errors import RewardError
+from aworld_train.errors import RewardError, did_you_mean
 
 
 @dataclass
 class RewardFunction:
     """One reward function and its weight.
 
-    :ivar name: how it is shown and logged (``exact_match``, ``rewards.py:score``, ...).
+    :ivar name: its short name, logged as ``rewards/<name>`` (``exact_match``, ``score``).
     :ivar fn: the callable with the canonical signature.
     :ivar weight: its weight in the total.
     :ivar ref: a reference another process can import it from: ``/abs/path/file.py:function``
@@ -66,7 +68,18 @@ class RewardSpec:
         :raises RewardError: when a function raises or returns neither a number nor a dict with
             a numeric ``score``, naming the function, the row and the exception.
         """
-        raise NotImplementedError
+        total = 0.0
+        metrics: dict[str, float] = {}
+        for function in self.functions:
+            value = _call(function, row, data_source, solution_str, ground_truth, extra_info)
+            if isinstance(value, dict):
+                metrics.update(
+                    {k: float(v) for k, v in value.items() if k != "score" and _is_number(v)}
+                )
+                value = value["score"]
+            metrics[f"rewards/{function.name}"] = float(value)
+            total += function.weight * float(value)
+        return RewardResult(score=total, metrics=metrics)
 
 
 def resolve_reward(reward: Any, base_dir: Path | None = None) -> RewardSpec:
@@ -76,7 +89,13 @@ def resolve_reward(reward: Any, base_dir: Path | None = None) -> RewardSpec:
 
     :raises RewardError: naming the file, module or function that is wrong.
     """
-    raise NotImplementedError
+    if isinstance(reward, RewardSpec):
+        return reward
+    if reward is None or reward == []:
+        raise RewardError("no reward given: name a built-in (exact_match, answer_match), "
+                          "a file.py:function or a package.module:function")
+    items = reward if isinstance(reward, list) else [reward]
+    return RewardSpec([_resolve_one(item, base_dir) for item in items])
 
 
 def check_reward_on_row(spec: RewardSpec, row: dict[str, Any], row_index: int = 0) -> RewardResult:
@@ -85,4 +104,102 @@ def check_reward_on_row(spec: RewardSpec, row: dict[str, Any], row_index: int = 
 
     :raises RewardError: naming the function, the row and the exception.
     """
-    raise NotImplementedError
+    return spec.score(
+        data_source=row.get("data_source", ""),
+        solution_str=str(row["ground_truth"]),
+        ground_truth=row["ground_truth"],
+        extra_info=row.get("extra_info"),
+        row=row_index,
+    )
+
+
+CANONICAL_SIGNATURE = "reward(data_source, solution_str, ground_truth, extra_info=None)"
+
+
+def _resolve_one(item: Any, base_dir: Path | None) -> RewardFunction:
+    from aworld_train.references import import_object, resolve_path, split_reference
+    from aworld_train.rewards import BUILTIN_REWARDS
+
+    weight = 1.0
+    if isinstance(item, dict):
+        unknown = set(item) - {"name", "weight"}
+        if "name" not in item or unknown:
+            raise RewardError(
+                f"reward entry {item!r} must be {{name: <reward>, weight: <number>}}"
+            )
+        weight = item.get("weight", 1.0)
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)):
+            raise RewardError(f"reward '{item['name']}': weight must be a number, got {weight!r}")
+        item = item["name"]
+    if callable(item):
+        name = getattr(item, "__name__", type(item).__name__)
+        module = getattr(item, "__module__", None)
+        qualname = getattr(item, "__qualname__", "")
+        importable = module not in (None, "__main__") and "<" not in qualname
+        function = RewardFunction(name, item, float(weight), f"{module}:{qualname}" if importable else None)
+    elif isinstance(item, str) and item in BUILTIN_REWARDS:
+        fn = BUILTIN_REWARDS[item]
+        function = RewardFunction(item, fn, float(weight), f"aworld_train.rewards:{item}")
+    elif isinstance(item, str) and ":" in item:
+        fn = import_object(item, RewardError, "reward", base_dir)
+        target, attr = split_reference(item)
+        ref = f"{resolve_path(target, base_dir)}:{attr}" if target.endswith(".py") else item
+        function = RewardFunction(attr, fn, float(weight), ref)
+    else:
+        hint = did_you_mean(item, BUILTIN_REWARDS) if isinstance(item, str) else ""
+        raise RewardError(
+            f"reward {item!r}{hint} is not a built-in ({', '.join(BUILTIN_REWARDS)}), "
+            "a path/to/file.py:function or a package.module:function"
+        )
+    if not callable(function.fn):
+        raise RewardError(f"reward '{function.name}' is not callable")
+    _check_signature(function)
+    return function
+
+
+def _check_signature(function: RewardFunction) -> None:
+    try:
+        signature = inspect.signature(function.fn)
+    except (TypeError, ValueError):
+        return  # a builtin without introspectable signature: the sample row will tell
+    try:
+        signature.bind(data_source="", solution_str="", ground_truth="", extra_info=None)
+    except TypeError:
+        raise RewardError(
+            f"reward '{function.ref or function.name}' has signature {signature}; "
+            f"expected {CANONICAL_SIGNATURE}"
+        ) from None
+
+
+def _call(
+    function: RewardFunction,
+    row: int | None,
+    data_source: str,
+    solution_str: str,
+    ground_truth: str,
+    extra_info: dict[str, Any] | None,
+) -> float | dict[str, Any]:
+    where = f"reward '{function.ref or function.name}'" + (f" on row {row}" if row is not None else "")
+    try:
+        value = function.fn(
+            data_source=data_source,
+            solution_str=solution_str,
+            ground_truth=ground_truth,
+            extra_info=extra_info,
+        )
+    except Exception as exc:  # the user's code: name it, the row and the exception
+        raise RewardError(f"{where} raised {type(exc).__name__}: {exc}") from exc
+    if isinstance(value, dict):
+        if not _is_number(value.get("score")):
+            raise RewardError(f"{where} returned a dict without a numeric 'score': {value!r}")
+        return value
+    if not _is_number(value):
+        raise RewardError(
+            f"{where} returned {type(value).__name__} {value!r}; expected a float or a dict "
+            "with a 'score'"
+        )
+    return value
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
