@@ -1,0 +1,220 @@
+"""check_config: the common keys and the ``trl:`` section become ``GRPOConfig`` / ``SFTConfig``."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aworld_train.errors import ConfigError, did_you_mean
+
+if TYPE_CHECKING:
+    from aworld_train.config import TrainConfig
+
+    from aworld_train_trl.agent import TrlAgent
+
+ALGORITHMS = ("grpo", "sft")
+# Set by the engine itself: the run directory owns the output.
+_RESERVED = {"output_dir": "the engine writes checkpoints under the run directory"}
+
+
+@dataclass
+class TrlConfig:
+    """The resolved TRL settings of a job.
+
+    :ivar algorithm: ``grpo`` or ``sft``.
+    :ivar args: keyword arguments of ``GRPOConfig`` / ``SFTConfig``, plain data (they travel
+        to worker processes as JSON).
+    :ivar num_processes: training processes per node (GPUs, or CPU processes without GPUs).
+    :ivar nnodes: the number of machines.
+    :ivar use_gpu: whether a GPU is visible.
+    """
+
+    algorithm: str
+    args: dict[str, Any]
+    num_processes: int = 1
+    nnodes: int = 1
+    use_gpu: bool = False
+
+    @property
+    def distributed(self) -> bool:
+        """Whether training runs in several processes, through ``accelerate launch``."""
+        return self.num_processes * self.nnodes > 1
+
+
+def trainer_args_class(algorithm: str) -> type:
+    """TRL's config dataclass for ``algorithm``."""
+    if algorithm == "sft":
+        from trl import SFTConfig
+
+        return SFTConfig
+    from trl import GRPOConfig
+
+    return GRPOConfig
+
+
+def config_to_trl(
+    config: TrainConfig,
+    agent: TrlAgent,
+    run_dir: Path,
+    logger: logging.Logger | None = None,
+) -> TrlConfig:
+    """Map ``config`` onto TRL's config dataclass and validate it with TRL itself.
+
+    Common keys come first, then the agent's sampling settings, then the ``trl:`` section, whose
+    keys must be fields of ``GRPOConfig`` (GRPO) or ``SFTConfig`` (SFT).
+
+    :raises ConfigError: naming the key, for an unknown field (with a suggestion), a value TRL
+        rejects, a generation batch that ``num_generations`` does not divide, or vLLM asked for
+        where it cannot run.
+    """
+    logger = logger or logging.getLogger("aworld_train")
+    algorithm = config.algorithm
+    if algorithm not in ALGORITHMS:
+        raise ConfigError(
+            f"config algorithm: the trl engine trains {' or '.join(ALGORITHMS)}, not "
+            f"'{algorithm}'{did_you_mean(str(algorithm), ALGORITHMS)}"
+        )
+    section = config.engine_section("trl")
+    import torch
+
+    args_class = trainer_args_class(algorithm)
+    fields = {f.name for f in dataclasses.fields(args_class) if f.init}
+    for key in section:
+        if key in _RESERVED:
+            raise ConfigError(f"config trl.{key} cannot be set: {_RESERVED[key]}")
+        if key not in fields:
+            raise ConfigError(
+                f"config trl.{key}: not a field of TRL's {args_class.__name__}"
+                f"{did_you_mean(key, fields)}"
+            )
+
+    use_gpu = torch.cuda.is_available()
+    args = _common_args(config, agent, run_dir, use_gpu, fields, logger)
+    args.update(section)
+    if args.get("use_vllm"):
+        _check_vllm(use_gpu)
+
+    gpus = config.resources.gpus_per_node
+    num_processes = gpus if gpus is not None else (torch.cuda.device_count() if use_gpu else 1)
+    resolved = TrlConfig(
+        algorithm=algorithm,
+        args=args,
+        num_processes=max(1, num_processes),
+        nnodes=max(1, config.resources.nnodes),
+        use_gpu=use_gpu,
+    )
+    if algorithm == "grpo":
+        _check_generation_batch(args_class, args, resolved.num_processes * resolved.nnodes)
+    build_trainer_args(resolved)
+    return resolved
+
+
+def build_trainer_args(resolved: TrlConfig) -> Any:
+    """Construct TRL's config object, turning TRL's own complaint into a one-line ConfigError."""
+    args_class = trainer_args_class(resolved.algorithm)
+    try:
+        return args_class(**resolved.args)
+    except (ValueError, TypeError) as error:
+        message = " ".join(str(error).split())
+        raise ConfigError(f"config trl: TRL's {args_class.__name__} rejects it: {message}") from None
+
+
+def _common_args(
+    config: TrainConfig,
+    agent: TrlAgent,
+    run_dir: Path,
+    use_gpu: bool,
+    fields: set[str],
+    logger: logging.Logger,
+) -> dict[str, Any]:
+    args: dict[str, Any] = {
+        "output_dir": str(run_dir / "checkpoints"),
+        "report_to": "none",
+        "seed": config.seed,
+        "logging_steps": config.logging_steps or 1,
+        "disable_tqdm": True,
+    }
+    if not use_gpu:
+        # Checkpointing activations saves GPU memory; on CPU it only costs time.
+        checkpointing = (
+            "activation_checkpointing" if "activation_checkpointing" in fields
+            else "gradient_checkpointing"
+        )
+        args.update({"use_cpu": True, "bf16": False, "fp16": False, checkpointing: False})
+    optional = {
+        "learning_rate": config.learning_rate,
+        "max_steps": config.max_steps,
+        "num_train_epochs": config.num_epochs,
+        "per_device_train_batch_size": config.batch_size,
+    }
+    args.update({key: value for key, value in optional.items() if value is not None})
+    if config.save_steps:
+        args.update(save_strategy="steps", save_steps=config.save_steps)
+
+    max_completion = config.max_completion_length or agent.max_tokens
+    if config.algorithm == "grpo":
+        if config.num_generations is not None:
+            args["num_generations"] = config.num_generations
+        if max_completion is not None:
+            args["max_completion_length"] = max_completion
+        if agent.temperature is not None:
+            args["temperature"] = agent.temperature
+        if agent.top_p is not None:
+            args["top_p"] = agent.top_p
+        if config.max_prompt_length is not None:
+            logger.warning(
+                "config max_prompt_length: TRL's GRPOTrainer does not truncate prompts; ignored"
+            )
+    elif config.max_prompt_length is not None and max_completion is not None:
+        args["max_length"] = config.max_prompt_length + max_completion
+    return args
+
+
+def _check_vllm(use_gpu: bool) -> None:
+    if importlib.util.find_spec("vllm") is None:
+        raise ConfigError(
+            "config trl.use_vllm: vLLM is not installed: pip install 'aworld-train-trl[vllm]'"
+        )
+    if not use_gpu:
+        raise ConfigError("config trl.use_vllm: vLLM generation needs a GPU and none is visible")
+
+
+def _check_generation_batch(args_class: type, args: dict[str, Any], world_size: int) -> None:
+    """TRL checks this only inside the training processes; check it for the world size to come."""
+    defaults = {f.name: f.default for f in dataclasses.fields(args_class)}
+
+    def value(key: str) -> Any:
+        return args.get(key, defaults[key])
+
+    num_generations = value("num_generations")
+    per_device = value("per_device_train_batch_size")
+    if not isinstance(num_generations, int) or not isinstance(per_device, int):
+        return  # TRL's own validation names the wrong type
+    if num_generations < 2:
+        raise ConfigError(
+            f"config num_generations: GRPO compares completions within a group, so it needs at "
+            f"least 2, got {num_generations}"
+        )
+    global_batch = per_device * world_size
+    generation_batch = value("generation_batch_size")
+    if generation_batch is not None:
+        if generation_batch % global_batch:
+            raise ConfigError(
+                f"config trl.generation_batch_size: {generation_batch} is not divisible by the "
+                f"global batch size {global_batch} (batch_size {per_device} x {world_size} "
+                "processes)"
+            )
+    else:
+        steps = value("steps_per_generation") or value("gradient_accumulation_steps")
+        generation_batch = global_batch * steps
+    if generation_batch % num_generations:
+        raise ConfigError(
+            f"config batch_size: the generation batch ({generation_batch} = batch_size "
+            f"{per_device} x {world_size} processes x {generation_batch // global_batch} "
+            f"steps per generation) must be divisible by num_generations {num_generations}: "
+            f"make batch_size a multiple of {num_generations}"
+        )

@@ -1,0 +1,102 @@
+"""check_dataset: canonical rows become TRL's prompt format (GRPO) or prompt/completion (SFT)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from aworld_train.errors import DatasetError
+
+if TYPE_CHECKING:
+    import datasets
+
+    from aworld_train_trl.agent import TrlAgent
+
+
+@dataclass
+class TrlDatasets:
+    """The training and test datasets in the form the chosen TRL trainer reads."""
+
+    train: datasets.Dataset
+    test: datasets.Dataset | None = None
+
+
+def datasets_to_trl(
+    train: datasets.Dataset, test: datasets.Dataset | None, agent: TrlAgent, algorithm: str
+) -> TrlDatasets:
+    """Convert the canonical datasets for ``algorithm`` (``grpo`` or ``sft``).
+
+    GRPO keeps every column: ``ground_truth``, ``data_source``, ``extra_info`` and the rest reach
+    the reward function as keyword lists. SFT keeps only what ``SFTTrainer`` reads.
+
+    :raises DatasetError: naming the dataset and row the engine cannot use.
+    """
+    convert = _to_sft if algorithm == "sft" else _to_grpo
+    return TrlDatasets(
+        train=convert(train, agent, "train_dataset"),
+        test=convert(test, agent, "test_dataset") if test is not None else None,
+    )
+
+
+def _to_grpo(dataset: datasets.Dataset, agent: TrlAgent, role: str) -> datasets.Dataset:
+    def convert(row: dict[str, Any], index: int) -> dict[str, Any]:
+        return {"prompt": _prompt(row["prompt"], agent, role, index)}
+
+    return dataset.map(convert, with_indices=True, desc=None)
+
+
+def _to_sft(dataset: datasets.Dataset, agent: TrlAgent, role: str) -> datasets.Dataset:
+    columns = dataset.column_names
+    if "messages" in columns:
+        def convert(row: dict[str, Any], index: int) -> dict[str, Any]:
+            return {"messages": _with_system(_messages(row["messages"], role, index), agent)}
+        keep = ["messages"]
+    elif "text" in columns:
+        def convert(row: dict[str, Any], index: int) -> dict[str, Any]:
+            return {"text": row["text"]}
+        keep = ["text"]
+    else:
+        def convert(row: dict[str, Any], index: int) -> dict[str, Any]:
+            prompt = _prompt(row["prompt"], agent, role, index)
+            answer = str(row["ground_truth"])
+            if agent.conversational:
+                return {"prompt": prompt, "completion": [{"role": "assistant", "content": answer}]}
+            return {"prompt": prompt, "completion": answer}
+        keep = ["prompt", "completion"]
+    converted = dataset.map(convert, with_indices=True, desc=None)
+    return converted.remove_columns([c for c in converted.column_names if c not in keep])
+
+
+def _prompt(prompt: Any, agent: TrlAgent, role: str, index: int) -> Any:
+    if isinstance(prompt, str):
+        if agent.conversational:
+            return _with_system([{"role": "user", "content": prompt}], agent)
+        return f"{agent.system_prompt}\n\n{prompt}" if agent.system_prompt else prompt
+    messages = _messages(prompt, role, index)
+    if not agent.conversational:
+        raise DatasetError(
+            f"{role} row {index}: the prompt is a list of chat messages but the model "
+            f"{agent.model} has no chat template: give prompts as plain strings or use a model "
+            "with a chat template"
+        )
+    return _with_system(messages, agent)
+
+
+def _messages(messages: Any, role: str, index: int) -> list[dict[str, str]]:
+    if not isinstance(messages, list) or not messages:
+        raise DatasetError(f"{role} row {index}: expected a non-empty list of chat messages")
+    for message in messages:
+        if not isinstance(message, dict) or not isinstance(message.get("content"), str) or not (
+            isinstance(message.get("role"), str)
+        ):
+            raise DatasetError(
+                f"{role} row {index}: every chat message needs a string `role` and `content`, "
+                f"got {message!r}"
+            )
+    return [{"role": m["role"], "content": m["content"]} for m in messages]
+
+
+def _with_system(messages: list[dict[str, str]], agent: TrlAgent) -> list[dict[str, str]]:
+    if agent.system_prompt and messages[0]["role"] != "system":
+        return [{"role": "system", "content": agent.system_prompt}, *messages]
+    return messages

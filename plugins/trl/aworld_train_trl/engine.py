@@ -1,0 +1,68 @@
+"""The hook implementations of the ``trl`` engine.
+
+Each hook hands its work to a submodule imported on call, so loading this module (which the core
+does for ``aworld-train engines --check``) costs nothing heavy.
+"""
+
+from __future__ import annotations
+
+from importlib import metadata
+from typing import TYPE_CHECKING, Any
+
+from aworld_train import hookimpl
+
+if TYPE_CHECKING:
+    import datasets
+
+    from aworld_train.agent import AgentSpec
+    from aworld_train.config import TrainConfig
+    from aworld_train.context import RunContext
+    from aworld_train.reward import RewardSpec
+
+
+@hookimpl
+def check_agent(agent: AgentSpec, ctx: RunContext) -> Any:
+    from aworld_train_trl.agent import agent_to_trl
+
+    return agent_to_trl(agent, ctx.config)
+
+
+@hookimpl
+def check_dataset(
+    train_dataset: datasets.Dataset, test_dataset: datasets.Dataset | None, ctx: RunContext
+) -> Any:
+    from aworld_train_trl.data import datasets_to_trl
+
+    return datasets_to_trl(train_dataset, test_dataset, ctx.results["agent"], ctx.config.algorithm)
+
+
+@hookimpl
+def check_reward(reward: RewardSpec, ctx: RunContext) -> Any:
+    from aworld_train_trl.rewards import reward_to_trl
+
+    return reward_to_trl(reward, ctx.results.get("dataset"))
+
+
+@hookimpl
+def check_config(config: TrainConfig, ctx: RunContext) -> Any:
+    from aworld_train_trl.config import config_to_trl
+
+    return config_to_trl(config, ctx.results["agent"], ctx.run_dir, ctx.logger)
+
+
+@hookimpl
+def train(ctx: RunContext) -> dict[str, Any] | None:
+    from aworld_train_trl.training import run_training
+
+    return run_training(ctx)
+
+
+@hookimpl
+def engine_versions() -> dict[str, str]:
+    versions = {}
+    for name in ("trl", "transformers", "accelerate", "torch"):
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions

@@ -1,0 +1,103 @@
+"""check_reward: the canonical per-sample reward becomes one batched TRL reward function."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from aworld_train.errors import RewardError
+
+if TYPE_CHECKING:
+    from aworld_train.reward import RewardSpec
+
+    from aworld_train_trl.data import TrlDatasets
+
+
+class TrlReward:
+    """A TRL reward function that scores each completion with the job's :class:`RewardSpec`.
+
+    TRL calls it with the batch's prompts and completions plus every other dataset column as a
+    keyword list (one item per completion). It returns the weighted total per completion and
+    logs each function's score and the extra keys of dict results through TRL's ``log_metric``.
+    """
+
+    def __init__(self, spec: RewardSpec) -> None:
+        self.spec = spec
+        names = [function.name for function in spec.functions]
+        # TRL names the reward's metrics after the function's __name__.
+        self.__name__ = _metric_name(names[0]) if len(names) == 1 else "total"
+
+    def __call__(
+        self,
+        prompts: list[Any],
+        completions: list[Any],
+        ground_truth: list[Any],
+        data_source: list[str] | None = None,
+        extra_info: list[dict[str, Any] | None] | None = None,
+        log_metric: Callable[[str, float], None] | None = None,
+        **_: Any,
+    ) -> list[float]:
+        scores: list[float] = []
+        totals: dict[str, float] = defaultdict(float)
+        counts: dict[str, int] = defaultdict(int)
+        for i, completion in enumerate(completions):
+            info = dict(extra_info[i] or {}) if extra_info is not None else {}
+            row = info.get("index", i)
+            result = self.spec.score(
+                data_source[i] if data_source is not None else "",
+                completion_text(completion),
+                str(ground_truth[i]),
+                info,
+                row=row if isinstance(row, int) else i,
+            )
+            scores.append(float(result.score))
+            for key, value in result.metrics.items():
+                totals[key] += float(value)
+                counts[key] += 1
+        if log_metric is not None:
+            for key, total in totals.items():
+                log_metric(key, total / counts[key])
+        return scores
+
+
+def completion_text(completion: Any) -> str:
+    """The text of one completion: a string, or the assistant messages of a conversation."""
+    if isinstance(completion, str):
+        return completion
+    return "".join(
+        str(message.get("content") or "")
+        for message in completion
+        if message.get("role", "assistant") == "assistant"
+    )
+
+
+def reward_to_trl(spec: RewardSpec, trl_datasets: TrlDatasets | None) -> TrlReward:
+    """Wrap ``spec`` for TRL and call the wrapper on the first training row, with the row's
+    ground truth as the completion, so the TRL path fails now rather than after model loading.
+
+    :raises RewardError: naming the function, the row and the exception.
+    """
+    reward = TrlReward(spec)
+    if trl_datasets is None or len(trl_datasets.train) == 0:
+        return reward
+    row = trl_datasets.train[0]
+    if "ground_truth" not in row:
+        return reward
+    answer = str(row["ground_truth"])
+    prompt = row.get("prompt")
+    completion: Any = answer
+    if isinstance(prompt, list):
+        completion = [{"role": "assistant", "content": answer}]
+    columns = {k: [v] for k, v in row.items() if k not in ("prompt", "completion", "ground_truth")}
+    scores = reward(prompts=[prompt], completions=[completion], ground_truth=[answer], **columns)
+    if len(scores) != 1:
+        raise RewardError(
+            f"reward '{reward.__name__}' returned {len(scores)} scores for one completion of row 0"
+        )
+    return reward
+
+
+def _metric_name(name: str) -> str:
+    """A reward name fit for a metric key: ``rewards.py:score`` -> ``score``."""
+    return name.rsplit(":", 1)[-1].rsplit("/", 1)[-1] or "reward"

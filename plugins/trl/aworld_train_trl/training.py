@@ -1,0 +1,146 @@
+"""train: build TRL's trainer from the checked inputs and run it, in this process or several."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aworld_train.errors import RunDirectoryError
+
+if TYPE_CHECKING:
+    from aworld_train.context import RunContext
+
+    from aworld_train_trl.agent import TrlAgent
+    from aworld_train_trl.config import TrlConfig
+    from aworld_train_trl.data import TrlDatasets
+    from aworld_train_trl.rewards import TrlReward
+
+StartFn = Callable[[int, int], None]
+LogFn = Callable[[int, dict[str, Any]], None]
+
+_CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+
+
+def run_training(ctx: RunContext) -> dict[str, Any]:
+    """Train the job in ``ctx``, resuming from ``ctx.resume_from`` when set."""
+    config: TrlConfig = ctx.results["config"]
+    checkpoint = last_checkpoint(ctx.resume_from) if ctx.resume_from is not None else None
+    if config.distributed:
+        from aworld_train_trl.launch import launch
+
+        return launch(ctx, checkpoint)
+    return train_in_process(
+        agent=ctx.results["agent"],
+        data=ctx.results["dataset"],
+        reward=ctx.results["reward"],
+        config=config,
+        run_dir=ctx.run_dir,
+        on_start=lambda total, done: ctx.metrics.start(total, completed=done),
+        on_log=ctx.metrics.log,
+        checkpoint=checkpoint,
+    )
+
+
+def last_checkpoint(run_dir: Path) -> Path:
+    """The ``checkpoint-N`` with the highest N that an earlier run left in ``run_dir``.
+
+    :raises RunDirectoryError: when the run left no checkpoint.
+    """
+    found = []
+    for folder in (Path(run_dir) / "checkpoints").glob("checkpoint-*"):
+        match = _CHECKPOINT.match(folder.name)
+        if match and (folder / "trainer_state.json").is_file():
+            found.append((int(match.group(1)), folder))
+    if not found:
+        raise RunDirectoryError(
+            f"run {run_dir} has no checkpoint to resume from (checkpoints/checkpoint-N): "
+            "set save_steps so runs save checkpoints, or start a new run"
+        )
+    return max(found)[1]
+
+
+def train_in_process(
+    *,
+    agent: TrlAgent,
+    data: TrlDatasets,
+    reward: TrlReward,
+    config: TrlConfig,
+    run_dir: Path,
+    on_start: StartFn,
+    on_log: LogFn,
+    checkpoint: Path | None = None,
+) -> dict[str, Any]:
+    """Train with TRL's trainer for ``config.algorithm`` and save the final model.
+
+    Under ``accelerate launch`` every process runs this; only the main one reports and saves.
+
+    :param on_start: called once with the total number of steps and the steps already done.
+    :param on_log: called with the global step and the metrics of each logged step.
+    :param checkpoint: a ``checkpoint-N`` folder to resume from.
+    :returns: the latest value of every logged metric.
+    """
+    import datasets
+    from transformers import AutoTokenizer, PrinterCallback
+    from transformers.utils import logging as hf_logging
+
+    from aworld_train_trl.config import build_trainer_args
+
+    # aworld-train shows its own progress bar and metrics.
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    datasets.disable_progress_bars()
+    args = build_trainer_args(config)
+    tokenizer = AutoTokenizer.from_pretrained(agent.model)
+    callback = _metrics_callback(on_start, on_log)
+    if config.algorithm == "sft":
+        from trl import SFTTrainer
+
+        trainer = SFTTrainer(
+            model=agent.model,
+            args=args,
+            train_dataset=data.train,
+            eval_dataset=data.test,
+            processing_class=tokenizer,
+            callbacks=[callback],
+        )
+    else:
+        from trl import GRPOTrainer
+
+        trainer = GRPOTrainer(
+            model=agent.model,
+            reward_funcs=[reward],
+            args=args,
+            train_dataset=data.train,
+            eval_dataset=data.test,
+            processing_class=tokenizer,
+            callbacks=[callback],
+        )
+    trainer.remove_callback(PrinterCallback)
+    trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint is not None else None)
+    trainer.save_model(str(run_dir / "model"))
+    final: dict[str, Any] = {}
+    for entry in trainer.state.log_history:
+        final.update(entry)
+    final["step"] = trainer.state.global_step
+    return final
+
+
+def _metrics_callback(on_start: StartFn, on_log: LogFn) -> Any:
+    from transformers import TrainerCallback
+
+    class MetricsCallback(TrainerCallback):
+        """Forwards the trainer's progress and log entries to aworld-train's metrics."""
+
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            if state.is_world_process_zero:
+                on_start(state.max_steps, state.global_step)
+
+        def on_log(
+            self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any
+        ) -> None:
+            if state.is_world_process_zero and logs:
+                on_log(state.global_step, dict(logs))
+
+    return MetricsCallback()
