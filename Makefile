@@ -17,7 +17,7 @@ test: test-core $(addprefix test-,$(ENGINES))
 $(VENVS)/core/.ready: pyproject.toml $(wildcard tests/distributions/*/pyproject.toml)
 	rm -rf $(VENVS)/core && $(PYTHON) -m venv $(VENVS)/core
 	$(VENVS)/core/bin/pip install $(PIP_QUIET) -e . pytest
-	for dist in tests/distributions/*/; do $(VENVS)/core/bin/pip install $(PIP_QUIET) --no-deps "$$dist" || exit 1; done
+	for dist in tests/distributions/*/; do [ -d "$$dist" ] || continue; $(VENVS)/core/bin/pip install $(PIP_QUIET) --no-deps "$$dist" || exit 1; done
 	touch $@
 
 # One venv per engine: torch first (pinned by constraints.txt), then the core and the plugin.

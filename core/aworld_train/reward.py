@@ -51,6 +51,16 @@ class RewardSpec:
 
     functions: list[RewardFunction]
 
+    def __call__(
+        self,
+        data_source: str,
+        solution_str: str,
+        ground_truth: str,
+        extra_info: dict[str, Any] | None = None,
+    ) -> float:
+        """The weighted total: a spec is itself a reward with the canonical signature."""
+        return self.score(data_source, solution_str, ground_truth, extra_info).score
+
     def score(
         self,
         data_source: str,

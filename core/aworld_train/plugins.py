@@ -1,0 +1,272 @@
+"""Finding, loading and validating engines and extension plugins.
+
+Listing reads distribution metadata only and imports no engine. Running loads the selected
+engine and the extension plugins into one pluggy ``PluginManager`` and validates every hook
+implementation against the specs. A plugin that fails to load is reported by distribution and
+the others stay usable.
+
+Environment:
+
+- ``AWORLD_TRAIN_LOAD_PLUGINS``: comma-separated distribution names to load (empty: none).
+- ``AWORLD_TRAIN_DISABLE_PLUGINS``: comma-separated distribution names never to load.
+- ``AWORLD_TRAIN_TRACE_PLUGINS=1``: print every hook call, its implementations and result.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import sys
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pluggy
+
+from aworld_train import hookspecs
+from aworld_train.errors import PluginError, did_you_mean
+
+ENGINE_GROUP = "aworld_train.engines"
+PLUGIN_GROUP = "aworld_train.plugins"
+REGISTERED = "(registered in-process)"
+
+logger = logging.getLogger("aworld_train")
+
+# Engines added with AgentTrainer.register_processor: name -> TrainerProcessor subclass.
+_registered: dict[str, type] = {}
+
+
+@dataclass
+class EngineInfo:
+    """One engine as listing finds it.
+
+    :ivar status: ``ok``, ``conflict: ...``, ``broken: ...`` (after an import check) or
+        ``disabled``.
+    """
+
+    name: str
+    distribution: str
+    version: str
+    status: str = "ok"
+    entry_point: metadata.EntryPoint | None = None
+    target: Any = None  # a registered processor class
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def as_dict(self) -> dict[str, str]:
+        value = self.entry_point.value if self.entry_point is not None else _qualname(self.target)
+        return {"name": self.name, "distribution": self.distribution, "version": self.version,
+                "status": self.status, "object": value}
+
+
+def register_processor(name: str, processor: type) -> None:
+    """Add an in-process engine. :raises PluginError: when the name is taken."""
+    from aworld_train.processor import TrainerProcessor
+
+    if not (isinstance(processor, type) and issubclass(processor, TrainerProcessor)):
+        raise PluginError(f"processor for engine '{name}' must be a TrainerProcessor subclass")
+    if name in _registered or any(info.name == name for info in _entry_point_engines()):
+        raise PluginError(f"engine '{name}' is already registered")
+    _registered[name] = processor
+
+
+def unregister_processor(name: str) -> None:
+    """Remove an in-process engine (no error when absent)."""
+    _registered.pop(name, None)
+
+
+def list_engines() -> list[EngineInfo]:
+    """Every engine, from metadata and the in-process registry; imports no engine."""
+    engines = _entry_point_engines()
+    providers: dict[str, list[str]] = {}
+    for info in engines:
+        providers.setdefault(info.name, []).append(info.distribution)
+    for info in engines:
+        if len(providers[info.name]) > 1:
+            info.status = (f"conflict: engine '{info.name}' is provided by "
+                           f"{' and '.join(providers[info.name])}")
+    engines += [EngineInfo(name, REGISTERED, "-", target=cls) for name, cls in _registered.items()]
+    return sorted(engines, key=lambda info: info.name)
+
+
+def find_engine(name: str) -> EngineInfo:
+    """The usable engine called ``name``.
+
+    :raises PluginError: for an unknown name (listing the installed ones) or a conflict.
+    """
+    engines = list_engines()
+    matches = [info for info in engines if info.name == name]
+    if not matches:
+        names = sorted({info.name for info in engines})
+        installed = ", ".join(names) if names else "none (pip install aworld-train-trl, ...)"
+        raise PluginError(f"unknown engine '{name}'{did_you_mean(name, names)}; installed: {installed}")
+    if not matches[0].ok:
+        raise PluginError(f"engine '{name}' cannot be used: {matches[0].status}")
+    return matches[0]
+
+
+def default_engine(requested: str | None) -> str:
+    """The engine to use: ``requested``, else the only one installed, else ``verl`` when
+    installed, else an error listing what is installed."""
+    if requested:
+        return requested
+    names = sorted({info.name for info in list_engines()})
+    if len(names) == 1:
+        return names[0]
+    if "verl" in names:
+        return "verl"
+    listed = ", ".join(names) if names else "none"
+    raise PluginError(f"no engine named: pass --engine or set 'engine' in the job (installed: {listed})")
+
+
+def load_engine(info: EngineInfo) -> Any:
+    """Import the engine's object. :raises PluginError: naming the distribution and the cause."""
+    if info.entry_point is None:
+        return info.target
+    try:
+        return info.entry_point.load()
+    except Exception as exc:  # a broken plugin: report it, never crash the CLI
+        raise PluginError(
+            f"engine '{info.name}' from {info.distribution} {info.version} failed to import: "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def create_manager(engine: str, run_dir: Path | None) -> pluggy.PluginManager:
+    """A plugin manager holding the engine ``engine`` and every loadable extension plugin.
+
+    A ``TrainerProcessor`` engine is instantiated with ``run_dir`` as its ``run_path``.
+
+    :raises PluginError: when the engine cannot be loaded or breaks the hook contract.
+    """
+    from aworld_train.processor import ProcessorPlugin, TrainerProcessor
+
+    info = find_engine(engine)
+    target = load_engine(info)
+    if isinstance(target, type) and issubclass(target, TrainerProcessor):
+        target = ProcessorPlugin(target(str(run_dir) if run_dir is not None else ""))
+    manager = _new_manager()
+    _register(manager, target, info.name, f"engine '{info.name}' from {info.distribution}")
+    for entry_point in _selected(metadata.entry_points(group=PLUGIN_GROUP)):
+        where = f"plugin '{entry_point.name}' from {_dist_label(entry_point)}"
+        try:
+            _register(manager, entry_point.load(), f"plugin:{entry_point.name}", where)
+        except Exception as exc:  # a broken extension is skipped; the engine still runs
+            logger.warning("skipping %s: %s", where, _one_line(exc))
+    if os.environ.get("AWORLD_TRAIN_TRACE_PLUGINS", "") not in ("", "0"):
+        _trace(manager)
+    return manager
+
+
+def check_engine(info: EngineInfo) -> EngineInfo:
+    """Import one engine and validate its hooks; the result's status says ``ok`` or why not."""
+    from aworld_train.processor import TrainerProcessor
+
+    if not info.ok:
+        return info
+    try:
+        target = load_engine(info)
+        if isinstance(target, type) and issubclass(target, TrainerProcessor):
+            # Its hooks are the adapter's; what can break is an unimplemented method.
+            if target.__abstractmethods__:
+                missing = ", ".join(sorted(target.__abstractmethods__))
+                raise PluginError(f"{_qualname(target)} does not implement {missing}")
+        else:
+            where = f"engine '{info.name}' from {info.distribution}"
+            _register(_new_manager(), target, info.name, where)
+    except PluginError as exc:
+        info.status = f"broken: {_one_line(exc)}"
+    return info
+
+
+def _new_manager() -> pluggy.PluginManager:
+    manager = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+    manager.add_hookspecs(hookspecs)
+    return manager
+
+
+def _register(manager: pluggy.PluginManager, plugin: Any, name: str, where: str) -> None:
+    """Register ``plugin`` and validate its hooks against the specs, or leave it out."""
+    try:
+        manager.register(plugin, name=name)
+    except pluggy.PluginValidationError as exc:
+        raise PluginError(f"{where} does not match the hook specs: {_one_line(exc)}") from exc
+    except ValueError as exc:  # pluggy: the same plugin object registered twice
+        raise PluginError(f"{where}: {exc}") from exc
+    try:
+        manager.check_pending()  # an implementation of a hook that has no spec
+    except pluggy.PluginValidationError as exc:
+        manager.unregister(plugin)
+        raise PluginError(f"{where} does not match the hook specs: {_one_line(exc)}") from exc
+
+
+def _entry_point_engines() -> list[EngineInfo]:
+    seen: set[tuple[str, str]] = set()
+    engines = []
+    for entry_point in _selected(metadata.entry_points(group=ENGINE_GROUP)):
+        dist = entry_point.dist
+        key = (entry_point.name, _normalise(dist.name) if dist else entry_point.value)
+        if key in seen:  # one distribution found twice on sys.path
+            continue
+        seen.add(key)
+        engines.append(EngineInfo(
+            entry_point.name,
+            dist.name if dist else "?",
+            dist.version if dist else "?",
+            entry_point=entry_point,
+        ))
+    return engines
+
+
+def _selected(entry_points: Any) -> list[metadata.EntryPoint]:
+    """The entry points whose distribution the environment allows."""
+    load = os.environ.get("AWORLD_TRAIN_LOAD_PLUGINS")
+    allowed = None if load is None else {_normalise(n) for n in load.split(",") if n.strip()}
+    blocked = {_normalise(n) for n in os.environ.get("AWORLD_TRAIN_DISABLE_PLUGINS", "").split(",")
+               if n.strip()}
+    chosen = []
+    for entry_point in entry_points:
+        dist = _normalise(entry_point.dist.name) if entry_point.dist else ""
+        if (allowed is None or dist in allowed) and dist not in blocked:
+            chosen.append(entry_point)
+    return chosen
+
+
+def _trace(manager: pluggy.PluginManager) -> None:
+    def before(hook_name: str, hook_impls: list[Any], kwargs: dict[str, Any]) -> None:
+        impls = ", ".join(impl.plugin_name for impl in hook_impls)
+        args = ", ".join(f"{k}={_short(v)}" for k, v in kwargs.items())
+        print(f"[aworld-train trace] {hook_name}({args}) -> [{impls}]", file=sys.stderr)
+
+    def after(outcome: Any, hook_name: str, hook_impls: list[Any], kwargs: dict[str, Any]) -> None:
+        exception = outcome.exception
+        result = f"raised {exception!r}" if exception else f"returned {_short(outcome.get_result())}"
+        print(f"[aworld-train trace] {hook_name} {result}", file=sys.stderr)
+
+    manager.add_hookcall_monitoring(before, after)
+
+
+def _dist_label(entry_point: metadata.EntryPoint) -> str:
+    dist = entry_point.dist
+    return f"{dist.name} {dist.version}" if dist else entry_point.value
+
+
+def _normalise(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _qualname(obj: Any) -> str:
+    return f"{getattr(obj, '__module__', '?')}:{getattr(obj, '__qualname__', repr(obj))}"
