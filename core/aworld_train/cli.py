@@ -1,0 +1,176 @@
+"""The ``aworld-train`` command: the same API Python users call, from a job file.
+
+Every user mistake is printed as one line on stderr with exit code 2; ``--debug`` shows the
+traceback instead.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+import click
+
+from aworld_train.errors import AWorldTrainError
+
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point."""
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        cli.main(args=args, prog_name="aworld-train", standalone_mode=False)
+    except click.exceptions.Abort:
+        sys.exit(EXIT_INTERRUPTED)
+    except click.ClickException as exc:  # usage errors: one line too
+        click.echo(f"error: {exc.format_message()}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    except AWorldTrainError as exc:
+        from aworld_train.trainer import Interrupted
+
+        if "--debug" in args:
+            traceback.print_exc()
+        click.echo(f"error: {' '.join(str(exc).split())}", err=True)
+        sys.exit(EXIT_INTERRUPTED if isinstance(exc, Interrupted) else EXIT_BAD_INPUT)
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="aworld-train")
+def cli() -> None:
+    """Train agents with the RL or fine-tuning engine of your choice."""
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.option("--check", is_flag=True, help="Import each engine and validate its hooks.")
+@click.option("--debug", is_flag=True, hidden=True)
+def engines(as_json: bool, check: bool, debug: bool) -> None:
+    """List the installed engines (reads metadata only, unless --check)."""
+    from aworld_train import plugins
+
+    found = plugins.list_engines()
+    if check:
+        found = [plugins.check_engine(info) for info in found]
+    rows = [info.as_dict() for info in found]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    if not rows:
+        click.echo("no engines installed (pip install aworld-train-trl, aworld-train-swift, ...)")
+        return
+    # A plain table: listing must stay instant, so no rich import here.
+    columns = ("name", "distribution", "version", "status")
+    widths = {c: max(len(c), *(len(r[c]) for r in rows)) for c in columns}
+    click.echo("  ".join(c.upper().ljust(widths[c]) for c in columns))
+    for row in rows:
+        click.echo("  ".join(row[c].ljust(widths[c]) for c in columns))
+
+
+def job_options(command: Any) -> Any:
+    """The options `check` and `train` share."""
+    options = [
+        click.argument("job", required=False, type=click.Path(path_type=Path)),
+        click.option("--engine", help="Engine name (overrides the job's)."),
+        click.option("-o", "--override", "overrides", multiple=True, metavar="KEY=VALUE",
+                     help="Config override with a dotted key, e.g. -o trl.beta=0.0"),
+        click.option("--agent", help="Agent file, mapping or module:factory."),
+        click.option("--train-dataset", help="Training dataset path."),
+        click.option("--test-dataset", help="Test dataset path."),
+        click.option("--reward", help="Reward: file.py:function, module:function or built-in."),
+        click.option("--config", help="Config YAML/JSON path."),
+        click.option("--debug", is_flag=True, help="Show tracebacks."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+@cli.command()
+@job_options
+def check(job: Path | None, engine: str | None, overrides: tuple[str, ...], debug: bool,
+          **fields: Any) -> None:
+    """Run every check of a job without training."""
+    trainer_kwargs = _trainer_kwargs(job, engine, overrides, fields)
+    _run_checks(trainer_kwargs, check_only=True)
+    click.echo("all checks passed")
+
+
+@cli.command()
+@job_options
+@click.option("--run-path", help="Folder that receives run directories (default: the job's).")
+@click.option("--resume", help="Run directory (or its name) of an interrupted run to continue.")
+def train(job: Path | None, engine: str | None, overrides: tuple[str, ...], debug: bool,
+          run_path: str | None, resume: str | None, **fields: Any) -> None:
+    """Check a job, then train it."""
+    trainer_kwargs = _trainer_kwargs(job, engine, overrides, fields, run_path)
+    trainer = _run_checks(trainer_kwargs, check_only=False, resume=resume)
+    try:
+        final = trainer.train()
+    finally:
+        _print_run(trainer.run_dir.path)
+    click.echo("final metrics: " + ", ".join(
+        f"{k} {v:.4g}" for k, v in final.items() if isinstance(v, float) and "/" not in k))
+
+
+@cli.command("new-engine")
+@click.argument("name")
+@click.argument("directory", required=False, type=click.Path(path_type=Path))
+def new_engine(name: str, directory: Path | None) -> None:
+    """Scaffold a third-party engine distribution."""
+    from aworld_train.scaffold import scaffold_engine
+
+    target = scaffold_engine(name, directory)
+    click.echo(f"created engine '{name}' in {target}; install it with: pip install -e {target}")
+
+
+def _trainer_kwargs(job: Path | None, engine: str | None, overrides: tuple[str, ...],
+                    fields: dict[str, Any], run_path: str | None = None) -> dict[str, Any]:
+    from aworld_train.job import load_job
+
+    loaded = load_job(job, engine=engine, **fields)
+    if run_path is not None:
+        root = Path(run_path).resolve()
+    else:  # a job's run_path is relative to the job file
+        root = loaded.base_dir / loaded.run_path
+    return dict(
+        agent=loaded.agent, config=loaded.config, reward_func=loaded.reward,
+        train_dataset=loaded.train_dataset, test_dataset=loaded.test_dataset,
+        run_path=root, train_engine_name=loaded.engine, columns=loaded.columns,
+        overrides=overrides, base_dir=loaded.base_dir,
+    )
+
+
+def _run_checks(kwargs: dict[str, Any], check_only: bool, resume: str | None = None) -> Any:
+    """Build the trainer, printing the check table (also when a check fails)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from aworld_train.trainer import AgentTrainer
+
+    checks: list[Any] = []
+    try:
+        return AgentTrainer(**kwargs, check_only=check_only, resume=resume,
+                            show_progress=not check_only, on_check=checks.append)
+    finally:
+        table = Table(title="checks", title_justify="left")
+        for column in ("module", "checked by", "result", "time"):
+            table.add_column(column)
+        for item in checks:
+            table.add_row(item.module, item.by, item.detail, f"{item.seconds:.2f}s")
+        Console(soft_wrap=False).print(table)
+
+
+def _print_run(run_dir: Path) -> None:
+    click.echo(f"run directory: {run_dir}")
+    click.echo(f"metrics:       {run_dir / 'metrics.jsonl'}")
+    for curve in ("reward", "loss"):
+        if (run_dir / f"{curve}.png").is_file():
+            click.echo(f"{curve + ' curve:':<14} {run_dir / f'{curve}.png'}")

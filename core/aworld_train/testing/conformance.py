@@ -1,0 +1,155 @@
+"""The engine conformance suite: pytest test classes every engine subclasses.
+
+In an engine's own tests::
+
+    from aworld_train.testing.conformance import EngineConformance
+
+    class TestMyEngine(EngineConformance):
+        engine_name = "mine"
+        engine_section = {"some_setting": 1}   # the engine's config section for the tiny job
+
+The suite proves that the engine is discovered, that its hooks validate against the specs,
+that ``check`` passes on a valid job and fails clearly on bad input, and that ``train`` runs a
+tiny job to completion and reports metrics (or raises ``train_error`` where the machine cannot
+train, such as an engine that needs a GPU).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from aworld_train.errors import ConfigError, DatasetError, RewardError
+
+_REWARD_FILE = '''
+def score(data_source, solution_str, ground_truth, extra_info=None):
+    return 1.0 if ground_truth in solution_str else 0.0
+
+
+def broken(data_source, solution_str, ground_truth, extra_info=None):
+    raise RuntimeError("planted failure")
+'''
+
+
+class EngineConformance:
+    """The contract every engine keeps. Subclass it and set :attr:`engine_name`."""
+
+    #: The engine's name, as its entry point (or ``register_processor``) gives it.
+    engine_name: ClassVar[str] = ""
+    #: The engine's own config section for the tiny job.
+    engine_section: ClassVar[dict[str, Any]] = {}
+    #: Common config keys for the tiny job; small enough to train in seconds on a CPU.
+    common_config: ClassVar[dict[str, Any]] = {
+        "algorithm": "grpo",
+        "max_steps": 2,
+        "batch_size": 4,
+        "num_generations": 2,
+        "learning_rate": 1e-3,
+        "max_prompt_length": 64,
+        "max_completion_length": 4,
+        "logging_steps": 1,
+        "save_steps": 2,
+    }
+    #: The error ``train`` must raise on this machine, or ``None`` when it must train.
+    train_error: ClassVar[type[BaseException] | None] = None
+
+    @pytest.fixture(scope="class")
+    def tiny_model(self, tmp_path_factory: pytest.TempPathFactory) -> Path:
+        from aworld_train.testing import build_tiny_model
+
+        return build_tiny_model(tmp_path_factory.mktemp("tiny-model"))
+
+    @pytest.fixture
+    def job(self, tmp_path: Path, tiny_model: Path) -> dict[str, Any]:
+        """``AgentTrainer`` keyword arguments for a valid tiny job."""
+        rows = [{"prompt": [{"role": "user", "content": f"Repeat: {d}"}], "ground_truth": str(d)}
+                for d in range(8)]
+        data = tmp_path / "train.jsonl"
+        data.write_text("".join(json.dumps(row) + "\n" for row in rows))
+        (tmp_path / "rewards.py").write_text(_REWARD_FILE)
+        config = dict(self.common_config, model=str(tiny_model))
+        if self.engine_section:
+            config[self.engine_name] = dict(self.engine_section)
+        return {
+            "agent": {"name": "conformance", "system_prompt": "Answer with the digit."},
+            "config": config,
+            "reward_func": "rewards.py:score",
+            "train_dataset": "train.jsonl",
+            "run_path": tmp_path / "runs",
+            "train_engine_name": self.engine_name,
+            "base_dir": tmp_path,
+        }
+
+    def test_engine_is_discovered_without_importing_it(self) -> None:
+        code = (
+            "import json, sys\n"
+            "from aworld_train.plugins import list_engines\n"
+            f"info = [i for i in list_engines() if i.name == {self.engine_name!r}]\n"
+            "module = info[0].entry_point.module if info and info[0].entry_point else ''\n"
+            "print(json.dumps({'found': [i.as_dict() for i in info],\n"
+            "                  'imported': module.split('.')[0] in sys.modules}))\n"
+        )
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             check=True)
+        result = json.loads(out.stdout)
+        assert [row["status"] for row in result["found"]] == ["ok"]
+        assert not result["imported"], "listing engines imported the engine"
+
+    def test_hooks_validate_against_the_specs(self) -> None:
+        from aworld_train.plugins import check_engine, find_engine
+
+        assert check_engine(find_engine(self.engine_name)).status == "ok"
+
+    def test_check_passes_on_a_valid_job(self, job: dict[str, Any]) -> None:
+        from aworld_train import AgentTrainer
+
+        trainer = AgentTrainer(**job, check_only=True)
+        assert trainer.initialized
+        checked_by_engine = {c.module for c in trainer.checks if c.by == self.engine_name}
+        assert checked_by_engine == {"agent", "dataset", "reward", "config"}
+        assert not (job["run_path"]).exists(), "check wrote a run directory"
+
+    def test_check_rejects_an_unknown_engine_key(self, job: dict[str, Any]) -> None:
+        from aworld_train import AgentTrainer
+
+        section = dict(self.engine_section, no_such_setting=1)
+        job["config"] = dict(job["config"], **{self.engine_name: section})
+        with pytest.raises(ConfigError, match="no_such_setting"):
+            AgentTrainer(**job, check_only=True)
+
+    def test_check_rejects_a_reward_that_raises(self, job: dict[str, Any]) -> None:
+        from aworld_train import AgentTrainer
+
+        job["reward_func"] = "rewards.py:broken"
+        with pytest.raises(RewardError, match="row 0.*planted failure"):
+            AgentTrainer(**job, check_only=True)
+
+    def test_check_rejects_a_row_without_ground_truth(self, job: dict[str, Any]) -> None:
+        from aworld_train import AgentTrainer
+
+        data = job["base_dir"] / "train.jsonl"
+        data.write_text(data.read_text() + json.dumps({"prompt": "Repeat: 1"}) + "\n")
+        with pytest.raises(DatasetError, match=r"train\.jsonl:9: missing column 'ground_truth'"):
+            AgentTrainer(**job, check_only=True)
+
+    def test_train_runs_a_tiny_job(self, job: dict[str, Any]) -> None:
+        from aworld_train import AgentTrainer
+
+        trainer = AgentTrainer(**job)
+        run_dir = trainer.run_dir.path
+        if self.train_error is not None:
+            with pytest.raises(self.train_error):
+                trainer.train()
+            assert json.loads((run_dir / "manifest.json").read_text())["status"] == "failed"
+            return
+        trainer.train()
+        manifest = json.loads((run_dir / "manifest.json").read_text())
+        assert manifest["status"] == "completed"
+        records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+        assert records and all("step" in r for r in records)
+        assert any(key not in ("step", "time") for r in records for key in r)
