@@ -1,0 +1,1 @@
+"""Test-only engine distribution whose hook module cannot be imported."""

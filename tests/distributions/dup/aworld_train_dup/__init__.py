@@ -1,0 +1,1 @@
+"""Test-only engine distribution that claims an engine name another distribution claims."""

@@ -1,0 +1,1 @@
+"""Test-only engine distribution whose hook implementation breaks the spec."""

@@ -1,0 +1,1 @@
+"""Test-only extension plugin (entry-point group ``aworld_train.plugins``)."""
