@@ -174,3 +174,7 @@ def _print_run(run_dir: Path) -> None:
     for curve in ("reward", "loss"):
         if (run_dir / f"{curve}.png").is_file():
             click.echo(f"{curve + ' curve:':<14} {run_dir / f'{curve}.png'}")
+
+
+if __name__ == "__main__":
+    main()

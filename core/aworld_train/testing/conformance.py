@@ -59,7 +59,8 @@ class EngineConformance:
     train_error: ClassVar[type[BaseException] | None] = None
 
     @pytest.fixture(scope="class")
-    def tiny_model(self, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    @classmethod
+    def tiny_model(cls, tmp_path_factory: pytest.TempPathFactory) -> Path:
         from aworld_train.testing import build_tiny_model
 
         return build_tiny_model(tmp_path_factory.mktemp("tiny-model"))
