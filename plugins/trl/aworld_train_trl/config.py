@@ -107,8 +107,15 @@ def config_to_trl(
         nnodes=max(1, config.resources.nnodes),
         use_gpu=use_gpu,
     )
+    world_size = resolved.num_processes * resolved.nnodes
     if algorithm == "grpo":
-        _check_generation_batch(args_class, args, resolved.num_processes * resolved.nnodes)
+        generation_batch = _check_generation_batch(args_class, args, world_size)
+        if world_size > 1:
+            # This process has a world size of 1: validate with the batch the workers will have.
+            check_args = {k: v for k, v in args.items() if k != "steps_per_generation"}
+            check_args["generation_batch_size"] = generation_batch
+            build_trainer_args(dataclasses.replace(resolved, args=check_args))
+            return resolved
     build_trainer_args(resolved)
     return resolved
 
@@ -183,8 +190,11 @@ def _check_vllm(use_gpu: bool) -> None:
         raise ConfigError("config trl.use_vllm: vLLM generation needs a GPU and none is visible")
 
 
-def _check_generation_batch(args_class: type, args: dict[str, Any], world_size: int) -> None:
-    """TRL checks this only inside the training processes; check it for the world size to come."""
+def _check_generation_batch(args_class: type, args: dict[str, Any], world_size: int) -> int:
+    """TRL checks this only inside the training processes; check it for the world size to come.
+
+    :returns: the generation batch size across all processes.
+    """
     defaults = {f.name: f.default for f in dataclasses.fields(args_class)}
 
     def value(key: str) -> Any:
@@ -193,7 +203,10 @@ def _check_generation_batch(args_class: type, args: dict[str, Any], world_size: 
     num_generations = value("num_generations")
     per_device = value("per_device_train_batch_size")
     if not isinstance(num_generations, int) or not isinstance(per_device, int):
-        return  # TRL's own validation names the wrong type
+        raise ConfigError(
+            f"config: num_generations and batch_size must be integers, got {num_generations!r} "
+            f"and {per_device!r}"
+        )
     if num_generations < 2:
         raise ConfigError(
             f"config num_generations: GRPO compares completions within a group, so it needs at "
@@ -218,3 +231,4 @@ def _check_generation_batch(args_class: type, args: dict[str, Any], world_size: 
             f"steps per generation) must be divisible by num_generations {num_generations}: "
             f"make batch_size a multiple of {num_generations}"
         )
+    return generation_batch

@@ -124,6 +124,7 @@ def train_in_process(
     for entry in trainer.state.log_history:
         final.update(entry)
     final["step"] = trainer.state.global_step
+    final["num_processes"] = trainer.accelerator.num_processes
     return final
 
 

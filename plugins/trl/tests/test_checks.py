@@ -1,0 +1,205 @@
+"""Check-time failures and the conversions of each check hook, without training."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aworld_train import AgentTrainer
+from aworld_train.errors import AgentError, ConfigError, DatasetError, RewardError
+
+
+def _with_config(job: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    job["config"] = dict(job["config"], **changes)
+    return job
+
+
+def test_valid_job_passes_every_check(job: dict[str, Any]) -> None:
+    trainer = AgentTrainer(**job, check_only=True)
+    assert {c.module for c in trainer.checks if c.by == "trl"} == {
+        "agent", "dataset", "reward", "config"
+    }
+    config = trainer.context.results["config"]
+    assert config.args["use_cpu"] is True
+    assert config.args["report_to"] == "none"
+    assert config.args["output_dir"].startswith(str(trainer.context.run_dir))
+
+
+def test_misspelled_trl_key_is_rejected_with_a_suggestion(job: dict[str, Any]) -> None:
+    _with_config(job, trl={"num_generation": 4})
+    with pytest.raises(ConfigError, match=r"trl\.num_generation.*did you mean 'num_generations'"):
+        AgentTrainer(**job, check_only=True)
+
+
+def test_bad_trl_value_reports_trls_message(job: dict[str, Any]) -> None:
+    _with_config(job, trl={"lr_scheduler_type": "sideways"})
+    with pytest.raises(ConfigError, match=r"GRPOConfig rejects it: .*sideways"):
+        AgentTrainer(**job, check_only=True)
+
+
+def test_output_dir_belongs_to_the_run(job: dict[str, Any]) -> None:
+    _with_config(job, trl={"output_dir": "/tmp/elsewhere"})
+    with pytest.raises(ConfigError, match=r"trl\.output_dir"):
+        AgentTrainer(**job, check_only=True)
+
+
+def test_batch_not_divisible_by_num_generations(job: dict[str, Any]) -> None:
+    _with_config(job, batch_size=3, num_generations=2)
+    with pytest.raises(ConfigError, match="divisible by num_generations 2"):
+        AgentTrainer(**job, check_only=True)
+
+
+def test_batch_checked_for_the_number_of_processes(job: dict[str, Any]) -> None:
+    _with_config(job, batch_size=3, num_generations=6, resources={"gpus_per_node": 1})
+    with pytest.raises(ConfigError, match="divisible by num_generations 6"):
+        AgentTrainer(**job, check_only=True)
+    _with_config(job, resources={"gpus_per_node": 2})
+    AgentTrainer(**job, check_only=True)
+
+
+def test_single_generation_is_rejected(job: dict[str, Any]) -> None:
+    _with_config(job, num_generations=1)
+    with pytest.raises(ConfigError, match="at least 2"):
+        AgentTrainer(**job, check_only=True)
+
+
+def test_unknown_algorithm(job: dict[str, Any]) -> None:
+    _with_config(job, algorithm="sfft")
+    with pytest.raises(ConfigError, match="did you mean 'sft'"):
+        AgentTrainer(**job, check_only=True)
+
+
+def test_vllm_without_vllm_or_gpu(job: dict[str, Any]) -> None:
+    _with_config(job, trl={"use_vllm": True})
+    with pytest.raises(ConfigError, match=r"trl\.use_vllm: vLLM"):
+        AgentTrainer(**job, check_only=True)
+
+
+def test_agent_with_tools_is_not_silently_dropped(job: dict[str, Any]) -> None:
+    job["agent"] = {"name": "searcher", "tools": ["os.path:join"]}
+    with pytest.raises(AgentError, match="searcher.*tools"):
+        AgentTrainer(**job, check_only=True)
+
+
+def test_missing_model_folder(job: dict[str, Any], tmp_path: Path) -> None:
+    _with_config(job, model=str(tmp_path / "no-such-model"))
+    with pytest.raises(AgentError, match="no-such-model"):
+        AgentTrainer(**job, check_only=True)
+
+
+def test_hub_id_is_checked_for_form_only(job: dict[str, Any]) -> None:
+    _with_config(job, model="Qwen/Qwen2.5-0.5B-Instruct")
+    trainer = AgentTrainer(**job, check_only=True)
+    assert trainer.context.results["agent"].model == "Qwen/Qwen2.5-0.5B-Instruct"
+
+
+def test_sampling_settings_become_generation_settings(job: dict[str, Any]) -> None:
+    job["agent"] = dict(job["agent"], llm_temperature=0.7, llm_top_p=0.9, llm_max_tokens=5)
+    job["config"].pop("max_completion_length")
+    args = AgentTrainer(**job, check_only=True).context.results["config"].args
+    assert (args["temperature"], args["top_p"], args["max_completion_length"]) == (0.7, 0.9, 5)
+
+
+def test_reward_failure_names_the_row(job: dict[str, Any], tmp_path: Path) -> None:
+    (tmp_path / "rewards.py").write_text(
+        "def score(data_source, solution_str, ground_truth, extra_info=None):\n"
+        "    raise KeyError('answer')\n"
+    )
+    with pytest.raises(RewardError, match="row 0"):
+        AgentTrainer(**job, check_only=True)
+
+
+# The conversions, on the engine's own types.
+
+def _agent(**fields: Any) -> Any:
+    from aworld_train_trl.agent import TrlAgent
+
+    return TrlAgent(model="tiny", **fields)
+
+
+def _canonical() -> Any:
+    import datasets
+
+    return datasets.Dataset.from_list([
+        {"prompt": "Repeat: 4", "ground_truth": "4", "data_source": "d", "extra_info": {"index": 0}},
+        {"prompt": [{"role": "user", "content": "Repeat: 2"}], "ground_truth": "2",
+         "data_source": "d", "extra_info": {"index": 1}},
+    ][:1])
+
+
+def test_grpo_prompts_become_conversations_with_the_system_prompt() -> None:
+    from aworld_train_trl.data import datasets_to_trl
+
+    converted = datasets_to_trl(_canonical(), None, _agent(system_prompt="Be brief."), "grpo")
+    row = converted.train[0]
+    assert row["prompt"] == [
+        {"role": "system", "content": "Be brief."}, {"role": "user", "content": "Repeat: 4"}
+    ]
+    assert (row["ground_truth"], row["data_source"], row["extra_info"]) == ("4", "d", {"index": 0})
+
+
+def test_plain_prompts_without_a_chat_template() -> None:
+    from aworld_train_trl.data import datasets_to_trl
+
+    agent = _agent(system_prompt="Be brief.", conversational=False)
+    converted = datasets_to_trl(_canonical(), None, agent, "grpo")
+    assert converted.train[0]["prompt"] == "Be brief.\n\nRepeat: 4"
+
+
+def test_chat_prompt_without_a_chat_template_names_the_row() -> None:
+    import datasets
+
+    from aworld_train_trl.data import datasets_to_trl
+
+    rows = datasets.Dataset.from_list([
+        {"prompt": [{"role": "user", "content": "Repeat: 2"}], "ground_truth": "2"}
+    ])
+    with pytest.raises(DatasetError, match="train_dataset row 0"):
+        datasets_to_trl(rows, None, _agent(conversational=False), "grpo")
+
+
+def test_sft_rows_become_prompt_and_completion() -> None:
+    from aworld_train_trl.data import datasets_to_trl
+
+    converted = datasets_to_trl(_canonical(), None, _agent(), "sft")
+    assert converted.train.column_names == ["prompt", "completion"]
+    assert converted.train[0]["completion"] == [{"role": "assistant", "content": "4"}]
+
+
+def test_reward_wrapper_scores_each_completion_and_logs_extra_metrics() -> None:
+    from aworld_train.reward import resolve_reward
+
+    from aworld_train_trl.rewards import TrlReward
+
+    def graded(data_source, solution_str, ground_truth, extra_info=None):
+        return {"score": float(solution_str == ground_truth), "length": len(solution_str)}
+
+    logged: dict[str, float] = {}
+    reward = TrlReward(resolve_reward([{"name": graded, "weight": 2.0}]))
+    scores = reward(
+        prompts=[[], []],
+        completions=[[{"role": "assistant", "content": "7"}], [{"role": "assistant", "content": "17"}]],
+        ground_truth=["7", "7"],
+        data_source=["d", "d"],
+        extra_info=[{"index": 0}, {"index": 0}],
+        log_metric=logged.__setitem__,
+        trainer_state=None,
+    )
+    assert scores == [2.0, 0.0]
+    assert logged["length"] == 1.5
+
+
+def test_reward_wrapper_error_names_the_row() -> None:
+    from aworld_train.reward import resolve_reward
+
+    from aworld_train_trl.rewards import TrlReward
+
+    def broken(data_source, solution_str, ground_truth, extra_info=None):
+        raise ZeroDivisionError("boom")
+
+    reward = TrlReward(resolve_reward(broken))
+    with pytest.raises(RewardError, match="row 5.*boom"):
+        reward(prompts=["p"], completions=["x"], ground_truth=["1"], data_source=["d"],
+               extra_info=[{"index": 5}])

@@ -1,0 +1,110 @@
+"""GRPO and SFT end to end on the tiny model through AgentTrainer, resume, and two processes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import read_jsonl
+
+from aworld_train import AgentTrainer
+
+
+def _assert_model_reloads(model_dir: Path) -> None:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    assert model.config.vocab_size == len(tokenizer)
+    assert tokenizer.decode(tokenizer("Repeat: 7")["input_ids"]) == "Repeat: 7"
+
+
+def _manifest(run_dir: Path) -> dict[str, Any]:
+    return json.loads((run_dir / "manifest.json").read_text())
+
+
+def test_grpo_trains_reports_checkpoints_and_saves(job: dict[str, Any], tmp_path: Path) -> None:
+    trainer = AgentTrainer(**job)
+    (tmp_path / "calls.jsonl").unlink()  # drop the calls made by the checks
+    final = trainer.train()
+    run_dir = trainer.run_dir.path
+
+    metrics = read_jsonl(run_dir / "metrics.jsonl")
+    train_steps = [m for m in metrics if "reward" in m]
+    assert [m["step"] for m in train_steps] == [1, 2, 3, 4]
+    for entry in train_steps:
+        assert {"loss", "reward", "reward_std", "rewards/score/mean"} <= entry.keys()
+        assert {"completions/mean_length"} <= entry.keys()
+    assert final["step"] == 4
+    assert _manifest(run_dir)["status"] == "completed"
+    assert sorted(p.name for p in (run_dir / "checkpoints").glob("checkpoint-*")) == [
+        "checkpoint-2", "checkpoint-4"
+    ]
+    _assert_model_reloads(run_dir / "model")
+
+    calls = read_jsonl(tmp_path / "calls.jsonl")
+    assert len(calls) == 4 * 4  # 4 steps x batch_size 4 completions
+    for call in calls:
+        assert call["ground_truth"] == call["extra_info"]["digit"]
+        assert isinstance(call["extra_info"]["index"], int)
+    # Each prompt's group of num_generations completions is scored against that prompt's answer.
+    indices = [call["extra_info"]["index"] for call in calls]
+    assert indices[0::2] == indices[1::2]
+
+
+def test_sft_trains_on_prompt_and_ground_truth(job: dict[str, Any]) -> None:
+    job["config"] = dict(job["config"], algorithm="sft", learning_rate=5e-3)
+    job["config"].pop("num_generations")
+    job["config"]["trl"] = {}
+    trainer = AgentTrainer(**job)
+    trainer.train()
+    run_dir = trainer.run_dir.path
+
+    losses = [m["loss"] for m in read_jsonl(run_dir / "metrics.jsonl") if "loss" in m]
+    assert len(losses) == 4
+    assert losses[-1] < losses[0]
+    assert (run_dir / "checkpoints" / "checkpoint-4" / "trainer_state.json").is_file()
+    assert _manifest(run_dir)["status"] == "completed"
+    _assert_model_reloads(run_dir / "model")
+
+
+def test_interrupted_run_resumes_from_its_last_checkpoint(
+    job: dict[str, Any], tmp_path: Path
+) -> None:
+    from aworld_train.trainer import Interrupted
+
+    (tmp_path / "interrupt").touch()
+    first = AgentTrainer(**job)
+    with pytest.raises(Interrupted):
+        first.train()
+    first_dir = first.run_dir.path
+    assert _manifest(first_dir)["status"] == "interrupted"
+    steps_before = [m["step"] for m in read_jsonl(first_dir / "metrics.jsonl")]
+    assert steps_before[-1] == 2
+
+    job["config"] = dict(job["config"], max_steps=6)
+    second = AgentTrainer(**job, resume=first_dir)
+    second.train()
+    resumed = [m["step"] for m in read_jsonl(second.run_dir.path / "metrics.jsonl")
+               if "reward" in m]
+    assert resumed == [3, 4, 5, 6]
+    assert _manifest(second.run_dir.path)["status"] == "completed"
+    assert (second.run_dir.path / "checkpoints" / "checkpoint-6").is_dir()
+
+
+def test_two_cpu_processes_train_one_job(job: dict[str, Any]) -> None:
+    job["config"] = dict(job["config"], max_steps=2, resources={"gpus_per_node": 2})
+    trainer = AgentTrainer(**job)
+    final = trainer.train()
+    run_dir = trainer.run_dir.path
+
+    assert final["num_processes"] == 2
+    metrics = [m for m in read_jsonl(run_dir / "metrics.jsonl") if "reward" in m]
+    assert [m["step"] for m in metrics] == [1, 2]
+    # Each process generates 4 completions (2 prompts) per step: 2 steps x 2 processes x 2
+    # prompts is half of the 16 rows, twice what one process covers.
+    assert metrics[-1]["epoch"] == pytest.approx(0.5)
+    assert _manifest(run_dir)["status"] == "completed"
+    _assert_model_reloads(run_dir / "model")
