@@ -1,0 +1,1 @@
+"""The VeRL engine of aworld-train."""

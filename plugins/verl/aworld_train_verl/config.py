@@ -1,0 +1,360 @@
+"""The VeRL config of a job: VeRL's own ``ppo_trainer`` config, composed with Hydra, with the
+common keys and the ``verl:`` section applied as dotted overrides, then checked by VeRL's own
+``validate_config``.
+
+Composing needs only Hydra and the config folder inside the installed ``verl`` distribution;
+``verl`` itself is imported only for ``validate_config``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import io
+import math
+import os
+import warnings
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aworld_train.errors import ConfigError, did_you_mean
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
+
+    from aworld_train.config import TrainConfig
+
+CONFIG_NAME = "ppo_trainer"
+SAVED_CONFIG_NAME = "verl_config"
+
+# The common ``algorithm`` values and VeRL's advantage estimator for each; any other value is
+# passed through and must be one of VeRL's own estimators.
+ALGORITHMS = {"grpo": "grpo", "ppo": "gae"}
+NOT_RL = ("sft", "dpo")
+
+# Choices VeRL leaves mandatory or sizes for an 8-GPU node; a job that names none of them
+# starts on one GPU with these.
+DEFAULTS: dict[str, Any] = {
+    "actor_rollout_ref.rollout.name": "vllm",
+    "actor_rollout_ref.rollout.mode": "async",
+    "actor_rollout_ref.rollout.tensor_model_parallel_size": 1,
+    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": 4,
+    "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu": 4,
+    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": 4,
+    "trainer.logger": ["console", "file"],
+    "trainer.project_name": "aworld-train",
+    "trainer.val_before_train": False,
+}
+
+
+@dataclass
+class VerlConfig:
+    """The resolved VeRL config of a job.
+
+    :ivar config: the composed config.
+    :ivar path: where it was saved; ``main_ppo`` reads it with ``--config-path``/``--config-name``.
+    :ivar overrides: the dotted overrides it was composed with, in order.
+    """
+
+    config: DictConfig
+    path: Path
+    overrides: dict[str, Any]
+
+    @property
+    def total_steps(self) -> int | None:
+        steps = self.config.trainer.total_training_steps
+        return int(steps) if steps is not None else None
+
+
+def config_dir() -> Path:
+    """The folder of VeRL's packaged trainer configs, found without importing ``verl``."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("verl")
+    if spec is None or spec.origin is None:
+        raise ConfigError("VeRL is not installed: pip install 'verl[verl-core]>=0.9.1,<0.10'")
+    return Path(spec.origin).parent / "trainer" / "config"
+
+
+def flatten(section: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"a": {"b": 1}}`` → ``{"a.b": 1}``; dotted keys in the mapping are kept as they are.
+
+    A mapping value is descended into, except under a key starting with ``+`` (a new key, whose
+    value is the mapping itself).
+    """
+    flat: dict[str, Any] = {}
+    for key, value in section.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value and not dotted.startswith("+"):
+            flat.update(flatten(value, dotted + "."))
+        else:
+            flat[dotted] = value
+    return flat
+
+
+def hydra_value(value: Any) -> str:
+    """Render a Python value in Hydra's override grammar."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(hydra_value(item) for item in value) + "]"
+    if isinstance(value, Mapping):
+        return "{" + ",".join(f"{k}:{hydra_value(v)}" for k, v in value.items()) + "}"
+    text = str(value).replace("\\", "\\\\").replace("'", "\\'")
+    return f"'{text}'"
+
+
+def common_overrides(config: TrainConfig) -> dict[str, Any]:
+    """The VeRL keys the engine-neutral config sets."""
+    algorithm = config.algorithm.lower()
+    if algorithm in NOT_RL:
+        raise ConfigError(
+            f"config key 'algorithm': the verl engine trains with RL (grpo, ppo or one of VeRL's "
+            f"advantage estimators), not '{config.algorithm}'; use the trl or swift engine for it"
+        )
+    out: dict[str, Any] = {"algorithm.adv_estimator": ALGORITHMS.get(algorithm, algorithm)}
+    if config.model is not None:
+        out["actor_rollout_ref.model.path"] = config.model
+    if config.learning_rate is not None:
+        out["actor_rollout_ref.actor.optim.lr"] = config.learning_rate
+    if config.max_steps is not None:
+        out["trainer.total_training_steps"] = config.max_steps
+    if config.num_epochs is not None:
+        # VeRL counts whole epochs; a fractional request is rounded up, max_steps bounds it.
+        out["trainer.total_epochs"] = max(1, math.ceil(config.num_epochs))
+    if config.batch_size is not None:
+        out["data.train_batch_size"] = config.batch_size
+        out["actor_rollout_ref.actor.ppo_mini_batch_size"] = config.batch_size
+        out["critic.ppo_mini_batch_size"] = config.batch_size
+    if config.num_generations is not None:
+        out["actor_rollout_ref.rollout.n"] = config.num_generations
+    if config.max_prompt_length is not None:
+        out["data.max_prompt_length"] = config.max_prompt_length
+    if config.max_completion_length is not None:
+        out["data.max_response_length"] = config.max_completion_length
+    out["data.seed"] = config.seed
+    out["actor_rollout_ref.actor.data_loader_seed"] = config.seed
+    out["actor_rollout_ref.rollout.seed"] = config.seed
+    if config.save_steps is not None:
+        out["trainer.save_freq"] = config.save_steps
+    out["trainer.nnodes"] = config.resources.nnodes
+    out["trainer.n_gpus_per_node"] = config.resources.gpus_per_node or max(visible_gpus(), 1)
+    return out
+
+
+def visible_gpus() -> int:
+    """How many NVIDIA GPUs this process can use, without importing torch.
+
+    ``CUDA_VISIBLE_DEVICES`` narrows what ``nvidia-smi -L`` lists, as it does for CUDA.
+    """
+    import shutil
+    import subprocess
+
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and visible.strip() in ("", "-1"):
+        return 0
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return 0
+    try:
+        listed = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    count = sum(1 for line in listed.stdout.splitlines() if line.startswith("GPU "))
+    if visible is not None:
+        count = min(count, len([d for d in visible.split(",") if d.strip()]))
+    return count
+
+
+@contextlib.contextmanager
+def _hydra() -> Iterator[None]:
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(config_dir()), version_base=None):
+        yield
+
+
+def _keys(node: Any, prefix: str = "") -> Iterator[str]:
+    from omegaconf import DictConfig
+
+    for key in node.keys() if isinstance(node, DictConfig) else ():
+        dotted = f"{prefix}{key}"
+        yield dotted
+        try:
+            child = node._get_node(key)
+        except Exception:  # noqa: BLE001 - a node that cannot be read still names a key
+            continue
+        if isinstance(child, DictConfig):
+            yield from _keys(child, dotted + ".")
+
+
+@functools.lru_cache(maxsize=1)
+def base_config() -> DictConfig:
+    """VeRL's ``ppo_trainer`` config as packaged, with no override (read it, never change it)."""
+    return compose_config({})
+
+
+def compose_config(overrides: Mapping[str, Any]) -> DictConfig:
+    """Compose VeRL's ``ppo_trainer`` config with dotted overrides.
+
+    :raises ConfigError: when Hydra or OmegaConf reject an override.
+    """
+    from hydra import compose
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    hydra_overrides = [f"{key}={hydra_value(value)}" for key, value in overrides.items()]
+    try:
+        with _hydra():
+            return compose(CONFIG_NAME, overrides=hydra_overrides)
+    except (HydraException, OmegaConfBaseException) as error:
+        raise ConfigError(f"VeRL's {CONFIG_NAME} config rejects the overrides: {_one_line(error)}") from error
+
+
+def known_keys(config: DictConfig) -> set[str]:
+    """Every dotted key of a composed config."""
+    return set(_keys(config))
+
+
+def _check_keys(user: dict[str, str], base: DictConfig) -> None:
+    """Reject keys the composed config lacks, naming where each was set."""
+    keys = known_keys(base)
+    for key, origin in user.items():
+        if key.startswith("+"):
+            continue
+        if key not in keys:
+            parent = key.rsplit(".", 1)[0] if "." in key else ""
+            scope = [k for k in keys if k.rsplit(".", 1)[0] == parent] if parent in keys else keys
+            raise ConfigError(
+                f"{origin}: '{key}' is not a key of VeRL's {CONFIG_NAME} config"
+                f"{did_you_mean(key, scope) or did_you_mean(key, keys)}; "
+                f"prefix it with '+' to add a new key"
+            )
+
+
+def _check_types(values: dict[str, Any], origins: dict[str, str], base: DictConfig) -> None:
+    from omegaconf import OmegaConf
+
+    for key, value in values.items():
+        if key.startswith("+") or value is None or key not in origins:
+            continue
+        current = OmegaConf.select(base, key, throw_on_missing=False, throw_on_resolution_failure=False)
+        if current is None or isinstance(current, str) and current.startswith("${"):
+            continue
+        expected: tuple[type, ...]
+        if isinstance(current, bool):
+            expected = (bool,)
+        elif isinstance(current, int):
+            expected = (int,)
+        elif isinstance(current, float):
+            expected = (int, float)
+        else:
+            continue
+        if not isinstance(value, expected) or (expected != (bool,) and isinstance(value, bool)):
+            raise ConfigError(
+                f"{origins[key]}: '{key}' must be {'/'.join(t.__name__ for t in expected)} "
+                f"like VeRL's default {current!r}, got {value!r}"
+            )
+
+
+def job_overrides(
+    config: TrainConfig, run_dir: Path, engine: str = "verl", inputs: Mapping[str, Any] | None = None
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The dotted overrides of a job, and where each key of the ``verl:`` section came from.
+
+    They apply in this order, each winning over the one before: the engine's defaults,
+    ``inputs`` (what the earlier checks produced: the model, data files, the wired reward), the
+    common keys, then the ``verl:`` section.
+
+    :raises ConfigError: for an unknown key of the section (with a suggestion) or a value whose
+        type cannot be the key's.
+    """
+    section = flatten(config.engine_section(engine))
+    origins = {key: f"config key '{engine}.{key}'" for key in section}
+    base = base_config()
+    _check_keys(origins, base)
+    _check_types(section, origins, base)
+    overrides: dict[str, Any] = {
+        **DEFAULTS,
+        "trainer.experiment_name": run_dir.name,
+        "trainer.default_local_dir": str(run_dir / "checkpoints"),
+        "ray_kwargs.ray_init.num_cpus": os.cpu_count() or 1,
+        **(inputs or {}),
+        **common_overrides(config),
+        **section,
+    }
+    if config.resources.ray_address:
+        overrides["+ray_kwargs.ray_init.address"] = config.resources.ray_address
+    return overrides, origins
+
+
+def preview(
+    config: TrainConfig, run_dir: Path, engine: str = "verl", inputs: Mapping[str, Any] | None = None
+) -> DictConfig:
+    """The job's composed config, for the checks that run before :func:`resolve`; not validated."""
+    return compose_config(job_overrides(config, run_dir, engine, inputs)[0])
+
+
+def resolve(
+    config: TrainConfig, run_dir: Path, engine: str = "verl", inputs: Mapping[str, Any] | None = None
+) -> VerlConfig:
+    """Compose VeRL's config for a job, validate it with VeRL's own code, and save it as
+    ``run_dir/verl_config.yaml``.
+
+    :param inputs: dotted VeRL keys the earlier checks produced.
+    :raises ConfigError: for an unknown key (with a suggestion), a value of the wrong type, or
+        a config VeRL's own checks reject.
+    """
+    from omegaconf import OmegaConf
+
+    overrides, _ = job_overrides(config, run_dir, engine, inputs)
+    composed = compose_config(overrides)
+    _validate(composed)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path = run_dir / f"{SAVED_CONFIG_NAME}.yaml"
+    OmegaConf.save(composed, path)
+    return VerlConfig(config=composed, path=path, overrides=overrides)
+
+
+def _validate(composed: DictConfig) -> None:
+    """Run what ``main_ppo`` runs before it starts Ray: ``validate_config`` and the conversion of
+    the typed sections into VeRL's config dataclasses."""
+    from omegaconf import OmegaConf
+
+    from verl.trainer.ppo.utils import need_critic, need_reference_policy
+    from verl.utils.config import omega_conf_to_dataclass, validate_config
+
+    if OmegaConf.is_missing(composed.actor_rollout_ref.model, "path") or not composed.actor_rollout_ref.model.path:
+        raise ConfigError("no model: set config key 'model' (or the agent's model) to a model folder")
+    steps = (
+        ("algorithm", lambda: omega_conf_to_dataclass(composed.algorithm)),
+        ("actor_rollout_ref.rollout", lambda: omega_conf_to_dataclass(composed.actor_rollout_ref.rollout)),
+        (
+            "validate_config",
+            lambda: validate_config(
+                composed,
+                use_reference_policy=need_reference_policy(composed),
+                use_critic=need_critic(composed),
+            ),
+        ),
+    )
+    for where, step in steps:
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                step()
+        except Exception as error:  # noqa: BLE001 - VeRL raises asserts, ValueError, KeyError, ...
+            raise ConfigError(f"VeRL's {where} rejects the config: {_one_line(error)}") from error
+
+
+def _one_line(error: BaseException) -> str:
+    text = " ".join(str(error).split()) or type(error).__name__
+    return text if len(text) <= 400 else text[:397] + "..."

@@ -1,0 +1,147 @@
+"""The canonical dataset as VeRL reads it: parquet, loaded back with VeRL's own ``RLHFDataset``.
+
+Each row becomes ``prompt`` (a list of chat messages, the agent's system prompt first),
+``data_source``, ``reward_model: {style: rule, ground_truth}`` and ``extra_info`` (with
+``index``); other columns pass through.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aworld_train.errors import DatasetError
+
+if TYPE_CHECKING:
+    import datasets
+
+SHOWN_INDICES = 10
+
+
+@dataclass
+class VerlData:
+    """The converted datasets.
+
+    :ivar train_file: the training parquet file.
+    :ivar test_file: the test parquet file, or ``None``.
+    :ivar rows: the number of training rows VeRL reads.
+    :ivar overlong: the training rows whose prompt exceeds ``max_prompt_length`` (VeRL drops them).
+    :ivar samples: the first few usable training rows in VeRL's layout, for the reward check.
+    """
+
+    train_file: Path
+    test_file: Path | None
+    rows: int
+    overlong: list[int] = field(default_factory=list)
+    samples: list[dict[str, Any]] = field(default_factory=list, repr=False)
+
+    @property
+    def overrides(self) -> dict[str, Any]:
+        """The VeRL keys that point at these files."""
+        return {
+            "data.train_files": str(self.train_file),
+            # VeRL builds a validation set even when it never validates: the training file serves.
+            "data.val_files": str(self.test_file or self.train_file),
+            "trainer.test_freq": -1 if self.test_file is None else 10,
+        }
+
+
+def to_messages(prompt: Any, system_prompt: str | None) -> list[dict[str, str]]:
+    """A canonical prompt as chat messages: a string becomes one user message."""
+    messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
+    messages = [{"role": str(m["role"]), "content": str(m["content"])} for m in messages]
+    if system_prompt and not (messages and messages[0]["role"] == "system"):
+        messages.insert(0, {"role": "system", "content": system_prompt})
+    return messages
+
+
+def verl_rows(dataset: datasets.Dataset, split: str, system_prompt: str | None) -> list[dict[str, Any]]:
+    """The rows of ``dataset`` in VeRL's layout."""
+    rows = []
+    for index, row in enumerate(dataset):
+        extra_info = dict(row.get("extra_info") or {})
+        extra_info.setdefault("index", index)
+        extra_info.setdefault("split", split)
+        passthrough = {
+            k: v for k, v in row.items() if k not in ("prompt", "ground_truth", "data_source", "extra_info")
+        }
+        rows.append(
+            {
+                **passthrough,
+                "prompt": to_messages(row["prompt"], system_prompt),
+                "data_source": str(row.get("data_source") or "aworld_train"),
+                "reward_model": {"style": "rule", "ground_truth": str(row["ground_truth"])},
+                "extra_info": extra_info,
+            }
+        )
+    return rows
+
+
+def write_parquet(rows: list[dict[str, Any]], path: Path) -> Path:
+    import datasets
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    datasets.Dataset.from_list(rows).to_parquet(str(path))
+    return path
+
+
+def overlong_rows(rows: list[dict[str, Any]], tokenizer: Any, max_prompt_length: int) -> list[int]:
+    """The indices of rows whose prompt, rendered as the rollout renders it, exceeds the limit."""
+    too_long = []
+    for index, row in enumerate(rows):
+        ids = tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True, tokenize=True)
+        if hasattr(ids, "keys"):
+            ids = ids["input_ids"]
+        if len(ids) > max_prompt_length:
+            too_long.append(index)
+    return too_long
+
+
+@contextlib.contextmanager
+def _private_datasets_cache() -> Iterator[None]:
+    """Keep the Hugging Face datasets cache that ``RLHFDataset`` fills out of the home folder."""
+    import datasets.config
+
+    saved = datasets.config.HF_DATASETS_CACHE
+    with tempfile.TemporaryDirectory(prefix="aworld-train-verl-") as cache:
+        datasets.config.HF_DATASETS_CACHE = Path(cache)
+        try:
+            yield
+        finally:
+            datasets.config.HF_DATASETS_CACHE = saved
+
+
+def load_back(path: Path, tokenizer: Any, data_config: Any, expected_rows: int) -> None:
+    """Read ``path`` with VeRL's own ``RLHFDataset`` and check every row made it, as chat messages.
+
+    :raises DatasetError: naming the file when VeRL cannot read it or loses rows.
+    """
+    from omegaconf import OmegaConf
+
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+
+    config = OmegaConf.merge(data_config, {"filter_overlong_prompts": False, "dataloader_num_workers": 0})
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), _private_datasets_cache():
+            dataset = RLHFDataset(data_files=[str(path)], tokenizer=tokenizer, config=config)
+            first = dataset[0] if len(dataset) else None
+    except Exception as error:  # noqa: BLE001 - datasets and pyarrow raise many kinds
+        raise DatasetError(f"{path}: VeRL's RLHFDataset cannot read it: {error}") from error
+    if len(dataset) != expected_rows:
+        raise DatasetError(f"{path}: VeRL's RLHFDataset read {len(dataset)} rows of {expected_rows}")
+    if first is not None and not isinstance(first["raw_prompt"], list):
+        raise DatasetError(f"{path}: VeRL's RLHFDataset reads row 0's prompt as {type(first['raw_prompt']).__name__}, not chat messages")
+
+
+def describe_overlong(indices: list[int], max_prompt_length: int, role: str) -> str:
+    shown = ", ".join(str(i) for i in indices[:SHOWN_INDICES])
+    more = f" and {len(indices) - SHOWN_INDICES} more" if len(indices) > SHOWN_INDICES else ""
+    return (
+        f"{role}: {len(indices)} prompt(s) longer than max_prompt_length={max_prompt_length} tokens "
+        f"(rows {shown}{more})"
+    )

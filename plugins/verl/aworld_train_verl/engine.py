@@ -1,0 +1,178 @@
+"""The ``verl`` engine's hook implementations (entry point ``verl`` in ``aworld_train.engines``).
+
+Every check runs VeRL's own code on the CPU: its Hydra config and ``validate_config``, its
+``RLHFDataset``, its reward loader and reward manager. Training runs
+``python -m verl.trainer.main_ppo`` on the saved config and needs GPUs.
+
+This module imports nothing heavy: VeRL, Hydra, torch and datasets load inside the hooks.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
+
+from aworld_train import hookimpl
+
+if TYPE_CHECKING:
+    import datasets
+
+    from aworld_train.agent import AgentSpec
+    from aworld_train.config import TrainConfig
+    from aworld_train.context import RunContext
+    from aworld_train.reward import RewardSpec
+
+ENGINE = "verl"
+
+
+def _agent(ctx: RunContext) -> Any:
+    """The checked agent, or one built from the config when ``check_agent`` was skipped."""
+    from aworld_train.agent import AgentSpec
+
+    from aworld_train_verl.agent import VerlAgent, check_agent as check
+
+    agent = ctx.results.get("agent")
+    if isinstance(agent, VerlAgent):
+        return agent
+    if not isinstance(agent, AgentSpec):
+        agent = AgentSpec()
+    return check(agent, ctx.config)
+
+
+@hookimpl
+def check_agent(agent: AgentSpec, ctx: RunContext) -> Any:
+    from aworld_train_verl.agent import check_agent as check
+
+    return check(agent, ctx.config)
+
+
+@hookimpl
+def check_dataset(
+    train_dataset: datasets.Dataset, test_dataset: datasets.Dataset | None, ctx: RunContext
+) -> Any:
+    from aworld_train.errors import DatasetError
+
+    from aworld_train_verl import config as verl_config
+    from aworld_train_verl import dataset as verl_dataset
+    from aworld_train_verl.agent import load_tokenizer
+
+    agent = _agent(ctx)
+    tokenizer = load_tokenizer(agent.model)
+    composed = verl_config.preview(ctx.config, ctx.run_dir, engine=ctx.engine, inputs=agent.overrides)
+    max_prompt_length = int(composed.data.max_prompt_length)
+    filtering = bool(composed.data.filter_overlong_prompts)
+
+    files: dict[str, Any] = {}
+    overlong: list[int] = []
+    samples: list[dict[str, Any]] = []
+    for role, dataset in (("train_dataset", train_dataset), ("test_dataset", test_dataset)):
+        if dataset is None:
+            files[role] = None
+            continue
+        rows = verl_dataset.verl_rows(dataset, role.split("_")[0], agent.system_prompt)
+        too_long = verl_dataset.overlong_rows(rows, tokenizer, max_prompt_length)
+        if too_long:
+            message = verl_dataset.describe_overlong(too_long, max_prompt_length, role)
+            if not filtering:
+                raise DatasetError(
+                    f"{message}; VeRL cannot train on them: shorten them, raise config key "
+                    f"'max_prompt_length', or set verl.data.filter_overlong_prompts=true to drop them"
+                )
+            ctx.logger.warning("%s; VeRL drops them (data.filter_overlong_prompts=true)", message)
+        path = verl_dataset.write_parquet(rows, ctx.run_dir / "data" / f"{role.split('_')[0]}.parquet")
+        verl_dataset.load_back(path, tokenizer, composed.data, expected_rows=len(rows))
+        files[role] = path
+        if role == "train_dataset":
+            overlong = too_long
+            samples = [row for i, row in enumerate(rows) if i not in set(too_long)][:SAMPLE_ROWS]
+    return verl_dataset.VerlData(
+        train_file=files["train_dataset"],
+        test_file=files["test_dataset"],
+        rows=len(train_dataset) - len(overlong),
+        overlong=overlong,
+        samples=samples,
+    )
+
+
+SAMPLE_ROWS = 4
+
+
+@hookimpl
+def check_reward(reward: RewardSpec, ctx: RunContext) -> Any:
+    from aworld_train.errors import RewardError
+
+    from aworld_train_verl import config as verl_config
+    from aworld_train_verl import reward as verl_reward
+    from aworld_train_verl.agent import load_tokenizer
+
+    wired = verl_reward.wire(reward, ctx.run_dir)
+    data = ctx.results.get("dataset")
+    if data is None or not data.samples:
+        raise RewardError("the verl engine scores sample rows of the dataset: run check_dataset first")
+    agent = _agent(ctx)
+    composed = verl_config.preview(
+        ctx.config, ctx.run_dir, engine=ctx.engine, inputs={**agent.overrides, **wired.overrides}
+    )
+    verl_reward.score_with_reward_manager(composed, load_tokenizer(agent.model), data.samples)
+    return wired
+
+
+@hookimpl
+def check_config(config: TrainConfig, ctx: RunContext) -> Any:
+    from aworld_train_verl import config as verl_config
+    from aworld_train_verl.launch import write_launch_script
+
+    agent = _agent(ctx)
+    inputs: dict[str, Any] = {"actor_rollout_ref.model.path": agent.model, **agent.overrides}
+    for key in ("dataset", "reward"):
+        result = ctx.results.get(key)
+        if result is not None and hasattr(result, "overrides"):
+            inputs.update(result.overrides)
+    resolved = verl_config.resolve(config, ctx.run_dir, engine=ctx.engine, inputs=inputs)
+    write_launch_script(ctx.run_dir)
+    return resolved
+
+
+@hookimpl
+def train(ctx: RunContext) -> dict[str, Any] | None:
+    from aworld_train.errors import TrainingError
+
+    from aworld_train_verl import launch
+    from aworld_train_verl.config import VerlConfig
+
+    resolved = ctx.results.get("config")
+    if not isinstance(resolved, VerlConfig):
+        raise TrainingError("the verl engine trains the config its check_config resolved; run the checks first")
+    launch.preflight(resolved.config)
+    extra = [f"ray_kwargs.ray_init.num_cpus={_cpu_count()}"]
+    if ctx.resume_from is not None:
+        extra += launch.resume_overrides(ctx.resume_from)
+    data = ctx.results.get("dataset")
+    ctx.metrics.start(resolved.total_steps or _steps(resolved, data))
+    launch.run(launch.main_ppo_command(ctx.run_dir, extra), ctx.run_dir, ctx.metrics.log)
+    return ctx.metrics.last()
+
+
+def _cpu_count() -> int:
+    import os
+
+    return os.cpu_count() or 1
+
+
+def _steps(resolved: Any, data: Any) -> int | None:
+    """The steps VeRL will run: whole batches of the training rows times the epochs."""
+    if data is None:
+        return None
+    batches = data.rows // int(resolved.config.data.train_batch_size)
+    return batches * int(resolved.config.trainer.total_epochs) or None
+
+
+@hookimpl
+def engine_versions() -> dict[str, str]:
+    versions = {}
+    for name in ("verl", "ray", "hydra-core"):
+        try:
+            versions[name] = version(name)
+        except PackageNotFoundError:
+            continue
+    return versions

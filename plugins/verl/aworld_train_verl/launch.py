@@ -1,0 +1,205 @@
+"""Training: ``python -m verl.trainer.main_ppo`` on the saved config, in a child process.
+
+The child gets its own session so that a signal reaches it only through :func:`run`, which
+forwards SIGINT and SIGTERM to its whole process group (VeRL's driver and the local Ray it
+started) and waits for it to stop before the run is marked interrupted.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from aworld_train.errors import TrainingError
+
+from aworld_train_verl.config import SAVED_CONFIG_NAME, visible_gpus
+
+LAUNCH_SCRIPT = "launch.sh"
+LOG_NAME = "verl_train.log"
+METRICS_NAME = "verl_metrics.jsonl"
+STOP_GRACE_S = 30.0
+TAIL_LINES = 20
+
+# VeRL's console logger prints one line per step: "step:3 - actor/pg_loss:0.1 - ...".
+_STEP_LINE = re.compile(r"step:(\d+) - (.*)$")
+# The core shows these beside its progress bar.
+HEADLINES = {"critic/score/mean": "reward", "actor/pg_loss": "loss"}
+
+
+def main_ppo_command(run_dir: Path, extra: Iterable[str] = (), python: str | None = None) -> list[str]:
+    """The command that trains the saved config of ``run_dir`` with VeRL directly."""
+    return [
+        python or sys.executable,
+        "-m",
+        "verl.trainer.main_ppo",
+        f"--config-path={run_dir}",
+        f"--config-name={SAVED_CONFIG_NAME}",
+        f"hydra.run.dir={run_dir / 'hydra'}",
+        "hydra.output_subdir=null",
+        *extra,
+    ]
+
+
+def write_launch_script(run_dir: Path) -> Path:
+    """Write ``launch.sh``: the job as plain VeRL, for users who submit to a scheduler themselves."""
+    path = run_dir / LAUNCH_SCRIPT
+    path.write_text(
+        "#!/usr/bin/env bash\n"
+        "# Trains this run's job with VeRL directly, on this machine's GPUs or on the Ray cluster\n"
+        "# named by RAY_ADDRESS. Extra arguments are Hydra overrides, e.g. trainer.n_gpus_per_node=8.\n"
+        "set -euo pipefail\n"
+        'RUN_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"\n'
+        'cd "$RUN_DIR"\n'
+        f'export VERL_FILE_LOGGER_PATH="$RUN_DIR/{METRICS_NAME}"\n'
+        f'exec "${{PYTHON:-{shlex.quote(sys.executable)}}}" -m verl.trainer.main_ppo \\\n'
+        f'  --config-path="$RUN_DIR" --config-name={SAVED_CONFIG_NAME} \\\n'
+        '  hydra.run.dir="$RUN_DIR/hydra" hydra.output_subdir=null "$@"\n',
+        encoding="utf-8",
+    )
+    path.chmod(0o755)
+    return path
+
+
+def preflight(config: Any) -> None:
+    """Fail in seconds when this machine cannot start the job, instead of in VeRL after Ray starts.
+
+    :raises TrainingError: when fewer GPUs are visible than the config asks for on this node.
+    """
+    ray_address = config.ray_kwargs.ray_init.get("address") or os.environ.get("RAY_ADDRESS")
+    if ray_address:
+        return  # the cluster's nodes hold the GPUs, not necessarily this one
+    wanted = int(config.trainer.n_gpus_per_node) * int(config.trainer.nnodes)
+    visible = visible_gpus()
+    if visible < wanted:
+        raise TrainingError(
+            f"VeRL needs {wanted} GPU(s) (trainer.n_gpus_per_node={config.trainer.n_gpus_per_node} "
+            f"x trainer.nnodes={config.trainer.nnodes}) but {visible} NVIDIA GPU(s) are visible here; "
+            f"train on a GPU machine, or join a Ray cluster with resources.ray_address or RAY_ADDRESS"
+        )
+
+
+def resume_overrides(resume_from: Path) -> list[str]:
+    """Hydra overrides that continue from the last checkpoint VeRL saved in ``resume_from``.
+
+    :raises TrainingError: when that run saved no checkpoint.
+    """
+    checkpoints = resume_from / "checkpoints"
+    marker = checkpoints / "latest_checkpointed_iteration.txt"
+    if not marker.is_file():
+        raise TrainingError(
+            f"{resume_from}: no VeRL checkpoint to resume from ({marker} is missing); "
+            f"set config key 'save_steps' so the next run saves some"
+        )
+    step = marker.read_text(encoding="utf-8").strip()
+    target = checkpoints / f"global_step_{step}"
+    if not target.is_dir():
+        raise TrainingError(f"{marker} names step {step}, but {target} does not exist")
+    return ["trainer.resume_mode=resume_path", f"trainer.resume_from_path={target}"]
+
+
+def parse_step(line: str) -> tuple[int, dict[str, float]] | None:
+    """The step and metrics of a VeRL console-logger line, or ``None`` for any other line."""
+    match = _STEP_LINE.search(line.rstrip())
+    if match is None:
+        return None
+    metrics: dict[str, float] = {}
+    for item in match.group(2).split(" - "):
+        key, sep, value = item.rpartition(":")
+        if not sep:
+            continue
+        try:
+            metrics[key.strip()] = float(value)
+        except ValueError:
+            continue
+    for source, alias in HEADLINES.items():
+        if source in metrics:
+            metrics[alias] = metrics[source]
+    return int(match.group(1)), metrics
+
+
+def run(
+    command: list[str],
+    run_dir: Path,
+    on_step: Callable[[int, dict[str, float]], None],
+    echo: Callable[[str], None] = print,
+) -> None:
+    """Run ``command`` in ``run_dir``, streaming its output to ``echo`` and ``verl_train.log`` and
+    each step's metrics to ``on_step``.
+
+    :raises TrainingError: when it exits with an error, with the end of its output.
+    :raises KeyboardInterrupt: after SIGINT or SIGTERM was forwarded and the child stopped.
+    """
+    env = {
+        **os.environ,
+        "PYTHONUNBUFFERED": "1",
+        "HYDRA_FULL_ERROR": "1",
+        "VERL_FILE_LOGGER_PATH": str(run_dir / METRICS_NAME),
+    }
+    tail: deque[str] = deque(maxlen=TAIL_LINES)
+    with (run_dir / LOG_NAME).open("a", encoding="utf-8") as log:
+        child = subprocess.Popen(
+            command,
+            cwd=run_dir,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            bufsize=1,
+            start_new_session=True,
+        )
+        interrupted: list[int] = []
+
+        def forward(signum: int, _frame: Any) -> None:
+            interrupted.append(signum)
+            _signal_group(child, signum)
+
+        previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            assert child.stdout is not None
+            for line in child.stdout:
+                log.write(line)
+                tail.append(line.rstrip())
+                echo(line.rstrip())
+                parsed = parse_step(line)
+                if parsed is not None:
+                    on_step(*parsed)
+            _wait(child)
+        finally:
+            if child.poll() is None:
+                _signal_group(child, signal.SIGTERM)
+                _wait(child)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+    if interrupted:
+        raise KeyboardInterrupt(f"VeRL stopped after signal {signal.Signals(interrupted[0]).name}")
+    if child.returncode != 0:
+        last = next((line for line in reversed(tail) if line.strip()), "")
+        raise TrainingError(
+            f"VeRL's main_ppo exited with status {child.returncode}: {last} "
+            f"(full output in {run_dir / LOG_NAME})"
+        )
+
+
+def _signal_group(child: subprocess.Popen[str], signum: int) -> None:
+    try:
+        os.killpg(child.pid, signum)
+    except ProcessLookupError:
+        pass
+
+
+def _wait(child: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + STOP_GRACE_S
+    while child.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if child.poll() is None:
+        _signal_group(child, signal.SIGKILL)
+        child.wait()

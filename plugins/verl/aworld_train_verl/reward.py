@@ -1,0 +1,201 @@
+"""The job's reward as VeRL loads it: ``reward.custom_reward_function.{path,name}``.
+
+A single function with weight 1 that another process can import is wired as it is: a file by
+its path, a module function as ``pkg://module``. Anything else (several weighted functions, a
+lambda or closure) gets a small module in the run directory, ``verl_reward.py``, that combines
+them; callables it cannot import are stored beside it with cloudpickle, which Ray already uses.
+"""
+
+from __future__ import annotations
+
+import json
+import numbers
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aworld_train.errors import RewardError
+
+if TYPE_CHECKING:
+    from aworld_train.reward import RewardFunction, RewardSpec
+
+MODULE_NAME = "verl_reward.py"
+PICKLE_NAME = "verl_reward_functions.pkl"
+FUNCTION_NAME = "compute_score"
+SAMPLE_ROWS = 4
+
+_MODULE_TEMPLATE = '''"""The reward of this run as VeRL calls it: the weighted sum of the job's reward functions.
+
+Written by aworld-train-verl; VeRL loads it from reward.custom_reward_function.{{path,name}}.
+"""
+
+import importlib
+import importlib.util
+from pathlib import Path
+
+FUNCTIONS = {functions}
+
+
+def _load(ref, index):
+    if ref is None:
+        import cloudpickle
+
+        with open(Path(__file__).with_name({pickle_name!r}), "rb") as handle:
+            return cloudpickle.load(handle)[index]
+    target, name = ref.rsplit(":", 1)
+    if target.endswith(".py"):
+        spec = importlib.util.spec_from_file_location(f"verl_reward_{{index}}", target)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    else:
+        module = importlib.import_module(target)
+    return getattr(module, name)
+
+
+_LOADED = [(name, weight, _load(ref, index)) for index, (name, weight, ref) in enumerate(FUNCTIONS)]
+
+
+def {function_name}(data_source, solution_str, ground_truth, extra_info=None, **_):
+    total = 0.0
+    metrics = {{}}
+    for name, weight, fn in _LOADED:
+        result = fn(data_source, solution_str, ground_truth, extra_info)
+        if isinstance(result, dict):
+            score = float(result["score"])
+            metrics.update({{k: v for k, v in result.items() if k != "score"}})
+        else:
+            score = float(result)
+        metrics[f"rewards/{{name}}"] = score
+        total += weight * score
+    return {{"score": total, **metrics}}
+'''
+
+
+@dataclass
+class VerlReward:
+    """Where VeRL finds the reward: ``reward.custom_reward_function.{path,name}``."""
+
+    path: str
+    name: str
+
+    @property
+    def overrides(self) -> dict[str, Any]:
+        return {"reward.custom_reward_function.path": self.path, "reward.custom_reward_function.name": self.name}
+
+
+def _direct(function: RewardFunction) -> VerlReward | None:
+    """The function's own location, when VeRL can load it as it is."""
+    if function.ref is None or function.weight != 1.0:
+        return None
+    target, name = function.ref.rsplit(":", 1)
+    if target.endswith(".py"):
+        return VerlReward(path=str(Path(target).resolve()), name=name)
+    return VerlReward(path=f"pkg://{target}", name=name)
+
+
+def wire(spec: RewardSpec, run_dir: Path) -> VerlReward:
+    """Point VeRL at the job's reward, writing a combining module into ``run_dir`` when needed.
+
+    :raises RewardError: when a callable can be neither imported nor pickled.
+    """
+    if len(spec.functions) == 1:
+        direct = _direct(spec.functions[0])
+        if direct is not None:
+            return direct
+    run_dir.mkdir(parents=True, exist_ok=True)
+    unimportable = [f for f in spec.functions if f.ref is None]
+    if unimportable:
+        import cloudpickle
+
+        try:
+            payload = cloudpickle.dumps([f.fn if f.ref is None else None for f in spec.functions])
+        except Exception as error:  # noqa: BLE001 - pickling fails in many ways
+            raise RewardError(
+                f"reward '{unimportable[0].name}' cannot be shipped to VeRL's reward workers: "
+                f"{error}; define it in a file and give 'file.py:function'"
+            ) from error
+        (run_dir / PICKLE_NAME).write_bytes(payload)
+    functions = [(f.name, float(f.weight), f.ref) for f in spec.functions]
+    module = run_dir / MODULE_NAME
+    module.write_text(
+        _MODULE_TEMPLATE.format(
+            functions=json.dumps(functions).replace("null", "None"),
+            pickle_name=PICKLE_NAME,
+            function_name=FUNCTION_NAME,
+        ),
+        encoding="utf-8",
+    )
+    return VerlReward(path=str(module), name=FUNCTION_NAME)
+
+
+def sample_batch(rows: list[dict[str, Any]], tokenizer: Any) -> Any:
+    """A ``DataProto`` like the rollout's output: each row's prompt, answered by its ground truth."""
+    import numpy as np
+    import torch
+
+    from verl import DataProto
+
+    prompts, responses = [], []
+    for row in rows:
+        prompt_ids = tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True, tokenize=True)
+        if hasattr(prompt_ids, "keys"):
+            prompt_ids = prompt_ids["input_ids"]
+        prompts.append(list(prompt_ids))
+        text = row["reward_model"]["ground_truth"] + (tokenizer.eos_token or "")
+        responses.append(tokenizer(text, add_special_tokens=False)["input_ids"])
+    prompt_len = max(len(p) for p in prompts)
+    response_len = max(len(r) for r in responses)
+    pad = tokenizer.pad_token_id or 0
+    prompt_t = torch.full((len(rows), prompt_len), pad, dtype=torch.long)
+    response_t = torch.full((len(rows), response_len), pad, dtype=torch.long)
+    mask = torch.zeros((len(rows), prompt_len + response_len), dtype=torch.long)
+    for i, (p, r) in enumerate(zip(prompts, responses)):
+        prompt_t[i, prompt_len - len(p) :] = torch.tensor(p)
+        response_t[i, : len(r)] = torch.tensor(r)
+        mask[i, prompt_len - len(p) : prompt_len + len(r)] = 1
+    return DataProto.from_dict(
+        tensors={
+            "prompts": prompt_t,
+            "responses": response_t,
+            "input_ids": torch.cat([prompt_t, response_t], dim=1),
+            "attention_mask": mask,
+        },
+        non_tensors={
+            "data_source": np.array([row["data_source"] for row in rows], dtype=object),
+            "reward_model": np.array([row["reward_model"] for row in rows], dtype=object),
+            "extra_info": np.array([dict(row["extra_info"]) for row in rows], dtype=object),
+        },
+    )
+
+
+def score_with_reward_manager(config: Any, tokenizer: Any, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Load the reward through VeRL's own loader and score ``rows`` with its reward manager.
+
+    :raises RewardError: naming the function and row, when loading or scoring fails.
+    """
+    from verl.trainer.ppo.reward import load_reward_manager
+
+    path = config.reward.custom_reward_function.path
+    name = config.reward.custom_reward_function.name
+    try:
+        manager = load_reward_manager(config, tokenizer)
+    except Exception as error:  # noqa: BLE001 - VeRL raises FileNotFoundError, RuntimeError, AttributeError
+        cause = error.__cause__ or error
+        raise RewardError(f"VeRL cannot load the reward {path}:{name}: {cause}") from error
+    batch = sample_batch(rows, tokenizer)
+    results = []
+    for i, row in enumerate(rows):
+        try:
+            results.append(manager.loop.run_until_complete(manager.run_single(batch[i : i + 1])))
+        except Exception as error:  # noqa: BLE001 - the user's reward raises anything
+            raise RewardError(
+                f"reward {path}:{name} fails in VeRL's {type(manager).__name__} on row "
+                f"{row['extra_info'].get('index', i)}: {type(error).__name__}: {error}"
+            ) from error
+        score = results[-1]["reward_score"]
+        if not isinstance(score, numbers.Real) or isinstance(score, bool):
+            raise RewardError(
+                f"reward {path}:{name} returns {score!r} on row {row['extra_info'].get('index', i)} "
+                f"in VeRL's {type(manager).__name__}; return a number or a dict with a numeric 'score'"
+            )
+    return results
