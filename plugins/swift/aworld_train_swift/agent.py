@@ -1,0 +1,174 @@
+"""check_agent: the agent spec becomes swift's model, model type, template, system and sampling.
+
+ms-swift needs a ``model_type`` and a ``template`` for every model. For a hub id or a folder
+named after a model it knows, its registry gives both. For any other local folder the model
+type comes from ``config.json``: the one swift type registered for its architecture, or, when
+several are, the one named like the folder's own ``model_type``. The template is the model
+type's only candidate; where a type has several (Qwen2's ChatML variants differ in their default
+system prompt) the user picks one in ``swift: {template: ...}``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aworld_train.errors import AgentError
+
+if TYPE_CHECKING:
+    from aworld_train.agent import AgentSpec
+    from aworld_train.config import TrainConfig
+
+
+@dataclass
+class SwiftAgent:
+    """What ms-swift needs of the agent.
+
+    :ivar model: a local model folder (absolute) or a hub id.
+    :ivar model_type: swift's model type.
+    :ivar template: swift's chat template name.
+    :ivar local: whether ``model`` is a local folder (a hub id would be downloaded by swift).
+    :ivar system: the default system prompt swift's template adds, or ``None`` for its own.
+    :ivar temperature: GRPO sampling temperature, or ``None`` for swift's default.
+    :ivar top_p: GRPO nucleus sampling threshold, or ``None``.
+    :ivar max_tokens: the most tokens one completion may have, or ``None``.
+    """
+
+    model: str
+    model_type: str
+    template: str
+    local: bool
+    system: str | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = None
+
+
+def agent_to_swift(agent: AgentSpec, config: TrainConfig) -> SwiftAgent:
+    """Resolve the agent's model into what swift needs, reading files only (no hub).
+
+    The config's ``model`` key takes precedence over the agent's; ``swift.model_type`` and
+    ``swift.template`` in the config take precedence over what is inferred.
+
+    :raises AgentError: for a missing model, one whose type or template cannot be inferred, or a
+        feature this engine does not train (tools, MCP servers, several turns).
+    """
+    if agent.uses_tools:
+        raise AgentError(
+            f"agent '{agent.name}' uses tools or MCP servers, which the swift engine does not "
+            "train: remove `tools`, `mcp_servers` and `mcp_config`, or choose another engine"
+        )
+    if agent.max_turns > 1:
+        raise AgentError(
+            f"agent '{agent.name}' has max_turns {agent.max_turns}; the swift engine trains "
+            "single-turn agents only: set max_turns to 1"
+        )
+    model = config.model or agent.model
+    if not model:
+        raise AgentError(
+            f"agent '{agent.name}' names no model: set `model` in the agent or in the config "
+            "(a local model folder or a hub id)"
+        )
+    for key, value in (("llm_temperature", agent.llm_temperature), ("llm_top_p", agent.llm_top_p)):
+        if value is not None and value < 0:
+            raise AgentError(f"agent '{agent.name}': {key} must be >= 0, got {value}")
+    if agent.llm_max_tokens is not None and agent.llm_max_tokens < 1:
+        raise AgentError(
+            f"agent '{agent.name}': llm_max_tokens must be >= 1, got {agent.llm_max_tokens}"
+        )
+    section = config.engine_section("swift")
+    model, local, model_type, template = resolve_model(
+        str(model), section.get("model_type"), section.get("template")
+    )
+    return SwiftAgent(
+        model=model,
+        model_type=model_type,
+        template=template,
+        local=local,
+        system=agent.system_prompt or None,
+        temperature=agent.llm_temperature,
+        top_p=agent.llm_top_p,
+        max_tokens=agent.llm_max_tokens,
+    )
+
+
+def resolve_model(
+    model: str, model_type: str | None, template: str | None
+) -> tuple[str, bool, str, str]:
+    """Return the model (absolute folder or hub id), whether it is local, its swift model type
+    and its template.
+
+    :raises AgentError: naming the model and what to set.
+    """
+    from swift.model import MODEL_MAPPING
+    from swift.model.model_meta import get_matched_model_meta, get_matched_model_types
+    from swift.template import TEMPLATE_MAPPING
+
+    folder = Path(model).expanduser()
+    local = folder.is_dir()
+    if local:
+        if not (folder / "config.json").is_file():
+            raise AgentError(
+                f"model folder {folder} has no config.json: point `model` at a folder written "
+                "by save_pretrained"
+            )
+        model = str(folder.resolve())
+    elif model.startswith((".", "/", "~")):
+        raise AgentError(f"model folder {model} does not exist")
+
+    if model_type is not None and model_type not in MODEL_MAPPING:
+        raise AgentError(
+            f"swift.model_type '{model_type}' is not a model type ms-swift knows"
+            + _suggest(model_type, MODEL_MAPPING)
+        )
+    meta = MODEL_MAPPING[model_type] if model_type else get_matched_model_meta(model)
+    if meta is None and local:
+        hf_config = _read_config(folder)
+        architectures = hf_config.get("architectures") or []
+        candidates = get_matched_model_types(architectures)
+        if len(candidates) > 1 and hf_config.get("model_type") in candidates:
+            candidates = [hf_config["model_type"]]
+        if len(candidates) != 1:
+            found = f"ms-swift registers {candidates} for" if candidates else "ms-swift knows no"
+            raise AgentError(
+                f"model folder {folder}: {found} architecture {architectures[:1]}; set "
+                "swift.model_type in the config"
+            )
+        meta = MODEL_MAPPING[candidates[0]]
+    if meta is None:
+        raise AgentError(
+            f"model '{model}' is neither a local folder nor a model id ms-swift knows: set "
+            "swift.model_type and swift.template in the config"
+        )
+
+    if template is not None:
+        if template not in TEMPLATE_MAPPING:
+            raise AgentError(
+                f"swift.template '{template}' is not a template ms-swift knows"
+                + _suggest(template, TEMPLATE_MAPPING)
+            )
+    elif meta.template is not None:
+        template = meta.template
+    elif len(meta.candidate_templates) == 1:
+        template = meta.candidate_templates[0]
+    else:
+        raise AgentError(
+            f"model '{model}' (swift model type '{meta.model_type}') fits several templates "
+            f"{meta.candidate_templates}: set swift.template in the config"
+        )
+    return model, local, str(meta.model_type), template
+
+
+def _read_config(folder: Path) -> dict[str, Any]:
+    try:
+        return json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise AgentError(f"model folder {folder}: cannot read config.json: {error}") from None
+
+
+def _suggest(word: str, choices: Any) -> str:
+    from aworld_train.errors import did_you_mean
+
+    return did_you_mean(word, choices)

@@ -1,0 +1,75 @@
+"""The hook implementations of the ``swift`` engine.
+
+Each hook hands its work to a submodule imported on call, so loading this module (which the core
+does for ``aworld-train engines --check``) imports nothing heavy.
+"""
+
+from __future__ import annotations
+
+from importlib import metadata
+from typing import TYPE_CHECKING, Any
+
+from aworld_train import hookimpl
+
+if TYPE_CHECKING:
+    import datasets
+
+    from aworld_train.agent import AgentSpec
+    from aworld_train.config import TrainConfig
+    from aworld_train.context import RunContext
+    from aworld_train.reward import RewardSpec
+
+
+@hookimpl
+def check_agent(agent: AgentSpec, ctx: RunContext) -> Any:
+    from aworld_train_swift.agent import agent_to_swift
+
+    return agent_to_swift(agent, ctx.config)
+
+
+@hookimpl
+def check_dataset(
+    train_dataset: datasets.Dataset, test_dataset: datasets.Dataset | None, ctx: RunContext
+) -> Any:
+    from aworld_train_swift.dataset import datasets_to_swift
+
+    return datasets_to_swift(train_dataset, test_dataset, ctx.config.algorithm, ctx.run_dir)
+
+
+@hookimpl
+def check_reward(reward: RewardSpec, ctx: RunContext) -> Any:
+    from aworld_train_swift.rewards import reward_to_swift
+
+    data = ctx.results.get("dataset")
+    return reward_to_swift(reward, data.train if data is not None else None)
+
+
+@hookimpl
+def check_config(config: TrainConfig, ctx: RunContext) -> Any:
+    from aworld_train_swift.config import config_to_swift
+
+    return config_to_swift(
+        config,
+        ctx.results["agent"],
+        ctx.results.get("dataset"),
+        ctx.results.get("reward"),
+        ctx.run_dir,
+    )
+
+
+@hookimpl
+def train(ctx: RunContext) -> dict[str, Any] | None:
+    from aworld_train_swift.training import run_training
+
+    return run_training(ctx)
+
+
+@hookimpl
+def engine_versions() -> dict[str, str]:
+    versions = {}
+    for name in ("ms-swift", "transformers", "trl", "peft", "torch"):
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions

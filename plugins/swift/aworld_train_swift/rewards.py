@@ -1,0 +1,142 @@
+"""check_reward: each canonical reward function becomes an ORM class registered in swift's ``orms``.
+
+ms-swift instantiates every reward named in ``reward_funcs`` from its ``orms`` registry and
+calls it with the completions plus every dataset column as a keyword list. One ORM per reward
+function lets swift weight them (``reward_weights``) and log each under
+``rewards/<ClassName>/mean``; each ORM scores a completion through a one-function
+:class:`RewardSpec`, so failures name the function and the row.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from aworld_train.errors import RewardError
+from aworld_train.reward import RewardFunction, RewardSpec
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+# The prefix of every registry name this engine adds to swift's ``orms``.
+ORM_PREFIX = "aworld_"
+# How many leading rows check_reward scores through the ORM wrappers.
+SAMPLE_ROWS = 4
+
+
+@dataclass
+class SwiftReward:
+    """The rewards ready for swift: registry names and weights, in ``reward_funcs`` order.
+
+    :ivar spec: the job's reward functions.
+    :ivar names: the ``orms`` key of each function.
+    :ivar weights: the weight of each function.
+    """
+
+    spec: RewardSpec
+    names: list[str]
+    weights: list[float]
+
+
+def class_name(function: RewardFunction, position: int) -> str:
+    """A Python identifier for the ORM of ``function``: ``rewards.py:score`` -> ``score``.
+
+    Swift logs each reward under its class name, so it is the function's own name where that is
+    unique in the job, otherwise suffixed with its position.
+    """
+    tail = function.name.rsplit(":", 1)[-1].rsplit("/", 1)[-1]
+    name = re.sub(r"\W", "_", tail) or "reward"
+    return name if not name[0].isdigit() else f"r_{name}"
+
+
+def make_orm(function: RewardFunction, name: str) -> type:
+    """An ORM subclass that scores each completion with ``function``."""
+    from swift.rewards import ORM
+
+    spec = RewardSpec([RewardFunction(function.name, function.fn, 1.0, function.ref)])
+
+    def __call__(self: Any, completions: list[Any], **columns: Any) -> list[float]:
+        return score_batch(spec, completions, columns)
+
+    return type(name, (ORM,), {"__call__": __call__, "__doc__": f"aworld-train reward {function.name}"})
+
+
+def score_batch(spec: RewardSpec, completions: list[Any], columns: dict[str, Any]) -> list[float]:
+    """Score swift's batch: ``columns`` holds each dataset column as a list, one per completion."""
+    count = len(completions)
+    ground_truths = columns.get("ground_truth") or columns.get("solution") or [None] * count
+    data_sources = columns.get("data_source") or [""] * count
+    extra_infos = columns.get("extra_info") or [None] * count
+    scores = []
+    for i, completion in enumerate(completions):
+        info = extra_infos[i]
+        if isinstance(info, str):
+            info = json.loads(info)
+        info = dict(info or {})
+        row = info.get("index", i)
+        result = spec.score(
+            str(data_sources[i] or ""),
+            completion_text(completion),
+            "" if ground_truths[i] is None else str(ground_truths[i]),
+            info,
+            row=row if isinstance(row, int) else i,
+        )
+        scores.append(float(result.score))
+    return scores
+
+
+def completion_text(completion: Any) -> str:
+    """The text of one completion: a string, or the assistant messages of a conversation."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, dict):
+        return str(completion.get("content") or "")
+    return "".join(
+        str(message.get("content") or "")
+        for message in completion
+        if message.get("role", "assistant") == "assistant"
+    )
+
+
+def register(reward: SwiftReward) -> None:
+    """Put the job's ORM classes into swift's ``orms`` registry of this process."""
+    from swift.rewards import orms
+
+    for function, name in zip(reward.spec.functions, reward.names):
+        orms[name] = make_orm(function, name[len(ORM_PREFIX):])
+
+
+def reward_to_swift(spec: RewardSpec, train_file: Path | None) -> SwiftReward:
+    """Register ``spec`` in swift's ``orms`` and run each ORM on the first rows of the converted
+    training file, each row's ground truth as its completion, so the swift path fails now rather
+    than after model loading.
+
+    :raises RewardError: naming the function, the row and the exception.
+    """
+    from swift.rewards import orms
+
+    names: list[str] = []
+    for position, function in enumerate(spec.functions):
+        base = class_name(function, position)
+        if any(name == ORM_PREFIX + base for name in names):
+            base = f"{base}_{position}"
+        names.append(ORM_PREFIX + base)
+    reward = SwiftReward(spec, names, [f.weight for f in spec.functions])
+    register(reward)
+    if train_file is None:
+        return reward
+    rows = []
+    with train_file.open(encoding="utf-8") as handle:
+        for line in handle:
+            rows.append(json.loads(line))
+            if len(rows) == SAMPLE_ROWS:
+                break
+    columns = {key: [row.get(key) for row in rows] for key in rows[0]}
+    completions = [str(row.get("ground_truth", row.get("solution", ""))) for row in rows]
+    for name in names:
+        scores = orms[name]()(completions, **columns)
+        if len(scores) != len(rows):
+            raise RewardError(f"reward {name} returned {len(scores)} scores for {len(rows)} rows")
+    return reward

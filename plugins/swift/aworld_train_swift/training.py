@@ -1,0 +1,139 @@
+"""train: run ms-swift's own pipeline (``sft_main`` / ``rlhf_main``) on the checked job.
+
+One process trains in this one. Several (``resources.gpus_per_node`` or ``nnodes`` above one)
+go through torchrun, as ``swift sft`` does with ``NPROC_PER_NODE`` / ``NNODES``: see
+:mod:`aworld_train_swift.launch`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aworld_train.errors import AWorldTrainError, RunDirectoryError, TrainingError
+
+from aworld_train_swift.config import CHECKPOINTS, build_arguments, swift_environment
+
+if TYPE_CHECKING:
+    from aworld_train.context import RunContext
+
+    from aworld_train_swift.config import SwiftConfig
+    from aworld_train_swift.rewards import SwiftReward
+
+StartFn = Callable[[int, int], None]
+LogFn = Callable[[int, dict[str, Any]], None]
+
+# The name of this engine's metrics callback in swift's ``callbacks_map``.
+CALLBACK = "aworld_train_metrics"
+_CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+
+
+def run_training(ctx: RunContext) -> dict[str, Any]:
+    """Train the job in ``ctx``, resuming from the last checkpoint of ``ctx.resume_from``."""
+    config: SwiftConfig = ctx.results["config"]
+    checkpoint = last_checkpoint(ctx.resume_from) if ctx.resume_from is not None else None
+    if config.distributed:
+        from aworld_train_swift.launch import launch
+
+        return launch(ctx, checkpoint)
+    return train_in_process(
+        config=config,
+        reward=ctx.results.get("reward"),
+        on_start=lambda total, done: ctx.metrics.start(total, completed=done),
+        on_log=ctx.metrics.log,
+        checkpoint=checkpoint,
+    )
+
+
+def last_checkpoint(run_dir: Path) -> Path:
+    """The ``checkpoints/checkpoint-N`` with the highest N that an earlier run left.
+
+    :raises RunDirectoryError: when the run left no checkpoint.
+    """
+    found = []
+    for folder in (Path(run_dir) / CHECKPOINTS).glob("checkpoint-*"):
+        match = _CHECKPOINT.match(folder.name)
+        if match and (folder / "trainer_state.json").is_file():
+            found.append((int(match.group(1)), folder))
+    if not found:
+        raise RunDirectoryError(
+            f"run {run_dir} has no checkpoint to resume from ({CHECKPOINTS}/checkpoint-N): "
+            "set save_steps so runs save checkpoints, or start a new run"
+        )
+    return max(found)[1]
+
+
+def train_in_process(
+    *,
+    config: SwiftConfig,
+    reward: SwiftReward | None,
+    on_start: StartFn,
+    on_log: LogFn,
+    checkpoint: Path | None = None,
+) -> dict[str, Any]:
+    """Train through ``sft_main`` or ``rlhf_main`` in this process.
+
+    Under torchrun every process runs this; only the main one reports.
+
+    :param on_start: called once with the total number of steps and the steps already done.
+    :param on_log: called with the global step and the metrics of each logged step.
+    :param checkpoint: a ``checkpoint-N`` folder to resume from.
+    :returns: the latest value of every logged metric, plus ``step``.
+    """
+    with swift_environment(config):
+        from swift.callbacks import callbacks_map
+        from swift.utils import get_logger
+        from transformers.utils import logging as hf_logging
+
+        from aworld_train_swift.rewards import register
+
+        # aworld-train reports progress and metrics itself; swift's INFO lines drown them.
+        get_logger().setLevel(logging.WARNING)
+        hf_logging.set_verbosity_error()
+        if reward is not None:
+            register(reward)
+        callbacks_map[CALLBACK] = metrics_callback(on_start, on_log)
+        extra: dict[str, Any] = {
+            "callbacks": [*config.arguments.get("callbacks", []), CALLBACK],
+        }
+        if checkpoint is not None:
+            extra["resume_from_checkpoint"] = str(checkpoint)
+        args = build_arguments(config, **extra)
+        if config.algorithm == "sft":
+            from swift import sft_main as main
+        else:
+            from swift import rlhf_main as main
+        try:
+            result = main(args)
+        except AWorldTrainError:
+            raise
+        except (RuntimeError, ValueError) as error:
+            raise TrainingError(f"ms-swift {config.algorithm} training failed: {error}") from error
+    final: dict[str, Any] = {}
+    for entry in result.get("log_history", []):
+        final.update(entry)
+    final["step"] = result.get("global_step", final.get("step", 0))
+    return final
+
+
+def metrics_callback(on_start: StartFn, on_log: LogFn) -> type:
+    """A swift callback class (built as ``cls(args, trainer)``) forwarding progress and logs."""
+    from swift.callbacks import TrainerCallback
+
+    class MetricsCallback(TrainerCallback):
+        """Forwards the trainer's progress and log entries to aworld-train's metrics."""
+
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            if state.is_world_process_zero:
+                on_start(state.max_steps, state.global_step)
+
+        def on_log(
+            self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any
+        ) -> None:
+            if state.is_world_process_zero and logs:
+                on_log(state.global_step, dict(logs))
+
+    return MetricsCallback
