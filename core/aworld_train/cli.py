@@ -69,9 +69,9 @@ def engines(as_json: bool, check: bool, debug: bool) -> None:
     # A plain table: listing must stay instant, so no rich import here.
     columns = ("name", "distribution", "version", "status")
     widths = {c: max(len(c), *(len(r[c]) for r in rows)) for c in columns}
-    click.echo("  ".join(c.upper().ljust(widths[c]) for c in columns))
+    click.echo("  ".join(c.upper().ljust(widths[c]) for c in columns).rstrip())
     for row in rows:
-        click.echo("  ".join(row[c].ljust(widths[c]) for c in columns))
+        click.echo("  ".join(row[c].ljust(widths[c]) for c in columns).rstrip())
 
 
 def job_options(command: Any) -> Any:
