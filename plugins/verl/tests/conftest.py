@@ -1,0 +1,77 @@
+"""Shared fixtures: a tiny offline model, a repeat-a-digit dataset, a reward file, and a run
+context wired the way the core wires it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aworld_train.config import TrainConfig
+from aworld_train.context import RunContext
+from aworld_train.metrics import MetricsReporter
+
+REWARD_FILE = '''
+def exact(data_source, solution_str, ground_truth, extra_info=None):
+    return 1.0 if solution_str.strip() == ground_truth else 0.0
+
+
+def with_metrics(data_source, solution_str, ground_truth, extra_info=None):
+    return {"score": 0.5, "length": float(len(solution_str))}
+
+
+def broken(data_source, solution_str, ground_truth, extra_info=None):
+    raise ZeroDivisionError("planted failure")
+
+
+def wordy(data_source, solution_str, ground_truth, extra_info=None):
+    return "great"
+'''
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from aworld_train.testing import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny-model"))
+
+
+@pytest.fixture
+def reward_file(tmp_path: Path) -> Path:
+    path = tmp_path / "rewards.py"
+    path.write_text(REWARD_FILE)
+    return path
+
+
+def repeat_rows(count: int = 8, prompt_as_text: bool = True) -> list[dict[str, Any]]:
+    """Rows of the canonical layout: "Repeat: d" → "d"."""
+    rows = []
+    for index in range(count):
+        digit = str(index % 10)
+        prompt: Any = f"Repeat: {digit}"
+        if not prompt_as_text:
+            prompt = [{"role": "user", "content": prompt}]
+        rows.append(
+            {"prompt": prompt, "ground_truth": digit, "data_source": "repeat", "extra_info": {"index": index}}
+        )
+    return rows
+
+
+def dataset(rows: list[dict[str, Any]]) -> Any:
+    import datasets
+
+    return datasets.Dataset.from_list(rows)
+
+
+def make_ctx(run_dir: Path, model: Path | None, **config: Any) -> RunContext:
+    defaults: dict[str, Any] = {"batch_size": 4, "num_generations": 2, "max_steps": 2, "max_prompt_length": 64,
+                                "max_completion_length": 8}
+    sections = {"verl": config.pop("verl")} if "verl" in config else {}
+    train_config = TrainConfig(model=str(model) if model else None, sections=sections, **{**defaults, **config})
+    return RunContext(
+        engine="verl",
+        run_dir=run_dir,
+        config=train_config,
+        metrics=MetricsReporter(run_dir / "metrics.jsonl", show_progress=False),
+    )
