@@ -11,6 +11,7 @@ import string
 from typing import Any
 
 _ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
+_THOUSANDS = re.compile(r"[+-]?\d{1,3}(,\d{3})+(\.\d*)?")
 
 
 def exact_match(
@@ -52,7 +53,10 @@ def gaia_equal(answer: str, truth: str) -> bool:
 
 
 def _as_number(text: str) -> float | None:
-    cleaned = re.sub(r"[$%,\s]", "", text)
+    cleaned = re.sub(r"[$%\s]", "", text)
+    # Only thousands separators are dropped: "1,000" is a number, "1, 2" is a list.
+    if _THOUSANDS.fullmatch(cleaned):
+        cleaned = cleaned.replace(",", "")
     try:
         return float(cleaned)
     except ValueError:
