@@ -134,4 +134,5 @@ def report_metrics(step: int, metrics: dict[str, float], ctx: RunContext) -> Non
     :param step: the global training step.
     :param metrics: the metric values of that step.
     :param ctx: the run context.
+    :returns: nothing; every implementation is called and return values are ignored.
     """
