@@ -46,6 +46,10 @@ class TrainingError(AWorldTrainError):
     """The engine could not train (no GPU where one is needed, a failed launch, ...)."""
 
 
+class Interrupted(AWorldTrainError):
+    """The run was stopped by SIGINT or SIGTERM."""
+
+
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """Return ``" (did you mean 'x'?)"`` for the closest choice, or ``""`` when none is close."""
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from aworld_train import __version__, plugins
-from aworld_train.errors import AWorldTrainError
+from aworld_train.errors import Interrupted
 
 logger = logging.getLogger("aworld_train")
 
@@ -34,10 +34,6 @@ class CheckResult:
     by: str  # "core" or the engine's name
     detail: str
     seconds: float
-
-
-class Interrupted(AWorldTrainError):
-    """The run was stopped by SIGINT or SIGTERM."""
 
 
 class AgentTrainer:
