@@ -43,6 +43,7 @@ DEFAULTS: dict[str, Any] = {
     "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": 4,
     "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu": 4,
     "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": 4,
+    "critic.ppo_micro_batch_size_per_gpu": 4,
     "trainer.logger": ["console", "file"],
     "trainer.project_name": "aworld-train",
     "trainer.val_before_train": False,
@@ -120,7 +121,7 @@ def common_overrides(config: TrainConfig) -> dict[str, Any]:
         )
     out: dict[str, Any] = {"algorithm.adv_estimator": ALGORITHMS.get(algorithm, algorithm)}
     if config.model is not None:
-        out["actor_rollout_ref.model.path"] = config.model
+        out.update(model_overrides(config.model))
     if config.learning_rate is not None:
         out["actor_rollout_ref.actor.optim.lr"] = config.learning_rate
     if config.max_steps is not None:
@@ -146,6 +147,11 @@ def common_overrides(config: TrainConfig) -> dict[str, Any]:
     out["trainer.nnodes"] = config.resources.nnodes
     out["trainer.n_gpus_per_node"] = config.resources.gpus_per_node or max(visible_gpus(), 1)
     return out
+
+
+def model_overrides(model: str) -> dict[str, Any]:
+    """The policy's model folder, for the actor, its rollout and reference, and the critic (PPO)."""
+    return {"actor_rollout_ref.model.path": model, "critic.model.path": model}
 
 
 def visible_gpus() -> int:
@@ -327,12 +333,10 @@ def resolve(
 def _validate(composed: DictConfig) -> None:
     """Run what ``main_ppo`` runs before it starts Ray: ``validate_config`` and the conversion of
     the typed sections into VeRL's config dataclasses."""
-    from omegaconf import OmegaConf
-
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
     from verl.utils.config import omega_conf_to_dataclass, validate_config
 
-    if OmegaConf.is_missing(composed.actor_rollout_ref.model, "path") or not composed.actor_rollout_ref.model.path:
+    if composed.actor_rollout_ref.model.path == base_config().actor_rollout_ref.model.path:
         raise ConfigError("no model: set config key 'model' (or the agent's model) to a model folder")
     steps = (
         ("algorithm", lambda: omega_conf_to_dataclass(composed.algorithm)),

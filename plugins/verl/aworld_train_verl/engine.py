@@ -123,7 +123,7 @@ def check_config(config: TrainConfig, ctx: RunContext) -> Any:
     from aworld_train_verl.launch import write_launch_script
 
     agent = _agent(ctx)
-    inputs: dict[str, Any] = {"actor_rollout_ref.model.path": agent.model, **agent.overrides}
+    inputs: dict[str, Any] = {**verl_config.model_overrides(agent.model), **agent.overrides}
     for key in ("dataset", "reward"):
         result = ctx.results.get(key)
         if result is not None and hasattr(result, "overrides"):
