@@ -5,12 +5,12 @@ VENVS := .venvs
 ENGINES := trl swift verl
 PIP_QUIET ?= -q
 
-.PHONY: demo test test-core $(addprefix test-,$(ENGINES)) bench clean
+.PHONY: demo test test-core test-aworld $(addprefix test-,$(ENGINES)) bench clean
 
 demo: $(VENVS)/trl/.ready
 	$(VENVS)/trl/bin/aworld-train train examples/repeat_digit/job.yaml
 
-test: test-core $(addprefix test-,$(ENGINES))
+test: test-core test-aworld $(addprefix test-,$(ENGINES))
 
 # The core needs no torch: its venv proves it. The test-only engine distributions under
 # tests/distributions are installed here, as a user would install a third-party engine.
@@ -19,6 +19,15 @@ $(VENVS)/core/.ready: pyproject.toml $(wildcard tests/distributions/*/pyproject.
 	$(VENVS)/core/bin/pip install $(PIP_QUIET) -e . pytest
 	for dist in tests/distributions/*/; do [ -d "$$dist" ] || continue; $(VENVS)/core/bin/pip install $(PIP_QUIET) --no-deps "$$dist" || exit 1; done
 	touch $@
+
+# AWorld agents are optional: their own venv proves the core works with and without aworld.
+$(VENVS)/aworld/.ready: pyproject.toml
+	rm -rf $(VENVS)/aworld && $(PYTHON) -m venv $(VENVS)/aworld
+	$(VENVS)/aworld/bin/pip install $(PIP_QUIET) -e ".[aworld]" pytest
+	touch $@
+
+test-aworld: $(VENVS)/aworld/.ready
+	$(VENVS)/aworld/bin/python -m pytest tests/aworld
 
 # One venv per engine: torch first (pinned by constraints.txt), then the core and the plugin.
 $(VENVS)/%/.ready: pyproject.toml plugins/%/pyproject.toml constraints.txt
@@ -31,7 +40,7 @@ $(VENVS)/%/.ready: pyproject.toml plugins/%/pyproject.toml constraints.txt
 EXTRA_TESTS_trl := tests/scaffold
 
 test-core: $(VENVS)/core/.ready
-	$(VENVS)/core/bin/python -m pytest tests --ignore=tests/scaffold
+	$(VENVS)/core/bin/python -m pytest tests --ignore=tests/scaffold --ignore=tests/aworld
 
 test-%: $(VENVS)/%/.ready
 	$(VENVS)/$*/bin/python -m pytest plugins/$*/tests $(EXTRA_TESTS_$*)

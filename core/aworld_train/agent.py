@@ -61,15 +61,16 @@ class AgentSpec:
 
 _FIELDS = tuple(name for name in AgentSpec.__dataclass_fields__ if name != "source")
 
-# AWorld agents keep their LLM settings in ``conf.llm_config`` under these names.
+# AWorld agents keep their LLM settings in ``conf.llm_config`` (a dict); sampling settings
+# without a field of their own sit in its ``ext_config`` or ``params``.
 _AWORLD_LLM_KEYS = {
-    "llm_provider": "llm_provider",
-    "llm_model_name": "llm_model_name",
-    "llm_base_url": "llm_base_url",
-    "llm_api_key": "llm_api_key",
-    "llm_temperature": "llm_temperature",
-    "llm_top_p": "llm_top_p",
-    "llm_max_tokens": "max_tokens",
+    "llm_provider": ("llm_provider",),
+    "llm_model_name": ("llm_model_name",),
+    "llm_base_url": ("llm_base_url",),
+    "llm_api_key": ("llm_api_key",),
+    "llm_temperature": ("llm_temperature", "temperature"),
+    "llm_top_p": ("llm_top_p", "top_p"),
+    "llm_max_tokens": ("llm_max_tokens", "max_tokens"),
 }
 
 
@@ -124,8 +125,12 @@ def from_mapping(data: dict[str, Any], where: str) -> AgentSpec:
 def from_aworld(agent: Any) -> AgentSpec:
     """Map an AWorld ``Agent`` (aworld 0.3) onto a spec: system prompt, LLM settings, MCP
     servers and tool names. Its model is the policy unless the config names another."""
-    llm = getattr(getattr(agent, "conf", None), "llm_config", None)
-    settings = {ours: getattr(llm, theirs, None) for ours, theirs in _AWORLD_LLM_KEYS.items()}
+    llm = dict(getattr(getattr(agent, "conf", None), "llm_config", None) or {})
+    places = [llm, dict(llm.get("ext_config") or {}), dict(llm.get("params") or {})]
+    settings = {
+        ours: next((place[key] for place in places for key in theirs if place.get(key) is not None), None)
+        for ours, theirs in _AWORLD_LLM_KEYS.items()
+    }
     name = getattr(agent, "name", "agent")
     spec = AgentSpec(
         name=str(name() if callable(name) else name),  # a method in aworld 0.3
