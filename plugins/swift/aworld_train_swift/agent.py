@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from aworld_train.errors import AgentError
 
+from aworld_train_swift.config import ALGORITHMS, arguments_class, validate_section
+
 if TYPE_CHECKING:
     from aworld_train.agent import AgentSpec
     from aworld_train.config import TrainConfig
@@ -79,6 +81,9 @@ def agent_to_swift(agent: AgentSpec, config: TrainConfig) -> SwiftAgent:
             f"agent '{agent.name}': llm_max_tokens must be >= 1, got {agent.llm_max_tokens}"
         )
     section = config.engine_section("swift")
+    if config.algorithm in ALGORITHMS:
+        # The section names the model type and template: a misspelt key must say so here.
+        validate_section(section, arguments_class(config.algorithm))
     model, local, model_type, template = resolve_model(
         str(model), section.get("model_type"), section.get("template")
     )

@@ -53,8 +53,8 @@ class SwiftConfig:
     """ms-swift's arguments for one run.
 
     :ivar algorithm: ``sft`` or ``grpo``.
-    :ivar arguments: keyword arguments of ``SftArguments`` / ``RLHFArguments`` except the
-        reward and the callbacks, which are registered in the training process.
+    :ivar arguments: keyword arguments of ``SftArguments`` / ``RLHFArguments``; the rewards
+        and the metrics callback they name are registered in the training process.
     :ivar cache_dir: ``MODELSCOPE_CACHE`` and ``HF_HOME`` point inside it during the run.
     :ivar nproc_per_node: processes per node (``NPROC_PER_NODE``).
     :ivar nnodes: nodes (``NNODES``).

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,10 @@ LogFn = Callable[[int, dict[str, Any]], None]
 # The name of this engine's metrics callback in swift's ``callbacks_map``.
 CALLBACK = "aworld_train_metrics"
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+# Where the final model goes in the run directory.
+MODEL_DIR = "model"
+_RESUME_ONLY = ("optimizer.pt", "scheduler.pt", "rng_state*.pth", "trainer_state.json",
+                "training_args.bin", "global_step*")
 
 
 def run_training(ctx: RunContext) -> dict[str, Any]:
@@ -38,14 +43,24 @@ def run_training(ctx: RunContext) -> dict[str, Any]:
     if config.distributed:
         from aworld_train_swift.launch import launch
 
-        return launch(ctx, checkpoint)
-    return train_in_process(
-        config=config,
-        reward=ctx.results.get("reward"),
-        on_start=lambda total, done: ctx.metrics.start(total, completed=done),
-        on_log=ctx.metrics.log,
-        checkpoint=checkpoint,
-    )
+        final = launch(ctx, checkpoint)
+    else:
+        final = train_in_process(
+            config=config,
+            reward=ctx.results.get("reward"),
+            on_start=lambda total, done: ctx.metrics.start(total, completed=done),
+            on_log=ctx.metrics.log,
+            checkpoint=checkpoint,
+        )
+    if _checkpoints(ctx.run_dir):
+        save_final_model(last_checkpoint(ctx.run_dir), ctx.run_dir / MODEL_DIR)
+    return final
+
+
+def save_final_model(checkpoint: Path, target: Path) -> None:
+    """Copy the weights (or LoRA adapter), config and tokenizer of ``checkpoint`` to ``target``,
+    leaving out the optimizer and trainer state only resuming needs."""
+    shutil.copytree(checkpoint, target, ignore=shutil.ignore_patterns(*_RESUME_ONLY))
 
 
 def last_checkpoint(run_dir: Path) -> Path:
@@ -53,17 +68,22 @@ def last_checkpoint(run_dir: Path) -> Path:
 
     :raises RunDirectoryError: when the run left no checkpoint.
     """
-    found = []
-    for folder in (Path(run_dir) / CHECKPOINTS).glob("checkpoint-*"):
-        match = _CHECKPOINT.match(folder.name)
-        if match and (folder / "trainer_state.json").is_file():
-            found.append((int(match.group(1)), folder))
+    found = _checkpoints(run_dir)
     if not found:
         raise RunDirectoryError(
             f"run {run_dir} has no checkpoint to resume from ({CHECKPOINTS}/checkpoint-N): "
             "set save_steps so runs save checkpoints, or start a new run"
         )
     return max(found)[1]
+
+
+def _checkpoints(run_dir: Path) -> list[tuple[int, Path]]:
+    found = []
+    for folder in (Path(run_dir) / CHECKPOINTS).glob("checkpoint-*"):
+        match = _CHECKPOINT.match(folder.name)
+        if match and (folder / "trainer_state.json").is_file():
+            found.append((int(match.group(1)), folder))
+    return found
 
 
 def train_in_process(

@@ -1,0 +1,174 @@
+"""The check hooks: conversion of each module and the errors bad input gets, without training."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aworld_train import AgentTrainer
+from aworld_train.errors import AgentError, ConfigError, DatasetError, RewardError
+from aworld_train.reward import RewardFunction, RewardSpec
+
+from aworld_train_swift.dataset import convert_dataset
+from aworld_train_swift.rewards import score_batch
+
+
+def _check(job: dict[str, Any], **config: Any) -> AgentTrainer:
+    job["config"] = dict(job["config"], **config)
+    return AgentTrainer(**job, check_only=True)
+
+
+def _rows(chat: bool = True) -> Any:
+    import datasets
+
+    second: Any = "Repeat: 8"
+    if chat:
+        second = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Repeat: 8"}]
+    first: Any = [{"role": "user", "content": "Repeat: 3"}] if chat else "Repeat: 3"
+    return datasets.Dataset.from_list(
+        [
+            {"prompt": first, "ground_truth": "3", "data_source": "digits",
+             "extra_info": {"index": 0, "digit": "3"}, "difficulty": 1},
+            {"prompt": second, "ground_truth": "8", "data_source": "digits",
+             "extra_info": {"index": 1, "digit": "8"}, "difficulty": 2},
+        ]
+    )
+
+
+def test_grpo_rows_keep_the_prompt_and_the_columns_rewards_need(tmp_path: Path) -> None:
+    path = tmp_path / "train.jsonl"
+    assert convert_dataset(_rows(), path, "grpo", "train_dataset") == 2
+    first, second = [json.loads(line) for line in path.read_text().splitlines()]
+    assert first["messages"] == [{"role": "user", "content": "Repeat: 3"}]
+    assert second["messages"][0] == {"role": "system", "content": "Be brief."}
+    assert (first["solution"], first["ground_truth"], first["data_source"]) == ("3", "3", "digits")
+    assert json.loads(second["extra_info"]) == {"index": 1, "digit": "8"}
+    assert second["difficulty"] == 2
+
+
+def test_sft_rows_end_with_the_ground_truth_as_the_reply(tmp_path: Path) -> None:
+    path = tmp_path / "train.jsonl"
+    convert_dataset(_rows(chat=False), path, "sft", "train_dataset")
+    second = json.loads(path.read_text().splitlines()[1])
+    assert second["messages"] == [
+        {"role": "user", "content": "Repeat: 8"},
+        {"role": "assistant", "content": "8"},
+    ]
+
+
+def test_a_column_swift_reads_itself_is_refused(tmp_path: Path) -> None:
+    rows = _rows().add_column("images", [None, None])
+    with pytest.raises(DatasetError, match="train_dataset: column 'images'.*columns: mapping"):
+        convert_dataset(rows, tmp_path / "train.jsonl", "grpo", "train_dataset")
+
+
+def test_the_orm_batch_scores_each_completion_against_its_own_row() -> None:
+    seen: list[tuple[str, str, dict]] = []
+
+    def reward(data_source: str, solution_str: str, ground_truth: str, extra_info: Any = None) -> float:
+        seen.append((solution_str, ground_truth, extra_info))
+        return float(solution_str == ground_truth)
+
+    spec = RewardSpec([RewardFunction("reward", reward)])
+    columns = {
+        "solution": ["3", "3", "8", "8"],
+        "ground_truth": ["3", "3", "8", "8"],
+        "data_source": ["digits"] * 4,
+        "extra_info": ['{"index": 0}', '{"index": 0}', '{"index": 1}', '{"index": 1}'],
+        "trainer_state": None,
+    }
+    assert score_batch(spec, ["3", "x", "8", "8 "], columns) == [1.0, 0.0, 1.0, 0.0]
+    assert seen[2] == ("8", "8", {"index": 1})
+
+
+def test_a_reward_failing_in_the_orm_names_the_dataset_row() -> None:
+    def broken(data_source: str, solution_str: str, ground_truth: str, extra_info: Any = None) -> float:
+        raise ZeroDivisionError("planted")
+
+    spec = RewardSpec([RewardFunction("broken", broken)])
+    with pytest.raises(RewardError, match="row 13.*planted"):
+        score_batch(spec, ["7"], {"ground_truth": ["7"], "extra_info": ['{"index": 13}']})
+
+
+def test_check_maps_the_job_onto_swift_arguments(job: dict[str, Any]) -> None:
+    job["agent"] = dict(job["agent"], llm_temperature=0.7, llm_top_p=0.9)
+    trainer = _check(job)
+    results = trainer.context.results
+    agent, config = results["agent"], results["config"]
+    assert (agent.model_type, agent.template) == ("qwen2", "qwen")
+    args = config.arguments
+    assert args["model"] == str(Path(job["config"]["model"]).resolve())
+    assert args["check_model"] is False
+    assert args["tuner_type"] == "full"
+    assert (args["max_steps"], args["per_device_train_batch_size"], args["num_generations"]) == (4, 4, 2)
+    assert (args["learning_rate"], args["max_completion_length"]) == (1e-3, 4)
+    assert (args["temperature"], args["top_p"]) == (0.7, 0.9)
+    assert args["system"] == "Answer with the digit."
+    assert args["beta"] == 0.0
+    assert args["reward_funcs"] == ["aworld_score"]
+    run_dir = trainer.context.run_dir
+    assert Path(args["output_dir"]).is_relative_to(run_dir)
+    assert Path(config.cache_dir).is_relative_to(run_dir)
+    assert args["dataset"] == [str(run_dir / "data" / "train.jsonl")]
+    assert not config.distributed
+
+
+def test_weighted_rewards_become_one_swift_reward_each(job: dict[str, Any]) -> None:
+    from swift.rewards import orms
+
+    job["reward_func"] = [{"name": "rewards.py:score", "weight": 1.0},
+                          {"name": "rewards.py:length", "weight": 0.5}]
+    args = _check(job).context.results["config"].arguments
+    assert args["reward_funcs"] == ["aworld_score", "aworld_length"]
+    assert args["reward_weights"] == [1.0, 0.5]
+    assert orms["aworld_length"]()(["12"], ground_truth=["1"]) == [0.5]
+
+
+def test_a_reward_failing_on_a_later_row_fails_the_check(job: dict[str, Any]) -> None:
+    job["reward_func"] = "rewards.py:fails_on_four"
+    with pytest.raises(RewardError, match="row 2.*four"):
+        AgentTrainer(**job, check_only=True)
+
+
+def test_a_misspelt_swift_key_fails_with_a_suggestion(job: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError, match=r"'swift\.tuner_typ'.*did you mean 'tuner_type'"):
+        _check(job, swift={"template": "qwen", "tuner_typ": "lora"})
+
+
+def test_a_swift_value_of_the_wrong_type_fails(job: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError, match=r"'swift\.lora_rank': must be an integer, got 'eight'"):
+        _check(job, swift={"template": "qwen", "tuner_type": "lora", "lora_rank": "eight"})
+
+
+def test_swift_keys_the_job_sets_are_refused(job: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError, match=r"'swift\.dataset' is set by aworld-train"):
+        _check(job, swift={"template": "qwen", "dataset": ["other.jsonl"]})
+
+
+def test_swift_rejections_of_values_become_config_errors(job: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError, match="ms-swift rejects the config"):
+        _check(job, batch_size=3, num_generations=2)
+
+
+def test_an_ambiguous_template_asks_for_swift_template(job: dict[str, Any]) -> None:
+    with pytest.raises(AgentError, match=r"several templates .*'qwen'.*set swift\.template"):
+        _check(job, swift={})
+
+
+def test_vllm_without_vllm_or_a_gpu_is_one_line(job: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError, match="swift.use_vllm") as error:
+        _check(job, swift={"template": "qwen", "use_vllm": True})
+    assert "\n" not in str(error.value)
+
+
+def test_an_algorithm_swift_does_not_train_here_is_refused(job: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError, match="trains \\['sft', 'grpo'\\], not 'ppo'"):
+        _check(job, algorithm="ppo")
+
+
+def test_more_than_one_process_per_node_launches_through_torchrun(job: dict[str, Any]) -> None:
+    config = _check(job, resources={"gpus_per_node": 2, "nnodes": 1}).context.results["config"]
+    assert (config.nproc_per_node, config.nnodes, config.distributed) == (2, 1, True)

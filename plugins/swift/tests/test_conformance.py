@@ -1,0 +1,11 @@
+"""The engine conformance suite, run against the swift engine."""
+
+from __future__ import annotations
+
+from aworld_train.testing.conformance import EngineConformance
+
+
+class TestSwiftConformance(EngineConformance):
+    engine_name = "swift"
+    # The tiny model's Qwen2 type fits several ChatML templates; the job picks one.
+    engine_section = {"template": "qwen"}
