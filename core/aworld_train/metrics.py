@@ -36,8 +36,12 @@ class MetricsReporter:
         self._task: Any = None
 
     def start(self, total_steps: int | None, completed: int = 0) -> None:
-        """Show a progress bar for ``total_steps`` steps (``None`` when unknown)."""
-        if not self._show_progress or self._progress is not None:
+        """Show a progress bar for ``total_steps`` steps (``None`` when unknown); a second call
+        sets the total once the engine knows it."""
+        if not self._show_progress:
+            return
+        if self._progress is not None:
+            self._progress.update(self._task, total=total_steps, completed=completed)
             return
         self._progress = Progress(
             TextColumn("[bold]training"),

@@ -34,7 +34,7 @@ def _plot(points: list[tuple[int, float]], path: Path, title: str, label: str, c
 
     steps = [s for s, _ in points]
     values = [v for _, v in points]
-    window = max(1, len(values) // 20)
+    window = max(1, len(values) // 10)
     smooth = [
         sum(values[max(0, i - window + 1): i + 1]) / len(values[max(0, i - window + 1): i + 1])
         for i in range(len(values))
@@ -49,11 +49,12 @@ def _plot(points: list[tuple[int, float]], path: Path, title: str, label: str, c
     ax.grid(True, alpha=0.3)
     ax.spines[["top", "right"]].set_visible(False)
     ax.legend(frameon=False, loc="best")
-    first, last = smooth[0], smooth[-1]
-    ax.annotate(f"{last:.3g}", xy=(steps[-1], last), xytext=(6, 0), textcoords="offset points",
-                va="center", color=colour, fontweight="bold")
-    ax.text(0.01, -0.18, f"{len(values)} logged steps · first {first:.3g} → last {last:.3g}",
-            transform=ax.transAxes, fontsize=8, color="#555555")
+    tenth = max(1, len(values) // 10)
+    first, last = sum(values[:tenth]) / tenth, sum(values[-tenth:]) / tenth
+    ax.annotate(f"{smooth[-1]:.3g}", xy=(steps[-1], smooth[-1]), xytext=(6, 0),
+                textcoords="offset points", va="center", color=colour, fontweight="bold")
+    ax.text(0.01, -0.18, f"{len(values)} logged steps · mean of the first tenth {first:.3g} "
+            f"→ last tenth {last:.3g}", transform=ax.transAxes, fontsize=8, color="#555555")
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
