@@ -1,0 +1,68 @@
+"""check_agent: the model folder and chat template VeRL's rollout will use; agents that need
+VeRL's multi-turn agent loop are refused clearly."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import make_ctx
+
+from aworld_train.agent import AgentSpec
+from aworld_train.errors import AgentError
+from aworld_train_verl import engine
+
+
+def test_a_plain_agent_gives_model_system_prompt_and_sampling(tmp_path: Path, tiny_model: Path) -> None:
+    ctx = make_ctx(tmp_path, tiny_model)
+    agent = engine.check_agent(AgentSpec(system_prompt="Be brief.", llm_temperature=0.7, llm_top_p=0.9), ctx)
+    assert agent.model == str(tiny_model.resolve())
+    assert agent.system_prompt == "Be brief."
+    assert agent.overrides == {"actor_rollout_ref.rollout.temperature": 0.7, "actor_rollout_ref.rollout.top_p": 0.9}
+
+
+def test_the_agents_model_serves_when_the_config_names_none(tmp_path: Path, tiny_model: Path) -> None:
+    ctx = make_ctx(tmp_path, None)
+    assert engine.check_agent(AgentSpec(model=str(tiny_model)), ctx).model == str(tiny_model.resolve())
+
+
+@pytest.mark.parametrize(
+    "agent",
+    [
+        AgentSpec(name="searcher", tools=["tools:search"]),
+        AgentSpec(name="searcher", mcp_servers=["web"], mcp_config={"mcpServers": {"web": {}}}),
+    ],
+)
+def test_tools_are_not_yet_supported(tmp_path: Path, tiny_model: Path, agent: AgentSpec) -> None:
+    with pytest.raises(AgentError, match="agent 'searcher': tools and MCP servers are not yet supported"):
+        engine.check_agent(agent, make_ctx(tmp_path, tiny_model))
+
+
+def test_an_aworld_agent_is_not_yet_supported(tmp_path: Path, tiny_model: Path) -> None:
+    with pytest.raises(AgentError, match="AWorld agents are not yet supported"):
+        engine.check_agent(AgentSpec(name="gaia", source=object()), make_ctx(tmp_path, tiny_model))
+
+
+def test_no_model_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(AgentError, match="no model"):
+        engine.check_agent(AgentSpec(), make_ctx(tmp_path, None))
+
+
+def test_a_model_that_is_not_a_folder_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(AgentError, match="model 'Qwen/Qwen2.5-0.5B' is not a local folder"):
+        engine.check_agent(AgentSpec(model="Qwen/Qwen2.5-0.5B"), make_ctx(tmp_path, None))
+
+
+def test_a_tokenizer_without_chat_template_is_an_error(tmp_path: Path, tiny_model: Path) -> None:
+    import shutil
+
+    model = shutil.copytree(tiny_model, tmp_path / "no-template")
+    (model / "chat_template.jinja").unlink(missing_ok=True)
+    config_file = model / "tokenizer_config.json"
+    config = json.loads(config_file.read_text())
+    config.pop("chat_template", None)
+    config_file.write_text(json.dumps(config))
+    with pytest.raises(AgentError, match="has no chat template"):
+        engine.check_agent(AgentSpec(), make_ctx(tmp_path, model))

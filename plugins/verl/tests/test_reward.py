@@ -1,0 +1,113 @@
+"""check_reward: every reward form wired into reward.custom_reward_function, loaded back by
+VeRL's own loader and scored by VeRL's reward manager on sample rows."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import dataset, make_ctx, repeat_rows
+
+from aworld_train.agent import AgentSpec
+from aworld_train.errors import RewardError
+from aworld_train.reward import RewardFunction, RewardSpec
+from aworld_train_verl import engine
+from aworld_train_verl.config import preview
+from aworld_train_verl.reward import MODULE_NAME, score_with_reward_manager
+
+
+def load(reward_file: Path) -> Any:
+    spec = importlib.util.spec_from_file_location("user_rewards", reward_file)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def ctx(tmp_path: Path, tiny_model: Path) -> Any:
+    ctx = make_ctx(tmp_path / "run", tiny_model)
+    ctx.results["agent"] = engine.check_agent(AgentSpec(), ctx)
+    ctx.results["dataset"] = engine.check_dataset(dataset(repeat_rows(6)), None, ctx)
+    return ctx
+
+
+def scores(ctx: Any, wired: Any) -> list[dict[str, Any]]:
+    """Score the sample rows again through VeRL's reward manager, as the check did."""
+    from aworld_train_verl.agent import load_tokenizer
+
+    config = preview(ctx.config, ctx.run_dir, inputs=wired.overrides)
+    return score_with_reward_manager(config, load_tokenizer(ctx.results["agent"].model), ctx.results["dataset"].samples)
+
+
+def test_a_file_function_is_wired_as_it_is(ctx: Any, reward_file: Path) -> None:
+    fn = load(reward_file).exact
+    wired = engine.check_reward(RewardSpec([RewardFunction("rewards.py:exact", fn, 1.0, f"{reward_file}:exact")]), ctx)
+    assert (wired.path, wired.name) == (str(reward_file), "exact")
+    assert [s["reward_score"] for s in scores(ctx, wired)] == [1.0] * 4
+
+
+def test_a_module_function_is_wired_by_package_path(ctx: Any, reward_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(reward_file.parent))
+    monkeypatch.delitem(sys.modules, "rewards", raising=False)
+    fn = load(reward_file).with_metrics
+    wired = engine.check_reward(RewardSpec([RewardFunction("rewards:with_metrics", fn, 1.0, "rewards:with_metrics")]), ctx)
+    assert (wired.path, wired.name) == ("pkg://rewards", "with_metrics")
+    result = scores(ctx, wired)[0]
+    assert result["reward_score"] == 0.5
+    assert result["reward_extra_info"]["length"] == 1.0
+
+
+def test_weighted_functions_get_a_combining_module(ctx: Any, reward_file: Path) -> None:
+    module = load(reward_file)
+    spec = RewardSpec([
+        RewardFunction("exact", module.exact, 2.0, f"{reward_file}:exact"),
+        RewardFunction("with_metrics", module.with_metrics, 1.0, f"{reward_file}:with_metrics"),
+    ])
+    wired = engine.check_reward(spec, ctx)
+    assert wired.path == str(ctx.run_dir / MODULE_NAME)
+    result = scores(ctx, wired)[0]
+    assert result["reward_score"] == 2.5
+    assert result["reward_extra_info"]["rewards/exact"] == 1.0
+    assert result["reward_extra_info"]["rewards/with_metrics"] == 0.5
+
+
+def test_a_lambda_is_shipped_with_cloudpickle(ctx: Any) -> None:
+    offset = 0.25
+    spec = RewardSpec([RewardFunction("<lambda>", lambda ds, sol, gt, extra=None: offset + (sol.strip() == gt), 1.0, None)])
+    wired = engine.check_reward(spec, ctx)
+    assert wired.path == str(ctx.run_dir / MODULE_NAME)
+    assert [s["reward_score"] for s in scores(ctx, wired)] == [1.25] * 4
+
+
+def test_a_builtin_reward_is_wired_by_its_module(ctx: Any) -> None:
+    from aworld_train import reward as core_reward
+
+    builtin = core_reward.resolve_reward("exact_match").functions[0]
+    assert builtin.ref is not None and not builtin.ref.endswith(".py")
+    wired = engine.check_reward(RewardSpec([builtin]), ctx)
+    assert wired.path.startswith("pkg://aworld_train")
+    assert [s["reward_score"] for s in scores(ctx, wired)] == [1.0] * 4
+
+
+def test_a_reward_that_raises_names_the_row(ctx: Any, reward_file: Path) -> None:
+    fn = load(reward_file).broken
+    spec = RewardSpec([RewardFunction("rewards.py:broken", fn, 1.0, f"{reward_file}:broken")])
+    with pytest.raises(RewardError, match=r"rewards.py:broken fails in VeRL's NaiveRewardManager on row 0: ZeroDivisionError: planted failure"):
+        engine.check_reward(spec, ctx)
+
+
+def test_a_reward_that_returns_text_is_rejected(ctx: Any, reward_file: Path) -> None:
+    fn = load(reward_file).wordy
+    spec = RewardSpec([RewardFunction("rewards.py:wordy", fn, 1.0, f"{reward_file}:wordy")])
+    with pytest.raises(RewardError, match=r"returns 'great' on row 0"):
+        engine.check_reward(spec, ctx)
+
+
+def test_a_missing_function_is_reported_by_verls_loader(ctx: Any, reward_file: Path) -> None:
+    spec = RewardSpec([RewardFunction("rewards.py:gone", lambda *a: 0.0, 1.0, f"{reward_file}:gone")])
+    with pytest.raises(RewardError, match=r"VeRL cannot load the reward .*rewards.py:gone.*gone"):
+        engine.check_reward(spec, ctx)
