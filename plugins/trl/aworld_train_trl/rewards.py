@@ -14,6 +14,10 @@ if TYPE_CHECKING:
     from aworld_train_trl.data import TrlDatasets
 
 
+# How many leading rows check_reward scores through the TRL wrapper.
+SAMPLE_ROWS = 4
+
+
 class TrlReward:
     """A TRL reward function that scores each completion with the job's :class:`RewardSpec`.
 
@@ -73,27 +77,26 @@ def completion_text(completion: Any) -> str:
 
 
 def reward_to_trl(spec: RewardSpec, trl_datasets: TrlDatasets | None) -> TrlReward:
-    """Wrap ``spec`` for TRL and call the wrapper on the first training row, with the row's
-    ground truth as the completion, so the TRL path fails now rather than after model loading.
+    """Wrap ``spec`` for TRL and call the wrapper on the first training rows, each row's ground
+    truth as its completion, so the TRL path fails now rather than after model loading.
 
     :raises RewardError: naming the function, the row and the exception.
     """
     reward = TrlReward(spec)
-    if trl_datasets is None or len(trl_datasets.train) == 0:
+    if trl_datasets is None or "ground_truth" not in trl_datasets.train.column_names:
         return reward
-    row = trl_datasets.train[0]
-    if "ground_truth" not in row:
-        return reward
-    answer = str(row["ground_truth"])
-    prompt = row.get("prompt")
-    completion: Any = answer
-    if isinstance(prompt, list):
-        completion = [{"role": "assistant", "content": answer}]
-    columns = {k: [v] for k, v in row.items() if k not in ("prompt", "completion", "ground_truth")}
-    scores = reward(prompts=[prompt], completions=[completion], ground_truth=[answer], **columns)
-    if len(scores) != 1:
+    rows = trl_datasets.train.select(range(min(SAMPLE_ROWS, len(trl_datasets.train))))
+    batch = rows.to_dict()
+    prompts = batch.pop("prompt")
+    answers = [str(answer) for answer in batch.pop("ground_truth")]
+    completions = [
+        [{"role": "assistant", "content": answer}] if isinstance(prompt, list) else answer
+        for prompt, answer in zip(prompts, answers)
+    ]
+    scores = reward(prompts=prompts, completions=completions, ground_truth=answers, **batch)
+    if len(scores) != len(answers):
         raise RewardError(
-            f"reward '{reward.__name__}' returned {len(scores)} scores for one completion of row 0"
+            f"reward '{reward.__name__}' returned {len(scores)} scores for {len(answers)} rows"
         )
     return reward
 

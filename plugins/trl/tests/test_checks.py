@@ -203,3 +203,16 @@ def test_reward_wrapper_error_names_the_row() -> None:
     with pytest.raises(RewardError, match="row 5.*boom"):
         reward(prompts=["p"], completions=["x"], ground_truth=["1"], data_source=["d"],
                extra_info=[{"index": 5}])
+
+
+def test_reward_failing_on_a_later_row_fails_at_check_time(
+    job: dict[str, Any], tmp_path: Path
+) -> None:
+    (tmp_path / "rewards.py").write_text(
+        "def score(data_source, solution_str, ground_truth, extra_info=None):\n"
+        "    if extra_info['index'] == 1:\n"
+        "        raise ValueError('cannot parse')\n"
+        "    return 0.0\n"
+    )
+    with pytest.raises(RewardError, match="row 1.*cannot parse"):
+        AgentTrainer(**job, check_only=True)

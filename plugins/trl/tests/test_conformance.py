@@ -1,0 +1,12 @@
+"""The core's engine conformance suite, run against the trl engine."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from aworld_train.testing.conformance import EngineConformance
+
+
+class TestTrlConformance(EngineConformance):
+    engine_name = "trl"
+    engine_section: ClassVar[dict[str, Any]] = {"beta": 0.0}
