@@ -1,0 +1,96 @@
+"""GRPO and SFT end to end on the tiny model through AgentTrainer, and resume."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import DIGITS, read_jsonl
+
+from aworld_train import AgentTrainer
+
+
+def _manifest(run_dir: Path) -> dict[str, Any]:
+    return json.loads((run_dir / "manifest.json").read_text())
+
+
+def test_grpo_trains_reports_checkpoints_and_saves(job: dict[str, Any], tmp_path: Path) -> None:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    trainer = AgentTrainer(**job)
+    (tmp_path / "calls.jsonl").unlink()  # drop the calls made by the checks
+    final = trainer.train()
+    run_dir = trainer.run_dir.path
+
+    assert _manifest(run_dir)["status"] == "completed"
+    steps = [m for m in read_jsonl(run_dir / "metrics.jsonl") if "reward" in m]
+    assert [m["step"] for m in steps] == [1, 2, 3, 4]
+    assert all({"loss", "rewards/score/mean", "completions/mean_length"} <= m.keys() for m in steps)
+    assert final["step"] == 4
+    checkpoints = sorted(p.name for p in (run_dir / "checkpoints").glob("checkpoint-*"))
+    assert checkpoints == ["checkpoint-2", "checkpoint-4"]
+
+    # 4 steps x 4 completions, each scored against the ground truth of its own row.
+    calls = read_jsonl(tmp_path / "calls.jsonl")
+    assert len(calls) == 16
+    for call in calls:
+        index = call["extra_info"]["index"]
+        assert call["ground_truth"] == str(DIGITS[index]) == call["extra_info"]["digit"]
+    assert {len(call["solution"]) for call in calls} <= {0, 1, 2, 3, 4}
+
+    model = AutoModelForCausalLM.from_pretrained(run_dir / "model")
+    tokenizer = AutoTokenizer.from_pretrained(run_dir / "model")
+    assert model.config.vocab_size == len(tokenizer)
+    assert not (run_dir / "model" / "optimizer.pt").exists()
+
+
+def test_sft_with_lora_trains_an_adapter(job: dict[str, Any]) -> None:
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    job["config"] = dict(
+        job["config"],
+        algorithm="sft",
+        max_steps=3,
+        save_steps=3,
+        swift={"template": "qwen", "tuner_type": "lora", "lora_rank": 4, "lora_alpha": 8},
+    )
+    trainer = AgentTrainer(**job)
+    trainer.train()
+    run_dir = trainer.run_dir.path
+
+    assert _manifest(run_dir)["status"] == "completed"
+    losses = [m["loss"] for m in read_jsonl(run_dir / "metrics.jsonl") if "loss" in m]
+    assert len(losses) == 3 and all(loss > 0 for loss in losses)
+    first = json.loads((run_dir / "data" / "train.jsonl").read_text().splitlines()[0])
+    assert first["messages"][-1] == {"role": "assistant", "content": "3"}
+    adapter = run_dir / "model"
+    assert (adapter / "adapter_config.json").is_file()
+    base = AutoModelForCausalLM.from_pretrained(job["config"]["model"])
+    tuned = PeftModel.from_pretrained(base, adapter)
+    assert tuned.peft_config["default"].r == 4
+
+
+def test_interrupted_run_resumes_from_its_last_checkpoint(
+    job: dict[str, Any], tmp_path: Path
+) -> None:
+    from aworld_train.errors import Interrupted
+
+    (tmp_path / "interrupt").touch()
+    first = AgentTrainer(**job)
+    with pytest.raises(Interrupted):
+        first.train()
+    first_dir = first.run_dir.path
+    assert _manifest(first_dir)["status"] == "interrupted"
+    steps_before = [m["step"] for m in read_jsonl(first_dir / "metrics.jsonl")]
+    assert steps_before[-1] == 2
+
+    job["config"] = dict(job["config"], max_steps=6)
+    second = AgentTrainer(**job, resume=first_dir)
+    second.train()
+    resumed = [m["step"] for m in read_jsonl(second.run_dir.path / "metrics.jsonl") if "reward" in m]
+    assert resumed == [3, 4, 5, 6]
+    assert _manifest(second.run_dir.path)["status"] == "completed"
+    assert (second.run_dir.path / "checkpoints" / "checkpoint-6").is_dir()
