@@ -1,0 +1,191 @@
+"""train: the GPU preflight, the main_ppo command and launch.sh, VeRL's step lines as metrics,
+signal forwarding, and resuming through VeRL's resume mode.
+
+Where a test needs a child process that behaves like ``main_ppo`` (prints step lines, handles
+SIGINT), it runs a short Python script written by the test: the supervision code under test is
+the same, and no GPU is needed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import dataset, make_ctx, repeat_rows
+
+from aworld_train.agent import AgentSpec
+from aworld_train.errors import TrainingError
+from aworld_train.reward import RewardFunction, RewardSpec
+from aworld_train_verl import engine, launch
+from aworld_train_verl.config import visible_gpus
+
+STEP_LINE = (
+    "(TaskRunner pid=4242) step:3 - actor/pg_loss:-0.0123 - critic/score/mean:0.75 - "
+    "response_length/mean:6.5 - training/global_step:3 - timing_s/gen:np.float64(1.5)"
+)
+
+CHILD = '''
+import signal, sys, time
+stopped = []
+signal.signal(signal.SIGINT, lambda *_: stopped.append(1))
+for step in (1, 2):
+    print(f"step:{step} - actor/pg_loss:{step / 10} - critic/score/mean:{step / 4}", flush=True)
+print("ready", flush=True)
+deadline = time.time() + 30
+while not stopped and time.time() < deadline:
+    time.sleep(0.05)
+print("stopping after SIGINT" if stopped else "never signalled", flush=True)
+sys.exit(130 if stopped else 0)
+'''
+
+
+@pytest.fixture
+def checked(tmp_path: Path, tiny_model: Path, reward_file: Path) -> Any:
+    """A run context after all four checks of a valid job."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("train_rewards", reward_file)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    ctx = make_ctx(tmp_path / "run", tiny_model, save_steps=1)
+    ctx.run_dir.mkdir(parents=True)
+    ctx.results["agent"] = engine.check_agent(AgentSpec(), ctx)
+    ctx.results["dataset"] = engine.check_dataset(dataset(repeat_rows(8)), None, ctx)
+    reward = RewardSpec([RewardFunction("rewards.py:exact", module.exact, 1.0, f"{reward_file}:exact")])
+    ctx.results["reward"] = engine.check_reward(reward, ctx)
+    ctx.results["config"] = engine.check_config(ctx.config, ctx)
+    return ctx
+
+
+@pytest.mark.skipif(visible_gpus() > 0, reason="this machine has a GPU")
+def test_train_without_a_gpu_fails_in_seconds(checked: Any) -> None:
+    started = time.monotonic()
+    with pytest.raises(TrainingError, match=r"VeRL needs 1 GPU\(s\).*but 0 NVIDIA GPU\(s\) are visible here"):
+        engine.train(checked)
+    assert time.monotonic() - started < 5
+    assert not (checked.run_dir / launch.LOG_NAME).exists(), "main_ppo was started"
+
+
+def test_preflight_counts_gpus_against_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
+    from omegaconf import OmegaConf
+
+    config = OmegaConf.create({"trainer": {"n_gpus_per_node": 2, "nnodes": 1}, "ray_kwargs": {"ray_init": {}}})
+    monkeypatch.setattr(launch, "visible_gpus", lambda: 1)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    with pytest.raises(TrainingError, match=r"needs 2 GPU\(s\).*but 1 NVIDIA GPU"):
+        launch.preflight(config)
+    monkeypatch.setattr(launch, "visible_gpus", lambda: 2)
+    launch.preflight(config)
+    monkeypatch.setattr(launch, "visible_gpus", lambda: 0)
+    monkeypatch.setenv("RAY_ADDRESS", "ray://head:10001")
+    launch.preflight(config)  # the cluster holds the GPUs
+
+
+def test_cuda_visible_devices_hides_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert visible_gpus() == 0
+
+
+def test_launch_script_and_command_run_the_saved_config(checked: Any) -> None:
+    script = checked.run_dir / launch.LAUNCH_SCRIPT
+    text = script.read_text()
+    assert os.access(script, os.X_OK)
+    assert "-m verl.trainer.main_ppo" in text and "--config-name=verl_config" in text
+    subprocess.run(["bash", "-n", str(script)], check=True)
+    command = launch.main_ppo_command(checked.run_dir, ["trainer.total_epochs=1"])
+    assert command[1:3] == ["-m", "verl.trainer.main_ppo"]
+    assert f"--config-path={checked.run_dir}" in command and command[-1] == "trainer.total_epochs=1"
+
+
+def test_main_ppo_reads_the_saved_config_and_runs_verls_own_validation(checked: Any) -> None:
+    """VeRL's own entry point accepts the saved config; ``--cfg job`` stops it before Ray."""
+    command = launch.main_ppo_command(checked.run_dir, ["--cfg", "job"])
+    out = subprocess.run(command, cwd=checked.run_dir, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert f"default_local_dir: {checked.run_dir / 'checkpoints'}" in out.stdout
+    assert "name: vllm" in out.stdout
+
+
+def test_verls_step_line_becomes_metrics() -> None:
+    step, metrics = launch.parse_step(STEP_LINE)
+    assert step == 3
+    assert metrics["actor/pg_loss"] == metrics["loss"] == -0.0123
+    assert metrics["critic/score/mean"] == metrics["reward"] == 0.75
+    assert metrics["response_length/mean"] == 6.5
+    assert "timing_s/gen" not in metrics
+    assert launch.parse_step("ray init kwargs: {'num_cpus': 2}") is None
+
+
+def test_output_is_streamed_and_metrics_logged(tmp_path: Path) -> None:
+    child = tmp_path / "child.py"
+    child.write_text(CHILD.replace("while not stopped", "while False"))
+    logged: list[tuple[int, dict[str, float]]] = []
+    echoed: list[str] = []
+    launch.run([sys.executable, str(child)], tmp_path, lambda s, m: logged.append((s, m)), echo=echoed.append)
+    assert [s for s, _ in logged] == [1, 2]
+    assert logged[1][1]["reward"] == 0.5
+    assert "ready" in echoed
+    assert "ready" in (tmp_path / launch.LOG_NAME).read_text()
+
+
+def test_a_failing_child_is_a_training_error_with_its_last_line(tmp_path: Path) -> None:
+    child = tmp_path / "child.py"
+    child.write_text("print('Total available GPUs 0 is less than total desired GPUs 1'); raise SystemExit(1)")
+    with pytest.raises(TrainingError, match=r"exited with status 1: Total available GPUs 0.*verl_train.log"):
+        launch.run([sys.executable, str(child)], tmp_path, lambda *_: None, echo=lambda _: None)
+
+
+def test_sigint_is_forwarded_and_the_run_ends_interrupted(tmp_path: Path) -> None:
+    child = tmp_path / "child.py"
+    child.write_text(CHILD)
+    echoed: list[str] = []
+
+    def interrupt_when_ready(line: str) -> None:
+        echoed.append(line)
+        if line == "ready":
+            threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
+
+    with pytest.raises(KeyboardInterrupt, match="SIGINT"):
+        launch.run([sys.executable, str(child)], tmp_path, lambda *_: None, echo=interrupt_when_ready)
+    assert echoed[-1] == "stopping after SIGINT"
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_resume_points_verl_at_the_last_checkpoint(tmp_path: Path) -> None:
+    old = tmp_path / "old-run"
+    (old / "checkpoints" / "global_step_4").mkdir(parents=True)
+    (old / "checkpoints" / "latest_checkpointed_iteration.txt").write_text("4")
+    assert launch.resume_overrides(old) == [
+        "trainer.resume_mode=resume_path",
+        f"trainer.resume_from_path={old / 'checkpoints' / 'global_step_4'}",
+    ]
+
+
+def test_resume_without_a_checkpoint_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(TrainingError, match="no VeRL checkpoint to resume from"):
+        launch.resume_overrides(tmp_path)
+
+
+def test_train_passes_resume_and_cpus_to_main_ppo(checked: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """With the preflight passed, train runs main_ppo on the saved config plus these overrides."""
+    old = tmp_path / "old-run"
+    (old / "checkpoints" / "global_step_2").mkdir(parents=True)
+    (old / "checkpoints" / "latest_checkpointed_iteration.txt").write_text("2")
+    checked.resume_from = old
+    seen: dict[str, Any] = {}
+    monkeypatch.setattr(launch, "preflight", lambda config: None)
+    monkeypatch.setattr(launch, "run", lambda command, run_dir, on_step: seen.update(command=command) or on_step(1, {"reward": 0.5}))
+    result = engine.train(checked)
+    assert f"trainer.resume_from_path={old / 'checkpoints' / 'global_step_2'}" in seen["command"]
+    assert f"ray_kwargs.ray_init.num_cpus={os.cpu_count()}" in seen["command"]
+    assert result["reward"] == 0.5
+    assert json.loads((checked.run_dir / "metrics.jsonl").read_text().splitlines()[0])["step"] == 1
