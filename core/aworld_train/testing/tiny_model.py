@@ -31,6 +31,7 @@ def build_tiny_model(
     num_layers: int = 2,
     num_heads: int = 4,
     extra_tokens: Sequence[str] = (),
+    alphabet: str | None = None,
     seed: int = 0,
 ) -> Path:
     """Build a tiny tokenizer and ``Qwen2ForCausalLM`` and save both to ``path``.
@@ -41,6 +42,9 @@ def build_tiny_model(
     :param num_heads: the number of attention heads (``hidden_size`` must divide by it).
     :param extra_tokens: strings added to the vocabulary as single plain tokens, such as
         ``"<answer>"`` and ``"</answer>"``.
+    :param alphabet: the only characters the vocabulary holds (their UTF-8 bytes), such as
+        ``string.printable``; ``None`` holds all 256 bytes. A smaller vocabulary makes a random
+        model hit the right character more often, so it learns faster, but drops other text.
     :param seed: the seed of the random weights; the same arguments give the same model.
     :returns: the folder, as a :class:`~pathlib.Path`.
     """
@@ -53,10 +57,16 @@ def build_tiny_model(
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
 
-    alphabet = pre_tokenizers.ByteLevel.alphabet()
-    vocab = {symbol: index for index, symbol in enumerate(sorted(alphabet))}
+    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    if alphabet is None:
+        symbols = set(pre_tokenizers.ByteLevel.alphabet())
+    else:
+        # ByteLevel shows each byte as one printable character (a space as "Ġ").
+        mapped = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+        symbols = {char for text, _ in mapped.pre_tokenize_str(alphabet) for char in text}
+    vocab = {symbol: index for index, symbol in enumerate(sorted(symbols))}
     backend = Tokenizer(models.BPE(vocab=vocab, merges=[]))
-    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    backend.pre_tokenizer = byte_level
     backend.decoder = decoders.ByteLevel()
     backend.add_special_tokens([AddedToken(t, special=True) for t in (PAD, IM_START, IM_END)])
     if extra_tokens:

@@ -73,3 +73,16 @@ def test_same_seed_same_weights(tmp_path: Path) -> None:
     other = load_file(build_tiny_model(tmp_path / "c", seed=4) / "model.safetensors")
     assert all((first[k] == second[k]).all() for k in first)
     assert any((first[k] != other[k]).any() for k in first)
+
+
+def test_alphabet_limits_the_vocabulary(tmp_path: Path) -> None:
+    import string
+
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(
+        build_tiny_model(tmp_path, alphabet=string.printable)
+    )
+    assert len(tokenizer) == len(set(string.printable)) + 3
+    text = "Repeat: 7\n\t{x}"
+    assert tokenizer.decode(tokenizer(text)["input_ids"]) == text
