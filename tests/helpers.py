@@ -1,0 +1,79 @@
+"""Helpers the core tests share: sample rows, file readers, a subprocess runner and an engine
+written the AWorld Train way."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from aworld_train import TrainerProcessor
+
+ENV_VARS = ("AWORLD_TRAIN_LOAD_PLUGINS", "AWORLD_TRAIN_DISABLE_PLUGINS",
+            "AWORLD_TRAIN_TRACE_PLUGINS")
+
+# Four questions with four distinct answers: a uniform policy scores 0.25, a trained one 1.0.
+ARITHMETIC = [
+    {"prompt": f"What is {a} + {b}?", "ground_truth": str(a + b)}
+    for a, b in ((1, 1), (1, 2), (2, 2), (2, 3))
+]
+
+
+def write_jsonl(path: Path, rows: list[Any]) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def only_run_dir(run_path: Path) -> Path:
+    """The one run directory under ``run_path``."""
+    found = list(run_path.iterdir())
+    assert len(found) == 1, found
+    return found[0]
+
+
+def manifest(run_dir: Path) -> dict[str, Any]:
+    return json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+
+
+def run_python(code: str, env: dict[str, str] | None = None,
+               cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a fresh interpreter of this environment."""
+    full_env = {k: v for k, v in os.environ.items() if k not in ENV_VARS}
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=full_env, cwd=cwd, timeout=120)
+
+
+class RecordingProcessor(TrainerProcessor):
+    """An engine written the AWorld Train way; it records every call in ``calls``."""
+
+    calls: list[tuple[str, Any]] = []
+
+    def check_agent(self, agent: Any) -> Any:
+        self.calls.append(("check_agent", agent))
+        return {"agent_for": agent.name}
+
+    def check_dataset(self, dataset: Any, test_dataset: Any = None) -> Any:
+        self.calls.append(("check_dataset", (dataset, test_dataset)))
+        return None
+
+    def check_reward(self, reward_func: Any) -> Any:
+        self.calls.append(("check_reward", reward_func))
+        return None
+
+    def check_config(self, config: Any) -> Any:
+        self.calls.append(("check_config", config))
+        return None
+
+    def train(self) -> Any:
+        self.calls.append(("train", self.context))
+        self.context.metrics.log(1, {"reward": 0.5, "loss": 1.0})
+        self.context.metrics.log(2, {"reward": 0.75, "loss": 0.5})
+        return {"reward": 0.75, "initialized_before_train": float(self.initialized)}

@@ -1,0 +1,179 @@
+"""The Python API: ``AgentTrainer``, ``TrainerProcessor`` and in-process engines."""
+
+from __future__ import annotations
+
+import abc
+import inspect
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import RecordingProcessor, manifest, only_run_dir, read_jsonl
+
+import aworld_train
+from aworld_train import AgentTrainer, TrainerProcessor, plugins
+from aworld_train.agent import AgentSpec
+from aworld_train.config import TrainConfig
+from aworld_train.errors import AWorldTrainError, PluginError
+from aworld_train.processor import ProcessorPlugin
+from aworld_train.reward import RewardSpec
+
+
+def test_public_surface() -> None:
+    assert set(aworld_train.__all__) == {"AWorldTrainError", "AgentTrainer", "TrainerProcessor",
+                                         "hookimpl", "__version__"}
+    assert issubclass(AWorldTrainError, ValueError)
+
+
+def test_trainer_processor_is_an_abstract_base() -> None:
+    assert issubclass(TrainerProcessor, abc.ABC)
+    assert inspect.isabstract(TrainerProcessor)
+    assert set(TrainerProcessor.__abstractmethods__) == {
+        "train", "check_agent", "check_dataset", "check_reward", "check_config"}
+    with pytest.raises(TypeError):
+        TrainerProcessor("runs")  # type: ignore[abstract]
+
+    class NoTrain(TrainerProcessor):
+        def check_agent(self, agent: Any) -> Any: ...
+        def check_dataset(self, dataset: Any, test_dataset: Any = None) -> Any: ...
+        def check_reward(self, reward_func: Any) -> Any: ...
+        def check_config(self, config: Any) -> Any: ...
+
+    with pytest.raises(TypeError, match="train"):
+        NoTrain("runs")  # type: ignore[abstract]
+
+
+def test_processor_keeps_run_path_and_marks_itself_initialised() -> None:
+    processor = RecordingProcessor("some/run")
+    assert processor.run_path == "some/run"
+    assert not processor.initialized
+    processor.mark_initialized()
+    assert processor.initialized
+
+
+def test_constructor_runs_the_checks_in_order(
+    recording_engine: type[RecordingProcessor], toy_job: dict[str, Any]
+) -> None:
+    toy_job["train_engine_name"] = "recording"
+    trainer = AgentTrainer(**toy_job)
+    assert [name for name, _ in recording_engine.calls] == [
+        "check_agent", "check_dataset", "check_reward", "check_config"]
+    assert trainer.initialized
+    assert [(c.module, c.by) for c in trainer.checks] == [
+        ("config", "core"), ("agent", "core"), ("agent", "recording"),
+        ("dataset", "core"), ("dataset", "recording"),
+        ("reward", "core"), ("reward", "recording"), ("config", "recording"),
+    ]
+    assert manifest(trainer.run_dir.path)["status"] == "running"
+
+
+def test_processor_receives_what_the_core_resolved(
+    recording_engine: type[RecordingProcessor], toy_job: dict[str, Any]
+) -> None:
+    toy_job["train_engine_name"] = "recording"
+    trainer = AgentTrainer(**toy_job)
+    calls = dict(recording_engine.calls)
+    assert isinstance(calls["check_agent"], AgentSpec) and calls["check_agent"].name == "adder"
+    train, test = calls["check_dataset"]
+    assert len(train) == 4 and test is None
+    assert isinstance(calls["check_reward"], RewardSpec)
+    assert isinstance(calls["check_config"], TrainConfig)
+    assert calls["check_config"].max_steps == 6
+    # A value returned by a check replaces the core's form; None keeps it.
+    assert trainer.context.results["agent"] == {"agent_for": "adder"}
+    assert trainer.context.results["dataset"] is train
+    processor = trainer.manager.get_plugin("recording").processor
+    assert processor.run_path == str(trainer.run_dir.path)
+    assert processor.context is trainer.context
+
+
+def test_registered_processor_goes_through_the_same_plugin_manager(
+    recording_engine: type[RecordingProcessor], toy_job: dict[str, Any]
+) -> None:
+    listed = {info.name: info for info in plugins.list_engines()}
+    assert listed["recording"].distribution == plugins.REGISTERED
+    assert plugins.check_engine(listed["recording"]).status == "ok"
+
+    toy_job["train_engine_name"] = "recording"
+    trainer = AgentTrainer(**toy_job)
+    assert isinstance(trainer.manager.get_plugin("recording"), ProcessorPlugin)
+    # The extension plugin loaded from its entry point sees the processor's hooks too.
+    assert trainer.manager.get_plugin("plugin:recorder") is not None
+    final = trainer.train()
+    assert final == {"reward": 0.75, "initialized_before_train": 1.0}
+    recorded = read_jsonl(trainer.run_dir.path / "recorded.jsonl")
+    assert [r["step"] for r in recorded if r["hook"] == "report_metrics"] == [1, 2]
+    assert manifest(trainer.run_dir.path)["status"] == "completed"
+
+
+def test_unregister_processor_removes_the_engine(toy_job: dict[str, Any]) -> None:
+    AgentTrainer.register_processor("custom", RecordingProcessor)
+    assert plugins.find_engine("custom").target is RecordingProcessor
+    AgentTrainer.unregister_processor("custom")
+    with pytest.raises(PluginError, match="unknown engine 'custom'"):
+        plugins.find_engine("custom")
+    AgentTrainer.unregister_processor("custom")  # absent: no error
+    toy_job["train_engine_name"] = "custom"
+    with pytest.raises(PluginError, match="unknown engine 'custom'"):
+        AgentTrainer(**toy_job)
+    assert not toy_job["run_path"].exists()
+
+
+def test_register_processor_rejects_what_is_not_a_processor_subclass() -> None:
+    class NotAProcessor:
+        def train(self) -> None: ...
+
+    with pytest.raises(PluginError, match="TrainerProcessor subclass"):
+        AgentTrainer.register_processor("custom", NotAProcessor)
+    with pytest.raises(PluginError, match="TrainerProcessor subclass"):
+        AgentTrainer.register_processor("custom", RecordingProcessor("x"))  # type: ignore[arg-type]
+
+
+def test_register_processor_rejects_a_taken_name(recording_engine: type) -> None:
+    with pytest.raises(PluginError, match="'recording' is already registered"):
+        AgentTrainer.register_processor("recording", RecordingProcessor)
+    with pytest.raises(PluginError, match="'toy' is already registered"):
+        AgentTrainer.register_processor("toy", RecordingProcessor)
+
+
+def test_train_raises_value_error_when_not_initialised(toy_job: dict[str, Any]) -> None:
+    trainer = AgentTrainer(**toy_job, check_only=True)
+    assert trainer.initialized
+    with pytest.raises(ValueError, match="toy is not initialized"):
+        trainer.train()
+
+    trainer = AgentTrainer(**toy_job)
+    trainer.initialized = False
+    with pytest.raises(ValueError, match="not initialized"):
+        trainer.train()
+    assert not (trainer.run_dir.path / "model").exists(), "train ran although refused"
+
+
+def test_check_only_runs_every_check_and_writes_nothing(toy_job: dict[str, Any]) -> None:
+    trainer = AgentTrainer(**toy_job, check_only=True)
+    assert {c.module for c in trainer.checks if c.by == "toy"} == {
+        "agent", "dataset", "reward", "config"}
+    assert trainer.context.check_only
+    assert not toy_job["run_path"].exists()
+    assert not trainer.run_dir.path.exists(), "the scratch directory was removed"
+
+
+def test_engine_is_the_only_installed_one_when_none_is_named(
+    monkeypatch: pytest.MonkeyPatch, toy_job: dict[str, Any]
+) -> None:
+    monkeypatch.setenv("AWORLD_TRAIN_LOAD_PLUGINS", "aworld-train-dup")
+    toy_job["train_engine_name"] = None
+    trainer = AgentTrainer(**toy_job, check_only=True)
+    assert trainer.train_engine_name == "twin"
+    assert trainer.engine_info.distribution == "aworld-train-dup"
+
+
+def test_a_failing_check_marks_the_run_failed(
+    recording_engine: type[RecordingProcessor], toy_job: dict[str, Any], tmp_path: Path
+) -> None:
+    toy_job["reward_func"] = "no_such_reward"
+    with pytest.raises(AWorldTrainError, match="no_such_reward"):
+        AgentTrainer(**toy_job)
+    run_dir = only_run_dir(toy_job["run_path"])
+    assert manifest(run_dir)["status"] == "failed"
+    assert "RewardError" in manifest(run_dir)["error"]

@@ -1,0 +1,202 @@
+"""The dataset module: every input form, the columns mapping, and every bad row named."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import write_jsonl
+
+from aworld_train.dataset import load_dataset
+from aworld_train.errors import DatasetError
+
+QA = [{"question": "2+2?", "answer": "4", "level": 1},
+      {"question": "3+3?", "answer": 6, "level": 2}]
+COLUMNS = {"prompt": "question", "ground_truth": "answer"}
+
+
+def check_canonical(dataset: Any, source: str) -> None:
+    assert len(dataset) == 2
+    assert dataset[0]["prompt"] == "2+2?"
+    assert [row["ground_truth"] for row in dataset] == ["4", "6"], "numbers become strings"
+    assert [row["extra_info"]["index"] for row in dataset] == [0, 1]
+    assert dataset[0]["data_source"] == source
+    assert [str(row["level"]) for row in dataset] == ["1", "2"], "other columns pass through"
+
+
+def test_jsonl_file(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "qa.jsonl", QA)
+    check_canonical(load_dataset("qa.jsonl", COLUMNS, tmp_path), "qa")
+
+
+def test_json_file(tmp_path: Path) -> None:
+    (tmp_path / "qa.json").write_text(json.dumps(QA))
+    check_canonical(load_dataset(tmp_path / "qa.json", COLUMNS), "qa")
+
+
+def test_csv_file(tmp_path: Path) -> None:
+    (tmp_path / "qa.csv").write_text("question,answer,level\n2+2?,4,1\n3+3?,6,2\n")
+    check_canonical(load_dataset(str(tmp_path / "qa.csv"), COLUMNS), "qa")
+
+
+def test_parquet_file(tmp_path: Path) -> None:
+    import pyarrow
+    import pyarrow.parquet
+
+    table = pyarrow.Table.from_pylist([dict(row, answer=str(row["answer"])) for row in QA])
+    pyarrow.parquet.write_table(table, tmp_path / "qa.parquet")
+    check_canonical(load_dataset(tmp_path / "qa.parquet", COLUMNS), "qa")
+
+
+def test_datasets_dataset() -> None:
+    import datasets
+
+    given = datasets.Dataset.from_list([dict(row, answer=str(row["answer"])) for row in QA])
+    check_canonical(load_dataset(given, COLUMNS), "train_dataset")
+
+
+def test_list_of_dicts() -> None:
+    check_canonical(load_dataset([dict(row) for row in QA], COLUMNS, role="train_dataset"),
+                    "train_dataset")
+
+
+def test_canonical_columns_need_no_mapping() -> None:
+    dataset = load_dataset([{"prompt": "p", "ground_truth": "t", "data_source": "gaia",
+                             "extra_info": {"level": 3}}])
+    assert dataset[0]["data_source"] == "gaia"
+    assert dataset[0]["extra_info"] == {"index": 0, "level": 3}
+
+
+def test_chat_message_prompts() -> None:
+    prompt = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "2+2?"}]
+    dataset = load_dataset([{"prompt": prompt, "ground_truth": "4"}])
+    assert dataset[0]["prompt"] == prompt
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(DatasetError, match=r"train_dataset not found: .*missing\.jsonl"):
+        load_dataset("missing.jsonl", base_dir=tmp_path)
+
+
+def test_unreadable_file(tmp_path: Path) -> None:
+    (tmp_path / "latin.jsonl").write_bytes(b'{"prompt": "caf\xe9", "ground_truth": "x"}\n')
+    with pytest.raises(DatasetError, match=r"cannot read .*latin\.jsonl"):
+        load_dataset(tmp_path / "latin.jsonl")
+
+
+def test_unsupported_format(tmp_path: Path) -> None:
+    (tmp_path / "qa.txt").write_text("2+2? 4\n")
+    with pytest.raises(DatasetError, match=r"qa\.txt: unsupported dataset format '\.txt'"):
+        load_dataset(tmp_path / "qa.txt")
+
+
+def test_malformed_jsonl_line_names_its_line_number(tmp_path: Path) -> None:
+    path = tmp_path / "qa.jsonl"
+    path.write_text('{"prompt": "a", "ground_truth": "1"}\n\n{"prompt": "b", "ground_truth": \n')
+    with pytest.raises(DatasetError, match=r"qa\.jsonl:3: invalid JSON"):
+        load_dataset(path)
+
+
+def test_malformed_json_file(tmp_path: Path) -> None:
+    (tmp_path / "qa.json").write_text('[{"prompt": "a",\n "ground_truth": }]')
+    with pytest.raises(DatasetError, match=r"qa\.json:2: invalid JSON"):
+        load_dataset(tmp_path / "qa.json")
+    (tmp_path / "qa.json").write_text('{"prompt": "a"}')
+    with pytest.raises(DatasetError, match="must hold a list of rows"):
+        load_dataset(tmp_path / "qa.json")
+
+
+def test_broken_parquet_file(tmp_path: Path) -> None:
+    (tmp_path / "qa.parquet").write_bytes(b"not parquet at all")
+    with pytest.raises(DatasetError, match=r"cannot read .*qa\.parquet as parquet"):
+        load_dataset(tmp_path / "qa.parquet")
+
+
+@pytest.mark.parametrize("content", ["", "\n\n", "[]"])
+def test_empty_dataset(tmp_path: Path, content: str) -> None:
+    path = tmp_path / ("empty.json" if content == "[]" else "empty.jsonl")
+    path.write_text(content)
+    with pytest.raises(DatasetError, match=r"empty\.jsonl?: the dataset is empty"):
+        load_dataset(path)
+    with pytest.raises(DatasetError, match="test_dataset: the dataset is empty"):
+        load_dataset([], role="test_dataset")
+
+
+def test_missing_ground_truth_names_file_line_and_column(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "qa.jsonl", [{"prompt": "a", "ground_truth": "1"}, {"prompt": "b"}])
+    with pytest.raises(DatasetError) as raised:
+        load_dataset(path)
+    assert str(raised.value).startswith(f"{path}:2: missing column 'ground_truth'")
+    assert "columns: {ground_truth: <your column>}" in str(raised.value)
+
+
+def test_missing_column_after_the_mapping_names_the_user_column(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "qa.jsonl", [{"question": "2+2?", "solution": "4"}])
+    with pytest.raises(DatasetError, match=r"qa\.jsonl:1: missing column 'ground_truth' "
+                                           r"\(mapped from 'answer'\)"):
+        load_dataset(path, COLUMNS)
+    with pytest.raises(DatasetError, match=r"qa\.jsonl:1: missing column 'prompt'"):
+        load_dataset(path)
+
+
+def test_row_index_is_named_for_non_jsonl_sources(tmp_path: Path) -> None:
+    (tmp_path / "qa.csv").write_text("prompt,answer\na,1\n")
+    with pytest.raises(DatasetError, match=r"qa\.csv row 0: missing column 'ground_truth'"):
+        load_dataset(tmp_path / "qa.csv")
+    with pytest.raises(DatasetError, match="test_dataset row 1: missing column 'prompt'"):
+        load_dataset([{"prompt": "a", "ground_truth": "1"}, {"ground_truth": "2"}],
+                     role="test_dataset")
+
+
+@pytest.mark.parametrize(("row", "message"), [
+    ({"prompt": 7, "ground_truth": "1"}, "column 'prompt' must be a string or a list"),
+    ({"prompt": "  ", "ground_truth": "1"}, "column 'prompt' is empty"),
+    ({"prompt": [{"role": "robot", "content": "hi"}], "ground_truth": "1"},
+     "column 'prompt' message 0 must be"),
+    ({"prompt": [{"role": "user"}], "ground_truth": "1"}, "column 'prompt' message 0 must be"),
+    ({"prompt": "a", "ground_truth": ["1"]}, "column 'ground_truth' must be a string or a number"),
+    ({"prompt": "a", "ground_truth": True}, "column 'ground_truth' must be a string or a number"),
+    ({"prompt": "a", "ground_truth": "1", "data_source": 3}, "column 'data_source' must be"),
+    ({"prompt": "a", "ground_truth": "1", "extra_info": "x"}, "column 'extra_info' must be an object"),
+    ("just a string", "a row must be an object, got str"),
+])
+def test_wrong_column_types_name_the_row(tmp_path: Path, row: Any, message: str) -> None:
+    path = write_jsonl(tmp_path / "qa.jsonl", [{"prompt": "ok", "ground_truth": "0"}, row])
+    with pytest.raises(DatasetError) as raised:
+        load_dataset(path)
+    assert str(raised.value).startswith(f"{path}:2: ")
+    assert message in str(raised.value)
+
+
+def test_prompt_forms_must_not_mix(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "qa.jsonl", [
+        {"prompt": "text", "ground_truth": "1"},
+        {"prompt": [{"role": "user", "content": "chat"}], "ground_truth": "2"},
+    ])
+    with pytest.raises(DatasetError, match=r"qa\.jsonl:2: column 'prompt' is a message list but "
+                                           r"row 0's is a string"):
+        load_dataset(path)
+
+
+def test_a_fault_in_the_last_row_of_many_is_found(tmp_path: Path) -> None:
+    rows: list[Any] = [{"prompt": f"q{i}", "ground_truth": str(i)} for i in range(2000)]
+    rows[-1] = {"prompt": f"q{len(rows)}", "ground_truth": None}
+    path = write_jsonl(tmp_path / "big.jsonl", rows)
+    with pytest.raises(DatasetError, match=r"big\.jsonl:2000: missing column 'ground_truth'"):
+        load_dataset(path)
+
+
+def test_columns_mapping_must_name_canonical_columns() -> None:
+    with pytest.raises(DatasetError, match="unknown canonical column 'promt' "
+                                           r"\(did you mean 'prompt'\?\)"):
+        load_dataset(QA, {"promt": "question"})
+    with pytest.raises(DatasetError, match="columns must map canonical names"):
+        load_dataset(QA, {"prompt": 3})  # type: ignore[dict-item]
+
+
+def test_unsupported_source_type() -> None:
+    with pytest.raises(DatasetError, match="train_dataset must be a .jsonl/.json/.csv/.parquet "
+                                           "path, a datasets.Dataset or a list of dicts, not int"):
+        load_dataset(42)

@@ -1,0 +1,161 @@
+"""Every hook is specified, documented and tested; each hook has a test of its own here.
+
+``test_hook_<name>`` is the test of hook ``<name>``: ``test_plugin_hooks_have_tests`` fails
+when a hook in ``hookspecs.py`` has none.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import platform
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import RecordingProcessor, manifest, read_jsonl
+
+from aworld_train import AgentTrainer, hookspecs
+from aworld_train.agent import AgentSpec
+from aworld_train.errors import AgentError
+from aworld_train.reward import RewardSpec
+
+TESTS = Path(__file__).parent
+HOOKS_DOC = TESTS.parent / "docs" / "hooks.md"
+
+
+def hook_specs() -> dict[str, Callable[..., Any]]:
+    marker = f"{hookspecs.PROJECT_NAME}_spec"
+    return {name: fn for name, fn in vars(hookspecs).items()
+            if inspect.isfunction(fn) and hasattr(fn, marker)}
+
+
+def signature_text(name: str, fn: Callable[..., Any]) -> str:
+    """``name(arg: Type, ...) -> Return``, as written in ``hookspecs.py``."""
+    signature = inspect.signature(fn)
+    params = ", ".join(f"{p.name}: {p.annotation}" for p in signature.parameters.values())
+    return f"{name}({params}) -> {signature.return_annotation}"
+
+
+def documented_sections() -> dict[str, str]:
+    """``{hook: its section of docs/hooks.md}``, from the ``## `hook` `` headings."""
+    text = HOOKS_DOC.read_text(encoding="utf-8")
+    parts = re.split(r"^## `(\w+)`\s*$", text, flags=re.MULTILINE)
+    return dict(zip(parts[1::2], parts[2::2]))
+
+
+def test_the_five_card_hooks_are_specified() -> None:
+    assert {"check_agent", "check_dataset", "check_reward", "check_config", "train"} <= set(
+        hook_specs())
+
+
+@pytest.mark.parametrize("name", sorted(hook_specs()))
+def test_plugin_hooks_have_docstrings(name: str) -> None:
+    fn = hook_specs()[name]
+    doc = inspect.getdoc(fn) or ""
+    assert doc.strip(), f"hook {name} has no docstring"
+    for param in inspect.signature(fn).parameters:
+        assert f":param {param}:" in doc, f"hook {name} does not document :param {param}:"
+    assert ":returns:" in doc, f"hook {name} does not document what it :returns:"
+    assert "Called" in doc, f"hook {name} does not say when it is called"
+
+
+@pytest.mark.parametrize("name", sorted(hook_specs()))
+def test_plugin_hooks_are_documented(name: str) -> None:
+    sections = documented_sections()
+    assert name in sections, f"docs/hooks.md has no section for hook {name}"
+    section = sections[name]
+    assert signature_text(name, hook_specs()[name]) in section, (
+        f"docs/hooks.md does not give the exact signature of {name}: "
+        f"{signature_text(name, hook_specs()[name])}")
+    assert "```python" in section and "@hookimpl" in section, f"no example for hook {name}"
+
+
+def test_documented_hooks_exist() -> None:
+    assert set(documented_sections()) == set(hook_specs())
+
+
+def test_plugin_hooks_have_tests() -> None:
+    tested = {
+        node.name
+        for path in TESTS.glob("test_*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.FunctionDef)
+    }
+    missing = [name for name in hook_specs() if f"test_hook_{name}" not in tested]
+    assert not missing, f"hooks without a test_hook_<name> test: {missing}"
+
+
+def test_hook_check_agent(recording_engine: type[RecordingProcessor],
+                          toy_job: dict[str, Any]) -> None:
+    toy_job["train_engine_name"] = "recording"
+    trainer = AgentTrainer(**toy_job, check_only=True)
+    (name, agent), *_ = recording_engine.calls
+    assert name == "check_agent" and isinstance(agent, AgentSpec)
+    assert trainer.context.results["agent"] == {"agent_for": "adder"}
+
+    toy_job["train_engine_name"] = "toy"
+    toy_job["agent"] = {"name": "searcher", "tools": ["math:sqrt"]}
+    with pytest.raises(AgentError, match="agent 'searcher': the toy engine answers in one turn"):
+        AgentTrainer(**toy_job, check_only=True)
+
+
+def test_hook_check_dataset(toy_job: dict[str, Any]) -> None:
+    toy_job["test_dataset"] = [{"prompt": "What is 4 + 4?", "ground_truth": "8"}]
+    trainer = AgentTrainer(**toy_job)
+    converted = trainer.context.results["dataset"]
+    assert [e.prompt for e in converted["train"]][:1] == ["What is 1 + 1?"]
+    assert [(e.prompt, e.ground_truth) for e in converted["test"]] == [("What is 4 + 4?", "8")]
+    # The recorder wraps the engine's implementation: it runs around it, after check_agent.
+    recorded = read_jsonl(trainer.run_dir.path / "recorded.jsonl")
+    assert recorded == [{"hook": "check_dataset", "engine": "toy", "rows": 4,
+                         "earlier_results": ["agent"], "engine_result": "dict"}]
+
+
+def test_hook_check_reward(toy_job: dict[str, Any], rows: list[dict[str, Any]]) -> None:
+    trainer = AgentTrainer(**toy_job, check_only=True)
+    wrapped = trainer.context.results["reward"]
+    assert isinstance(wrapped.spec, RewardSpec)
+    example = trainer.context.results["dataset"]["train"][0]
+    assert wrapped(example, rows[0]["ground_truth"]).score == 1.0
+    assert wrapped(example, "wrong").metrics == {"rewards/exact_match": 0.0}
+
+
+def test_hook_check_config(toy_job: dict[str, Any]) -> None:
+    toy_job["config"] = {"max_steps": 7, "seed": 3, "toy": {"temperature": 0.5}}
+    settings = AgentTrainer(**toy_job, check_only=True).context.results["config"]
+    assert settings.max_steps == 7 and settings.seed == 3 and settings.temperature == 0.5
+    assert settings.candidates == ("2", "3", "4", "5"), "the dataset's distinct ground truths"
+    assert settings.batch_size == 8 and settings.save_steps is None, "the toy engine's defaults"
+
+
+def test_hook_train(recording_engine: type[RecordingProcessor], toy_job: dict[str, Any]) -> None:
+    toy_job["train_engine_name"] = "recording"
+    AgentTrainer(**toy_job, check_only=True)
+    assert "train" not in [name for name, _ in recording_engine.calls], "never in a check run"
+
+    trainer = AgentTrainer(**toy_job)
+    final = trainer.train()
+    trains = [ctx for name, ctx in recording_engine.calls if name == "train"]
+    assert trains == [trainer.context]
+    assert final == {"reward": 0.75, "initialized_before_train": 1.0}
+    assert manifest(trainer.run_dir.path)["final_metrics"] == final
+
+
+def test_hook_engine_versions(toy_job: dict[str, Any]) -> None:
+    versions = manifest(AgentTrainer(**toy_job).run_dir.path)["versions"]
+    assert versions == {"aworld-train": "0.1.0", "aworld-train-toy": "0.1.0",
+                        "python": platform.python_version()}
+
+
+def test_hook_report_metrics(toy_job: dict[str, Any]) -> None:
+    trainer = AgentTrainer(**toy_job)
+    trainer.train()
+    logged = read_jsonl(trainer.run_dir.path / "metrics.jsonl")
+    reported = [r for r in read_jsonl(trainer.run_dir.path / "recorded.jsonl")
+                if r["hook"] == "report_metrics"]
+    assert [r["step"] for r in reported] == [r["step"] for r in logged] == [1, 2, 3, 4, 5, 6]
+    for record, report in zip(logged, reported):
+        assert report["metrics"] == {k: v for k, v in record.items() if k not in ("step", "time")}

@@ -1,0 +1,214 @@
+"""The reward module: every input form, the signature check and the sample-row run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aworld_train.errors import RewardError
+from aworld_train.reward import RewardSpec, check_reward_on_row, resolve_reward
+from aworld_train.rewards import exact_match
+
+ROW = {"prompt": "2+2?", "ground_truth": "4", "data_source": "math", "extra_info": {"index": 0}}
+
+REWARD_FILE = '''
+def score(data_source, solution_str, ground_truth, extra_info=None):
+    return 1.0 if solution_str.strip() == ground_truth else 0.0
+
+
+def detailed(data_source, solution_str, ground_truth, extra_info=None):
+    return {"score": 0.5, "format_ok": 1.0, "note": "not a number"}
+
+
+def two_args(solution_str, ground_truth):
+    return 1.0
+
+
+def raising(data_source, solution_str, ground_truth, extra_info=None):
+    raise ZeroDivisionError("planted")
+
+
+def words(data_source, solution_str, ground_truth, extra_info=None):
+    return "yes"
+
+
+def nothing(data_source, solution_str, ground_truth, extra_info=None):
+    return None
+
+
+def not_finite(data_source, solution_str, ground_truth, extra_info=None):
+    return float("nan")
+
+
+def no_score(data_source, solution_str, ground_truth, extra_info=None):
+    return {"accuracy": 1.0}
+
+
+def flexible(*args, **kwargs):
+    return 0.25
+
+
+NOT_CALLABLE = 3
+'''
+
+
+@pytest.fixture
+def reward_dir(tmp_path: Path) -> Path:
+    (tmp_path / "my_rewards.py").write_text(REWARD_FILE)
+    return tmp_path
+
+
+def score_of(spec: RewardSpec, solution: str = "4") -> float:
+    return spec(data_source="math", solution_str=solution, ground_truth="4", extra_info=None)
+
+
+def test_callable() -> None:
+    def mine(data_source: str, solution_str: str, ground_truth: str,
+             extra_info: dict[str, Any] | None = None) -> float:
+        return float(len(solution_str))
+
+    spec = resolve_reward(mine)
+    assert [(f.name, f.weight) for f in spec.functions] == [("mine", 1.0)]
+    assert spec.functions[0].ref is None, "a local function cannot be imported by name"
+    assert score_of(spec, "abc") == 3.0
+    module_level = resolve_reward(exact_match)
+    assert module_level.functions[0].ref == "aworld_train.rewards:exact_match"
+
+
+def test_file_and_function_relative_to_base_dir(reward_dir: Path) -> None:
+    spec = resolve_reward("my_rewards.py:score", base_dir=reward_dir)
+    function = spec.functions[0]
+    assert function.name == "score"
+    assert function.ref == f"{(reward_dir / 'my_rewards.py').resolve()}:score"
+    assert score_of(spec, "4") == 1.0 and score_of(spec, "5") == 0.0
+
+
+def test_module_and_function(reward_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(reward_dir))
+    spec = resolve_reward("my_rewards:score")
+    assert spec.functions[0].ref == "my_rewards:score"
+    assert score_of(spec) == 1.0
+
+
+def test_builtin_names() -> None:
+    spec = resolve_reward("answer_match")
+    assert spec.functions[0].ref == "aworld_train.rewards:answer_match"
+    assert score_of(spec, "<answer>4</answer>") == 1.0
+    assert score_of(resolve_reward("exact_match"), " 4 ") == 1.0
+
+
+def test_weighted_list(reward_dir: Path) -> None:
+    spec = resolve_reward(
+        [{"name": "exact_match", "weight": 2}, {"name": "my_rewards.py:detailed", "weight": 0.5},
+         "answer_match"],
+        base_dir=reward_dir,
+    )
+    assert [(f.name, f.weight) for f in spec.functions] == [
+        ("exact_match", 2.0), ("detailed", 0.5), ("answer_match", 1.0)]
+    result = spec.score("math", "4", "4")
+    assert result.score == pytest.approx(2 * 1.0 + 0.5 * 0.5 + 0.0)
+    assert result.metrics == {"rewards/exact_match": 1.0, "rewards/detailed": 0.5,
+                              "format_ok": 1.0, "rewards/answer_match": 0.0}
+
+
+def test_dict_result_carries_score_and_metrics(reward_dir: Path) -> None:
+    spec = resolve_reward("my_rewards.py:detailed", base_dir=reward_dir)
+    result = check_reward_on_row(spec, ROW)
+    assert result.score == 0.5
+    assert result.metrics == {"format_ok": 1.0, "rewards/detailed": 0.5}
+
+
+def test_sample_row_uses_the_ground_truth_as_completion(reward_dir: Path) -> None:
+    spec = resolve_reward("my_rewards.py:score", base_dir=reward_dir)
+    assert check_reward_on_row(spec, ROW).score == 1.0
+
+
+def test_variadic_signature_is_accepted(reward_dir: Path) -> None:
+    spec = resolve_reward("my_rewards.py:flexible", base_dir=reward_dir)
+    assert score_of(spec) == 0.25
+
+
+def test_spec_passes_through() -> None:
+    spec = resolve_reward("exact_match")
+    assert resolve_reward(spec) is spec
+
+
+def test_reward_file_not_found(tmp_path: Path) -> None:
+    with pytest.raises(RewardError, match=r"reward file not found: .*nope\.py"):
+        resolve_reward("nope.py:score", base_dir=tmp_path)
+
+
+def test_reward_function_not_found(reward_dir: Path) -> None:
+    with pytest.raises(RewardError, match=r"reward 'my_rewards\.py:scor': 'scor' not found in "
+                                          r"my_rewards\.py"):
+        resolve_reward("my_rewards.py:scor", base_dir=reward_dir)
+
+
+def test_reward_module_not_found() -> None:
+    with pytest.raises(RewardError, match="cannot import module 'no_such_reward_module'"):
+        resolve_reward("no_such_reward_module:score")
+
+
+def test_reward_file_that_raises_on_import(tmp_path: Path) -> None:
+    (tmp_path / "bad_import.py").write_text("import no_such_dependency_xyz\n")
+    with pytest.raises(RewardError, match=r"bad_import\.py raised ModuleNotFoundError on import"):
+        resolve_reward("bad_import.py:score", base_dir=tmp_path)
+
+
+def test_reward_reference_without_function(reward_dir: Path) -> None:
+    with pytest.raises(RewardError, match="must look like path/to/file.py:name"):
+        resolve_reward("my_rewards.py:", base_dir=reward_dir)
+
+
+def test_reward_that_is_not_callable(reward_dir: Path) -> None:
+    with pytest.raises(RewardError, match="'NOT_CALLABLE' is not callable"):
+        resolve_reward("my_rewards.py:NOT_CALLABLE", base_dir=reward_dir)
+
+
+def test_reward_with_the_wrong_signature(reward_dir: Path) -> None:
+    with pytest.raises(RewardError) as raised:
+        resolve_reward("my_rewards.py:two_args", base_dir=reward_dir)
+    message = str(raised.value)
+    assert "my_rewards.py:two_args' has signature (solution_str, ground_truth)" in message
+    assert "expected reward(data_source, solution_str, ground_truth, extra_info=None)" in message
+
+
+def test_reward_that_raises_on_the_sample_row(reward_dir: Path) -> None:
+    spec = resolve_reward("my_rewards.py:raising", base_dir=reward_dir)
+    with pytest.raises(RewardError, match=r"my_rewards\.py:raising' on row 3 raised "
+                                          "ZeroDivisionError: planted"):
+        check_reward_on_row(spec, ROW, 3)
+
+
+@pytest.mark.parametrize(("name", "message"), [
+    ("words", "returned str 'yes'; expected a float or a dict with a 'score'"),
+    ("nothing", "returned NoneType None"),
+    ("not_finite", "returned float nan"),
+    ("no_score", "returned a dict without a numeric 'score'"),
+])
+def test_reward_that_returns_a_non_number(reward_dir: Path, name: str, message: str) -> None:
+    spec = resolve_reward(f"my_rewards.py:{name}", base_dir=reward_dir)
+    with pytest.raises(RewardError, match=f"on row 0 {message}"):
+        check_reward_on_row(spec, ROW)
+
+
+def test_unknown_builtin_suggests_one() -> None:
+    with pytest.raises(RewardError) as raised:
+        resolve_reward("exact_mach")
+    assert "reward 'exact_mach' (did you mean 'exact_match'?) is not a built-in" in str(raised.value)
+
+
+@pytest.mark.parametrize(("reward", "message"), [
+    (None, "no reward given"),
+    ([], "no reward given"),
+    ({"name": "exact_match", "weight": "high"}, "weight must be a number, got 'high'"),
+    ({"weight": 1}, "must be {name: <reward>, weight: <number>}"),
+    ({"name": "exact_match", "scale": 2}, "must be {name: <reward>, weight: <number>}"),
+    (42, "reward 42 is not a built-in"),
+])
+def test_malformed_reward_entries(reward: Any, message: str) -> None:
+    with pytest.raises(RewardError) as raised:
+        resolve_reward(reward)
+    assert message in str(raised.value)
