@@ -8,7 +8,9 @@ PIP_QUIET ?= -q
 .PHONY: demo test test-core test-aworld $(addprefix test-,$(ENGINES)) bench clean
 
 demo: $(VENVS)/trl/.ready
+	$(VENVS)/trl/bin/python examples/repeat_digit/prepare.py
 	$(VENVS)/trl/bin/aworld-train train examples/repeat_digit/job.yaml
+	$(VENVS)/trl/bin/python examples/repeat_digit/summarize.py
 
 test: test-core test-aworld $(addprefix test-,$(ENGINES))
 
