@@ -152,8 +152,9 @@ def config_to_swift(
     if config.save_steps is None and config.max_steps is not None:
         arguments["save_steps"] = config.max_steps
     if not _gpu_visible():
-        # Half precision on a CPU is slow and swift's default follows the GPU's support.
-        arguments["torch_dtype"] = "float32"
+        # Half precision on a CPU is slow and swift's default follows the GPU's support;
+        # use_cpu is what makes torchrun's CPU processes one data-parallel group.
+        arguments.update(torch_dtype="float32", use_cpu=True)
     arguments.update(section)
 
     if arguments.get("use_vllm"):

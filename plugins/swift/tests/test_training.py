@@ -94,3 +94,20 @@ def test_interrupted_run_resumes_from_its_last_checkpoint(
     assert resumed == [3, 4, 5, 6]
     assert _manifest(second.run_dir.path)["status"] == "completed"
     assert (second.run_dir.path / "checkpoints" / "checkpoint-6").is_dir()
+
+
+def test_two_cpu_processes_train_one_job_through_torchrun(job: dict[str, Any]) -> None:
+    job["config"] = dict(job["config"], max_steps=2, batch_size=2, resources={"gpus_per_node": 2})
+    trainer = AgentTrainer(**job)
+    trainer.train()
+    run_dir = trainer.run_dir.path
+
+    job_file = json.loads((run_dir / "swift_job.json").read_text())
+    assert job_file["config"]["nproc_per_node"] == 2
+    metrics = [m for m in read_jsonl(run_dir / "metrics.jsonl") if "reward" in m]
+    assert [m["step"] for m in metrics] == [1, 2]
+    # Each process takes one prompt (2 completions) per step: 2 steps x 2 processes cover 4 of
+    # the 16 rows, twice what one process covers.
+    assert metrics[-1]["epoch"] == pytest.approx(0.25)
+    assert _manifest(run_dir)["status"] == "completed"
+    assert (run_dir / "model" / "config.json").is_file()
