@@ -272,7 +272,7 @@ def test_sigterm_interrupts_training_and_resume_continues(tmp_path: Path) -> Non
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and process.poll() is None:
-            if list((tmp_path / "runs").glob("*/checkpoint-5")):
+            if list((tmp_path / "runs").glob("*/checkpoint-5/policy.json")):
                 break
             time.sleep(0.1)
         process.send_signal(signal.SIGTERM)
@@ -284,7 +284,7 @@ def test_sigterm_interrupts_training_and_resume_continues(tmp_path: Path) -> Non
     assert "interrupted by SIGTERM" in stderr
     interrupted = only_run_dir(tmp_path / "runs")
     assert manifest(interrupted)["status"] == "interrupted"
-    last = max(int(p.name.split("-")[1]) for p in interrupted.glob("checkpoint-*"))
+    last = max(int(p.parent.name.split("-")[1]) for p in interrupted.glob("checkpoint-*/policy.json"))
 
     result = aworld_train("train", job, "--resume", interrupted.name, "-o", f"max_steps={last + 3}",
                           "-o", "save_steps=1000")

@@ -166,7 +166,7 @@ def test_trace_plugins_reports_a_raising_hook(
     toy_job: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("AWORLD_TRAIN_TRACE_PLUGINS", "1")
-    toy_job["agent"] = {"name": "tooled", "tools": ["math:sqrt"]}
+    toy_job["agent"] = {"name": "planner", "max_turns": 3}
     with pytest.raises(AgentError):
         AgentTrainer(**toy_job, check_only=True)
     assert "[aworld-train trace] check_agent raised AgentError" in capsys.readouterr().err

@@ -97,8 +97,8 @@ def test_hook_check_agent(recording_engine: type[RecordingProcessor],
     assert trainer.context.results["agent"] == {"agent_for": "adder"}
 
     toy_job["train_engine_name"] = "toy"
-    toy_job["agent"] = {"name": "searcher", "tools": ["math:sqrt"]}
-    with pytest.raises(AgentError, match="agent 'searcher': the toy engine answers in one turn"):
+    toy_job["agent"] = {"name": "planner", "max_turns": 3}
+    with pytest.raises(AgentError, match="agent 'planner': the toy engine answers in one turn"):
         AgentTrainer(**toy_job, check_only=True)
 
 
@@ -109,9 +109,11 @@ def test_hook_check_dataset(toy_job: dict[str, Any]) -> None:
     assert [e.prompt for e in converted["train"]][:1] == ["What is 1 + 1?"]
     assert [(e.prompt, e.ground_truth) for e in converted["test"]] == [("What is 4 + 4?", "8")]
     # The recorder wraps the engine's implementation: it runs around it, after check_agent.
-    recorded = read_jsonl(trainer.run_dir.path / "recorded.jsonl")
-    assert recorded == [{"hook": "check_dataset", "engine": "toy", "rows": 4,
-                         "earlier_results": ["agent"], "engine_result": "dict"}]
+    (recorded,) = read_jsonl(trainer.run_dir.path / "recorded.jsonl")
+    assert (recorded["hook"], recorded["engine"], recorded["rows"]) == ("check_dataset", "toy", 4)
+    assert recorded["engine_result"] == "dict"
+    assert "agent" in recorded["earlier_results"]
+    assert not {"dataset", "reward", "config"} & set(recorded["earlier_results"])
 
 
 def test_hook_check_reward(toy_job: dict[str, Any], rows: list[dict[str, Any]]) -> None:

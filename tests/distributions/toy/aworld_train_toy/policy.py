@@ -201,7 +201,10 @@ def save_policy(folder: Path, policy: Policy, step: int, rng: random.Random) -> 
         "logits": policy.logits,
         "rng": [version, list(state), gauss],
     }
-    (folder / POLICY_FILE).write_text(json.dumps(data), encoding="utf-8")
+    # Written whole, then renamed: an interrupted save never leaves half a checkpoint.
+    partial = folder / f"{POLICY_FILE}.tmp"
+    partial.write_text(json.dumps(data), encoding="utf-8")
+    partial.replace(folder / POLICY_FILE)
 
 
 def last_checkpoint(run_dir: Path) -> Path | None:
