@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from aworld_train.errors import AgentError
 
-from aworld_train_swift.config import ALGORITHMS, arguments_class, validate_section
+from aworld_train_swift.config import ALGORITHMS, arguments_class, quiet_swift, validate_section
 
 if TYPE_CHECKING:
     from aworld_train.agent import AgentSpec
@@ -111,6 +111,7 @@ def resolve_model(
     from swift.model.model_meta import get_matched_model_meta, get_matched_model_types
     from swift.template import TEMPLATE_MAPPING
 
+    quiet_swift()
     folder = Path(model).expanduser()
     local = folder.is_dir()
     if local:

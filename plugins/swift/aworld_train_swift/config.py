@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import logging
 import os
 import types
 import typing
@@ -240,6 +241,15 @@ def check_vllm() -> None:
         )
 
 
+def quiet_swift() -> None:
+    """Keep ms-swift's INFO lines out of aworld-train's output unless ``LOG_LEVEL`` asks for them.
+
+    Call after importing swift: its logger sets its own level when first created.
+    """
+    if not os.environ.get("LOG_LEVEL"):
+        logging.getLogger("swift").setLevel(logging.WARNING)
+
+
 def _gpu_visible() -> bool:
     import torch
 
@@ -273,6 +283,7 @@ def build_arguments(config: SwiftConfig, **extra: Any) -> Any:
     :raises ConfigError: with swift's message when it rejects the arguments.
     """
     cls = arguments_class(config.algorithm)
+    quiet_swift()
     kwargs = dict(config.arguments, **extra)
     if config.algorithm == "grpo":
         kwargs["rlhf_type"] = "grpo"

@@ -7,7 +7,6 @@ go through torchrun, as ``swift sft`` does with ``NPROC_PER_NODE`` / ``NNODES``:
 
 from __future__ import annotations
 
-import logging
 import re
 import shutil
 from collections.abc import Callable
@@ -16,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from aworld_train.errors import AWorldTrainError, RunDirectoryError, TrainingError
 
-from aworld_train_swift.config import CHECKPOINTS, build_arguments, swift_environment
+from aworld_train_swift.config import CHECKPOINTS, build_arguments, quiet_swift, swift_environment
 
 if TYPE_CHECKING:
     from aworld_train.context import RunContext
@@ -105,13 +104,12 @@ def train_in_process(
     """
     with swift_environment(config):
         from swift.callbacks import callbacks_map
-        from swift.utils import get_logger
         from transformers.utils import logging as hf_logging
 
         from aworld_train_swift.rewards import register
 
-        # aworld-train reports progress and metrics itself; swift's INFO lines drown them.
-        get_logger().setLevel(logging.WARNING)
+        # aworld-train reports progress and metrics itself.
+        quiet_swift()
         hf_logging.set_verbosity_error()
         if reward is not None:
             register(reward)
