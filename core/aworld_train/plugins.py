@@ -148,6 +148,10 @@ def create_manager(engine: str, run_dir: Path | None) -> pluggy.PluginManager:
     info = find_engine(engine)
     target = load_engine(info)
     if isinstance(target, type) and issubclass(target, TrainerProcessor):
+        if target.__abstractmethods__:  # instantiating it would raise a bare TypeError
+            missing = ", ".join(sorted(target.__abstractmethods__))
+            raise PluginError(f"engine '{info.name}' from {info.distribution}: "
+                              f"{_qualname(target)} does not implement {missing}")
         target = ProcessorPlugin(target(str(run_dir) if run_dir is not None else ""))
     manager = _new_manager()
     _register(manager, target, info.name, f"engine '{info.name}' from {info.distribution}")
