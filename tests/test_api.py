@@ -136,6 +136,31 @@ def test_register_processor_rejects_a_taken_name(recording_engine: type) -> None
         AgentTrainer.register_processor("toy", RecordingProcessor)
 
 
+def test_an_incomplete_processor_is_a_plugin_error_naming_the_engine(
+    toy_job: dict[str, Any]
+) -> None:
+    class HalfDone(TrainerProcessor):
+        def check_agent(self, agent: Any) -> Any:
+            return None
+
+    AgentTrainer.register_processor("half", HalfDone)
+    status = plugins.check_engine(plugins.find_engine("half")).status
+    assert status.startswith("broken: ") and "does not implement" in status
+    toy_job["train_engine_name"] = "half"
+    with pytest.raises(PluginError, match="engine 'half' from .*HalfDone does not implement "
+                                          "check_config, check_dataset, check_reward, train"):
+        AgentTrainer(**toy_job, check_only=True)
+
+
+def test_verl_is_the_default_among_several_engines(
+    monkeypatch: pytest.MonkeyPatch, toy_job: dict[str, Any]
+) -> None:
+    monkeypatch.setenv("AWORLD_TRAIN_LOAD_PLUGINS", "aworld-train-toy")
+    AgentTrainer.register_processor("verl", RecordingProcessor)
+    assert plugins.default_engine(None) == "verl"
+    assert plugins.default_engine("toy") == "toy"
+
+
 def test_train_raises_value_error_when_not_initialised(toy_job: dict[str, Any]) -> None:
     trainer = AgentTrainer(**toy_job, check_only=True)
     assert trainer.initialized

@@ -1,8 +1,8 @@
 """The ``aworld-train`` command end to end.
 
-Each call is a real subprocess, except the matrix of bad inputs: those call the same ``main``
-in-process (exit code, stdout and stderr captured) to keep the suite fast, after
-``test_check_reports_a_malformed_jsonl_line_with_its_number`` has shown the subprocess path.
+Each call is a real subprocess, except the matrix of bad inputs and the flag handling: those
+call the same ``main`` in-process (exit code, stdout and stderr captured) to keep the suite
+fast, after the subprocess tests have shown the same paths end to end.
 """
 
 from __future__ import annotations
@@ -228,16 +228,19 @@ def test_train_runs_a_job_into_a_run_directory(tmp_path: Path) -> None:
                                                    "reward.png", "loss.png", "model"}
 
 
-def test_train_flags_replace_the_job_fields(tmp_path: Path) -> None:
+def test_train_flags_replace_the_job_fields(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
     job = write_job(tmp_path, engine="twin", reward="nope.py:score")
     other = tmp_path / "other"
     other.mkdir()
     write_jsonl(other / "plain.jsonl", ARITHMETIC[:2])
     (other / "config.yaml").write_text("max_steps: 3\nbatch_size: 2\n")
     (tmp_path / "agent.json").write_text(json.dumps({"name": "from-flag"}))
-    result = aworld_train("train", job, "--engine", "toy", "--train-dataset", "plain.jsonl",
-                          "--reward", "exact_match", "--config", "config.yaml",
-                          "--agent", tmp_path / "agent.json", "--run-path", "out", cwd=other)
+    monkeypatch.chdir(other)
+    result = aworld_train_in_process(
+        capsys, "train", job, "--engine", "toy", "--train-dataset", "plain.jsonl",
+        "--reward", "exact_match", "--config", "config.yaml", "--agent", tmp_path / "agent.json",
+        "--run-path", "out")
     assert result.returncode == 0, result.stderr
     run_dir = only_run_dir(other / "out")
     saved = yaml.safe_load((run_dir / "job.yaml").read_text())

@@ -59,6 +59,13 @@ def test_run_path_inside_a_file(tmp_path: Path) -> None:
         RunDirectory.create(tmp_path / "runs" / "inner", "toy")
 
 
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux /proc")
+def test_run_path_that_cannot_be_created(tmp_path: Path) -> None:
+    # Nobody, not even root, can make a folder in /proc.
+    with pytest.raises(RunDirectoryError, match="cannot create run path /proc/aworld-train-runs"):
+        RunDirectory.create("/proc/aworld-train-runs", "toy")
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root may write into any folder")
 def test_run_path_that_is_not_writable(tmp_path: Path) -> None:
     locked = tmp_path / "locked"
