@@ -46,7 +46,10 @@ def check_reward(reward: RewardSpec, ctx: RunContext) -> Any:
 @hookimpl
 def check_config(config: TrainConfig, ctx: RunContext) -> Any:
     from aworld_train_trl.config import config_to_trl
+    from aworld_train_trl.training import last_checkpoint
 
+    if ctx.resume_from is not None:
+        last_checkpoint(ctx.resume_from)  # a run without checkpoints fails now, not after loading
     return config_to_trl(config, ctx.results["agent"], ctx.run_dir, ctx.logger)
 
 

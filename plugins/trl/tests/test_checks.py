@@ -216,3 +216,15 @@ def test_reward_failing_on_a_later_row_fails_at_check_time(
     )
     with pytest.raises(RewardError, match="row 1.*cannot parse"):
         AgentTrainer(**job, check_only=True)
+
+
+def test_resuming_a_run_without_checkpoints_fails_at_check_time(
+    job: dict[str, Any], tmp_path: Path
+) -> None:
+    from aworld_train.errors import RunDirectoryError
+
+    run = tmp_path / "runs" / "old-run"
+    run.mkdir(parents=True)
+    (run / "manifest.json").write_text('{"status": "interrupted"}')
+    with pytest.raises(RunDirectoryError, match="no checkpoint"):
+        AgentTrainer(**job, resume=run, check_only=True)
