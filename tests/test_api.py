@@ -106,6 +106,46 @@ def test_registered_processor_goes_through_the_same_plugin_manager(
     assert manifest(trainer.run_dir.path)["status"] == "completed"
 
 
+class StatefulProcessor(TrainerProcessor):
+    """Written as for AWorld Train: checks keep state on ``self``, ``train`` uses it and writes
+    into ``self.run_path``; ``inference`` is an extra method the core never calls."""
+
+    def check_agent(self, agent: Any = None) -> Any:
+        self.agent = agent
+        return None
+
+    def check_dataset(self, dataset: Any = None, test_dataset: Any = None) -> Any:
+        self.dataset = dataset
+        return None
+
+    def check_reward(self, reward_func: Any = None) -> Any:
+        self.reward_func = reward_func
+        return None
+
+    def check_config(self, config: Any = None) -> Any:
+        self.config = config
+        return None
+
+    def inference(self, dataset: Any = None) -> Any:
+        raise AssertionError("the core does not call inference")
+
+    def train(self) -> Any:
+        answers = [row["ground_truth"] for row in self.dataset]
+        scores = [self.reward_func(row["data_source"], answer, row["ground_truth"])
+                  for row, answer in zip(self.dataset, answers)]
+        (Path(self.run_path) / "model.txt").write_text(f"{self.agent.name}: {answers}")
+        return {"reward": sum(scores) / len(scores)}
+
+
+def test_a_processor_written_for_aworld_train_trains_unchanged(toy_job: dict[str, Any]) -> None:
+    AgentTrainer.register_processor("stateful", StatefulProcessor)
+    toy_job["train_engine_name"] = "stateful"
+    trainer = AgentTrainer(**toy_job)
+    assert trainer.train() == {"reward": 1.0}
+    assert (trainer.run_dir.path / "model.txt").read_text() == "adder: ['2', '3', '4', '5']"
+    assert manifest(trainer.run_dir.path)["status"] == "completed"
+
+
 def test_unregister_processor_removes_the_engine(toy_job: dict[str, Any]) -> None:
     AgentTrainer.register_processor("custom", RecordingProcessor)
     assert plugins.find_engine("custom").target is RecordingProcessor
