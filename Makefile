@@ -18,7 +18,7 @@ test: test-core test-aworld $(addprefix test-,$(ENGINES))
 # tests/distributions are installed here, as a user would install a third-party engine.
 $(VENVS)/core/.ready: pyproject.toml $(wildcard tests/distributions/*/pyproject.toml)
 	rm -rf $(VENVS)/core && $(PYTHON) -m venv $(VENVS)/core
-	$(VENVS)/core/bin/pip install $(PIP_QUIET) -e . pytest
+	$(VENVS)/core/bin/pip install $(PIP_QUIET) -e ".[mcp]" pytest
 	for dist in tests/distributions/*/; do [ -d "$$dist" ] || continue; $(VENVS)/core/bin/pip install $(PIP_QUIET) --no-deps "$$dist" || exit 1; done
 	touch $@
 

@@ -41,9 +41,16 @@ def check_agent(agent: AgentSpec, ctx: RunContext) -> Any | None:
     Called first, after the core has normalised the user's agent (an AWorld ``Agent``, a YAML or
     JSON file, a dict or a ``module:factory``) into an :class:`~aworld_train.agent.AgentSpec`.
 
+    Before it, the core resolves the agent's tools (:func:`aworld_train.tools.resolve_tools`):
+    it imports the Python tools, connects to each MCP server the agent uses, lists its tools and
+    fails naming the server or tool that is wrong. The result, a
+    :class:`~aworld_train.tools.ToolSet` (empty for an agent without tools), is in
+    ``ctx.results["tools"]``: each tool has ``name``, ``description``, ``parameters`` (JSON
+    schema), ``schema`` (OpenAI style) and ``call(**arguments) -> str``.
+
     :param agent: the normalised agent spec (``name``, ``model``, ``system_prompt``, ``tools``,
-        ``mcp_servers``, ``max_turns``, LLM settings).
-    :param ctx: the run context.
+        ``mcp_config``, ``mcp_servers``, ``max_turns``, LLM settings).
+    :param ctx: the run context; ``ctx.results["tools"]`` holds the resolved tools.
     :returns: the engine-ready agent, or ``None`` to keep ``agent``.
     :raises AgentError: for an agent feature the engine does not support.
     """

@@ -82,6 +82,7 @@ class AgentTrainer:
         from aworld_train.metrics import MetricsReporter
         from aworld_train.reward import check_reward_on_row, resolve_reward
         from aworld_train.rundir import RunDirectory, resolve_resume
+        from aworld_train.tools import ToolSet, resolve_tools
 
         self.train_engine_name = plugins.default_engine(train_engine_name)
         self.engine_info = plugins.find_engine(self.train_engine_name)
@@ -136,6 +137,10 @@ class AgentTrainer:
                 )
             hook = self.manager.hook
             ctx = self.context
+            ctx.results["tools"] = ToolSet()
+            if spec.uses_tools:
+                ctx.results["tools"] = self._step("tools", "core", lambda: resolve_tools(
+                    spec, base_dir), _describe_tools)
             self._engine_step("agent", lambda: hook.check_agent(agent=spec, ctx=ctx), spec)
 
             train = self._step("dataset", "core", lambda: load_dataset(
@@ -291,6 +296,12 @@ def _describe_agent(spec: Any) -> str:
     if spec.uses_tools:
         parts.append(f"{len(spec.tools)} tools, {len(spec.mcp_servers)} MCP servers")
     return ", ".join(parts)
+
+
+def _describe_tools(tools: Any) -> str:
+    servers = ", ".join(f"MCP server '{server.name}'" for server in tools.servers)
+    return f"{len(tools)} tools ({', '.join(tools.names) or 'none'})" + (
+        f" from {servers}" if servers else "")
 
 
 def _describe_dataset(dataset: Any) -> str:

@@ -1,0 +1,366 @@
+"""Agent tools: Python functions described from their signatures, and real MCP servers (the
+example's calculator) over stdio and streamable HTTP through the ``mcp`` library."""
+
+from __future__ import annotations
+
+import asyncio
+import pickle
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal, Optional
+
+import pytest
+
+from aworld_train import AgentTrainer
+from aworld_train.agent import AgentSpec, load_agent
+from aworld_train.errors import AgentError
+from aworld_train.tools import ToolSet, close_sessions, function_schema, resolve_tools
+
+pytest.importorskip("mcp", reason="needs the mcp extra: pip install aworld-train[mcp]")
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "calculator_agent"
+STDIO = {"calculator": {"command": "python", "args": ["server.py"]}}
+
+
+def calculator_agent(**fields: Any) -> AgentSpec:
+    return AgentSpec(name="calc", mcp_config={"mcpServers": STDIO}, **fields)
+
+
+# --- Python tools ---------------------------------------------------------------------------
+
+
+def convert(amount: float, unit: Literal["km", "mi"], digits: int = 2,
+            note: Optional[str] = None, tags: list[str] | None = None) -> str:  # noqa: UP045
+    """Convert a distance.
+
+    Longer explanation on a second line.
+
+    Args:
+        amount: how far, in
+            the given unit.
+        unit: the unit of ``amount``.
+        digits: decimals to keep.
+
+    Returns:
+        The distance in the other unit.
+    """
+    factor = 1.609344 if unit == "mi" else 1 / 1.609344
+    return f"{round(amount * factor, digits)}"
+
+
+def lookup(key: str, table: dict[str, int], strict: bool = True) -> int:
+    """Look a key up.
+
+    :param key: the key.
+    :param table: the table to search.
+    :returns: the value.
+    """
+    return table[key]
+
+
+def test_python_tool_schema_from_signature_hints_and_google_docstring() -> None:
+    description, parameters = function_schema(convert)
+    assert description == "Convert a distance. Longer explanation on a second line."
+    assert parameters == {
+        "type": "object",
+        "properties": {
+            "amount": {"type": "number", "description": "how far, in the given unit."},
+            "unit": {"enum": ["km", "mi"], "type": "string", "description": "the unit of ``amount``."},
+            "digits": {"type": "integer", "description": "decimals to keep.", "default": 2},
+            "note": {"type": ["string", "null"], "default": None},
+            "tags": {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}],
+                     "default": None},
+        },
+        "required": ["amount", "unit"],
+    }
+
+
+def test_python_tool_schema_from_a_sphinx_docstring() -> None:
+    description, parameters = function_schema(lookup)
+    assert description == "Look a key up."
+    assert parameters["properties"]["key"] == {"type": "string", "description": "the key."}
+    assert parameters["properties"]["table"] == {
+        "type": "object", "additionalProperties": {"type": "integer"},
+        "description": "the table to search."}
+    assert parameters["properties"]["strict"] == {"type": "boolean", "default": True}
+    assert parameters["required"] == ["key", "table"]
+
+
+def test_python_tools_from_references_and_callables(tmp_path: Path) -> None:
+    (tmp_path / "my_tools.py").write_text(
+        "def shout(text: str) -> str:\n"
+        "    '''Upper-case the text.\n\n    Args:\n        text: what to shout.\n    '''\n"
+        "    return text.upper()\n\n"
+        "def fail(x: int) -> int:\n    '''Always fails.'''\n    raise RuntimeError('no luck')\n"
+    )
+    spec = AgentSpec(tools=["my_tools.py:shout", "my_tools.py:fail", convert])
+    tools = resolve_tools(spec, base_dir=tmp_path)
+    assert tools.names == ["shout", "fail", "convert"]
+    assert tools.schemas()[0] == {"type": "function", "function": {
+        "name": "shout", "description": "Upper-case the text.",
+        "parameters": {"type": "object", "required": ["text"],
+                       "properties": {"text": {"type": "string", "description": "what to shout."}}}}}
+    assert tools.call("shout", '{"text": "hi"}') == "HI"
+    assert tools.call("convert", {"amount": 10, "unit": "mi", "digits": 1}) == "16.1"
+    # The model sees its own mistakes and the tool's errors as text.
+    assert tools.call("fail", {"x": 1}) == "Error: RuntimeError: no luck"
+    assert tools.call("shout", {"txt": "hi"}).startswith("Error: TypeError")
+    assert tools.call("shout", "{not json").startswith("Error: arguments of 'shout' are not valid JSON")
+    assert tools.call("shuot", {}).startswith("Error: unknown tool 'shuot' (did you mean 'shout'?)")
+    # A file tool pickles as its absolute reference and is imported afresh elsewhere.
+    copy = pickle.loads(pickle.dumps(tools))
+    assert copy.tools[0].reference == f"{tmp_path / 'my_tools.py'}:shout"
+    assert copy.call("shout", {"text": "ok"}) == "OK"
+
+
+def test_async_python_tools_and_async_callers() -> None:
+    async def echo(text: str) -> str:
+        """Say it back."""
+        await asyncio.sleep(0)
+        return text
+
+    tools = resolve_tools(AgentSpec(tools=[echo, convert]))
+    assert tools.call("echo", {"text": "sync"}) == "sync"
+
+    async def from_a_loop() -> list[str]:
+        return await asyncio.gather(tools.acall("echo", {"text": "async"}),
+                                    tools.acall("convert", '{"amount": 1, "unit": "km", "digits": 3}'),
+                                    tools.acall("nope", {}))
+
+    echoed, converted, unknown = asyncio.run(from_a_loop())
+    assert (echoed, converted) == ("async", "0.621")
+    assert unknown.startswith("Error: unknown tool 'nope'")
+
+
+def test_bad_python_tools_are_named() -> None:
+    def positional(x: int, /) -> int:
+        return x
+
+    with pytest.raises(AgentError, match="tool 'positional': argument 'x' is positional-only"):
+        resolve_tools(AgentSpec(tools=[positional]))
+    with pytest.raises(AgentError, match="agent tool 'json:nothing_here'.*not found in json"):
+        resolve_tools(AgentSpec(tools=["json:nothing_here"]))
+    with pytest.raises(AgentError, match="'multiply' is not a module:function reference, and "
+                                         "the agent has no MCP servers"):
+        resolve_tools(AgentSpec(tools=["multiply"]))
+
+
+def test_as_function_carries_the_schema_for_libraries_that_read_callables() -> None:
+    tools = resolve_tools(AgentSpec(tools=[convert]))
+    function = tools.get("convert").as_function()
+    assert function.__name__ == "convert"
+    assert list(function.__signature__.parameters) == ["amount", "unit", "digits", "note", "tags"]
+    assert "Args:\n    amount: how far, in the given unit." in function.__doc__
+    assert function(5, unit="km", digits=3) == "3.107"
+    transformers = pytest.importorskip("transformers")
+    schema = transformers.utils.get_json_schema(function)
+    assert schema["function"]["parameters"]["required"] == ["amount", "unit"]
+    assert schema["function"]["parameters"]["properties"]["unit"]["enum"] == ["km", "mi"]
+
+
+# --- MCP over stdio ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def stdio_tools() -> Iterator[ToolSet]:
+    tools = resolve_tools(calculator_agent(), base_dir=EXAMPLE)
+    yield tools
+    tools.close()
+
+
+def test_stdio_server_lists_its_tools_with_their_schemas(stdio_tools: ToolSet) -> None:
+    assert stdio_tools.names == ["add", "multiply", "divide"]
+    assert [server.name for server in stdio_tools.servers] == ["calculator"]
+    multiply = stdio_tools.get("calculator__multiply")  # AWorld's qualified name works too
+    assert multiply.name == "multiply"
+    assert multiply.description.startswith("Multiply two integers exactly.")
+    assert multiply.parameters["required"] == ["a", "b"]
+    assert multiply.parameters["properties"]["a"]["type"] == "integer"
+
+
+def test_stdio_tool_calls_return_the_servers_answers(stdio_tools: ToolSet) -> None:
+    assert stdio_tools.call("multiply", '{"a": 1234, "b": 5678}') == str(1234 * 5678)
+    assert stdio_tools.get("add").call(a=-7, b=3) == "-4"
+    assert stdio_tools.call("divide", {"a": 1, "b": 0}).startswith("Error:")
+    assert "division by zero" in stdio_tools.call("divide", {"a": 1, "b": 0})
+
+    async def concurrently() -> list[str]:
+        multiply = stdio_tools.get("multiply")
+        return await asyncio.gather(*(multiply.acall(a=n, b=n) for n in range(12)))
+
+    assert asyncio.run(concurrently()) == [str(n * n) for n in range(12)]
+    # From another process: the tool set pickles and opens its own session there.
+    copy = pickle.loads(pickle.dumps(stdio_tools))
+    assert copy.call("add", {"a": 2, "b": 2}) == "4"
+
+
+def test_closed_sessions_reopen_on_the_next_call(stdio_tools: ToolSet) -> None:
+    assert stdio_tools.call("add", {"a": 1, "b": 1}) == "2"
+    close_sessions()
+    assert stdio_tools.call("add", {"a": 1, "b": 2}) == "3"
+
+
+def test_named_mcp_tools_restrict_their_server(stdio_tools: ToolSet) -> None:
+    tools = resolve_tools(calculator_agent(tools=["multiply", "calculator__add"], mcp_servers=["calculator"]),
+                          base_dir=EXAMPLE)
+    assert tools.names == ["multiply", "add"]  # in the order the agent names them
+
+
+def test_an_unknown_tool_name_fails_with_a_suggestion() -> None:
+    with pytest.raises(AgentError) as error:
+        resolve_tools(calculator_agent(tools=["multipy"]), base_dir=EXAMPLE)
+    message = str(error.value)
+    assert "agent tool 'multipy'" in message and "(did you mean 'multiply'?)" in message
+    assert "(they have: add, multiply, divide)" in message and "\n" not in message
+    with pytest.raises(AgentError, match=r"agent tool 'calculator__multipy': MCP server 'calculator' "
+                                         r"has no tool 'multipy' \(did you mean 'multiply'\?\)"):
+        resolve_tools(calculator_agent(tools=["calculator__multipy"]), base_dir=EXAMPLE)
+
+
+def test_a_server_that_fails_to_start_is_named_with_its_last_output(tmp_path: Path) -> None:
+    spec = AgentSpec(mcp_config={"mcpServers": {"calc": {"command": "python", "args": ["missing.py"]}}})
+    with pytest.raises(AgentError) as error:
+        resolve_tools(spec, base_dir=tmp_path)
+    message = str(error.value)
+    assert message.startswith("MCP server 'calc' (stdio: ")
+    assert "missing.py" in message and "No such file or directory" in message and "\n" not in message
+    spec = AgentSpec(mcp_config={"mcpServers": {"calc": {"command": "no-such-mcp-server"}}})
+    with pytest.raises(AgentError, match="MCP server 'calc' .* could not be started: .*no-such-mcp-server"):
+        resolve_tools(spec)
+
+
+def test_a_silent_server_times_out(tmp_path: Path) -> None:
+    (tmp_path / "silent.py").write_text("import time\ntime.sleep(60)\n")
+    spec = AgentSpec(mcp_config={"mcpServers": {"silent": {
+        "command": "python", "args": ["silent.py"], "timeout": 1}}})
+    started = time.monotonic()
+    with pytest.raises(AgentError, match="MCP server 'silent' .* did not answer within 1 s"):
+        resolve_tools(spec, base_dir=tmp_path)
+    assert time.monotonic() - started < 15
+
+
+def test_server_configuration_mistakes_are_named() -> None:
+    config = {"mcpServers": {"calculator": STDIO["calculator"]}}
+    with pytest.raises(AgentError, match=r"uses MCP server 'calculater', which mcp_config does not "
+                                         r"define \(did you mean 'calculator'\?\)"):
+        resolve_tools(AgentSpec(mcp_config=config, mcp_servers=["calculater"]))
+    with pytest.raises(AgentError, match="unsupported type 'websocket'"):
+        resolve_tools(AgentSpec(mcp_config={"mcpServers": {"w": {"type": "websocket", "url": "ws://x"}}}))
+    with pytest.raises(AgentError, match="MCP server 'h': type 'streamable-http' needs an http"):
+        resolve_tools(AgentSpec(mcp_config={"mcpServers": {"h": {"type": "streamable-http"}}}))
+    # A disabled server is skipped, as AWorld does.
+    off = {"mcpServers": {"calculator": {**STDIO["calculator"], "disabled": True}}}
+    assert len(resolve_tools(AgentSpec(mcp_config=off))) == 0
+
+
+def test_a_missing_mcp_package_is_one_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "mcp", None)
+    with pytest.raises(AgentError, match=r"need the 'mcp' package: pip install 'aworld-train\[mcp\]'"):
+        resolve_tools(calculator_agent(), base_dir=EXAMPLE)
+
+
+# --- MCP over streamable HTTP -----------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def http_url() -> Iterator[str]:
+    """The example's calculator served over streamable HTTP on a free loopback port."""
+    port = free_port()
+    process = subprocess.Popen([sys.executable, str(EXAMPLE / "server.py"), "--http", str(port)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"the HTTP server exited: {process.stderr.read().decode()[-500:]}")
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the HTTP server did not listen within 60 s") from None
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        close_sessions()
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+
+def test_streamable_http_server_lists_and_calls_tools(http_url: str) -> None:
+    spec = AgentSpec(mcp_config={"mcpServers": {"remote": {"type": "streamable-http", "url": http_url}}},
+                     mcp_servers=["remote"])
+    tools = resolve_tools(spec)
+    assert tools.names == ["add", "multiply", "divide"]
+    assert tools.servers[0].transport == "streamable-http"
+    assert tools.call("multiply", {"a": 4321, "b": 8765}) == str(4321 * 8765)
+    assert tools.get("remote__add").call(a=40, b=2) == "42"
+    tools.close()
+
+
+def test_an_unreachable_http_server_fails_fast_naming_it() -> None:
+    url = f"http://127.0.0.1:{free_port()}/mcp"
+    spec = AgentSpec(mcp_config={"mcpServers": {"remote": {"type": "streamable-http", "url": url,
+                                                           "timeout": 10}}})
+    started = time.monotonic()
+    with pytest.raises(AgentError) as error:
+        resolve_tools(spec)
+    assert str(error.value).startswith(f"MCP server 'remote' (streamable-http: {url}) is unreachable")
+    assert "\n" not in str(error.value)
+    assert time.monotonic() - started < 10
+
+
+# --- Through the trainer ----------------------------------------------------------------------
+
+
+def test_check_resolves_the_tools_before_the_engines_agent_check(
+    recording_engine: Any, toy_job: dict[str, Any]
+) -> None:
+    toy_job.update(train_engine_name="recording", base_dir=EXAMPLE, check_only=True,
+                   agent=EXAMPLE / "agent.yaml")
+    trainer = AgentTrainer(**toy_job)
+    assert [(c.module, c.by) for c in trainer.checks][:3] == [
+        ("config", "core"), ("agent", "core"), ("tools", "core")]
+    assert "3 tools (add, multiply, divide) from MCP server 'calculator'" in trainer.checks[2].detail
+    tools = trainer.context.results["tools"]
+    assert tools.names == ["add", "multiply", "divide"]
+    assert tools.call("multiply", {"a": 12, "b": 12}) == "144"
+    tools.close()
+
+
+def test_check_fails_on_an_unreachable_server_naming_it(
+    recording_engine: Any, toy_job: dict[str, Any]
+) -> None:
+    url = f"http://127.0.0.1:{free_port()}/mcp"
+    toy_job.update(train_engine_name="recording", check_only=True, agent={
+        "name": "calc", "mcp_config": {"mcpServers": {"calculator": {"type": "streamable-http", "url": url}}}})
+    with pytest.raises(AgentError, match=f"MCP server 'calculator' \\(streamable-http: {url}\\) is unreachable"):
+        AgentTrainer(**toy_job)
+    # The core's tool check fails before the engine's agent check runs.
+    assert not [call for call in recording_engine.calls if call[0] == "check_agent"]
+
+
+def test_agents_without_tools_get_an_empty_tool_set(recording_engine: Any, toy_job: dict[str, Any]) -> None:
+    toy_job.update(train_engine_name="recording", check_only=True)
+    trainer = AgentTrainer(**toy_job)
+    assert len(trainer.context.results["tools"]) == 0
+    assert "tools" not in [c.module for c in trainer.checks]
+
+
+def test_the_example_agent_file_loads() -> None:
+    spec = load_agent("agent.yaml", base_dir=EXAMPLE)
+    assert spec.mcp_servers == ["calculator"] and spec.max_turns >= 2
