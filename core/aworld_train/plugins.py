@@ -268,7 +268,7 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _short(value: Any, limit: int = 120) -> str:
-    text = repr(value)
+    text = " ".join(repr(value).split())  # one trace line per call, even for a Dataset
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
