@@ -154,6 +154,8 @@ def test_trace_plugins_prints_every_hook_call(
     called = [found.group(1) for line in trace
               if (found := re.match(r"\[aworld-train trace\] (\w+)\(", line))]
     assert called == ["check_agent", "check_dataset", "check_reward", "check_config"]
+    dataset_call = next(line for line in trace if "] check_dataset(" in line)
+    assert "train_dataset=Dataset(" in dataset_call and "ctx=" in dataset_call, "one line"
     assert "-> [toy, plugin:recorder]" in stderr, "the implementations of check_dataset"
     assert any("check_config returned ToySettings" in line for line in trace)
 
