@@ -220,6 +220,7 @@ def test_train_runs_a_job_into_a_run_directory(tmp_path: Path) -> None:
     run_dir = only_run_dir(tmp_path / "runs")
     assert f"run directory: {run_dir}" in result.stdout
     assert "final metrics: reward" in result.stdout
+    assert "training" in result.stdout and " 4/4 " in result.stdout, "the engine's step total"
     assert manifest(run_dir)["status"] == "completed"
     assert [r["step"] for r in read_jsonl(run_dir / "metrics.jsonl")] == [1, 2, 3, 4]
     saved = yaml.safe_load((run_dir / "job.yaml").read_text())
