@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -63,7 +64,7 @@ class MetricsReporter:
         clean = {
             key: float(value)
             for key, value in metrics.items()
-            if isinstance(value, (int, float)) and not isinstance(value, bool)
+            if isinstance(value, numbers.Real) and not isinstance(value, bool)
             and math.isfinite(value)
         }
         record = {"step": int(step), "time": round(time.time(), 3), **clean}

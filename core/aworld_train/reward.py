@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -214,4 +215,5 @@ def _call(
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    # numbers.Real also admits numpy scalars (np.float32, np.int64) that rewards often return.
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
