@@ -27,6 +27,15 @@ def test_log_writes_one_json_line_per_step_and_tells_the_listener(tmp_path: Path
     assert reporter.last() == {"step": 2, "reward": 0.75, "loss": 2.0}
 
 
+def test_numpy_scalars_are_logged() -> None:
+    import numpy
+
+    reporter = MetricsReporter(None, show_progress=False)
+    reporter.log(1, {"reward": numpy.float32(0.5), "tokens": numpy.int64(7),
+                     "nan": numpy.float32("nan")})
+    assert reporter.last() == {"step": 1, "reward": 0.5, "tokens": 7.0}
+
+
 def test_reporter_without_a_file_keeps_the_history_in_memory() -> None:
     reporter = MetricsReporter(None, show_progress=False)
     reporter.log(3, {"reward": 1.0})

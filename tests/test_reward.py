@@ -130,6 +130,17 @@ def test_variadic_signature_is_accepted(reward_dir: Path) -> None:
     assert score_of(spec) == 0.25
 
 
+def test_numpy_scalars_are_numbers() -> None:
+    import numpy
+
+    for value in (numpy.float32(0.5), numpy.int64(1), numpy.float64(0.25)):
+        spec = resolve_reward(lambda data_source, solution_str, ground_truth, extra_info=None,
+                              value=value: {"score": value, "length": numpy.int64(3)})
+        result = check_reward_on_row(spec, ROW)
+        assert result.score == float(value)
+        assert result.metrics["length"] == 3.0
+
+
 def test_spec_passes_through() -> None:
     spec = resolve_reward("exact_match")
     assert resolve_reward(spec) is spec
