@@ -47,9 +47,9 @@ def load_dataset(
     try:
         return datasets.Dataset.from_list(canonical)
     except Exception as exc:  # arrow cannot unify a column's types across rows
-        raise DatasetError(
+        raise DatasetError(_type_clash(canonical, where) or (
             f"{where(None)}: columns hold values of different types across rows: {exc}"
-        ) from None
+        )) from None
 
 
 Locator = Callable[[int | None], str]
@@ -223,3 +223,21 @@ def _check_consistent_prompts(rows: list[dict[str, Any]], where: Locator) -> Non
                 f"{where(index)}: column 'prompt' is {kinds[1]} but row 0's is {kinds[0]}; "
                 "use one form for every row"
             )
+
+
+def _type_clash(rows: list[dict[str, Any]], where: Locator) -> str | None:
+    """Name the first row whose value in a column has another type than the column's first
+    value (ints and floats mix), or ``None`` when the clash is deeper than the top level."""
+    first: dict[str, tuple[type, int]] = {}
+    for index, row in enumerate(rows):
+        for column, value in row.items():
+            if value is None:
+                continue
+            if column not in first:
+                first[column] = (type(value), index)
+                continue
+            kind, first_row = first[column]
+            if type(value) is not kind and not {type(value), kind} <= {int, float}:
+                return (f"{where(index)}: column '{column}' holds {type(value).__name__} but "
+                        f"{kind.__name__} at {where(first_row)}; use one type per column")
+    return None
