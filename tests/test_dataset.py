@@ -170,6 +170,18 @@ def test_wrong_column_types_name_the_row(tmp_path: Path, row: Any, message: str)
     assert message in str(raised.value)
 
 
+def test_a_column_of_mixed_types_names_the_row(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "qa.jsonl", [
+        {"prompt": "a", "ground_truth": "1", "level": 1},
+        {"prompt": "b", "ground_truth": "2", "level": 2.5},
+        {"prompt": "c", "ground_truth": "3", "level": "hard"},
+    ])
+    with pytest.raises(DatasetError) as raised:
+        load_dataset(path)
+    assert str(raised.value) == (f"{path}:3: column 'level' holds str but int at {path}:1; "
+                                 "use one type per column")
+
+
 def test_prompt_forms_must_not_mix(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "qa.jsonl", [
         {"prompt": "text", "ground_truth": "1"},
