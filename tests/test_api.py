@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import abc
 import inspect
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import RecordingProcessor, manifest, only_run_dir, read_jsonl
+from helpers import ARITHMETIC, RecordingProcessor, manifest, only_run_dir, read_jsonl, run_python
 
 import aworld_train
 from aworld_train import AgentTrainer, TrainerProcessor, plugins
@@ -242,3 +243,19 @@ def test_a_failing_check_marks_the_run_failed(
     run_dir = only_run_dir(toy_job["run_path"])
     assert manifest(run_dir)["status"] == "failed"
     assert "RewardError" in manifest(run_dir)["error"]
+
+
+def test_a_check_run_imports_neither_aworld_nor_torch(tmp_path: Path) -> None:
+    code = (
+        "import json, sys\n"
+        "from aworld_train import AgentTrainer\n"
+        f"rows = {ARITHMETIC!r}\n"
+        "AgentTrainer(agent={'name': 'adder'}, train_dataset=rows, reward_func='answer_match',\n"
+        "             train_engine_name='toy', check_only=True)\n"
+        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))\n"
+    )
+    result = run_python(code, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    imported = set(json.loads(result.stdout.strip().splitlines()[-1]))
+    assert "aworld_train_toy" in imported
+    assert not imported & {"aworld", "torch", "transformers", "trl", "verl", "swift", "ray"}

@@ -303,3 +303,24 @@ def test_resume_of_an_unknown_run(tmp_path: Path, capsys: pytest.CaptureFixture[
     job = write_job(tmp_path)
     assert_one_line_error(aworld_train_in_process(capsys, "train", job, "--resume", "nowhere"),
                           "no run to resume at nowhere")
+
+
+def test_check_with_flags_and_no_job_file(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    write_jsonl(tmp_path / "plain.jsonl", ARITHMETIC)
+    monkeypatch.chdir(tmp_path)
+    result = aworld_train_in_process(capsys, "check", "--engine", "toy", "--train-dataset",
+                                     "plain.jsonl", "--reward", "exact_match")
+    assert result.returncode == 0, result.stderr
+    assert "all checks passed" in result.stdout
+    assert_one_line_error(aworld_train_in_process(capsys, "check", "--engine", "toy"),
+                          "no train_dataset")
+
+
+def test_engines_when_none_are_selected(capsys: pytest.CaptureFixture[str],
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWORLD_TRAIN_LOAD_PLUGINS", "")
+    result = aworld_train_in_process(capsys, "engines")
+    assert result.returncode == 0
+    assert result.stdout.startswith("no engines installed")
+    assert json.loads(aworld_train_in_process(capsys, "engines", "--json").stdout) == []
