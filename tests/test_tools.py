@@ -18,7 +18,14 @@ import pytest
 from aworld_train import AgentTrainer
 from aworld_train.agent import AgentSpec, load_agent
 from aworld_train.errors import AgentError
-from aworld_train.tools import ToolSet, close_sessions, function_schema, resolve_tools
+from aworld_train.tools import (
+    MCPTool,
+    ToolSet,
+    close_sessions,
+    function_schema,
+    mcp_servers,
+    resolve_tools,
+)
 
 pytest.importorskip("mcp", reason="needs the mcp extra: pip install aworld-train[mcp]")
 
@@ -204,9 +211,24 @@ def test_closed_sessions_reopen_on_the_next_call(stdio_tools: ToolSet) -> None:
     assert stdio_tools.call("add", {"a": 1, "b": 2}) == "3"
 
 
+def test_a_server_that_dies_fails_that_call_and_the_next_call_starts_it_again() -> None:
+    spec = AgentSpec(mcp_config={"mcpServers": {"fragile": {
+        "command": "python", "args": [str(Path(__file__).parent / "mcp_servers" / "fragile.py")]}}})
+    server = mcp_servers(spec)[0]  # its tools are known: no listing, one server start less
+    tools = ToolSet([MCPTool(server, name, "", {"type": "object"}) for name in ("pid", "crash")],
+                    [server])
+    try:
+        first = tools.call("pid")
+        with pytest.raises(AgentError, match="tool 'crash' of MCP server 'fragile' .* failed"):
+            tools.call("crash")
+        assert tools.call("pid") not in ("", first)  # a new server process answers
+    finally:
+        tools.close()
+
+
 def test_named_mcp_tools_restrict_their_server(stdio_tools: ToolSet) -> None:
-    tools = resolve_tools(calculator_agent(tools=["multiply", "calculator__add"], mcp_servers=["calculator"]),
-                          base_dir=EXAMPLE)
+    spec = calculator_agent(tools=["multiply", "calculator__add"], mcp_servers=["calculator"])
+    tools = resolve_tools(spec, base_dir=EXAMPLE)
     assert tools.names == ["multiply", "add"]  # in the order the agent names them
 
 
@@ -229,7 +251,7 @@ def test_a_server_that_fails_to_start_is_named_with_its_last_output(tmp_path: Pa
     assert message.startswith("MCP server 'calc' (stdio: ")
     assert "missing.py" in message and "No such file or directory" in message and "\n" not in message
     spec = AgentSpec(mcp_config={"mcpServers": {"calc": {"command": "no-such-mcp-server"}}})
-    with pytest.raises(AgentError, match="MCP server 'calc' .* could not be started: .*no-such-mcp-server"):
+    with pytest.raises(AgentError, match="MCP server 'calc' .* could not be started: .*no-such-mcp"):
         resolve_tools(spec)
 
 
@@ -249,7 +271,7 @@ def test_server_configuration_mistakes_are_named() -> None:
                                          r"define \(did you mean 'calculator'\?\)"):
         resolve_tools(AgentSpec(mcp_config=config, mcp_servers=["calculater"]))
     with pytest.raises(AgentError, match="unsupported type 'websocket'"):
-        resolve_tools(AgentSpec(mcp_config={"mcpServers": {"w": {"type": "websocket", "url": "ws://x"}}}))
+        resolve_tools(AgentSpec(mcp_config={"mcpServers": {"w": {"type": "websocket"}}}))
     with pytest.raises(AgentError, match="MCP server 'h': type 'streamable-http' needs an http"):
         resolve_tools(AgentSpec(mcp_config={"mcpServers": {"h": {"type": "streamable-http"}}}))
     # A disabled server is skipped, as AWorld does.
@@ -336,25 +358,26 @@ def test_check_resolves_the_tools_before_the_engines_agent_check(
     assert [(c.module, c.by) for c in trainer.checks][:3] == [
         ("config", "core"), ("agent", "core"), ("tools", "core")]
     assert "3 tools (add, multiply, divide) from MCP server 'calculator'" in trainer.checks[2].detail
-    tools = trainer.context.results["tools"]
-    assert tools.names == ["add", "multiply", "divide"]
-    assert tools.call("multiply", {"a": 12, "b": 12}) == "144"
-    tools.close()
+    assert trainer.context.results["tools"].names == ["add", "multiply", "divide"]
 
 
 def test_check_fails_on_an_unreachable_server_naming_it(
     recording_engine: Any, toy_job: dict[str, Any]
 ) -> None:
     url = f"http://127.0.0.1:{free_port()}/mcp"
-    toy_job.update(train_engine_name="recording", check_only=True, agent={
-        "name": "calc", "mcp_config": {"mcpServers": {"calculator": {"type": "streamable-http", "url": url}}}})
-    with pytest.raises(AgentError, match=f"MCP server 'calculator' \\(streamable-http: {url}\\) is unreachable"):
+    server = {"type": "streamable-http", "url": url}
+    toy_job.update(train_engine_name="recording", check_only=True,
+                   agent={"name": "calc", "mcp_config": {"mcpServers": {"calculator": server}}})
+    expected = rf"MCP server 'calculator' \(streamable-http: {url}\) is unreachable"
+    with pytest.raises(AgentError, match=expected):
         AgentTrainer(**toy_job)
     # The core's tool check fails before the engine's agent check runs.
     assert not [call for call in recording_engine.calls if call[0] == "check_agent"]
 
 
-def test_agents_without_tools_get_an_empty_tool_set(recording_engine: Any, toy_job: dict[str, Any]) -> None:
+def test_agents_without_tools_get_an_empty_tool_set(
+    recording_engine: Any, toy_job: dict[str, Any]
+) -> None:
     toy_job.update(train_engine_name="recording", check_only=True)
     trainer = AgentTrainer(**toy_job)
     assert len(trainer.context.results["tools"]) == 0

@@ -8,7 +8,8 @@ An agent names its tools in two places (see :class:`~aworld_train.agent.AgentSpe
   ones; a server none of whose tools is named offers all of them.
 - ``mcp_config`` in AWorld's format, ``{"mcpServers": {name: server}}``, where a server is
   ``{"command": ..., "args": [...], "env": {...}, "cwd": ...}`` (stdio, the default),
-  ``{"type": "streamable-http", "url": ..., "headers": {...}}`` or ``{"type": "sse", "url": ...}``;
+  ``{"type": "streamable-http", "url": ..., "headers": {...}}`` (``http`` and ``streamable_http``
+  are accepted too) or ``{"type": "sse", "url": ...}``;
   ``"timeout"`` (seconds) bounds starting or reaching it and each call, ``"disabled": true``
   skips it, and ``${VAR}`` in strings is replaced from the environment. ``mcp_servers`` lists the
   servers the agent uses; when it is empty, every server of ``mcp_config`` is used.
@@ -25,9 +26,9 @@ naming the server or tool that is wrong (listing opens a session and closes it).
 then called the same way, ``tool.call(**arguments) -> str``, from synchronous code in any thread
 (``await tool.acall(...)`` from async code). MCP calls share one session per server per process,
 opened on first use on a background event loop and closed at exit or by :meth:`ToolSet.close`;
-a session whose server died is reopened once. A tool set pickles, so another process (a Ray
-worker) can call the same tools. ``mcp`` is imported only when MCP servers are configured
-(``pip install aworld-train[mcp]``).
+a call that fails because its server died raises, and the next call opens a new session. A tool
+set pickles, so another process (a Ray worker) can call the same tools. ``mcp`` is imported
+only when MCP servers are configured (``pip install aworld-train[mcp]``).
 """
 
 from __future__ import annotations
@@ -65,6 +66,8 @@ DEFAULT_TIMEOUT = 30.0
 QUALIFIER = "__"
 
 _TRANSPORTS = ("stdio", "streamable-http", "sse")
+# Other clients' spellings of streamable HTTP.
+_TRANSPORT_ALIASES = {"streamable_http": "streamable-http", "http": "streamable-http"}
 _PYTHON_COMMANDS = ("python", "python3")
 
 
@@ -129,7 +132,8 @@ class Tool(abc.ABC):
             return tool.call(**bound.arguments)
 
         function.__name__ = function.__qualname__ = self.name
-        function.__signature__ = inspect.Signature(params, return_annotation=str)  # type: ignore[attr-defined]
+        signature = inspect.Signature(params, return_annotation=str)
+        function.__signature__ = signature  # type: ignore[attr-defined]
         function.__annotations__ = {p.name: p.annotation for p in params} | {"return": str}
         function.__doc__ = (summary or self.name) + (
             "\n\nArgs:\n" + "\n".join(notes) if notes else "")
@@ -499,55 +503,41 @@ def _python_tool_from_reference(reference: str, name: str | None = None,
 
 
 _SECTION = re.compile(r"^(Args|Arguments|Parameters|Returns|Return|Raises|Yields|Examples?|Notes?)"
-                      r":\s*$")
-_GOOGLE_ARG = re.compile(r"^\s+(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+                      r":$")
+_ARG_SECTIONS = ("Args", "Arguments", "Parameters")
+_GOOGLE_ARG = re.compile(r"^\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 _SPHINX_ARG = re.compile(r"^:param\s+(?:[^:]*\s)?(\w+):\s*(.*)$")
 
 
 def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
-    """The summary (text before the first section or ``:field:``) and each argument's text."""
+    """The summary (the text before the first section or ``:field:``) and each argument's text,
+    from Google ``Args:`` entries (continued on more-indented lines) or Sphinx ``:param x:``."""
     summary: list[str] = []
     args: dict[str, str] = {}
-    section = None
+    section: str | None = None
     current: str | None = None
-    for line in doc.splitlines():
+    arg_indent = 0
+    for line in inspect.cleandoc(doc).splitlines():
         stripped = line.strip()
+        indent = len(line) - len(line.lstrip())
         heading = _SECTION.match(stripped)
+        sphinx = _SPHINX_ARG.match(stripped)
+        google = _GOOGLE_ARG.match(stripped)
         if heading:
             section, current = heading.group(1), None
-            continue
-        sphinx = _SPHINX_ARG.match(stripped)
-        if sphinx:
+        elif sphinx:
             section, current = "sphinx", sphinx.group(1)
             args[current] = sphinx.group(2).strip()
-            continue
-        if stripped.startswith(":"):
+        elif stripped.startswith(":"):  # :returns:, :raises: and the like
             section, current = "sphinx", None
-            continue
-        if section is None:
-            summary.append(line)
-        elif section in ("Args", "Arguments", "Parameters"):
-            google = _GOOGLE_ARG.match(line)
-            if google and (current is None or _indent(line) <= _indent_of(doc, current)):
-                current = google.group(1).lstrip("*")
-                args[current] = google.group(2).strip()
-            elif current and stripped:
-                args[current] = f"{args[current]} {stripped}".strip()
-        elif section == "sphinx" and current and stripped:
-            args[current] = f"{args[current]} {stripped}".strip()
+        elif section is None:
+            summary.append(stripped)
+        elif section in _ARG_SECTIONS and google and (current is None or indent <= arg_indent):
+            current, arg_indent = google.group(1), indent
+            args[current] = google.group(2).strip()
+        elif current and stripped and section in (*_ARG_SECTIONS, "sphinx"):
+            args[current] = f"{args[current]} {stripped}"
     return " ".join(" ".join(summary).split()), args
-
-
-def _indent(line: str) -> int:
-    return len(line) - len(line.lstrip())
-
-
-def _indent_of(doc: str, arg: str) -> int:
-    for line in doc.splitlines():
-        match = _GOOGLE_ARG.match(line)
-        if match and match.group(1).lstrip("*") == arg:
-            return _indent(line)
-    return 0
 
 
 _SIMPLE_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean",
@@ -607,14 +597,16 @@ def _annotation_for(prop: dict[str, Any]) -> Any:
     if options:
         kinds = tuple(_annotation_for(option) for option in options)
         return typing.Union[kinds] if len(kinds) > 1 else kinds[0]  # type: ignore[misc]
-    if "enum" in prop and prop["enum"] and all(isinstance(v, (str, int, float, bool)) for v in prop["enum"]):
-        return typing.Literal[tuple(prop["enum"])]  # type: ignore[misc]
+    values = prop.get("enum") or []
+    if values and all(isinstance(value, (str, int, float, bool)) for value in values):
+        return typing.Literal[tuple(values)]  # type: ignore[misc]
     kind = prop.get("type")
     if isinstance(kind, list):
         options = [_ANNOTATIONS[k] for k in kind if k in _ANNOTATIONS]
         return typing.Union[tuple(options)] if options else typing.Any  # type: ignore[misc]
-    if kind == "array" and isinstance(prop.get("items"), dict) and prop["items"].get("type") in _ANNOTATIONS:
-        return list[_ANNOTATIONS[prop["items"]["type"]]]  # type: ignore[index]
+    items = prop.get("items")
+    if kind == "array" and isinstance(items, dict) and items.get("type") in _ANNOTATIONS:
+        return list[_ANNOTATIONS[items["type"]]]  # type: ignore[index]
     return _ANNOTATIONS.get(kind, typing.Any)
 
 
@@ -648,8 +640,8 @@ def _import_mcp() -> Any:
 
 def _parse_server(name: str, entry: dict[str, Any], base_dir: Path | None) -> MCPServer:
     where = f"agent mcp_config: MCP server '{name}'"
-    transport = entry.get("type") or entry.get("transport") or ("stdio" if "command" in entry else None)
-    transport = {"streamable_http": "streamable-http", "http": "streamable-http"}.get(transport, transport)
+    transport = entry.get("type") or ("stdio" if "command" in entry else None)
+    transport = _TRANSPORT_ALIASES.get(transport, transport)
     if transport is None:
         raise AgentError(f"{where} needs a 'command' (stdio) or a 'type' and 'url'")
     if transport not in _TRANSPORTS:
@@ -884,27 +876,26 @@ class _Sessions:
 
     async def call(self, server: MCPServer, tool: str, arguments: dict[str, Any]) -> str:
         what = f"tool '{tool}' of "
-        for attempt in (1, 2):  # a session whose server died is reopened once
-            held = self._open.get(server.key())
-            if held is None or held.task.done():
-                held = self._open[server.key()] = _OpenSession(server)
-            try:
-                session = await held.ready
-            except AgentError as exc:
-                self._open.pop(server.key(), None)
-                raise AgentError(f"{what}{exc}") from None
-            try:
-                result = await asyncio.wait_for(session.call_tool(tool, arguments), server.timeout)
-            except asyncio.TimeoutError as exc:
-                raise server.error(what, exc) from None
-            except Exception as exc:
-                self._open.pop(server.key(), None)
-                await held.close()
-                if attempt == 2:
-                    raise server.error(what, exc, held.log) from None
-                continue
-            return _result_text(result)
-        raise AssertionError("unreachable")
+        held = self._open.get(server.key())
+        if held is None or held.task.done():
+            held = self._open[server.key()] = _OpenSession(server)
+        try:
+            session = await held.ready
+        except AgentError as exc:
+            self._open.pop(server.key(), None)
+            raise AgentError(f"{what}{exc}") from None
+        try:
+            result = await asyncio.wait_for(session.call_tool(tool, arguments), server.timeout)
+        except asyncio.TimeoutError as exc:
+            raise server.error(what, exc) from None
+        except Exception as exc:
+            # The session is broken (its server died, say): the next call opens a new one. The
+            # call itself is not repeated, since it may have had effects.
+            if self._open.get(server.key()) is held:
+                del self._open[server.key()]
+            await held.close()
+            raise server.error(what, exc, held.log) from None
+        return _result_text(result)
 
     def close(self, servers: list[MCPServer] | None = None) -> None:
         with self._lock:
