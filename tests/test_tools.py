@@ -285,7 +285,7 @@ def test_a_missing_mcp_package_is_one_clear_error(monkeypatch: pytest.MonkeyPatc
         resolve_tools(calculator_agent(), base_dir=EXAMPLE)
 
 
-# --- MCP over streamable HTTP -----------------------------------------------------------------
+# --- MCP over HTTP: streamable HTTP and SSE ---------------------------------------------------
 
 
 def free_port() -> int:
@@ -294,25 +294,28 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def http_url() -> Iterator[str]:
-    """The example's calculator served over streamable HTTP on a free loopback port."""
+@pytest.fixture(scope="module", params=["streamable-http", "sse"])
+def remote_server(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
+    """The example's calculator served over HTTP on a free loopback port, as an mcpServers
+    entry; stopped after the module's tests."""
     port = free_port()
-    process = subprocess.Popen([sys.executable, str(EXAMPLE / "server.py"), "--http", str(port)],
+    process = subprocess.Popen([sys.executable, str(EXAMPLE / "server.py"), "--transport",
+                                request.param, "--port", str(port)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 60
         while True:
             if process.poll() is not None:
-                raise RuntimeError(f"the HTTP server exited: {process.stderr.read().decode()[-500:]}")
+                raise RuntimeError(f"the server exited: {process.stderr.read().decode()[-500:]}")
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
                 break
             except OSError:
                 if time.monotonic() > deadline:
-                    raise RuntimeError("the HTTP server did not listen within 60 s") from None
+                    raise RuntimeError("the server did not listen within 60 s") from None
                 time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp"
+        path = "mcp" if request.param == "streamable-http" else "sse"
+        yield {"type": request.param, "url": f"http://127.0.0.1:{port}/{path}"}
     finally:
         close_sessions()
         process.terminate()
@@ -323,12 +326,11 @@ def http_url() -> Iterator[str]:
             process.wait(timeout=10)
 
 
-def test_streamable_http_server_lists_and_calls_tools(http_url: str) -> None:
-    spec = AgentSpec(mcp_config={"mcpServers": {"remote": {"type": "streamable-http", "url": http_url}}},
-                     mcp_servers=["remote"])
+def test_http_servers_list_and_call_tools(remote_server: dict[str, str]) -> None:
+    spec = AgentSpec(mcp_config={"mcpServers": {"remote": remote_server}}, mcp_servers=["remote"])
     tools = resolve_tools(spec)
     assert tools.names == ["add", "multiply", "divide"]
-    assert tools.servers[0].transport == "streamable-http"
+    assert tools.servers[0].transport == remote_server["type"]
     assert tools.call("multiply", {"a": 4321, "b": 8765}) == str(4321 * 8765)
     assert tools.get("remote__add").call(a=40, b=2) == "42"
     tools.close()

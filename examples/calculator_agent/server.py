@@ -1,7 +1,7 @@
 """A calculator MCP server: exact integer arithmetic, which a small model cannot do in its head.
 
-Served over stdio by default, as the agent file starts it; ``--http PORT`` serves streamable HTTP
-on 127.0.0.1 instead (``http://127.0.0.1:PORT/mcp``).
+Served over stdio by default, as the agent file starts it. ``--transport streamable-http --port
+PORT`` serves it at ``http://127.0.0.1:PORT/mcp`` instead, ``--transport sse`` at ``.../sse``.
 """
 
 from __future__ import annotations
@@ -50,14 +50,11 @@ def divide(a: int, b: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--http", type=int, metavar="PORT",
-                        help="serve streamable HTTP on 127.0.0.1:PORT instead of stdio")
+    parser.add_argument("--transport", choices=("stdio", "streamable-http", "sse"), default="stdio")
+    parser.add_argument("--port", type=int, default=8931, help="the port of an HTTP transport")
     options = parser.parse_args()
-    if options.http is None:
-        server.run("stdio")
-    else:
-        server.settings.host, server.settings.port = "127.0.0.1", options.http
-        server.run("streamable-http")
+    server.settings.host, server.settings.port = "127.0.0.1", options.port
+    server.run(options.transport)
 
 
 if __name__ == "__main__":
