@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -136,6 +138,45 @@ def test_extension_plugins_load_beside_the_engine() -> None:
     manager = plugins.create_manager("toy", None)
     names = {name for name, _ in manager.list_name_plugin()}
     assert names == {"toy", "plugin:recorder"}
+
+
+def lay_out_distribution(site: Path, name: str, entry_points: str, module: str,
+                         source: str) -> None:
+    """Lay out an installed distribution as pip does: its module and a ``.dist-info`` folder."""
+    (site / f"{module}.py").write_text(source)
+    info = site / f"{name.replace('-', '_')}-0.1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1.0\n")
+    (info / "entry_points.txt").write_text(entry_points)
+
+
+def test_an_extension_plugin_that_fails_to_import_is_skipped_with_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    lay_out_distribution(tmp_path, "aworld-train-flaky", "[aworld_train.plugins]\n"
+                         "flaky = aworld_train_flaky\n", "aworld_train_flaky",
+                         "import aworld_train_no_such_dependency\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with caplog.at_level(logging.WARNING, logger="aworld_train"):
+        manager = plugins.create_manager("toy", None)
+    assert {name for name, _ in manager.list_name_plugin()} == {"toy", "plugin:recorder"}
+    assert "skipping plugin 'flaky' from aworld-train-flaky 0.1.0" in caplog.text
+    assert "aworld_train_no_such_dependency" in caplog.text
+
+
+def test_an_extension_plugin_that_breaks_the_specs_is_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    lay_out_distribution(tmp_path, "aworld-train-typo", "[aworld_train.plugins]\n"
+                         "typo = aworld_train_typo\n", "aworld_train_typo",
+                         "from aworld_train import hookimpl\n\n"
+                         "@hookimpl\ndef report_metric(step, metrics, ctx):\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with caplog.at_level(logging.WARNING, logger="aworld_train"):
+        manager = plugins.create_manager("toy", None)
+    assert manager.get_plugin("plugin:typo") is None
+    assert "plugin 'typo' from aworld-train-typo 0.1.0 does not match the hook specs" in caplog.text
+    assert "report_metric" in caplog.text
 
 
 def test_no_engine_named_with_several_installed_lists_them() -> None:
