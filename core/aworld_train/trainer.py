@@ -170,10 +170,15 @@ class AgentTrainer:
     def train(self) -> dict[str, Any]:
         """Train on the engine; returns the final metrics.
 
-        :raises ValueError: when the trainer is not initialised (or was made check-only).
+        :raises ValueError: when the trainer is not initialised (or was made check-only), or
+            has already trained: each run gets a directory of its own.
         """
         if not self.initialized or self.check_only:
             raise ValueError(f"Train engine {self.train_engine_name} is not initialized")
+        ended = self.run_dir.manifest.get("status")
+        if ended != "running":  # a run directory is never reused
+            raise ValueError(f"run {self.run_dir.path} already ended ({ended}); create a new "
+                             "AgentTrainer to train again, or resume this run")
         self.metrics.start(None)
         previous = _install_interrupt_handlers()
         try:
