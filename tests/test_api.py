@@ -215,6 +215,16 @@ def test_train_raises_value_error_when_not_initialised(toy_job: dict[str, Any]) 
     assert not (trainer.run_dir.path / "model").exists(), "train ran although refused"
 
 
+def test_a_trainer_trains_once(toy_job: dict[str, Any]) -> None:
+    trainer = AgentTrainer(**toy_job)
+    trainer.train()
+    records = (trainer.run_dir.path / "metrics.jsonl").read_text()
+    with pytest.raises(ValueError, match=r"already ended \(completed\); create a new AgentTrainer"):
+        trainer.train()
+    assert (trainer.run_dir.path / "metrics.jsonl").read_text() == records, "nothing appended"
+    assert manifest(trainer.run_dir.path)["status"] == "completed"
+
+
 def test_check_only_runs_every_check_and_writes_nothing(toy_job: dict[str, Any]) -> None:
     trainer = AgentTrainer(**toy_job, check_only=True)
     assert {c.module for c in trainer.checks if c.by == "toy"} == {
