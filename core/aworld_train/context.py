@@ -25,7 +25,8 @@ class RunContext:
     :ivar check_only: ``True`` for ``aworld-train check``: ``train`` will not be called.
     :ivar resume_from: the run directory of an interrupted run to continue, or ``None``.
     :ivar results: the engine-ready result of each earlier hook, keyed ``"agent"``,
-        ``"dataset"``, ``"reward"``, ``"config"``.
+        ``"dataset"``, ``"reward"``, ``"config"``; and ``"tools"``, the agent's resolved
+        :class:`~aworld_train.tools.ToolSet` (empty for an agent without tools).
     """
 
     engine: str

@@ -18,7 +18,7 @@ from typing import Any
 from aworld_train.errors import RunDirectoryError
 
 REDACTED = "***"
-_SECRET_KEY = re.compile(r"api_?key|token|password|passwd|secret|credential", re.IGNORECASE)
+_SECRET_KEY = re.compile(r"api_?key|token|password|passwd|secret|credential|authorization|cookie", re.IGNORECASE)
 
 
 class RunDirectory:

@@ -106,6 +106,7 @@ class AgentTrainer:
             spec = self._step("agent", "core", lambda: load_agent(agent, base_dir), _describe_agent)
             if train_config.model:  # the config's model wins over the agent's
                 spec.model = train_config.model
+            spec.model = _local_model(spec.model, base_dir)
             self.metrics = MetricsReporter(
                 None if check_only else self.run_dir.metrics_path,
                 on_log=self._report_metrics,
@@ -271,6 +272,16 @@ def _install_interrupt_handlers() -> dict[int, Any]:
 def _restore_handlers(previous: dict[int, Any]) -> None:
     for sig, handler in previous.items():
         signal.signal(sig, handler)
+
+
+def _local_model(model: str | None, base_dir: Path | None) -> str | None:
+    """A model folder named relative to the job's folder, made absolute; a hub id or a path
+    that is not there is kept as given."""
+    if model and base_dir is not None and not Path(model).is_absolute():
+        candidate = base_dir / model
+        if candidate.is_dir():
+            return str(candidate.resolve())
+    return model
 
 
 def _describe_source(source: Any) -> Any:

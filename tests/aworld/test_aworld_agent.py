@@ -13,6 +13,8 @@ pytest.importorskip("aworld", reason="needs the aworld extra: pip install aworld
 from aworld_train import AgentTrainer, TrainerProcessor  # noqa: E402
 from aworld_train.agent import load_agent  # noqa: E402
 
+CALCULATOR = Path(__file__).resolve().parents[2] / "examples" / "calculator_agent" / "server.py"
+
 
 def make_agent() -> Any:
     from aworld.agents.llm_agent import Agent
@@ -25,7 +27,7 @@ def make_agent() -> Any:
                          llm_temperature=0.6),
         system_prompt="Solve the task; answer in <answer></answer>.",
         mcp_servers=["calculator"],
-        mcp_config={"mcpServers": {"calculator": {"command": sys.executable, "args": ["-m", "calc"]}}},
+        mcp_config={"mcpServers": {"calculator": {"command": sys.executable, "args": [str(CALCULATOR)]}}},
     )
 
 
@@ -72,6 +74,9 @@ def test_an_aworld_agent_trains_through_a_processor_and_its_key_is_redacted(tmp_
     finally:
         AgentTrainer.unregister_processor("capture")
     assert Capture.seen[-1].name == "solver"
+    tools = trainer.context.results["tools"]
+    assert "multiply" in tools.names
+    assert tools.call("multiply", {"a": 12, "b": 34}).strip() == "408"
     written = "".join(p.read_text() for p in trainer.run_dir.path.glob("*.yaml"))
     written += (trainer.run_dir.path / "manifest.json").read_text()
     assert "sk-do-not-log" not in written
