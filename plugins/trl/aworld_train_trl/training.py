@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -91,6 +92,10 @@ def train_in_process(
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
     datasets.disable_progress_bars()
+    # TRL 1.16 calls an accessor transformers 5.23 deprecates; nothing the user can act on.
+    warnings.filterwarnings(
+        "ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning
+    )
     args = build_trainer_args(config)
     tokenizer = AutoTokenizer.from_pretrained(agent.model)
     callback = _metrics_callback(on_start, on_log)
