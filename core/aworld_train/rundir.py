@@ -18,7 +18,12 @@ from typing import Any
 from aworld_train.errors import RunDirectoryError
 
 REDACTED = "***"
-_SECRET_KEY = re.compile(r"api_?key|token|password|passwd|secret|credential|authorization|cookie", re.IGNORECASE)
+_SECRET_WORDS = {"apikey", "password", "passwd", "secret", "credential", "credentials",
+                 "authorization", "cookie", "cookies"}
+_SECRET_PAIRS = {("api", "key"), ("private", "key"), ("access", "key")}
+# "<name>_token" is a credential (hub_token, access_token) unless it names a tokenizer's
+# special token; "max_tokens", "num_tokens" and "tokenizer" are not "token".
+_SPECIAL_TOKENS = {"pad", "eos", "bos", "unk", "sep", "cls", "mask"}
 
 
 class RunDirectory:
@@ -108,7 +113,7 @@ def redact(value: Any) -> Any:
 def _redact(value: Any, env_secrets: list[str]) -> Any:
     if isinstance(value, dict):
         return {
-            key: REDACTED if _SECRET_KEY.search(str(key)) and value[key] not in (None, "")
+            key: REDACTED if _is_secret_key(str(key)) and value[key] not in (None, "")
             else _redact(value[key], env_secrets)
             for key in value
         }
@@ -118,6 +123,14 @@ def _redact(value: Any, env_secrets: list[str]) -> Any:
         for secret in env_secrets:
             value = value.replace(secret, REDACTED)
     return value
+
+
+def _is_secret_key(key: str) -> bool:
+    """Whether a key names a secret, judged by its words (snake_case, kebab-case, camelCase)."""
+    words = re.split(r"[^a-z0-9]+", re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", key).lower())
+    if _SECRET_WORDS & set(words) or _SECRET_PAIRS & set(zip(words, words[1:])):
+        return True
+    return words[-1] == "token" and not (len(words) > 1 and words[-2] in _SPECIAL_TOKENS)
 
 
 def _now() -> str:
