@@ -109,11 +109,28 @@ def test_redact_hides_secret_keys_and_api_key_values(monkeypatch: pytest.MonkeyP
     assert data["llm_api_key"] == "sk-anything", "the input is left alone"
 
 
+@pytest.mark.parametrize("key", [
+    "api_key", "llm_api_key", "OPENAI_API_KEY", "apiKey", "X-Api-Key", "token", "hub_token",
+    "HF_TOKEN", "accessToken", "password", "client_secret", "aws_secret_access_key",
+    "private_key", "Authorization", "Cookie", "credentials",
+])
+def test_secret_keys_are_redacted(key: str) -> None:
+    assert redact({key: "value"}) == {key: REDACTED}
+
+
+@pytest.mark.parametrize("key", [
+    "llm_max_tokens", "max_new_tokens", "num_tokens", "tokens_per_second", "tokenizer",
+    "pad_token", "eos_token", "max_completion_length", "monkey", "keyword",
+])
+def test_keys_that_only_look_like_secrets_are_kept(key: str) -> None:
+    assert redact({key: 512}) == {key: 512}
+
+
 def test_job_yaml_is_the_resolved_job_with_secrets_redacted(
     toy_job: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("SEARCH_API_KEY", "search-key-98765")
-    toy_job["agent"] = {"name": "adder", "llm_api_key": "sk-agent-secret",
+    toy_job["agent"] = {"name": "adder", "llm_api_key": "sk-agent-secret", "llm_max_tokens": 64,
                         "system_prompt": "Use search-key-98765 when asked."}
     trainer = AgentTrainer(**toy_job)
     text = (trainer.run_dir.path / "job.yaml").read_text()
@@ -122,6 +139,7 @@ def test_job_yaml_is_the_resolved_job_with_secrets_redacted(
     assert job["engine"] == "toy"
     assert job["agent"]["llm_api_key"] == REDACTED
     assert job["agent"]["system_prompt"] == f"Use {REDACTED} when asked."
+    assert job["agent"]["llm_max_tokens"] == 64
     assert job["reward"] == "exact_match"
     assert job["train_dataset"] == toy_job["train_dataset"]
     assert job["config"]["max_steps"] == 6 and job["config"]["batch_size"] == 4
