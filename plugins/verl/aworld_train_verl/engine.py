@@ -143,8 +143,9 @@ def train(ctx: RunContext) -> dict[str, Any] | None:
     resolved = ctx.results.get("config")
     if not isinstance(resolved, VerlConfig):
         raise TrainingError("the verl engine trains the config its check_config resolved; run the checks first")
-    launch.preflight(resolved.config)
-    extra = [f"ray_kwargs.ray_init.num_cpus={_cpu_count()}"]
+    num_cpus = _cpu_count()
+    launch.preflight(resolved.config, num_cpus)
+    extra = [f"ray_kwargs.ray_init.num_cpus={num_cpus}"]
     if ctx.resume_from is not None:
         extra += launch.resume_overrides(ctx.resume_from)
     data = ctx.results.get("dataset")

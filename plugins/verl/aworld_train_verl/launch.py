@@ -69,14 +69,31 @@ def write_launch_script(run_dir: Path) -> Path:
     return path
 
 
-def preflight(config: Any) -> None:
-    """Fail in seconds when this machine cannot start the job, instead of in VeRL after Ray starts.
+def ray_cpus_held(config: Any) -> int:
+    """The CPUs VeRL's Ray actors hold for the whole run, beyond those placed and released.
 
-    :raises TrainingError: when fewer GPUs are visible than the config asks for on this node.
+    main_ppo's trainer keeps its data in a transfer queue: with the SimpleStorage backend, one
+    actor per storage unit, each holding a CPU in one placement group, plus the queue's
+    controller. One more CPU lets the actors that hold none be placed.
+    """
+    if not config.trainer.get("use_v1", False):
+        return 1
+    backend = config.transfer_queue.backend
+    units = int(backend.SimpleStorage.num_data_storage_units) if backend.storage_backend == "SimpleStorage" else 0
+    return units + 2
+
+
+def preflight(config: Any, num_cpus: int) -> None:
+    """Fail in seconds when this machine cannot start the job, instead of in VeRL after Ray starts
+    (or never: Ray waits forever for CPUs it will not get).
+
+    :param num_cpus: the CPUs the local Ray gets.
+    :raises TrainingError: when fewer GPUs are visible than the config asks for on this node, or
+        the local Ray gets fewer CPUs than VeRL's actors hold.
     """
     ray_address = config.ray_kwargs.ray_init.get("address") or os.environ.get("RAY_ADDRESS")
     if ray_address:
-        return  # the cluster's nodes hold the GPUs, not necessarily this one
+        return  # the cluster's nodes hold the GPUs and CPUs, not necessarily this one
     wanted = int(config.trainer.n_gpus_per_node) * int(config.trainer.nnodes)
     visible = visible_gpus()
     if visible < wanted:
@@ -84,6 +101,15 @@ def preflight(config: Any) -> None:
             f"VeRL needs {wanted} GPU(s) (trainer.n_gpus_per_node={config.trainer.n_gpus_per_node} "
             f"x trainer.nnodes={config.trainer.nnodes}) but {visible} NVIDIA GPU(s) are visible here; "
             f"train on a GPU machine, or join a Ray cluster with resources.ray_address or RAY_ADDRESS"
+        )
+    held = ray_cpus_held(config)
+    if num_cpus < held:
+        units = "transfer_queue.backend.SimpleStorage.num_data_storage_units"
+        raise TrainingError(
+            f"Ray gets {num_cpus} CPU(s) here but VeRL's transfer queue holds {held} "
+            f"({units}={config.transfer_queue.backend.SimpleStorage.num_data_storage_units} plus its "
+            f"controller and one spare), so Ray would wait forever; set verl.{units} to at most "
+            f"{max(num_cpus - 2, 1)} or train on a machine with more CPUs"
         )
 
 

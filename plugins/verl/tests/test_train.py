@@ -75,19 +75,29 @@ def test_train_without_a_gpu_fails_in_seconds(checked: Any) -> None:
     assert not (checked.run_dir / launch.LOG_NAME).exists(), "main_ppo was started"
 
 
-def test_preflight_counts_gpus_against_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
-    from omegaconf import OmegaConf
-
-    config = OmegaConf.create({"trainer": {"n_gpus_per_node": 2, "nnodes": 1}, "ray_kwargs": {"ray_init": {}}})
+def test_preflight_counts_gpus_against_nodes(checked: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = checked.results["config"].config.copy()
+    config.trainer.n_gpus_per_node = 2
     monkeypatch.setattr(launch, "visible_gpus", lambda: 1)
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     with pytest.raises(TrainingError, match=r"needs 2 GPU\(s\).*but 1 NVIDIA GPU"):
-        launch.preflight(config)
+        launch.preflight(config, num_cpus=16)
     monkeypatch.setattr(launch, "visible_gpus", lambda: 2)
-    launch.preflight(config)
+    launch.preflight(config, num_cpus=16)
     monkeypatch.setattr(launch, "visible_gpus", lambda: 0)
     monkeypatch.setenv("RAY_ADDRESS", "ray://head:10001")
-    launch.preflight(config)  # the cluster holds the GPUs
+    launch.preflight(config, num_cpus=1)  # the cluster holds the GPUs and CPUs
+
+
+def test_preflight_refuses_a_ray_that_would_wait_forever_for_cpus(checked: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """main_ppo on 2 CPUs hangs in the transfer queue's placement group: 8 storage units × 1 CPU."""
+    config = checked.results["config"].config
+    monkeypatch.setattr(launch, "visible_gpus", lambda: 1)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    assert launch.ray_cpus_held(config) == 10
+    with pytest.raises(TrainingError, match=r"Ray gets 2 CPU\(s\).*holds 10.*num_data_storage_units to at most 1"):
+        launch.preflight(config, num_cpus=2)
+    launch.preflight(config, num_cpus=10)
 
 
 def test_cuda_visible_devices_hides_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -182,7 +192,7 @@ def test_train_passes_resume_and_cpus_to_main_ppo(checked: Any, monkeypatch: pyt
     (old / "checkpoints" / "latest_checkpointed_iteration.txt").write_text("2")
     checked.resume_from = old
     seen: dict[str, Any] = {}
-    monkeypatch.setattr(launch, "preflight", lambda config: None)
+    monkeypatch.setattr(launch, "preflight", lambda config, num_cpus: None)
     monkeypatch.setattr(launch, "run", lambda command, run_dir, on_step: seen.update(command=command) or on_step(1, {"reward": 0.5}))
     result = engine.train(checked)
     assert f"trainer.resume_from_path={old / 'checkpoints' / 'global_step_2'}" in seen["command"]
