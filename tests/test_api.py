@@ -193,9 +193,7 @@ def test_an_incomplete_processor_is_a_plugin_error_naming_the_engine(
         AgentTrainer(**toy_job, check_only=True)
 
 
-def test_verl_is_the_default_among_several_engines(
-    monkeypatch: pytest.MonkeyPatch, toy_job: dict[str, Any]
-) -> None:
+def test_verl_is_the_default_among_several_engines(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWORLD_TRAIN_LOAD_PLUGINS", "aworld-train-toy")
     AgentTrainer.register_processor("verl", RecordingProcessor)
     assert plugins.default_engine(None) == "verl"
@@ -244,9 +242,7 @@ def test_engine_is_the_only_installed_one_when_none_is_named(
     assert trainer.engine_info.distribution == "aworld-train-dup"
 
 
-def test_a_failing_check_marks_the_run_failed(
-    recording_engine: type[RecordingProcessor], toy_job: dict[str, Any], tmp_path: Path
-) -> None:
+def test_a_failing_check_marks_the_run_failed(toy_job: dict[str, Any]) -> None:
     toy_job["reward_func"] = "no_such_reward"
     with pytest.raises(AWorldTrainError, match="no_such_reward"):
         AgentTrainer(**toy_job)

@@ -60,7 +60,7 @@ def test_run_path_inside_a_file(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux /proc")
-def test_run_path_that_cannot_be_created(tmp_path: Path) -> None:
+def test_run_path_that_cannot_be_created() -> None:
     # Nobody, not even root, can make a folder in /proc.
     with pytest.raises(RunDirectoryError, match="cannot create run path /proc/aworld-train-runs"):
         RunDirectory.create("/proc/aworld-train-runs", "toy")
@@ -254,7 +254,7 @@ def test_resume_continues_from_the_last_checkpoint(toy_job: dict[str, Any]) -> N
     assert policy["logits"] == expected["logits"], "resuming is the same as never stopping"
 
 
-def test_resume_of_a_missing_or_completed_run(toy_job: dict[str, Any], tmp_path: Path) -> None:
+def test_resume_of_a_missing_or_completed_run(toy_job: dict[str, Any]) -> None:
     with pytest.raises(RunDirectoryError, match="no run to resume at nowhere"):
         AgentTrainer(**toy_job, resume="nowhere")
     trainer = AgentTrainer(**toy_job)
