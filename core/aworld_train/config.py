@@ -153,7 +153,8 @@ def load_config(
     sections: dict[str, dict[str, Any]] = {}
     for key, value in data.items():
         if key in _COMMON_TYPES:
-            values[key] = _typed(where, key, value, _COMMON_TYPES[key])
+            if value is not None:  # null keeps the default (seed 42, algorithm grpo)
+                values[key] = _typed(where, key, value, _COMMON_TYPES[key])
         elif key == "resources":
             values["resources"] = _resources(where, value)
         elif key in engine_names:
@@ -195,5 +196,6 @@ def _resources(where: str, value: Any) -> Resources:
                 f"{where}: unknown config key 'resources.{key}'"
                 f"{did_you_mean(key, _RESOURCE_TYPES)}"
             )
-        fields[key] = _typed(where, f"resources.{key}", item, _RESOURCE_TYPES[key])
+        if item is not None:  # null keeps the default
+            fields[key] = _typed(where, f"resources.{key}", item, _RESOURCE_TYPES[key])
     return Resources(**fields)
