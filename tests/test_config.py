@@ -79,6 +79,13 @@ def test_none_is_the_default_config() -> None:
     assert load_config(None) == TrainConfig()
 
 
+def test_null_keys_keep_their_defaults(tmp_path: Path) -> None:
+    (tmp_path / "config.yaml").write_text("seed:\nalgorithm: null\nmax_steps: ~\n"
+                                          "resources: {nnodes: null}\n")
+    assert load_config(tmp_path / "config.yaml") == TrainConfig()
+    assert load_config({}, ["seed=null"]).seed == 42
+
+
 def test_unknown_key_suggests_the_right_one() -> None:
     with pytest.raises(ConfigError) as raised:
         load_config({"max_step": 5}, engine_names=ENGINES)
