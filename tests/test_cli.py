@@ -275,10 +275,11 @@ def test_sigterm_interrupts_training_and_resume_continues(tmp_path: Path) -> Non
                                stderr=subprocess.PIPE, text=True, env=env)
     try:
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and process.poll() is None:
-            if list((tmp_path / "runs").glob("*/checkpoint-5/policy.json")):
-                break
+        saved: list[Path] = []
+        while time.monotonic() < deadline and process.poll() is None and not saved:
+            saved = list((tmp_path / "runs").glob("*/checkpoint-5/policy.json"))
             time.sleep(0.1)
+        assert saved, f"no checkpoint within 60 s; exit {process.poll()}"
         process.send_signal(signal.SIGTERM)
         _, stderr = process.communicate(timeout=60)
     finally:
