@@ -24,8 +24,9 @@ def plugin_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for name in ENV_VARS:
         monkeypatch.delenv(name, raising=False)
     yield
-    for name in list(plugins._registered):
-        plugins.unregister_processor(name)
+    for info in plugins.list_engines():
+        if info.distribution == plugins.REGISTERED:
+            plugins.unregister_processor(info.name)
 
 
 @pytest.fixture
