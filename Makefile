@@ -29,7 +29,7 @@ $(VENVS)/aworld/.ready: pyproject.toml
 	touch $@
 
 test-aworld: $(VENVS)/aworld/.ready
-	$(VENVS)/aworld/bin/python -m pytest tests/aworld
+	$(VENVS)/aworld/bin/python -m pytest tests/with_aworld
 
 # One venv per engine: torch first (pinned by constraints.txt), then the core and the plugin.
 $(VENVS)/%/.ready: pyproject.toml plugins/%/pyproject.toml constraints.txt
@@ -42,7 +42,7 @@ $(VENVS)/%/.ready: pyproject.toml plugins/%/pyproject.toml constraints.txt
 EXTRA_TESTS_trl := tests/scaffold
 
 test-core: $(VENVS)/core/.ready
-	$(VENVS)/core/bin/python -m pytest tests --ignore=tests/scaffold --ignore=tests/aworld
+	$(VENVS)/core/bin/python -m pytest tests --ignore=tests/scaffold --ignore=tests/with_aworld
 
 test-%: $(VENVS)/%/.ready
 	$(VENVS)/$*/bin/python -m pytest plugins/$*/tests $(EXTRA_TESTS_$*)

@@ -25,19 +25,19 @@ def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     try:
         cli.main(args=args, prog_name="aworld-train", standalone_mode=False)
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as exc:  # click turns KeyboardInterrupt into Abort
+        reason = exc.__cause__
+        click.echo(f"interrupted: {reason}" if reason and str(reason) else "interrupted", err=True)
         sys.exit(EXIT_INTERRUPTED)
     except click.ClickException as exc:  # usage errors: one line too
         click.echo(f"error: {exc.format_message()}", err=True)
         sys.exit(EXIT_BAD_INPUT)
     except AWorldTrainError as exc:
-        from aworld_train.trainer import Interrupted
-
         if "--debug" in args:
             traceback.print_exc()
         click.echo(f"error: {' '.join(str(exc).split())}", err=True)
-        sys.exit(EXIT_INTERRUPTED if isinstance(exc, Interrupted) else EXIT_BAD_INPUT)
-    except KeyboardInterrupt:
+        sys.exit(EXIT_BAD_INPUT)
+    except KeyboardInterrupt:  # before click took over
         click.echo("interrupted", err=True)
         sys.exit(EXIT_INTERRUPTED)
 

@@ -46,8 +46,12 @@ class TrainingError(AWorldTrainError):
     """The engine could not train (no GPU where one is needed, a failed launch, ...)."""
 
 
-class Interrupted(AWorldTrainError):
-    """The run was stopped by SIGINT or SIGTERM."""
+class Interrupted(KeyboardInterrupt):
+    """The run was stopped by SIGINT or SIGTERM.
+
+    Not a user mistake, so not an ``AWorldTrainError``: a ``KeyboardInterrupt``, which engine or
+    reward code that catches ``Exception`` cannot swallow.
+    """
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:

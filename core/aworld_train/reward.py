@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aworld_train.errors import Interrupted, RewardError, did_you_mean
+from aworld_train.errors import RewardError, did_you_mean
 
 
 @dataclass
@@ -198,8 +198,6 @@ def _call(
             ground_truth=ground_truth,
             extra_info=extra_info,
         )
-    except Interrupted:
-        raise  # SIGINT/SIGTERM arrived while the reward ran: the run is interrupted, not failed
     except Exception as exc:  # the user's code: name it, the row and the exception
         raise RewardError(f"{where} raised {type(exc).__name__}: {exc}") from exc
     if isinstance(value, dict):
