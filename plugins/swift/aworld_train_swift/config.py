@@ -102,8 +102,7 @@ def config_to_swift(
             f"'{algorithm}'" + did_you_mean(algorithm, ALGORITHMS)
         )
     cls = arguments_class(algorithm)
-    section = config.engine_section("swift")
-    validate_section(section, cls)
+    section = validate_section(config.engine_section("swift"), cls)
 
     arguments: dict[str, Any] = {
         "model": agent.model,
@@ -173,13 +172,16 @@ def config_to_swift(
     return swift_config
 
 
-def validate_section(section: dict[str, Any], cls: type) -> None:
+def validate_section(section: dict[str, Any], cls: type) -> dict[str, Any]:
     """Check each key of the ``swift:`` section against ``cls``'s fields and their types.
 
+    :returns: the section, with numbers YAML read as strings (``1e-4``) turned into numbers
+        where the field is a number, as swift's own command line parser would.
     :raises ConfigError: naming the key, with a suggestion for an unknown one.
     """
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
     hints = typing.get_type_hints(cls)
+    section = dict(section)
     for key, value in section.items():
         if key in _MANAGED:
             raise ConfigError(
@@ -190,9 +192,26 @@ def validate_section(section: dict[str, Any], cls: type) -> None:
                 f"config key 'swift.{key}' is not an argument of ms-swift's {cls.__name__}"
                 + did_you_mean(key, fields)
             )
-        problem = _type_problem(value, hints.get(key, Any))
+        hint = hints.get(key, Any)
+        if isinstance(value, str) and _accepts(hint, float):
+            try:
+                section[key] = value = float(value)
+            except ValueError:
+                pass
+        problem = _type_problem(value, hint)
         if problem:
             raise ConfigError(f"config key 'swift.{key}': {problem}, got {value!r}")
+    return section
+
+
+def _accepts(hint: Any, kind: type) -> bool:
+    """Whether ``hint`` is ``kind`` or an optional ``kind``."""
+    if hint is kind:
+        return True
+    origin = typing.get_origin(hint)
+    if origin is typing.Union or origin is types.UnionType:
+        return kind in typing.get_args(hint) and str not in typing.get_args(hint)
+    return False
 
 
 def _type_problem(value: Any, hint: Any) -> str | None:

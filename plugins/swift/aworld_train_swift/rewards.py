@@ -40,11 +40,10 @@ class SwiftReward:
     weights: list[float]
 
 
-def class_name(function: RewardFunction, position: int) -> str:
+def class_name(function: RewardFunction) -> str:
     """A Python identifier for the ORM of ``function``: ``rewards.py:score`` -> ``score``.
 
-    Swift logs each reward under its class name, so it is the function's own name where that is
-    unique in the job, otherwise suffixed with its position.
+    Swift logs each reward under its class name (``rewards/score/mean``).
     """
     tail = function.name.rsplit(":", 1)[-1].rsplit("/", 1)[-1]
     name = re.sub(r"\W", "_", tail) or "reward"
@@ -119,8 +118,8 @@ def reward_to_swift(spec: RewardSpec, train_file: Path | None) -> SwiftReward:
 
     names: list[str] = []
     for position, function in enumerate(spec.functions):
-        base = class_name(function, position)
-        if any(name == ORM_PREFIX + base for name in names):
+        base = class_name(function)
+        if ORM_PREFIX + base in names:
             base = f"{base}_{position}"
         names.append(ORM_PREFIX + base)
     reward = SwiftReward(spec, names, [f.weight for f in spec.functions])

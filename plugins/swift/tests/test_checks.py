@@ -143,6 +143,11 @@ def test_a_swift_value_of_the_wrong_type_fails(job: dict[str, Any]) -> None:
         _check(job, swift={"template": "qwen", "tuner_type": "lora", "lora_rank": "eight"})
 
 
+def test_a_number_yaml_read_as_text_is_taken_as_a_number(job: dict[str, Any]) -> None:
+    trainer = _check(job, swift={"template": "qwen", "weight_decay": "1e-2"})
+    assert trainer.context.results["config"].arguments["weight_decay"] == 0.01
+
+
 def test_swift_keys_the_job_sets_are_refused(job: dict[str, Any]) -> None:
     with pytest.raises(ConfigError, match=r"'swift\.dataset' is set by aworld-train"):
         _check(job, swift={"template": "qwen", "dataset": ["other.jsonl"]})
