@@ -125,6 +125,9 @@ def config_to_swift(
         arguments["dataset"] = [str(data.train)]
         if data.test is not None:
             arguments["val_dataset"] = [str(data.test)]
+            if config.batch_size is not None:
+                # swift's default of 1 cannot hold a GRPO group of num_generations.
+                arguments["per_device_eval_batch_size"] = config.batch_size
     common = {
         "learning_rate": config.learning_rate,
         "max_steps": config.max_steps,

@@ -46,7 +46,7 @@ def test_grpo_trains_reports_checkpoints_and_saves(job: dict[str, Any], tmp_path
     assert not (run_dir / "model" / "optimizer.pt").exists()
 
 
-def test_sft_with_lora_trains_an_adapter(job: dict[str, Any]) -> None:
+def test_sft_with_lora_trains_an_adapter_and_evaluates(job: dict[str, Any], tmp_path: Path) -> None:
     from peft import PeftModel
     from transformers import AutoModelForCausalLM
 
@@ -57,13 +57,18 @@ def test_sft_with_lora_trains_an_adapter(job: dict[str, Any]) -> None:
         save_steps=3,
         swift={"template": "qwen", "tuner_type": "lora", "lora_rank": 4, "lora_alpha": 8},
     )
+    test_rows = [{"prompt": f"Repeat: {d}", "ground_truth": str(d)} for d in (0, 7)]
+    (tmp_path / "test.jsonl").write_text("".join(json.dumps(row) + "\n" for row in test_rows))
+    job["test_dataset"] = "test.jsonl"
     trainer = AgentTrainer(**job)
     trainer.train()
     run_dir = trainer.run_dir.path
 
     assert _manifest(run_dir)["status"] == "completed"
-    losses = [m["loss"] for m in read_jsonl(run_dir / "metrics.jsonl") if "loss" in m]
+    metrics = read_jsonl(run_dir / "metrics.jsonl")
+    losses = [m["loss"] for m in metrics if "loss" in m]
     assert len(losses) == 3 and all(loss > 0 for loss in losses)
+    assert any("eval_loss" in m for m in metrics)
     first = json.loads((run_dir / "data" / "train.jsonl").read_text().splitlines()[0])
     assert first["messages"][-1] == {"role": "assistant", "content": "3"}
     adapter = run_dir / "model"
