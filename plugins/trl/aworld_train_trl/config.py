@@ -71,6 +71,8 @@ def config_to_trl(
         rejects, a generation batch that ``num_generations`` does not divide, or vLLM asked for
         where it cannot run.
     """
+    import torch
+
     logger = logger or logging.getLogger("aworld_train")
     algorithm = config.algorithm
     if algorithm not in ALGORITHMS:
@@ -79,8 +81,6 @@ def config_to_trl(
             f"'{algorithm}'{did_you_mean(str(algorithm), ALGORITHMS)}"
         )
     section = config.engine_section("trl")
-    import torch
-
     args_class = trainer_args_class(algorithm)
     fields = {f.name for f in dataclasses.fields(args_class) if f.init}
     for key in section:
