@@ -33,7 +33,9 @@ def main() -> None:
 def _answers(run: Path) -> list[tuple[int, str]]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.disable_progress_bar()
     tokenizer = AutoTokenizer.from_pretrained(run / "model")
     model = AutoModelForCausalLM.from_pretrained(run / "model")
     answers = []
