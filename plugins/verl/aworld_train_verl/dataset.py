@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import logging
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     import datasets
 
 SHOWN_INDICES = 10
+SAMPLE_ROWS = 4
 
 
 @dataclass
@@ -159,4 +161,54 @@ def describe_overlong(indices: list[int], max_prompt_length: int, role: str) -> 
     return (
         f"{role}: {len(indices)} prompt(s) longer than max_prompt_length={max_prompt_length} tokens "
         f"(rows {shown}{more})"
+    )
+
+
+def convert(
+    train_dataset: datasets.Dataset,
+    test_dataset: datasets.Dataset | None,
+    *,
+    tokenizer: Any,
+    data_config: Any,
+    system_prompt: str | None,
+    folder: Path,
+    logger: logging.Logger,
+) -> VerlData:
+    """Write each dataset as VeRL's parquet into ``folder`` and prove VeRL reads it.
+
+    :param data_config: the composed config's ``data`` section.
+    :raises DatasetError: for prompts longer than ``data.max_prompt_length`` (unless VeRL is told
+        to drop them, which is then logged as a warning naming the rows), or a file VeRL cannot read.
+    """
+    max_prompt_length = int(data_config.max_prompt_length)
+    files: dict[str, Path | None] = {"train": None, "test": None}
+    overlong: list[int] = []
+    samples: list[dict[str, Any]] = []
+    for split, dataset in (("train", train_dataset), ("test", test_dataset)):
+        if dataset is None:
+            continue
+        rows = verl_rows(dataset, split, system_prompt)
+        too_long = overlong_rows(rows, tokenizer, max_prompt_length)
+        if too_long:
+            message = describe_overlong(too_long, max_prompt_length, f"{split}_dataset")
+            if not data_config.filter_overlong_prompts:
+                raise DatasetError(
+                    f"{message}; VeRL cannot train on them: shorten them, raise config key "
+                    f"'max_prompt_length', or set verl.data.filter_overlong_prompts=true to drop them"
+                )
+            logger.warning("%s; VeRL drops them (data.filter_overlong_prompts=true)", message)
+        path = write_parquet(rows, folder / f"{split}.parquet")
+        load_back(path, tokenizer, data_config, expected_rows=len(rows))
+        files[split] = path
+        if split == "train":
+            overlong = too_long
+            dropped = set(too_long)
+            samples = [row for index, row in enumerate(rows) if index not in dropped][:SAMPLE_ROWS]
+    assert files["train"] is not None
+    return VerlData(
+        train_file=files["train"],
+        test_file=files["test"],
+        rows=len(train_dataset) - len(overlong),
+        overlong=overlong,
+        samples=samples,
     )

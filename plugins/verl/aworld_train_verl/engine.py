@@ -50,51 +50,21 @@ def check_agent(agent: AgentSpec, ctx: RunContext) -> Any:
 def check_dataset(
     train_dataset: datasets.Dataset, test_dataset: datasets.Dataset | None, ctx: RunContext
 ) -> Any:
-    from aworld_train.errors import DatasetError
-
     from aworld_train_verl import config as verl_config
     from aworld_train_verl import dataset as verl_dataset
     from aworld_train_verl.agent import load_tokenizer
 
     agent = _agent(ctx)
-    tokenizer = load_tokenizer(agent.model)
     composed = verl_config.preview(ctx.config, ctx.run_dir, engine=ctx.engine, inputs=agent.overrides)
-    max_prompt_length = int(composed.data.max_prompt_length)
-    filtering = bool(composed.data.filter_overlong_prompts)
-
-    files: dict[str, Any] = {}
-    overlong: list[int] = []
-    samples: list[dict[str, Any]] = []
-    for role, dataset in (("train_dataset", train_dataset), ("test_dataset", test_dataset)):
-        if dataset is None:
-            files[role] = None
-            continue
-        rows = verl_dataset.verl_rows(dataset, role.split("_")[0], agent.system_prompt)
-        too_long = verl_dataset.overlong_rows(rows, tokenizer, max_prompt_length)
-        if too_long:
-            message = verl_dataset.describe_overlong(too_long, max_prompt_length, role)
-            if not filtering:
-                raise DatasetError(
-                    f"{message}; VeRL cannot train on them: shorten them, raise config key "
-                    f"'max_prompt_length', or set verl.data.filter_overlong_prompts=true to drop them"
-                )
-            ctx.logger.warning("%s; VeRL drops them (data.filter_overlong_prompts=true)", message)
-        path = verl_dataset.write_parquet(rows, ctx.run_dir / "data" / f"{role.split('_')[0]}.parquet")
-        verl_dataset.load_back(path, tokenizer, composed.data, expected_rows=len(rows))
-        files[role] = path
-        if role == "train_dataset":
-            overlong = too_long
-            samples = [row for i, row in enumerate(rows) if i not in set(too_long)][:SAMPLE_ROWS]
-    return verl_dataset.VerlData(
-        train_file=files["train_dataset"],
-        test_file=files["test_dataset"],
-        rows=len(train_dataset) - len(overlong),
-        overlong=overlong,
-        samples=samples,
+    return verl_dataset.convert(
+        train_dataset,
+        test_dataset,
+        tokenizer=load_tokenizer(agent.model),
+        data_config=composed.data,
+        system_prompt=agent.system_prompt,
+        folder=ctx.run_dir / "data",
+        logger=ctx.logger,
     )
-
-
-SAMPLE_ROWS = 4
 
 
 @hookimpl
