@@ -37,13 +37,14 @@ CHILD = '''
 import signal, sys, time
 stopped = []
 signal.signal(signal.SIGINT, lambda *_: stopped.append(1))
+signal.signal(signal.SIGTERM, lambda *_: stopped.append(1))
 for step in (1, 2):
     print(f"step:{step} - actor/pg_loss:{step / 10} - critic/score/mean:{step / 4}", flush=True)
 print("ready", flush=True)
 deadline = time.time() + 30
 while not stopped and time.time() < deadline:
     time.sleep(0.05)
-print("stopping after SIGINT" if stopped else "never signalled", flush=True)
+print("stopping after a signal" if stopped else "never signalled", flush=True)
 sys.exit(130 if stopped else 0)
 '''
 
@@ -117,9 +118,11 @@ def test_launch_script_and_command_run_the_saved_config(checked: Any) -> None:
 
 
 def test_main_ppo_reads_the_saved_config_and_runs_verls_own_validation(checked: Any) -> None:
-    """VeRL's own entry point accepts the saved config; ``--cfg job`` stops it before Ray."""
-    command = launch.main_ppo_command(checked.run_dir, ["--cfg", "job"])
-    out = subprocess.run(command, cwd=checked.run_dir, capture_output=True, text=True, timeout=120)
+    """VeRL's own entry point, started by the standalone launch.sh, accepts the saved config;
+    Hydra's ``--cfg job`` prints it and stops before Ray."""
+    script = checked.run_dir / launch.LAUNCH_SCRIPT
+    out = subprocess.run(["bash", str(script), "--cfg", "job"], cwd=checked.run_dir.parent,
+                         capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert f"default_local_dir: {checked.run_dir / 'checkpoints'}" in out.stdout
     assert "name: vllm" in out.stdout
@@ -154,20 +157,22 @@ def test_a_failing_child_is_a_training_error_with_its_last_line(tmp_path: Path) 
         launch.run([sys.executable, str(child)], tmp_path, lambda *_: None, echo=lambda _: None)
 
 
-def test_sigint_is_forwarded_and_the_run_ends_interrupted(tmp_path: Path) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_is_forwarded_and_the_run_ends_interrupted(tmp_path: Path, signum: signal.Signals) -> None:
     child = tmp_path / "child.py"
     child.write_text(CHILD)
     echoed: list[str] = []
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
 
     def interrupt_when_ready(line: str) -> None:
         echoed.append(line)
         if line == "ready":
-            threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
+            threading.Timer(0.2, os.kill, (os.getpid(), signum)).start()
 
-    with pytest.raises(KeyboardInterrupt, match="SIGINT"):
+    with pytest.raises(KeyboardInterrupt, match=signum.name):
         launch.run([sys.executable, str(child)], tmp_path, lambda *_: None, echo=interrupt_when_ready)
-    assert echoed[-1] == "stopping after SIGINT"
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert echoed[-1] == "stopping after a signal"
+    assert {sig: signal.getsignal(sig) for sig in before} == before
 
 
 def test_resume_points_verl_at_the_last_checkpoint(tmp_path: Path) -> None:
