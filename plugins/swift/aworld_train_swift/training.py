@@ -106,11 +106,14 @@ def train_in_process(
         from swift.callbacks import callbacks_map
         from transformers.utils import logging as hf_logging
 
+        from aworld_train_swift import patches
         from aworld_train_swift.rewards import register
 
         # aworld-train reports progress and metrics itself.
         quiet_swift()
         hf_logging.set_verbosity_error()
+        if config.algorithm == "grpo":
+            patches.apply()
         if reward is not None:
             register(reward)
         callbacks_map[CALLBACK] = metrics_callback(on_start, on_log)

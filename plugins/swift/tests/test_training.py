@@ -116,3 +116,36 @@ def test_two_cpu_processes_train_one_job_through_torchrun(job: dict[str, Any]) -
     assert metrics[-1]["epoch"] == pytest.approx(0.25)
     assert _manifest(run_dir)["status"] == "completed"
     assert (run_dir / "model" / "config.json").is_file()
+
+
+def test_grpo_survives_completions_that_end_before_their_first_token(tmp_path: Path) -> None:
+    """A random model over a ~100-token vocabulary ends some completions at once; ms-swift 4.6
+    alone then stops at step 2 with 'Size does not match at dimension 1' (see patches.py)."""
+    import random
+    import string
+
+    from aworld_train.testing import build_tiny_model
+
+    model = build_tiny_model(tmp_path / "model", hidden_size=128, alphabet=string.printable)
+    rng = random.Random(0)
+    rows = [{"prompt": f"Repeat: {d}", "ground_truth": d}
+            for d in (str(rng.randrange(10)) for _ in range(2000))]
+    (tmp_path / "train.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    trainer = AgentTrainer(
+        agent={"name": "tiny", "llm_temperature": 1.0},
+        config={"algorithm": "grpo", "model": str(model), "max_steps": 3, "batch_size": 64,
+                "num_generations": 8, "max_completion_length": 8, "learning_rate": 1e-3,
+                "logging_steps": 1, "save_steps": 3, "seed": 0, "swift": {"template": "qwen"}},
+        reward_func="exact_match",
+        train_dataset="train.jsonl",
+        run_path=tmp_path / "runs",
+        train_engine_name="swift",
+        base_dir=tmp_path,
+    )
+    trainer.train()
+    run_dir = trainer.run_dir.path
+
+    assert _manifest(run_dir)["status"] == "completed"
+    steps = [m for m in read_jsonl(run_dir / "metrics.jsonl") if "reward" in m]
+    assert [m["step"] for m in steps] == [1, 2, 3]
+    assert min(m["completions/min_length"] for m in steps) == 0.0
