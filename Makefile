@@ -44,7 +44,9 @@ EXTRA_TESTS_trl := tests/scaffold
 test-core: $(VENVS)/core/.ready
 	$(VENVS)/core/bin/python -m pytest tests --ignore=tests/scaffold --ignore=tests/with_aworld
 
-test-%: $(VENVS)/%/.ready
+# A static pattern rule: make skips implicit-rule search for .PHONY targets, so a plain
+# `test-%:` pattern rule would never run.
+$(addprefix test-,$(ENGINES)): test-%: $(VENVS)/%/.ready
 	$(VENVS)/$*/bin/python -m pytest plugins/$*/tests $(EXTRA_TESTS_$*)
 
 clean:
