@@ -130,9 +130,18 @@ def common_overrides(config: TrainConfig) -> dict[str, Any]:
         # VeRL counts whole epochs; a fractional request is rounded up, max_steps bounds it.
         out["trainer.total_epochs"] = max(1, math.ceil(config.num_epochs))
     if config.batch_size is not None:
-        out["data.train_batch_size"] = config.batch_size
-        out["actor_rollout_ref.actor.ppo_mini_batch_size"] = config.batch_size
-        out["critic.ppo_mini_batch_size"] = config.batch_size
+        # batch_size counts completions per step, as in every engine; VeRL counts prompts, each
+        # sampled rollout.n times, and normalises its mini batches by rollout.n the same way.
+        generations = config.num_generations or 1
+        if config.batch_size % generations:
+            raise ConfigError(
+                f"config key 'batch_size': {config.batch_size} completions per step do not divide "
+                f"into groups of num_generations={generations}; make it a multiple of {generations}"
+            )
+        prompts = config.batch_size // generations
+        out["data.train_batch_size"] = prompts
+        out["actor_rollout_ref.actor.ppo_mini_batch_size"] = prompts
+        out["critic.ppo_mini_batch_size"] = prompts
     if config.num_generations is not None:
         out["actor_rollout_ref.rollout.n"] = config.num_generations
     if config.max_prompt_length is not None:

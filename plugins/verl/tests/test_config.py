@@ -39,8 +39,9 @@ def resolved(tmp_path: Path, model: Path, **config: Any) -> Any:
         ({"learning_rate": 3e-6}, "actor_rollout_ref.actor.optim.lr", 3e-6),
         ({"max_steps": 7}, "trainer.total_training_steps", 7),
         ({"num_epochs": 2.5}, "trainer.total_epochs", 3),
-        ({"batch_size": 8}, "data.train_batch_size", 8),
-        ({"batch_size": 8}, "actor_rollout_ref.actor.ppo_mini_batch_size", 8),
+        ({"batch_size": 8, "num_generations": 2}, "data.train_batch_size", 4),
+        ({"batch_size": 8, "num_generations": 2}, "actor_rollout_ref.actor.ppo_mini_batch_size", 4),
+        ({"batch_size": 8, "num_generations": 4}, "data.train_batch_size", 2),
         ({"num_generations": 4}, "actor_rollout_ref.rollout.n", 4),
         ({"max_prompt_length": 100}, "data.max_prompt_length", 100),
         ({"max_prompt_length": 100}, "actor_rollout_ref.rollout.prompt_length", 100),
@@ -48,8 +49,8 @@ def resolved(tmp_path: Path, model: Path, **config: Any) -> Any:
         ({"seed": 7}, "data.seed", 7),
         ({"seed": 7}, "actor_rollout_ref.rollout.seed", 7),
         ({"save_steps": 5}, "trainer.save_freq", 5),
-        ({"resources": Resources(nnodes=2, gpus_per_node=4)}, "trainer.nnodes", 2),
-        ({"resources": Resources(nnodes=2, gpus_per_node=4)}, "trainer.n_gpus_per_node", 4),
+        ({"resources": Resources(nnodes=2, gpus_per_node=4), "batch_size": 16}, "trainer.nnodes", 2),
+        ({"resources": Resources(nnodes=2, gpus_per_node=4), "batch_size": 16}, "trainer.n_gpus_per_node", 4),
         ({"resources": Resources(ray_address="ray://head:10001")}, "ray_kwargs.ray_init.address", "ray://head:10001"),
     ],
 )
@@ -65,6 +66,11 @@ def test_common_keys_map_onto_verl_keys(
 def test_model_key_sets_the_policy_path(tmp_path: Path) -> None:
     overrides = common_overrides(TrainConfig(model="/models/qwen"))
     assert overrides["actor_rollout_ref.model.path"] == overrides["critic.model.path"] == "/models/qwen"
+
+
+def test_batch_size_must_hold_whole_groups_of_generations() -> None:
+    with pytest.raises(ConfigError, match="'batch_size': 6 completions per step do not divide into groups of num_generations=4"):
+        common_overrides(TrainConfig(batch_size=6, num_generations=4))
 
 
 def test_sft_is_refused_with_the_engines_that_do_it() -> None:
@@ -113,7 +119,7 @@ def test_a_value_of_the_wrong_type_is_rejected(tmp_path: Path, tiny_model: Path)
 
 
 def test_verls_validate_config_rejects_inconsistent_batch_sizes(tmp_path: Path, tiny_model: Path) -> None:
-    with pytest.raises(ConfigError, match=r"validate_config.*train_batch_size \(4\).*ppo_mini_batch_size \(8\)"):
+    with pytest.raises(ConfigError, match=r"validate_config.*train_batch_size \(2\).*ppo_mini_batch_size \(8\)"):
         resolved(tmp_path, tiny_model, verl={"actor_rollout_ref.actor.ppo_mini_batch_size": 8})
 
 
