@@ -6,7 +6,6 @@ VeRL trains only on GPUs: on a machine without one, ``train`` must fail at once 
 
 from __future__ import annotations
 
-
 from aworld_train.errors import TrainingError
 from aworld_train.testing.conformance import EngineConformance
 
