@@ -116,10 +116,12 @@ def train(ctx: RunContext) -> dict[str, Any] | None:
     num_cpus = _cpu_count()
     launch.preflight(resolved.config, num_cpus)
     extra = [f"ray_kwargs.ray_init.num_cpus={num_cpus}"]
+    completed = 0
     if ctx.resume_from is not None:
-        extra += launch.resume_overrides(ctx.resume_from)
+        completed, checkpoint = launch.last_checkpoint(ctx.resume_from)
+        extra += launch.resume_overrides(checkpoint)
     data = ctx.results.get("dataset")
-    ctx.metrics.start(resolved.total_steps or _steps(resolved, data))
+    ctx.metrics.start(resolved.total_steps or _steps(resolved, data), completed=completed)
     launch.run(launch.main_ppo_command(ctx.run_dir, extra), ctx.run_dir, ctx.metrics.log)
     return ctx.metrics.last()
 

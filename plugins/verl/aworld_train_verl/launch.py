@@ -113,8 +113,8 @@ def preflight(config: Any, num_cpus: int) -> None:
         )
 
 
-def resume_overrides(resume_from: Path) -> list[str]:
-    """Hydra overrides that continue from the last checkpoint VeRL saved in ``resume_from``.
+def last_checkpoint(resume_from: Path) -> tuple[int, Path]:
+    """The step and folder of the last checkpoint VeRL saved in the run directory ``resume_from``.
 
     :raises TrainingError: when that run saved no checkpoint.
     """
@@ -127,9 +127,14 @@ def resume_overrides(resume_from: Path) -> list[str]:
         )
     step = marker.read_text(encoding="utf-8").strip()
     target = checkpoints / f"global_step_{step}"
-    if not target.is_dir():
-        raise TrainingError(f"{marker} names step {step}, but {target} does not exist")
-    return ["trainer.resume_mode=resume_path", f"trainer.resume_from_path={target}"]
+    if not step.isdigit() or not target.is_dir():
+        raise TrainingError(f"{marker} names step {step!r}, but {target} does not exist")
+    return int(step), target
+
+
+def resume_overrides(checkpoint: Path) -> list[str]:
+    """Hydra overrides that continue from ``checkpoint`` through VeRL's own resume mode."""
+    return ["trainer.resume_mode=resume_path", f"trainer.resume_from_path={checkpoint}"]
 
 
 def parse_step(line: str) -> tuple[int, dict[str, float]] | None:

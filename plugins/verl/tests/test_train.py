@@ -179,15 +179,21 @@ def test_resume_points_verl_at_the_last_checkpoint(tmp_path: Path) -> None:
     old = tmp_path / "old-run"
     (old / "checkpoints" / "global_step_4").mkdir(parents=True)
     (old / "checkpoints" / "latest_checkpointed_iteration.txt").write_text("4")
-    assert launch.resume_overrides(old) == [
+    step, checkpoint = launch.last_checkpoint(old)
+    assert (step, checkpoint) == (4, old / "checkpoints" / "global_step_4")
+    assert launch.resume_overrides(checkpoint) == [
         "trainer.resume_mode=resume_path",
-        f"trainer.resume_from_path={old / 'checkpoints' / 'global_step_4'}",
+        f"trainer.resume_from_path={checkpoint}",
     ]
 
 
 def test_resume_without_a_checkpoint_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(TrainingError, match="no VeRL checkpoint to resume from"):
-        launch.resume_overrides(tmp_path)
+        launch.last_checkpoint(tmp_path)
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "checkpoints" / "latest_checkpointed_iteration.txt").write_text("9")
+    with pytest.raises(TrainingError, match="names step '9', but .*global_step_9 does not exist"):
+        launch.last_checkpoint(tmp_path)
 
 
 def test_train_passes_resume_and_cpus_to_main_ppo(checked: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
