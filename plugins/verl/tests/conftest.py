@@ -3,6 +3,9 @@ context wired the way the core wires it."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +31,16 @@ def broken(data_source, solution_str, ground_truth, extra_info=None):
 def wordy(data_source, solution_str, ground_truth, extra_info=None):
     return "great"
 '''
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Keep the Hugging Face datasets cache VeRL's RLHFDataset fills out of the home folder."""
+    config._verl_datasets_cache = tempfile.mkdtemp(prefix="verl-tests-datasets-")  # type: ignore[attr-defined]
+    os.environ["HF_DATASETS_CACHE"] = config._verl_datasets_cache  # type: ignore[attr-defined]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(getattr(config, "_verl_datasets_cache", ""), ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
