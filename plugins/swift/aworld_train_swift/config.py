@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from aworld_train_swift.dataset import SwiftDatasets
     from aworld_train_swift.rewards import SwiftReward
 
-ALGORITHMS = ("sft", "grpo")
+ALGORITHMS = ("sft", "grpo", "dpo")
 # Where the converted data, swift's outputs and swift's caches go inside the run directory.
 CHECKPOINTS = "checkpoints"
 CACHE = "cache"
@@ -53,7 +53,7 @@ _MANAGED = {
 class SwiftConfig:
     """ms-swift's arguments for one run.
 
-    :ivar algorithm: ``sft`` or ``grpo``.
+    :ivar algorithm: ``sft``, ``grpo`` or ``dpo``.
     :ivar arguments: keyword arguments of ``SftArguments`` / ``RLHFArguments``; the rewards
         and the metrics callback they name are registered in the training process.
     :ivar cache_dir: ``MODELSCOPE_CACHE`` and ``HF_HOME`` point inside it during the run.
@@ -149,7 +149,7 @@ def config_to_swift(
         if reward is not None:
             arguments["reward_funcs"] = list(reward.names)
             arguments["reward_weights"] = list(reward.weights)
-    elif config.max_prompt_length and completion_length:
+    elif config.max_prompt_length and completion_length:  # SFT, DPO: prompt + reply
         common["max_length"] = config.max_prompt_length + completion_length
     arguments.update({key: value for key, value in common.items() if value is not None})
     if config.save_steps is None and config.max_steps is not None:
@@ -307,8 +307,8 @@ def build_arguments(config: SwiftConfig, **extra: Any) -> Any:
     cls = arguments_class(config.algorithm)
     quiet_swift()
     kwargs = dict(config.arguments, **extra)
-    if config.algorithm == "grpo":
-        kwargs["rlhf_type"] = "grpo"
+    if config.algorithm != "sft":
+        kwargs["rlhf_type"] = config.algorithm
     with swift_environment(config):
         try:
             return cls(**kwargs)

@@ -59,8 +59,9 @@ def convert_dataset(
 ) -> int:
     """Write ``dataset`` to ``path`` as swift JSONL and return the number of rows.
 
-    :param algorithm: ``sft`` appends the ground truth as the assistant's reply; ``grpo`` leaves
-        the reply to the policy.
+    :param algorithm: ``sft`` appends the ground truth as the assistant's reply; ``dpo`` too,
+        as the chosen reply, with the row's ``rejected`` column as ``rejected_response``;
+        ``grpo`` leaves the reply to the policy.
     :raises DatasetError: naming the dataset, the row and the column.
     """
     clashing = _RESERVED.intersection(dataset.column_names)
@@ -75,7 +76,7 @@ def convert_dataset(
         for index, row in enumerate(dataset):
             messages = prompt_messages(row["prompt"], role, index)
             ground_truth = row["ground_truth"]
-            if algorithm == "sft":
+            if algorithm in ("sft", "dpo"):
                 if messages[-1]["role"] == "assistant":
                     raise DatasetError(
                         f"{role} row {index}: the prompt already ends with an assistant "
@@ -85,8 +86,16 @@ def convert_dataset(
             record = {
                 key: value
                 for key, value in row.items()
-                if key not in ("prompt", "extra_info")
+                if key not in ("prompt", "extra_info", "rejected")
             }
+            if algorithm == "dpo":
+                rejected = row.get("rejected")
+                if not isinstance(rejected, str) or not rejected:
+                    raise DatasetError(
+                        f"{role} row {index}: DPO needs a 'rejected' column holding the reply "
+                        "to prefer less than the ground truth (map one with columns:)"
+                    )
+                record["rejected_response"] = rejected
             extra_info = row.get("extra_info") or {}
             record.update(
                 messages=messages,

@@ -82,7 +82,7 @@ def write_job(ctx: RunContext, checkpoint: Path | None) -> Path:
     """Write what every worker needs into the run directory and return the job file."""
     rewards = []
     reward = ctx.results.get("reward")
-    if reward is not None and ctx.results["config"].algorithm != "sft":
+    if reward is not None and ctx.results["config"].algorithm == "grpo":
         for function, name in zip(reward.spec.functions, reward.names):
             if function.ref is None:
                 raise TrainingError(

@@ -65,6 +65,11 @@ def test_a_column_swift_reads_itself_is_refused(tmp_path: Path) -> None:
         convert_dataset(rows, tmp_path / "train.jsonl", "grpo", "train_dataset")
 
 
+def test_dpo_rows_need_a_rejected_reply(tmp_path: Path) -> None:
+    with pytest.raises(DatasetError, match="train_dataset row 0: DPO needs a 'rejected' column"):
+        convert_dataset(_rows(), tmp_path / "train.jsonl", "dpo", "train_dataset")
+
+
 def test_the_orm_batch_scores_each_completion_against_its_own_row() -> None:
     seen: list[tuple[str, str, dict]] = []
 
@@ -170,7 +175,7 @@ def test_vllm_without_vllm_or_a_gpu_is_one_line(job: dict[str, Any]) -> None:
 
 
 def test_an_algorithm_swift_does_not_train_here_is_refused(job: dict[str, Any]) -> None:
-    with pytest.raises(ConfigError, match="trains \\['sft', 'grpo'\\], not 'ppo'"):
+    with pytest.raises(ConfigError, match="trains \\['sft', 'grpo', 'dpo'\\], not 'ppo'"):
         _check(job, algorithm="ppo")
 
 

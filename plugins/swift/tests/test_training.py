@@ -149,3 +149,21 @@ def test_grpo_survives_completions_that_end_before_their_first_token(tmp_path: P
     steps = [m for m in read_jsonl(run_dir / "metrics.jsonl") if "reward" in m]
     assert [m["step"] for m in steps] == [1, 2, 3]
     assert min(m["completions/min_length"] for m in steps) == 0.0
+
+
+def test_dpo_prefers_the_ground_truth_over_the_rejected_reply(job: dict[str, Any], tmp_path: Path) -> None:
+    rows = [{"prompt": f"Repeat: {d}", "ground_truth": str(d), "rejected": str((d + 1) % 10)}
+            for d in DIGITS]
+    (tmp_path / "train.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    job["config"] = dict(job["config"], algorithm="dpo", max_steps=2, save_steps=2)
+    trainer = AgentTrainer(**job)
+    trainer.train()
+    run_dir = trainer.run_dir.path
+
+    assert _manifest(run_dir)["status"] == "completed"
+    first = json.loads((run_dir / "data" / "train.jsonl").read_text().splitlines()[0])
+    assert first["messages"][-1] == {"role": "assistant", "content": "3"}
+    assert first["rejected_response"] == "4"
+    steps = [m for m in read_jsonl(run_dir / "metrics.jsonl") if "rewards/margins" in m]
+    assert [m["step"] for m in steps] == [1, 2]
+    assert (run_dir / "model" / "model.safetensors").is_file()
