@@ -163,6 +163,11 @@ def model_overrides(model: str) -> dict[str, Any]:
     return {"actor_rollout_ref.model.path": model, "critic.model.path": model}
 
 
+def cluster_address(config: TrainConfig) -> str | None:
+    """The Ray cluster the job joins: ``resources.ray_address``, else ``RAY_ADDRESS``, else none."""
+    return config.resources.ray_address or os.environ.get("RAY_ADDRESS") or None
+
+
 def visible_gpus() -> int:
     """How many NVIDIA GPUs this process can use, without importing torch.
 
@@ -301,7 +306,8 @@ def job_overrides(
         **DEFAULTS,
         "trainer.experiment_name": run_dir.name,
         "trainer.default_local_dir": str(run_dir / "checkpoints"),
-        "ray_kwargs.ray_init.num_cpus": os.cpu_count() or 1,
+        # Ray refuses num_cpus when it joins an existing cluster.
+        "ray_kwargs.ray_init.num_cpus": None if cluster_address(config) else os.cpu_count() or 1,
         **(inputs or {}),
         **common_overrides(config),
         **section,

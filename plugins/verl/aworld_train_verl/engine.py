@@ -115,7 +115,9 @@ def train(ctx: RunContext) -> dict[str, Any] | None:
         raise TrainingError("the verl engine trains the config its check_config resolved; run the checks first")
     num_cpus = _cpu_count()
     launch.preflight(resolved.config, num_cpus)
-    extra = [f"ray_kwargs.ray_init.num_cpus={num_cpus}"]
+    # Ray refuses a CPU count when it joins an existing cluster.
+    cpus = "null" if launch.joins_cluster(resolved.config) else str(num_cpus)
+    extra = [f"ray_kwargs.ray_init.num_cpus={cpus}"]
     completed = 0
     if ctx.resume_from is not None:
         completed, checkpoint = launch.last_checkpoint(ctx.resume_from)

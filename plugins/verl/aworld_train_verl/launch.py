@@ -60,13 +60,21 @@ def write_launch_script(run_dir: Path) -> Path:
         'RUN_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"\n'
         'cd "$RUN_DIR"\n'
         f'export VERL_FILE_LOGGER_PATH="$RUN_DIR/{METRICS_NAME}"\n'
+        "# Ray refuses a CPU count when it joins an existing cluster.\n"
+        'cluster=()\n'
+        'if [[ -n "${RAY_ADDRESS:-}" ]]; then cluster=(ray_kwargs.ray_init.num_cpus=null); fi\n'
         f'exec "${{PYTHON:-{shlex.quote(sys.executable)}}}" -m verl.trainer.main_ppo \\\n'
         f'  --config-path="$RUN_DIR" --config-name={SAVED_CONFIG_NAME} \\\n'
-        '  hydra.run.dir="$RUN_DIR/hydra" hydra.output_subdir=null "$@"\n',
+        '  hydra.run.dir="$RUN_DIR/hydra" hydra.output_subdir=null ${cluster[@]+"${cluster[@]}"} "$@"\n',
         encoding="utf-8",
     )
     path.chmod(0o755)
     return path
+
+
+def joins_cluster(config: Any) -> bool:
+    """Whether main_ppo's ``ray.init`` joins an existing Ray cluster instead of starting one."""
+    return bool(config.ray_kwargs.ray_init.get("address") or os.environ.get("RAY_ADDRESS"))
 
 
 def ray_cpus_held(config: Any) -> int:
@@ -91,8 +99,7 @@ def preflight(config: Any, num_cpus: int) -> None:
     :raises TrainingError: when fewer GPUs are visible than the config asks for on this node, or
         the local Ray gets fewer CPUs than VeRL's actors hold.
     """
-    ray_address = config.ray_kwargs.ray_init.get("address") or os.environ.get("RAY_ADDRESS")
-    if ray_address:
+    if joins_cluster(config):
         return  # the cluster's nodes hold the GPUs and CPUs, not necessarily this one
     wanted = int(config.trainer.n_gpus_per_node) * int(config.trainer.nnodes)
     visible = visible_gpus()

@@ -52,6 +52,7 @@ def resolved(tmp_path: Path, model: Path, **config: Any) -> Any:
         ({"resources": Resources(nnodes=2, gpus_per_node=4), "batch_size": 16}, "trainer.nnodes", 2),
         ({"resources": Resources(nnodes=2, gpus_per_node=4), "batch_size": 16}, "trainer.n_gpus_per_node", 4),
         ({"resources": Resources(ray_address="ray://head:10001")}, "ray_kwargs.ray_init.address", "ray://head:10001"),
+        ({"resources": Resources(ray_address="ray://head:10001")}, "ray_kwargs.ray_init.num_cpus", None),
     ],
 )
 def test_common_keys_map_onto_verl_keys(
@@ -78,7 +79,10 @@ def test_sft_is_refused_with_the_engines_that_do_it() -> None:
         common_overrides(TrainConfig(algorithm="sft"))
 
 
-def test_mandatory_choices_get_defaults_and_the_run_gets_its_directories(tmp_path: Path, tiny_model: Path) -> None:
+def test_mandatory_choices_get_defaults_and_the_run_gets_its_directories(
+    tmp_path: Path, tiny_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
     cfg = resolved(tmp_path, tiny_model).config
     assert cfg.actor_rollout_ref.rollout.name == "vllm"
     assert cfg.actor_rollout_ref.rollout.mode == "async"
@@ -86,6 +90,13 @@ def test_mandatory_choices_get_defaults_and_the_run_gets_its_directories(tmp_pat
     assert cfg.trainer.experiment_name == "run"
     assert cfg.ray_kwargs.ray_init.num_cpus >= 1
     assert "wandb" not in cfg.trainer.logger
+
+
+def test_joining_a_cluster_from_ray_address_sets_no_cpu_count(
+    tmp_path: Path, tiny_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAY_ADDRESS", "ray://head:10001")
+    assert resolved(tmp_path, tiny_model).config.ray_kwargs.ray_init.num_cpus is None
 
 
 def test_verl_section_wins_over_common_keys(tmp_path: Path, tiny_model: Path) -> None:

@@ -126,6 +126,11 @@ def test_main_ppo_reads_the_saved_config_and_runs_verls_own_validation(checked: 
     assert out.returncode == 0, out.stderr[-2000:]
     assert f"default_local_dir: {checked.run_dir / 'checkpoints'}" in out.stdout
     assert "name: vllm" in out.stdout
+    assert f"num_cpus: {os.cpu_count()}" in out.stdout
+    joining = subprocess.run(["bash", str(script), "--cfg", "job"], cwd=checked.run_dir.parent, capture_output=True,
+                             text=True, timeout=120, env={**os.environ, "RAY_ADDRESS": "ray://head:10001"})
+    assert joining.returncode == 0, joining.stderr[-2000:]
+    assert "num_cpus: null" in joining.stdout, "Ray refuses a CPU count when it joins a cluster"
 
 
 def test_verls_step_line_becomes_metrics() -> None:
@@ -210,3 +215,13 @@ def test_train_passes_resume_and_cpus_to_main_ppo(checked: Any, monkeypatch: pyt
     assert f"ray_kwargs.ray_init.num_cpus={os.cpu_count()}" in seen["command"]
     assert result["reward"] == 0.5
     assert json.loads((checked.run_dir / "metrics.jsonl").read_text().splitlines()[0])["step"] == 1
+
+
+def test_train_joining_a_cluster_skips_the_local_checks_and_the_cpu_count(
+    checked: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: dict[str, Any] = {}
+    monkeypatch.setenv("RAY_ADDRESS", "ray://head:10001")
+    monkeypatch.setattr(launch, "run", lambda command, run_dir, on_step: seen.update(command=command))
+    engine.train(checked)
+    assert "ray_kwargs.ray_init.num_cpus=null" in seen["command"]
