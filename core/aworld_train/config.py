@@ -24,6 +24,10 @@ class TrainConfig:
 
     ``None`` means "the engine's default". ``sections`` holds the raw section named after each
     engine (``trl:``, ``swift:``, ``verl:``); the engine validates its own against its schema.
+
+    ``batch_size`` counts samples per optimisation step on one device: for GRPO and PPO that
+    is completions (prompts × ``num_generations``), for SFT and DPO rows. Every engine reads it
+    so, which keeps one job file meaning the same on each.
     """
 
     algorithm: str = "grpo"
