@@ -1,4 +1,6 @@
-"""The policy VeRL's rollout serves: a model folder whose tokenizer has a chat template."""
+"""The policy VeRL's rollout serves (a model folder whose tokenizer has a chat template) and, for an
+agent with tools, the agent loop that runs it: :mod:`aworld_train_verl.agent_loop`, named in an
+``agent_loop.yaml`` written into the run directory beside the pickled tool set it calls."""
 
 from __future__ import annotations
 
@@ -11,6 +13,12 @@ from aworld_train.errors import AgentError
 if TYPE_CHECKING:
     from aworld_train.agent import AgentSpec
     from aworld_train.config import TrainConfig
+    from aworld_train.tools import ToolSet
+
+#: The ``agent_name`` of the dataset rows the plugin's agent loop runs.
+AGENT_LOOP_NAME = "aworld_train_agent"
+AGENT_LOOP_FILE = "agent_loop.yaml"
+TOOLS_FILE = "agent_tools.pkl"
 
 
 @dataclass
@@ -20,11 +28,21 @@ class VerlAgent:
     :ivar model: the model folder (``actor_rollout_ref.model.path``).
     :ivar system_prompt: prepended to every prompt as a system message.
     :ivar overrides: the VeRL keys the agent's sampling settings set.
+    :ivar tools: the agent's tools, or ``None`` for an agent without tools (VeRL's single-turn
+        loop serves it).
+    :ivar max_turns: the most model turns of one episode.
     """
 
     model: str
     system_prompt: str | None
     overrides: dict[str, Any]
+    tools: ToolSet | None = None
+    max_turns: int = 1
+
+    @property
+    def agent_name(self) -> str | None:
+        """The agent loop the dataset rows name, or ``None`` for VeRL's default."""
+        return AGENT_LOOP_NAME if self.tools is not None else None
 
 
 def model_path(agent: AgentSpec | None, config: TrainConfig) -> str:
@@ -53,21 +71,23 @@ def load_tokenizer(model: str) -> Any:
         raise AgentError(f"model '{model}': its tokenizer does not load: {error}") from error
 
 
-def check_agent(agent: AgentSpec, config: TrainConfig) -> VerlAgent:
-    """Check what VeRL's single-turn rollout will use of ``agent``.
+def check_agent(agent: AgentSpec, config: TrainConfig, tools: ToolSet | None = None) -> VerlAgent:
+    """Check what VeRL's rollout will use of ``agent``.
 
-    :raises AgentError: for tools or an AWorld agent (multi-turn agent loops are not supported
-        yet), a missing model, or a tokenizer without a chat template.
+    :param tools: the agent's resolved tools (the core's ``ctx.results["tools"]``).
+    :raises AgentError: for an AWorld agent (not supported yet), an agent with tools whose tools
+        were not resolved or whose chat template does not render them, a missing model, or a
+        tokenizer without a chat template.
     """
     if agent.source is not None:
         raise AgentError(
             f"agent '{agent.name}': AWorld agents are not yet supported by the verl engine "
-            f"(VeRL's multi-turn agent loop is not wired yet); give a plain agent spec"
+            f"(only plain agent specs run in its agent loop); give the agent as a YAML file or mapping"
         )
-    if agent.uses_tools:
+    if agent.uses_tools and not tools:
         raise AgentError(
-            f"agent '{agent.name}': tools and MCP servers are not yet supported by the verl engine "
-            f"(VeRL's multi-turn agent loop is not wired yet); remove them or use another engine"
+            f"agent '{agent.name}' uses tools, but none were resolved; run it through AgentTrainer "
+            f"or the CLI, which resolve the tools before the engine's checks"
         )
     model = model_path(agent, config)
     tokenizer = load_tokenizer(model)
@@ -83,4 +103,77 @@ def check_agent(agent: AgentSpec, config: TrainConfig) -> VerlAgent:
         overrides["actor_rollout_ref.rollout.top_p"] = agent.llm_top_p
     if agent.llm_max_tokens is not None and config.max_completion_length is None:
         overrides["data.max_response_length"] = agent.llm_max_tokens
-    return VerlAgent(model=str(Path(model).expanduser().resolve()), system_prompt=agent.system_prompt, overrides=overrides)
+    if tools:
+        _check_tools_render(tokenizer, tools, model)
+        if agent.max_turns < 1:
+            raise AgentError(f"agent '{agent.name}': max_turns must be at least 1, not {agent.max_turns}")
+    return VerlAgent(
+        model=str(Path(model).expanduser().resolve()),
+        system_prompt=agent.system_prompt,
+        overrides=overrides,
+        tools=tools or None,
+        max_turns=agent.max_turns,
+    )
+
+
+def _check_tools_render(tokenizer: Any, tools: ToolSet, model: str) -> None:
+    """The chat template must show the model its tools, or the agent cannot call them."""
+    messages = [{"role": "user", "content": "?"}]
+    try:
+        with_tools = tokenizer.apply_chat_template(messages, tools=tools.schemas(), tokenize=False)
+    except Exception as error:  # noqa: BLE001 - jinja raises many kinds
+        raise AgentError(f"model '{model}': its chat template fails with tools: {error}") from error
+    if with_tools == tokenizer.apply_chat_template(messages, tokenize=False):
+        raise AgentError(
+            f"model '{model}': its chat template ignores tools, so the model would never see "
+            f"{', '.join(tools.names)}; use a tool-calling model (Qwen2.5/Qwen3 and the like)"
+        )
+
+
+def write_agent_loop(agent: VerlAgent, run_dir: Path) -> dict[str, Any]:
+    """Write the agent loop's config and tool set into ``run_dir`` for VeRL's agent-loop workers.
+
+    :returns: the VeRL key that points at the config (nothing for an agent without tools).
+    :raises AgentError: when the tool set cannot be pickled for another process.
+    """
+    if agent.tools is None:
+        return {}
+    import cloudpickle
+    from omegaconf import OmegaConf
+
+    run_dir.mkdir(parents=True, exist_ok=True)
+    tools_file = run_dir / TOOLS_FILE
+    try:
+        tools_file.write_bytes(cloudpickle.dumps(agent.tools))
+    except Exception as error:  # noqa: BLE001 - pickling fails in many ways
+        raise AgentError(
+            f"the agent's tools cannot be shipped to VeRL's agent-loop workers: {error}; "
+            f"define Python tools in a file and name them as 'file.py:function'"
+        ) from error
+    loops = [{
+        "name": AGENT_LOOP_NAME,
+        "_target_": "aworld_train_verl.agent_loop.ToolAgentLoop",
+        "tools_file": str(tools_file),
+        "max_turns": agent.max_turns,
+    }]
+    config_file = run_dir / AGENT_LOOP_FILE
+    OmegaConf.save(OmegaConf.create(loops), config_file)
+    _load_back(config_file)
+    return {"actor_rollout_ref.rollout.agent.agent_loop_config_path": str(config_file)}
+
+
+def _load_back(config_file: Path) -> None:
+    """Read the agent loop's config as VeRL's workers do: the class imports and is an agent loop,
+    and the tool set unpickles."""
+    from hydra.utils import get_class
+    from omegaconf import OmegaConf
+
+    from verl.experimental.agent_loop.agent_loop import AgentLoopBase
+
+    from aworld_train_verl.agent_loop import load_tools
+
+    for loop in OmegaConf.load(config_file):
+        if not issubclass(get_class(loop["_target_"]), AgentLoopBase):
+            raise AgentError(f"{config_file}: {loop['_target_']} is not a VeRL AgentLoopBase")
+        load_tools.cache_clear()
+        load_tools(str(loop["tools_file"]))

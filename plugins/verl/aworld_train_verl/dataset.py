@@ -2,7 +2,8 @@
 
 Each row becomes ``prompt`` (a list of chat messages, the agent's system prompt first),
 ``data_source``, ``reward_model: {style: rule, ground_truth}`` and ``extra_info`` (with
-``index``); other columns pass through.
+``index``), plus ``agent_name`` for an agent with tools (the agent loop that runs the row);
+other columns pass through.
 """
 
 from __future__ import annotations
@@ -62,8 +63,10 @@ def to_messages(prompt: Any, system_prompt: str | None) -> list[dict[str, str]]:
     return messages
 
 
-def verl_rows(dataset: datasets.Dataset, split: str, system_prompt: str | None) -> list[dict[str, Any]]:
-    """The rows of ``dataset`` in VeRL's layout."""
+def verl_rows(
+    dataset: datasets.Dataset, split: str, system_prompt: str | None, agent_name: str | None = None
+) -> list[dict[str, Any]]:
+    """The rows of ``dataset`` in VeRL's layout; ``agent_name`` picks the agent loop of each."""
     rows = []
     for index, row in enumerate(dataset):
         extra_info = dict(row.get("extra_info") or {})
@@ -79,6 +82,7 @@ def verl_rows(dataset: datasets.Dataset, split: str, system_prompt: str | None) 
                 "data_source": str(row.get("data_source") or "aworld_train"),
                 "reward_model": {"style": "rule", "ground_truth": str(row["ground_truth"])},
                 "extra_info": extra_info,
+                **({"agent_name": agent_name} if agent_name else {}),
             }
         )
     return rows
@@ -107,11 +111,14 @@ def write_parquet(rows: list[dict[str, Any]], path: Path) -> Path:
     return path
 
 
-def overlong_rows(rows: list[dict[str, Any]], tokenizer: Any, max_prompt_length: int) -> list[int]:
-    """The indices of rows whose prompt, rendered as the rollout renders it, exceeds the limit."""
+def overlong_rows(
+    rows: list[dict[str, Any]], tokenizer: Any, max_prompt_length: int, tools: list[dict[str, Any]] | None = None
+) -> list[int]:
+    """The indices of rows whose prompt, rendered as the rollout renders it (with the agent's
+    tool schemas, if any), exceeds the limit."""
     too_long = []
     for index, row in enumerate(rows):
-        ids = tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True, tokenize=True)
+        ids = tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True, tokenize=True, tools=tools)
         if hasattr(ids, "keys"):
             ids = ids["input_ids"]
         if len(ids) > max_prompt_length:
@@ -173,10 +180,14 @@ def convert(
     system_prompt: str | None,
     folder: Path,
     logger: logging.Logger,
+    agent_name: str | None = None,
+    tools: list[dict[str, Any]] | None = None,
 ) -> VerlData:
     """Write each dataset as VeRL's parquet into ``folder`` and prove VeRL reads it.
 
     :param data_config: the composed config's ``data`` section.
+    :param agent_name: the agent loop every row names, or ``None`` for VeRL's default.
+    :param tools: the tool schemas the rollout renders into every prompt.
     :raises DatasetError: for prompts longer than ``data.max_prompt_length`` (unless VeRL is told
         to drop them, which is then logged as a warning naming the rows), or a file VeRL cannot read.
     """
@@ -187,8 +198,8 @@ def convert(
     for split, dataset in (("train", train_dataset), ("test", test_dataset)):
         if dataset is None:
             continue
-        rows = verl_rows(dataset, split, system_prompt)
-        too_long = overlong_rows(rows, tokenizer, max_prompt_length)
+        rows = verl_rows(dataset, split, system_prompt, agent_name)
+        too_long = overlong_rows(rows, tokenizer, max_prompt_length, tools)
         if too_long:
             message = describe_overlong(too_long, max_prompt_length, f"{split}_dataset")
             if not data_config.filter_overlong_prompts:

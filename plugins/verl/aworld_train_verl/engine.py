@@ -36,14 +36,14 @@ def _agent(ctx: RunContext) -> Any:
         return agent
     if not isinstance(agent, AgentSpec):
         agent = AgentSpec()
-    return check(agent, ctx.config)
+    return check(agent, ctx.config, ctx.results.get("tools"))
 
 
 @hookimpl
 def check_agent(agent: AgentSpec, ctx: RunContext) -> Any:
     from aworld_train_verl.agent import check_agent as check
 
-    return check(agent, ctx.config)
+    return check(agent, ctx.config, ctx.results.get("tools"))
 
 
 @hookimpl
@@ -64,6 +64,8 @@ def check_dataset(
         system_prompt=agent.system_prompt,
         folder=ctx.run_dir / "data",
         logger=ctx.logger,
+        agent_name=agent.agent_name,
+        tools=agent.tools.schemas() if agent.tools is not None else None,
     )
 
 
@@ -75,11 +77,11 @@ def check_reward(reward: RewardSpec, ctx: RunContext) -> Any:
     from aworld_train_verl import reward as verl_reward
     from aworld_train_verl.agent import load_tokenizer
 
-    wired = verl_reward.wire(reward, ctx.run_dir)
+    agent = _agent(ctx)
+    wired = verl_reward.wire(reward, ctx.run_dir, episodes=agent.tools is not None)
     data = ctx.results.get("dataset")
     if data is None or not data.samples:
         raise RewardError("the verl engine scores sample rows of the dataset: run check_dataset first")
-    agent = _agent(ctx)
     composed = verl_config.preview(
         ctx.config, ctx.run_dir, engine=ctx.engine, inputs={**agent.overrides, **wired.overrides}
     )
@@ -90,10 +92,15 @@ def check_reward(reward: RewardSpec, ctx: RunContext) -> Any:
 @hookimpl
 def check_config(config: TrainConfig, ctx: RunContext) -> Any:
     from aworld_train_verl import config as verl_config
+    from aworld_train_verl.agent import write_agent_loop
     from aworld_train_verl.launch import write_launch_script
 
     agent = _agent(ctx)
-    inputs: dict[str, Any] = {**verl_config.model_overrides(agent.model), **agent.overrides}
+    inputs: dict[str, Any] = {
+        **verl_config.model_overrides(agent.model),
+        **agent.overrides,
+        **write_agent_loop(agent, ctx.run_dir),
+    }
     for key in ("dataset", "reward"):
         result = ctx.results.get(key)
         if result is not None and hasattr(result, "overrides"):

@@ -2,8 +2,11 @@
 
 A single function with weight 1 that another process can import is wired as it is: a file by
 its path, a module function as ``pkg://module``. Anything else (several weighted functions, a
-lambda or closure) gets a small module in the run directory, ``verl_reward.py``, that combines
-them; callables it cannot import are stored beside it with cloudpickle, which Ray already uses.
+lambda or closure, or any reward of an agent with tools) gets a small module in the run
+directory, ``verl_reward.py``, that combines them; callables it cannot import are stored beside
+it with cloudpickle, which Ray already uses. For an agent with tools the module also scores 0 an
+episode the agent loop records as failed (``agent_failure`` in its extra fields) and reports
+``agent_failed`` (1 or 0) for every episode.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import importlib.util
 from pathlib import Path
 
 FUNCTIONS = {functions}
+EPISODES = {episodes}
 
 
 def _load(ref, index):
@@ -67,6 +71,12 @@ def {function_name}(data_source, solution_str, ground_truth, extra_info=None, **
             score = float(result)
         metrics[f"rewards/{{name}}"] = score
         total += weight * score
+    if EPISODES:
+        # The functions still run on a failed episode, so that every episode reports the same keys.
+        failed = bool((extra_info or {{}}).get("agent_failure"))
+        metrics["agent_failed"] = 1.0 if failed else 0.0
+        if failed:
+            total = 0.0
     return {{"score": total, **metrics}}
 '''
 
@@ -93,12 +103,13 @@ def _direct(function: RewardFunction) -> VerlReward | None:
     return VerlReward(path=f"pkg://{target}", name=name)
 
 
-def wire(spec: RewardSpec, run_dir: Path) -> VerlReward:
+def wire(spec: RewardSpec, run_dir: Path, episodes: bool = False) -> VerlReward:
     """Point VeRL at the job's reward, writing a combining module into ``run_dir`` when needed.
 
+    :param episodes: the rollout runs the plugin's agent loop, whose failed episodes score 0.
     :raises RewardError: when a callable can be neither imported nor pickled.
     """
-    if len(spec.functions) == 1:
+    if len(spec.functions) == 1 and not episodes:
         direct = _direct(spec.functions[0])
         if direct is not None:
             return direct
@@ -122,6 +133,7 @@ def wire(spec: RewardSpec, run_dir: Path) -> VerlReward:
             functions=json.dumps(functions).replace("null", "None"),
             pickle_name=PICKLE_NAME,
             function_name=FUNCTION_NAME,
+            episodes=episodes,
         ),
         encoding="utf-8",
     )
