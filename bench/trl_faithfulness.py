@@ -120,6 +120,41 @@ def run_plain(work: Path, steps: int) -> dict[str, Any]:
     }
 
 
+def reward_wrapper_cost(work: Path, calls: int = 200) -> dict[str, float]:
+    """Milliseconds per GRPO step (64 completions) spent scoring: through the adapter's TRL
+    reward function (RewardSpec, weights, metrics) and through a bare TRL-style function."""
+    from aworld_train.reward import resolve_reward
+
+    from aworld_train_trl.rewards import TrlReward
+
+    namespace: dict[str, Any] = {}
+    exec((work / "reward.py").read_text(), namespace)
+    user_score = namespace["score"]
+    adapter = TrlReward(resolve_reward(f"{work / 'reward.py'}:score"))
+    batch = COMMON["batch_size"]
+    completions = [[{"role": "assistant", "content": f"{i % 10}x"}] for i in range(batch)]
+    truths = [str(i % 10) for i in range(batch)]
+    extra = [{"index": i} for i in range(batch)]
+    logged: dict[str, float] = {}
+
+    def bare() -> list[float]:
+        return [user_score("", c[0]["content"], g) for c, g in zip(completions, truths)]
+
+    def wrapped() -> list[float]:
+        return adapter(prompts=[None] * batch, completions=completions, ground_truth=truths,
+                       data_source=["d"] * batch, extra_info=extra,
+                       log_metric=logged.__setitem__)
+
+    assert bare() == wrapped()
+    cost = {}
+    for name, fn in (("bare", bare), ("adapter", wrapped)):
+        started = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        cost[name] = (time.perf_counter() - started) / calls * 1000
+    return cost
+
+
 def measure(mode: str, steps: int) -> dict[str, Any]:
     started = time.perf_counter()
     done = subprocess.run(
@@ -168,6 +203,7 @@ def main() -> None:
         "wall_ratio": best["aworld"] / best["plain"],
         "train_seconds": train,
         "train_ratio": train["aworld"] / train["plain"],
+        "reward_ms_per_step": reward_wrapper_cost(WORK.resolve()),
         "all_wall_seconds": {m: [round(r["wall_seconds"], 2) for r in runs]
                              for m, runs in results.items()},
     }
