@@ -1,5 +1,5 @@
-"""check_agent: the model folder and chat template VeRL's rollout will use; agents that need
-VeRL's multi-turn agent loop are refused clearly."""
+"""check_agent: the model folder and chat template VeRL's rollout will use; what an agent with
+tools needs of them, and what is refused clearly."""
 
 from __future__ import annotations
 
@@ -28,16 +28,23 @@ def test_the_agents_model_serves_when_the_config_names_none(tmp_path: Path, tiny
     assert engine.check_agent(AgentSpec(model=str(tiny_model)), ctx).model == str(tiny_model.resolve())
 
 
-@pytest.mark.parametrize(
-    "agent",
-    [
-        AgentSpec(name="searcher", tools=["tools:search"]),
-        AgentSpec(name="searcher", mcp_servers=["web"], mcp_config={"mcpServers": {"web": {}}}),
-    ],
-)
-def test_tools_are_not_yet_supported(tmp_path: Path, tiny_model: Path, agent: AgentSpec) -> None:
-    with pytest.raises(AgentError, match="agent 'searcher': tools and MCP servers are not yet supported"):
+def test_an_agent_whose_tools_were_not_resolved_is_an_error(tmp_path: Path, tiny_model: Path) -> None:
+    agent = AgentSpec(name="searcher", tools=["tools:search"])
+    with pytest.raises(AgentError, match="agent 'searcher' uses tools, but none were resolved"):
         engine.check_agent(agent, make_ctx(tmp_path, tiny_model))
+
+
+def test_a_chat_template_that_ignores_tools_is_an_error(tmp_path: Path, tiny_model: Path) -> None:
+    from aworld_train.tools import ToolSet, PythonTool
+
+    def lookup(word: str) -> str:
+        """Look a word up."""
+        return word
+
+    ctx = make_ctx(tmp_path, tiny_model)
+    ctx.results["tools"] = ToolSet([PythonTool(lookup)])
+    with pytest.raises(AgentError, match="its chat template ignores tools, so the model would never see lookup"):
+        engine.check_agent(AgentSpec(name="searcher", tools=[lookup]), ctx)
 
 
 def test_an_aworld_agent_is_not_yet_supported(tmp_path: Path, tiny_model: Path) -> None:
