@@ -29,8 +29,10 @@ class TrlReward:
     def __init__(self, spec: RewardSpec) -> None:
         self.spec = spec
         names = [function.name for function in spec.functions]
-        # TRL names the reward's metrics after the function's __name__.
+        # TRL names the reward's metrics after the function's __name__ (rewards/<name>/mean),
+        # so with one function its own rewards/<name> metric would only repeat that.
         self.__name__ = _metric_name(names[0]) if len(names) == 1 else "total"
+        self._repeated = {f"rewards/{names[0]}"} if len(names) == 1 else set()
 
     def __call__(
         self,
@@ -57,6 +59,8 @@ class TrlReward:
             )
             scores.append(float(result.score))
             for key, value in result.metrics.items():
+                if key in self._repeated:
+                    continue
                 totals[key] += float(value)
                 counts[key] += 1
         if log_metric is not None:

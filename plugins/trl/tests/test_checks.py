@@ -228,3 +228,15 @@ def test_resuming_a_run_without_checkpoints_fails_at_check_time(
     (run / "manifest.json").write_text('{"status": "interrupted"}')
     with pytest.raises(RunDirectoryError, match="no checkpoint"):
         AgentTrainer(**job, resume=run, check_only=True)
+
+
+def test_several_weighted_rewards_become_one_trl_reward(job: dict[str, Any]) -> None:
+    job["reward_func"] = ["rewards.py:score", {"name": "exact_match", "weight": 0.5}]
+    reward = AgentTrainer(**job, check_only=True).context.results["reward"]
+    assert reward.__name__ == "total"
+    logged: dict[str, float] = {}
+    scores = reward(prompts=[[], []], completions=["3", "4"], ground_truth=["3", "3"],
+                    data_source=["d", "d"], extra_info=[{"index": 0}, {"index": 0}],
+                    log_metric=logged.__setitem__)
+    assert scores == [1.5, 0.0]
+    assert logged == {"rewards/score": 0.5, "rewards/exact_match": 0.5}
