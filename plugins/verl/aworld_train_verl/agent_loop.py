@@ -14,8 +14,8 @@ episode:
    the chat template (response mask 0), and goes back to 2.
 
 An episode ends with a turn that calls no tool, after ``max_turns`` turns, or when the response
-reaches ``rollout.response_length`` tokens. A tool that raises or does not answer in time ends
-it too, as a failure: ``agent_failure`` in the episode's extra fields says why, and the run's
+reaches ``rollout.response_length`` tokens. A tool whose server fails or that does not answer in
+time ends it too, as a failure (so does a chat template that cannot render the tool results): ``agent_failure`` in the episode's extra fields says why, and the run's
 reward module scores the episode 0 and counts it in ``agent_failed``. The step carries on.
 
 This module imports VeRL at the top: only VeRL's workers import it.
@@ -136,20 +136,20 @@ class ToolAgentLoop(AgentLoopBase):
             if not calls:
                 break
             previous = [*messages, self._assistant_message(content, calls)]
-            with simple_timer("tool_calls", metrics):
-                try:
+            try:
+                with simple_timer("tool_calls", metrics):
                     results = await asyncio.gather(*(self._call(call) for call in calls))
-                except Exception as error:  # noqa: BLE001 - a tool or its server fails in any way
-                    failure = _describe_failure(error)
-                    break
+                updated = previous + [
+                    {"role": "tool", "name": call["name"], "content": result} for call, result in zip(calls, results)
+                ]
+                merged, response_mask, response_logprobs = await self.ct_merge_context_msg(
+                    previous, updated, runtime_ids, response_mask, response_logprobs, tools=self.schemas
+                )
+            except Exception as error:  # noqa: BLE001 - a tool, its server or the chat template fails
+                failure = _describe_failure(error)
+                break
             tool_rounds += 1
             tool_calls += len(calls)
-            updated = previous + [
-                {"role": "tool", "name": call["name"], "content": result} for call, result in zip(calls, results)
-            ]
-            merged, response_mask, response_logprobs = await self.ct_merge_context_msg(
-                previous, updated, runtime_ids, response_mask, response_logprobs, tools=self.schemas
-            )
             runtime_ids, messages = merged.token_ids, updated
             if len(response_mask) >= self.response_length:
                 break

@@ -61,12 +61,34 @@ def tool_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return model
 
 
+CRASHING_SERVER = '''
+import os
+
+from mcp.server.fastmcp import FastMCP
+
+server = FastMCP("crashing", log_level="WARNING")
+
+
+@server.tool()
+def crash() -> str:
+    """Stop the server."""
+    os._exit(1)
+
+
+server.run("stdio")
+'''
+
+
 @pytest.fixture
 def tools(tmp_path: Path) -> Any:
-    """The example's calculator MCP server (stdio) plus a slow Python tool."""
+    """The example's calculator MCP server (stdio), a slow Python tool, and an MCP server that
+    dies when its tool is called."""
     (tmp_path / "slow_tools.py").write_text(SLOW_TOOL)
+    (tmp_path / "crashing.py").write_text(CRASHING_SERVER)
     spec = load_agent(EXAMPLE / "agent.yaml", EXAMPLE)
     spec.tools = [f"{tmp_path / 'slow_tools.py'}:wait"]
+    spec.mcp_config["mcpServers"]["crashing"] = {"command": "python", "args": [str(tmp_path / "crashing.py")]}
+    spec.mcp_servers.append("crashing")
     resolved = resolve_tools(spec, EXAMPLE)
     yield spec, resolved
     close_sessions()
@@ -92,6 +114,8 @@ class ScriptedTokenClient:
         if match := re.search(r"What is (\d+) \* (\d+)\?", question):
             a, b = match.groups()
             return f'<tool_call>\n{{"name": "multiply", "arguments": {{"a": {a}, "b": {b}}}}}\n</tool_call>'
+        if "Crash" in question:
+            return '<answer>7</answer><tool_call>{"name": "crash", "arguments": {}}</tool_call>'
         seconds = re.search(r"Wait (\d+) seconds", question).group(1)
         return f'<answer>7</answer><tool_call>{{"name": "wait", "arguments": {{"seconds": {seconds}}}}}</tool_call>'
 
@@ -198,23 +222,26 @@ def test_a_tool_episode_trains_on_the_models_exact_tokens(tmp_path: Path, tool_m
     assert output.non_tensor_batch["__num_turns__"].tolist() == [4, 4]
 
 
-def test_a_tool_that_times_out_ends_its_episode_with_reward_0(
+def test_a_tool_that_times_out_or_whose_server_dies_ends_its_episode_with_reward_0(
     tmp_path: Path, tool_model: Path, tools: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     spec, resolved = tools
     monkeypatch.setattr(agent_loop, "DEFAULT_TIMEOUT", 0.5)
     rows = [{"prompt": "What is 12 * 34?", "ground_truth": "408", "data_source": "calculator"},
-            {"prompt": "Wait 3 seconds", "ground_truth": "7", "data_source": "calculator"}]
+            {"prompt": "Wait 3 seconds", "ground_truth": "7", "data_source": "calculator"},
+            {"prompt": "Crash now", "ground_truth": "7", "data_source": "calculator"}]
     output, client, _ = rollout(tmp_path, tool_model, spec, resolved, rows)
 
     failures = output.non_tensor_batch["agent_failure"].tolist()
     assert failures[0] is None
     assert "tool 'wait' did not answer within 0.5 s" in failures[1]
-    assert output.non_tensor_batch["agent_failed"].tolist() == [0.0, 1.0]
-    # The failed turn holds a right answer, yet the failed episode scores 0.
-    generated, _, environment = model_tokens(output, 1)
-    assert "<answer>7</answer>" in client.tokenizer.decode(generated) and environment == []
-    assert output.batch["rm_scores"].sum(dim=-1).tolist() == [1.0, 0.0]
+    assert "tool 'crash' of MCP server 'crashing'" in failures[2]
+    assert output.non_tensor_batch["agent_failed"].tolist() == [0.0, 1.0, 1.0]
+    # The failed turns hold a right answer, yet the failed episodes score 0.
+    for i in (1, 2):
+        generated, _, environment = model_tokens(output, i)
+        assert "<answer>7</answer>" in client.tokenizer.decode(generated) and environment == []
+    assert output.batch["rm_scores"].sum(dim=-1).tolist() == [1.0, 0.0, 0.0]
 
 
 def test_tool_calls_are_read_as_the_chat_template_writes_them() -> None:
