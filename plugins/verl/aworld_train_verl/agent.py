@@ -144,7 +144,11 @@ def write_agent_loop(agent: VerlAgent, run_dir: Path) -> dict[str, Any]:
     run_dir.mkdir(parents=True, exist_ok=True)
     tools_file = run_dir / TOOLS_FILE
     try:
-        tools_file.write_bytes(cloudpickle.dumps(agent.tools))
+        payload = cloudpickle.dumps(agent.tools)
+        # The MCP servers' env and headers may hold secrets, expanded from ${VAR}: owner only.
+        tools_file.touch(mode=0o600)
+        tools_file.chmod(0o600)
+        tools_file.write_bytes(payload)
     except Exception as error:  # noqa: BLE001 - pickling fails in many ways
         raise AgentError(
             f"the agent's tools cannot be shipped to VeRL's agent-loop workers: {error}; "

@@ -166,6 +166,8 @@ def rollout(tmp_path: Path, model: Path, spec: Any, resolved: Any, rows: list[di
     ctx.results["dataset"] = engine.check_dataset(dataset(rows), None, ctx)
     ctx.results["reward"] = engine.check_reward(resolve_reward("answer_match"), ctx)
     cfg = engine.check_config(ctx.config, ctx).config
+    assert cfg.actor_rollout_ref.rollout.agent.agent_loop_config_path == str(tmp_path / "run" / "agent_loop.yaml")
+    assert (tmp_path / "run" / "agent_tools.pkl").stat().st_mode & 0o077 == 0, "secrets stay the owner's"
 
     tokenizer = load_tokenizer(str(model))
     data = RLHFDataset(data_files=[cfg.data.train_files], tokenizer=tokenizer, config=cfg.data)
