@@ -75,6 +75,3 @@ def job(tmp_path: Path, tiny_model: Path) -> dict[str, Any]:
         "base_dir": tmp_path,
     }
 
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

@@ -7,9 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import read_jsonl
 
 from aworld_train import AgentTrainer
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def _assert_model_reloads(model_dir: Path) -> None:
