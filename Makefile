@@ -3,7 +3,7 @@
 PYTHON ?= python3
 VENVS := .venvs
 ENGINES := trl swift verl
-PIP_QUIET ?= -q
+PIP_FLAGS ?= -q
 
 .PHONY: demo test test-core test-aworld $(addprefix test-,$(ENGINES)) bench clean
 
@@ -18,14 +18,14 @@ test: test-core test-aworld $(addprefix test-,$(ENGINES))
 # tests/distributions are installed here, as a user would install a third-party engine.
 $(VENVS)/core/.ready: pyproject.toml $(wildcard tests/distributions/*/pyproject.toml)
 	rm -rf $(VENVS)/core && $(PYTHON) -m venv $(VENVS)/core
-	$(VENVS)/core/bin/pip install $(PIP_QUIET) -e ".[mcp]" pytest
-	for dist in tests/distributions/*/; do [ -d "$$dist" ] || continue; $(VENVS)/core/bin/pip install $(PIP_QUIET) --no-deps "$$dist" || exit 1; done
+	$(VENVS)/core/bin/pip install $(PIP_FLAGS) -e ".[mcp]" pytest
+	for dist in tests/distributions/*/; do [ -d "$$dist" ] || continue; $(VENVS)/core/bin/pip install $(PIP_FLAGS) --no-deps "$$dist" || exit 1; done
 	touch $@
 
 # AWorld agents are optional: their own venv proves the core works with and without aworld.
 $(VENVS)/aworld/.ready: pyproject.toml
 	rm -rf $(VENVS)/aworld && $(PYTHON) -m venv $(VENVS)/aworld
-	$(VENVS)/aworld/bin/pip install $(PIP_QUIET) -e ".[aworld]" pytest
+	$(VENVS)/aworld/bin/pip install $(PIP_FLAGS) -e ".[aworld]" pytest
 	touch $@
 
 test-aworld: $(VENVS)/aworld/.ready
@@ -34,8 +34,8 @@ test-aworld: $(VENVS)/aworld/.ready
 # One venv per engine: torch first (pinned by constraints.txt), then the core and the plugin.
 $(VENVS)/%/.ready: pyproject.toml plugins/%/pyproject.toml constraints.txt
 	rm -rf $(VENVS)/$* && $(PYTHON) -m venv $(VENVS)/$*
-	$(VENVS)/$*/bin/pip install $(PIP_QUIET) torch==2.13.0
-	$(VENVS)/$*/bin/pip install $(PIP_QUIET) -c constraints.txt -e ".[testing]" -e "plugins/$*[test]"
+	$(VENVS)/$*/bin/pip install $(PIP_FLAGS) torch==2.13.0
+	$(VENVS)/$*/bin/pip install $(PIP_FLAGS) -c constraints.txt -e ".[testing]" -e "plugins/$*[test]"
 	touch $@
 
 # The scaffold's generated engine trains with torch, so its test runs in the TRL venv.
