@@ -42,7 +42,7 @@ def _plot(points: list[tuple[int, float]], path: Path, title: str, label: str, c
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=120)
     ax.plot(steps, values, color=colour, alpha=0.25, linewidth=1, label=f"{label} per step")
     ax.plot(steps, smooth, color=colour, linewidth=2.2,
-            label=f"moving average ({window} steps)" if window > 1 else label)
+            label=f"moving average of {window} logged points" if window > 1 else label)
     ax.set_title(title, fontsize=13, fontweight="bold", loc="left")
     ax.set_xlabel("step")
     ax.set_ylabel(label)
