@@ -6,13 +6,14 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aworld_train.errors import AgentError
 
 if TYPE_CHECKING:
     from aworld_train.agent import AgentSpec
     from aworld_train.config import TrainConfig
+    from aworld_train.tools import ToolSet
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}(/[A-Za-z0-9][\w.-]{0,95})?$")
 
@@ -28,6 +29,10 @@ class TrlAgent:
     :ivar temperature: sampling temperature for GRPO generation, or ``None`` for TRL's default.
     :ivar top_p: nucleus sampling threshold, or ``None``.
     :ivar max_tokens: the most tokens one completion may have, or ``None``.
+    :ivar max_turns: the most model turns per completion; above 1 the agent has tools, which
+        TRL runs between turns.
+    :ivar response_template: the transformers response template that reads tool calls from the
+        model's output, when neither the tokenizer nor TRL knows one for its chat template.
     """
 
     model: str
@@ -36,26 +41,35 @@ class TrlAgent:
     temperature: float | None = None
     top_p: float | None = None
     max_tokens: int | None = None
+    max_turns: int = 1
+    response_template: dict[str, Any] | None = None
 
 
-def agent_to_trl(agent: AgentSpec, config: TrainConfig) -> TrlAgent:
+def agent_to_trl(agent: AgentSpec, config: TrainConfig, tools: ToolSet) -> TrlAgent:
     """Check what the TRL engine supports of ``agent`` and resolve its model.
 
     The config's ``model`` key takes precedence over the agent's. A hub id is checked for form
-    only; nothing is downloaded.
+    only; nothing is downloaded. With ``tools``, a local model's chat template must render tool
+    calls and TRL must be able to read them back from the model's output.
 
-    :raises AgentError: for a missing or unusable model, or a feature TRL cannot train (tools,
-        MCP servers, several turns).
+    :param tools: the agent's resolved tools (empty without tools).
+    :raises AgentError: for a missing or unusable model, or a feature TRL cannot train (tools
+        with SFT or without a chat template that TRL parses, several turns without tools).
     """
-    if agent.uses_tools:
+    if tools and config.algorithm == "sft":
         raise AgentError(
-            f"agent '{agent.name}' uses tools or MCP servers, which the trl engine does not "
-            "train yet: remove `tools`, `mcp_servers` and `mcp_config`, or choose another engine"
+            f"agent '{agent.name}' uses tools, which the trl engine trains with GRPO only: "
+            "set algorithm: grpo, or remove the agent's tools"
         )
-    if agent.max_turns > 1:
+    if tools and agent.max_turns < 2:
         raise AgentError(
-            f"agent '{agent.name}' has max_turns {agent.max_turns}; the trl engine trains "
-            "single-turn agents only: set max_turns to 1"
+            f"agent '{agent.name}' uses tools but has max_turns {agent.max_turns}: the model "
+            "needs one turn to call a tool and another to read its result: set max_turns >= 2"
+        )
+    if not tools and agent.max_turns > 1:
+        raise AgentError(
+            f"agent '{agent.name}' has max_turns {agent.max_turns} but no tools; the trl engine "
+            "runs several turns only to answer tool calls: set max_turns to 1"
         )
     model = config.model or agent.model
     if not model:
@@ -64,6 +78,9 @@ def agent_to_trl(agent: AgentSpec, config: TrainConfig) -> TrlAgent:
             "(a local model folder or a hub id)"
         )
     model, conversational = _resolve_model(str(model))
+    response_template = None
+    if tools:
+        response_template = _tool_response_template(agent.name, model, conversational)
     for key, value in (("llm_temperature", agent.llm_temperature), ("llm_top_p", agent.llm_top_p)):
         if value is not None and value < 0:
             raise AgentError(f"agent '{agent.name}': {key} must be >= 0, got {value}")
@@ -78,6 +95,69 @@ def agent_to_trl(agent: AgentSpec, config: TrainConfig) -> TrlAgent:
         temperature=agent.llm_temperature,
         top_p=agent.llm_top_p,
         max_tokens=agent.llm_max_tokens,
+        max_turns=agent.max_turns,
+        response_template=response_template,
+    )
+
+
+def _tool_response_template(name: str, model: str, conversational: bool) -> dict[str, Any] | None:
+    """Check that TRL can run tools with ``model``'s chat template (a local folder; a hub id is
+    left to TRL at training time).
+
+    :returns: a response template to set on the tokenizer, or ``None`` when the tokenizer has its
+        own or TRL knows one for its chat template.
+    """
+    if not conversational:
+        raise AgentError(
+            f"agent '{name}' uses tools but model {model} has no chat template to render them"
+        )
+    if not Path(model).is_dir():
+        return None
+    from transformers import AutoTokenizer
+    from trl import chat_template_utils
+
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    if not chat_template_utils.supports_tool_calling(tokenizer):
+        raise AgentError(
+            f"agent '{name}' uses tools but the chat template of {model} cannot render a tool "
+            "call and its result (assistant tool_calls, then a tool message): use a "
+            "tool-calling model such as Qwen3"
+        )
+    if getattr(tokenizer, "response_template", None) or getattr(
+        tokenizer, "response_schema", None
+    ):
+        return None
+    try:
+        chat_template_utils.add_response_schema(tokenizer)
+        return None
+    except ValueError:
+        pass
+    # An unknown template may still write tool calls the way one TRL knows does (ChatML's
+    # <tool_call> JSON, ...): render a call with it and keep the first template that reads it back.
+    call = {"type": "function", "function": {"name": "probe_tool", "arguments": {"x": 7}}}
+    prompt = [{"role": "user", "content": "hi"}]
+    prefix = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=False)
+    full = tokenizer.apply_chat_template(
+        [*prompt, {"role": "assistant", "content": "", "tool_calls": [call]}], tokenize=False
+    )
+    prefix_ids = tokenizer(prefix, add_special_tokens=False)["input_ids"]
+    full_ids = tokenizer(full, add_special_tokens=False)["input_ids"]
+    if full_ids[: len(prefix_ids)] == prefix_ids:
+        for key, template in vars(chat_template_utils).items():
+            if not (key.endswith("_template") and isinstance(template, dict) and "fields" in template):
+                continue
+            tokenizer.response_template = template
+            try:
+                parsed = tokenizer.parse_response(full_ids[len(prefix_ids):], prefix=prefix_ids)
+            except Exception:  # a template that does not fit this output fails in its own way
+                continue
+            if isinstance(parsed, dict) and parsed.get("tool_calls") == [call]:
+                return template
+    raise AgentError(
+        f"agent '{name}' uses tools but TRL cannot read tool calls back from the output of "
+        f"{model}'s chat template: set a `response_template` in its tokenizer_config.json "
+        "(transformers' response parsing) or use a model whose template TRL knows (Qwen, Llama "
+        "3, ...)"
     )
 
 

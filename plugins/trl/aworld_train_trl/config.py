@@ -69,7 +69,7 @@ def config_to_trl(
 
     :raises ConfigError: naming the key, for an unknown field (with a suggestion), a value TRL
         rejects, a generation batch that ``num_generations`` does not divide, or vLLM asked for
-        where it cannot run.
+        where it cannot run, or an agent with tools in several processes.
     """
     import torch
 
@@ -108,6 +108,11 @@ def config_to_trl(
         use_gpu=use_gpu,
     )
     world_size = resolved.num_processes * resolved.nnodes
+    if agent.max_turns > 1 and world_size > 1:
+        raise ConfigError(
+            f"config resources: the trl engine runs an agent with tools in one process, not "
+            f"{world_size}: set gpus_per_node and nnodes to 1"
+        )
     if algorithm == "grpo":
         generation_batch = _check_generation_batch(args_class, args, world_size)
         if world_size > 1:
@@ -172,6 +177,9 @@ def _common_args(
             args["temperature"] = agent.temperature
         if agent.top_p is not None:
             args["top_p"] = agent.top_p
+        if agent.max_turns > 1:
+            # Each tool-calling iteration runs the calls of one turn and generates the next.
+            args["max_tool_calling_iterations"] = agent.max_turns - 1
         if config.max_prompt_length is not None:
             logger.warning(
                 "config max_prompt_length: TRL's GRPOTrainer does not truncate prompts; ignored"

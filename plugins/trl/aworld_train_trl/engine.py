@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 def check_agent(agent: AgentSpec, ctx: RunContext) -> Any:
     from aworld_train_trl.agent import agent_to_trl
 
-    return agent_to_trl(agent, ctx.config)
+    return agent_to_trl(agent, ctx.config, ctx.results["tools"])
 
 
 @hookimpl

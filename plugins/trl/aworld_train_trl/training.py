@@ -41,6 +41,7 @@ def run_training(ctx: RunContext) -> dict[str, Any]:
         on_start=lambda total, done: ctx.metrics.start(total, completed=done),
         on_log=ctx.metrics.log,
         checkpoint=checkpoint,
+        tools=[tool.as_function() for tool in ctx.results["tools"]],
     )
 
 
@@ -72,6 +73,7 @@ def train_in_process(
     on_start: StartFn,
     on_log: LogFn,
     checkpoint: Path | None = None,
+    tools: list[Callable[..., str]] | None = None,
 ) -> dict[str, Any]:
     """Train with TRL's trainer for ``config.algorithm`` and save the final model.
 
@@ -80,6 +82,7 @@ def train_in_process(
     :param on_start: called once with the total number of steps and the steps already done.
     :param on_log: called with the global step and the metrics of each logged step.
     :param checkpoint: a ``checkpoint-N`` folder to resume from.
+    :param tools: the agent's tools as plain functions, which GRPO calls between turns.
     :returns: the latest value of every logged metric.
     """
     import datasets
@@ -98,6 +101,8 @@ def train_in_process(
     )
     args = build_trainer_args(config)
     tokenizer = AutoTokenizer.from_pretrained(agent.model)
+    if agent.response_template is not None:
+        tokenizer.response_template = agent.response_template
     callback = _metrics_callback(on_start, on_log)
     if config.algorithm == "sft":
         from trl import SFTTrainer
@@ -121,6 +126,7 @@ def train_in_process(
             eval_dataset=data.test,
             processing_class=tokenizer,
             callbacks=[callback],
+            tools=tools or None,
         )
     trainer.remove_callback(PrinterCallback)
     trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint is not None else None)
