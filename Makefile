@@ -5,7 +5,7 @@ VENVS := .venvs
 ENGINES := trl swift verl
 PIP_FLAGS ?= -q
 
-.PHONY: demo test test-core test-aworld $(addprefix test-,$(ENGINES)) bench clean
+.PHONY: demo test test-core test-aworld $(addprefix test-,$(ENGINES)) venvs clean
 
 demo: $(VENVS)/trl/.ready
 	$(VENVS)/trl/bin/python examples/repeat_digit/prepare.py
@@ -13,6 +13,9 @@ demo: $(VENVS)/trl/.ready
 	$(VENVS)/trl/bin/python examples/repeat_digit/summarize.py
 
 test: test-core test-aworld $(addprefix test-,$(ENGINES))
+
+# Every virtual environment; `make -j3 venvs` builds them side by side (mostly downloads).
+venvs: $(addsuffix /.ready,$(addprefix $(VENVS)/,core aworld $(ENGINES)))
 
 # The core needs no torch: its venv proves it. The test-only engine distributions under
 # tests/distributions are installed here, as a user would install a third-party engine.
