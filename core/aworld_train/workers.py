@@ -1,0 +1,129 @@
+"""Training in worker processes, for engines that launch them (``accelerate``, ``torchrun``).
+
+The parent writes the checked job to a file, starts the launcher with the engine's worker
+module, and forwards the metrics events the main worker prints — one marked JSON line each —
+to the run's metrics reporter. Rewards reach the workers as importable references.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aworld_train.errors import RewardError, TrainingError
+
+if TYPE_CHECKING:
+    from aworld_train.context import RunContext
+    from aworld_train.reward import RewardSpec
+
+# The main worker prints each event on one line starting with this marker.
+EVENT_MARKER = "@aworld-train-event "
+RENDEZVOUS = ("MASTER_ADDR", "MASTER_PORT", "NODE_RANK")
+
+
+def emit(event: str, **fields: Any) -> None:
+    """Worker side: print one event (``start`` with ``total``/``done``, ``log`` with ``step``/
+    ``metrics``, ``done`` with ``metrics``) for the parent to forward."""
+    print(EVENT_MARKER + json.dumps({"event": event, **fields}, default=float), flush=True)
+
+
+def reward_references(spec: RewardSpec) -> list[dict[str, Any]]:
+    """The rewards as ``{name, ref, weight}`` that another process can import.
+
+    :raises TrainingError: for a reward that is not importable (a lambda, a closure).
+    """
+    references = []
+    for function in spec.functions:
+        if function.ref is None:
+            raise TrainingError(
+                f"reward '{function.name}' is not importable by other processes: give it as "
+                "path/to/file.py:function or package.module:function to train with several "
+                "processes"
+            )
+        references.append({"name": function.name, "ref": function.ref, "weight": function.weight})
+    return references
+
+
+def load_rewards(references: list[dict[str, Any]]) -> RewardSpec:
+    """Worker side: import the rewards :func:`reward_references` listed."""
+    from aworld_train.references import import_object
+    from aworld_train.reward import RewardFunction, RewardSpec
+
+    return RewardSpec([
+        RewardFunction(r["name"], import_object(r["ref"], RewardError, "reward"), r["weight"], r["ref"])
+        for r in references
+    ])
+
+
+def rendezvous(nnodes: int) -> dict[str, str]:
+    """The main node's address and port and this node's rank, needed when ``nnodes > 1``.
+
+    :raises TrainingError: naming the variables that are not set.
+    """
+    missing = [name for name in RENDEZVOUS if not os.environ.get(name)]
+    if missing:
+        raise TrainingError(
+            f"resources.nnodes is {nnodes}: set {', '.join(missing)} on every node "
+            "(the main node's address and port, and this node's rank from 0)"
+        )
+    return {name: os.environ[name] for name in RENDEZVOUS}
+
+
+def run_workers(
+    command: list[str],
+    ctx: RunContext,
+    log_path: Path,
+    what: str,
+    env: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """Run the launcher ``command``, forward the main worker's events to ``ctx.metrics`` and
+    write everything else to ``log_path``; returns the final metrics.
+
+    :param what: what was launched, for the error (``"accelerate launch of 2 trl processes"``).
+    :raises TrainingError: when the launcher exits non-zero, with its last error line.
+    """
+    final: dict[str, Any] = {}
+    with log_path.open("w", encoding="utf-8") as log, subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        bufsize=1,
+        env=env,
+        start_new_session=True,  # a terminal's Ctrl-C reaches the parent, which stops them
+    ) as process:
+        try:
+            assert process.stdout is not None
+            for line in process.stdout:
+                if not line.startswith(EVENT_MARKER):
+                    log.write(line)
+                    continue
+                event = json.loads(line[len(EVENT_MARKER):])
+                if event["event"] == "start":
+                    ctx.metrics.start(event["total"], completed=event["done"])
+                elif event["event"] == "log":
+                    ctx.metrics.log(event["step"], event["metrics"])
+                elif event["event"] == "done":
+                    final = event["metrics"]
+            returncode = process.wait()
+        except BaseException:
+            process.terminate()
+            process.wait()
+            raise
+    if returncode != 0:
+        raise TrainingError(
+            f"{what} failed (exit {returncode}): {last_error(log_path)}; full log: {log_path}"
+        )
+    return final
+
+
+def last_error(log_path: Path) -> str:
+    """The last line of a log that names an error, else its last line."""
+    lines = [line.strip() for line in log_path.read_text(encoding="utf-8").splitlines()]
+    for line in reversed(lines):
+        if line and ("Error" in line or "Exception" in line):
+            return line
+    return next((line for line in reversed(lines) if line), "no output")
