@@ -156,14 +156,19 @@ def _validate(spec: AgentSpec, where: str) -> None:
         "mcp_servers": isinstance(spec.mcp_servers, list),
         "max_turns": isinstance(spec.max_turns, int) and not isinstance(spec.max_turns, bool)
         and spec.max_turns >= 1,
-        "llm_temperature": spec.llm_temperature is None
-        or isinstance(spec.llm_temperature, (int, float)),
-        "llm_top_p": spec.llm_top_p is None or isinstance(spec.llm_top_p, (int, float)),
-        "llm_max_tokens": spec.llm_max_tokens is None or isinstance(spec.llm_max_tokens, int),
+        # Sampling settings become every engine's generation settings: check their range once.
+        "llm_temperature": spec.llm_temperature is None or _number_at_least(spec.llm_temperature, 0),
+        "llm_top_p": spec.llm_top_p is None or _number_at_least(spec.llm_top_p, 0),
+        "llm_max_tokens": spec.llm_max_tokens is None
+        or (isinstance(spec.llm_max_tokens, int) and spec.llm_max_tokens >= 1),
     }
     for key, ok in checks.items():
         if not ok:
             raise AgentError(f"{where}: agent key '{key}' has an invalid value {getattr(spec, key)!r}")
+
+
+def _number_at_least(value: Any, low: float) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value >= low
 
 
 def _is_aworld_agent(obj: Any) -> bool:

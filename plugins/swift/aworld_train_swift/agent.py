@@ -73,13 +73,6 @@ def agent_to_swift(agent: AgentSpec, config: TrainConfig) -> SwiftAgent:
             f"agent '{agent.name}' names no model: set `model` in the agent or in the config "
             "(a local model folder or a hub id)"
         )
-    for key, value in (("llm_temperature", agent.llm_temperature), ("llm_top_p", agent.llm_top_p)):
-        if value is not None and value < 0:
-            raise AgentError(f"agent '{agent.name}': {key} must be >= 0, got {value}")
-    if agent.llm_max_tokens is not None and agent.llm_max_tokens < 1:
-        raise AgentError(
-            f"agent '{agent.name}': llm_max_tokens must be >= 1, got {agent.llm_max_tokens}"
-        )
     section = config.engine_section("swift")
     if config.algorithm in ALGORITHMS:
         # The section names the model type and template: a misspelt key must say so here.

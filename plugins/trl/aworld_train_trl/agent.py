@@ -81,13 +81,6 @@ def agent_to_trl(agent: AgentSpec, config: TrainConfig, tools: ToolSet) -> TrlAg
     response_template = None
     if tools:
         response_template = _tool_response_template(agent.name, model, conversational)
-    for key, value in (("llm_temperature", agent.llm_temperature), ("llm_top_p", agent.llm_top_p)):
-        if value is not None and value < 0:
-            raise AgentError(f"agent '{agent.name}': {key} must be >= 0, got {value}")
-    if agent.llm_max_tokens is not None and agent.llm_max_tokens < 1:
-        raise AgentError(
-            f"agent '{agent.name}': llm_max_tokens must be >= 1, got {agent.llm_max_tokens}"
-        )
     return TrlAgent(
         model=model,
         system_prompt=agent.system_prompt or None,
