@@ -213,3 +213,12 @@ def test_trace_plugins_reports_a_raising_hook(
     with pytest.raises(AgentError):
         AgentTrainer(**toy_job, check_only=True)
     assert "[aworld-train trace] check_agent raised AgentError" in capsys.readouterr().err
+
+
+def test_installed_versions_reads_metadata_and_skips_what_is_missing() -> None:
+    from importlib import metadata
+
+    from aworld_train.plugins import installed_versions
+
+    versions = installed_versions("pluggy", "no-such-distribution-here")
+    assert versions == {"pluggy": metadata.version("pluggy")}

@@ -79,6 +79,18 @@ def unregister_processor(name: str) -> None:
     _registered.pop(name, None)
 
 
+def installed_versions(*names: str) -> dict[str, str]:
+    """The installed version of each named distribution, skipping those not installed; what an
+    engine's ``engine_versions`` hook returns. Reads metadata only."""
+    versions = {}
+    for name in names:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
 def list_engines() -> list[EngineInfo]:
     """Every engine, from metadata and the in-process registry; imports no engine."""
     engines = _entry_point_engines()

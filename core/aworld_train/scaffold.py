@@ -41,11 +41,11 @@ Heavy libraries are imported inside the hooks, so listing engines stays instant.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from importlib import metadata
 from typing import Any
 
 from aworld_train import hookimpl
 from aworld_train.errors import AgentError, ConfigError, did_you_mean
+from aworld_train.plugins import installed_versions
 
 
 @dataclass
@@ -58,7 +58,7 @@ class Settings:
 
 @hookimpl
 def engine_versions() -> dict[str, str]:
-    return {{"torch": metadata.version("torch"), "transformers": metadata.version("transformers")}}
+    return installed_versions("torch", "transformers")
 
 
 @hookimpl

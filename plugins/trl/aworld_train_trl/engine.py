@@ -6,10 +6,10 @@ does for ``aworld-train engines --check``) costs nothing heavy.
 
 from __future__ import annotations
 
-from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 from aworld_train import hookimpl
+from aworld_train.plugins import installed_versions
 
 if TYPE_CHECKING:
     import datasets
@@ -62,10 +62,4 @@ def train(ctx: RunContext) -> dict[str, Any] | None:
 
 @hookimpl
 def engine_versions() -> dict[str, str]:
-    versions = {}
-    for name in ("trl", "transformers", "accelerate", "torch"):
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    return versions
+    return installed_versions("trl", "transformers", "accelerate", "torch")

@@ -9,10 +9,10 @@ This module imports nothing heavy: VeRL, Hydra, torch and datasets load inside t
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 from aworld_train import hookimpl
+from aworld_train.plugins import installed_versions
 
 if TYPE_CHECKING:
     import datasets
@@ -151,10 +151,4 @@ def _steps(resolved: Any, data: Any) -> int | None:
 
 @hookimpl
 def engine_versions() -> dict[str, str]:
-    versions = {}
-    for name in ("verl", "ray", "hydra-core"):
-        try:
-            versions[name] = version(name)
-        except PackageNotFoundError:
-            continue
-    return versions
+    return installed_versions("verl", "ray", "hydra-core")

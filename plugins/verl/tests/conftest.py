@@ -3,6 +3,7 @@ context wired the way the core wires it."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import tempfile
@@ -88,3 +89,22 @@ def make_ctx(run_dir: Path, model: Path | None, **config: Any) -> RunContext:
         config=train_config,
         metrics=MetricsReporter(run_dir / "metrics.jsonl", show_progress=False),
     )
+
+
+class LocalActorHandle:
+    """Calls a VeRL worker in this process through the interface of a Ray actor handle
+    (``handle.method.remote(...)`` returning an awaitable), so no Ray cluster is started."""
+
+    def __init__(self, worker: Any) -> None:
+        self._worker = worker
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._worker, name)
+
+        class _Remote:
+            @staticmethod
+            def remote(*args: Any, **kwargs: Any) -> Any:
+                result = method(*args, **kwargs)
+                return result if asyncio.iscoroutine(result) else asyncio.sleep(0, result)
+
+        return _Remote()

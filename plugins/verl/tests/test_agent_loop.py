@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from conftest import dataset, make_ctx
+from conftest import LocalActorHandle, dataset, make_ctx
 
 from aworld_train.agent import load_agent
 from aworld_train.reward import resolve_reward
@@ -129,24 +129,6 @@ class ScriptedTokenClient:
         log_probs = [-(turn + 1) - position / 1000 for position in range(len(ids))]
         self.returned[request_id].append((ids, log_probs))
         return TokenOutput(token_ids=ids, log_probs=log_probs, stop_reason="completed")
-
-
-class LocalActorHandle:
-    """Calls a VeRL worker in this process through the interface of a Ray actor handle."""
-
-    def __init__(self, worker: Any) -> None:
-        self._worker = worker
-
-    def __getattr__(self, name: str) -> Any:
-        method = getattr(self._worker, name)
-
-        class _Remote:
-            @staticmethod
-            def remote(*args: Any, **kwargs: Any) -> Any:
-                result = method(*args, **kwargs)
-                return result if asyncio.iscoroutine(result) else asyncio.sleep(0, result)
-
-        return _Remote()
 
 
 def rollout(tmp_path: Path, model: Path, spec: Any, resolved: Any, rows: list[dict[str, Any]]) -> tuple[Any, Any, Any]:

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from conftest import dataset, make_ctx, repeat_rows
+from conftest import LocalActorHandle, dataset, make_ctx, repeat_rows
 
 from aworld_train.agent import AgentSpec
 from aworld_train.reward import RewardFunction, RewardSpec
@@ -47,25 +47,6 @@ class FakeTokenClient:
         self.seen[prompt] += 1
         ids = self.tokenizer.encode(str(answer), add_special_tokens=False) + [self.tokenizer.eos_token_id]
         return TokenOutput(token_ids=ids, log_probs=[-0.5] * len(ids), stop_reason="completed")
-
-
-class LocalActorHandle:
-    """Calls a VeRL worker in this process through the interface of a Ray actor handle
-    (``handle.method.remote(...)`` returning an awaitable), so no Ray cluster is started."""
-
-    def __init__(self, worker: Any) -> None:
-        self._worker = worker
-
-    def __getattr__(self, name: str) -> Any:
-        method = getattr(self._worker, name)
-
-        class _Remote:
-            @staticmethod
-            def remote(*args: Any, **kwargs: Any) -> Any:
-                result = method(*args, **kwargs)
-                return result if asyncio.iscoroutine(result) else asyncio.sleep(0, result)
-
-        return _Remote()
 
 
 def test_agent_loop_reward_loop_and_grpo_on_cpu(tmp_path: Path, tiny_model: Path, reward_file: Path) -> None:
