@@ -30,6 +30,17 @@ def emit(event: str, **fields: Any) -> None:
     print(EVENT_MARKER + json.dumps({"event": event, **fields}, default=float), flush=True)
 
 
+def finish_distributed() -> None:
+    """Worker side, last: wait for every process, then close the process group. A process that
+    exits with the group still open can abort ("terminate called without an active
+    exception"), which fails the whole launch."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
+
+
 def reward_references(spec: RewardSpec) -> list[dict[str, Any]]:
     """The rewards as ``{name, ref, weight}`` that another process can import.
 

@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from aworld_train.workers import emit, load_rewards
+from aworld_train.workers import emit, finish_distributed, load_rewards
 
 from aworld_train_swift.config import SwiftConfig
 from aworld_train_swift.rewards import SwiftReward
@@ -39,6 +39,7 @@ def main(job_file: str) -> None:
     )
     if int(os.environ.get("RANK", "0")) == 0:
         emit("done", metrics={k: v for k, v in final.items() if isinstance(v, (int, float))})
+    finish_distributed()
 
 
 if __name__ == "__main__":

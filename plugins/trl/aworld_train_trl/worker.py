@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from aworld_train.workers import emit, load_rewards
+from aworld_train.workers import emit, finish_distributed, load_rewards
 
 from aworld_train_trl.agent import TrlAgent
 from aworld_train_trl.config import TrlConfig
@@ -41,6 +41,7 @@ def main(job_file: str) -> None:
 
     if PartialState().is_main_process:
         emit("done", metrics=final)
+    finish_distributed()
 
 
 if __name__ == "__main__":
