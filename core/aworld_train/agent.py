@@ -124,7 +124,8 @@ def from_mapping(data: dict[str, Any], where: str) -> AgentSpec:
 
 def from_aworld(agent: Any) -> AgentSpec:
     """Map an AWorld ``Agent`` (aworld 0.3) onto a spec: system prompt, LLM settings, MCP
-    servers and tool names. Its model is the policy unless the config names another."""
+    servers, tool names and its step limit (``max_loop_steps``) as ``max_turns``. Its model is
+    the policy unless the config names another."""
     llm = dict(getattr(getattr(agent, "conf", None), "llm_config", None) or {})
     places = [llm, dict(llm.get("ext_config") or {}), dict(llm.get("params") or {})]
     settings = {
@@ -139,6 +140,7 @@ def from_aworld(agent: Any) -> AgentSpec:
         tools=list(getattr(agent, "tool_names", None) or []),
         mcp_config=dict(getattr(agent, "mcp_config", None) or {}),
         mcp_servers=list(getattr(agent, "mcp_servers", None) or []),
+        max_turns=getattr(agent, "max_loop_steps", None) or 1,
         source=agent,
         **settings,
     )
@@ -172,8 +174,9 @@ def _number_at_least(value: Any, low: float) -> bool:
 
 
 def _is_aworld_agent(obj: Any) -> bool:
-    # Checked by module name so that aworld is imported only when the object comes from it.
-    if not type(obj).__module__.startswith("aworld."):
+    # Checked by module name so that aworld is imported only when the object comes from it
+    # (or from a subclass of one of its classes, as agents often are).
+    if not any(cls.__module__.startswith("aworld.") for cls in type(obj).__mro__):
         return False
     from aworld.core.agent.base import BaseAgent
 

@@ -43,6 +43,18 @@ def test_an_aworld_agent_maps_onto_the_spec() -> None:
     assert "calculator" in spec.mcp_config["mcpServers"]
     assert spec.uses_tools
     assert spec.source is agent
+    assert spec.max_turns == agent.max_loop_steps
+
+
+def test_a_subclass_of_an_aworld_agent_is_an_aworld_agent() -> None:
+    from aworld.agents.llm_agent import Agent
+
+    class Careful(Agent):
+        """An agent of the user's own, as AWorld agents often are."""
+
+    agent = make_agent()
+    agent.__class__ = Careful
+    assert load_agent(agent).source is agent
 
 
 class Capture(TrainerProcessor):

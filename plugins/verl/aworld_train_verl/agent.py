@@ -1,6 +1,11 @@
-"""The policy VeRL's rollout serves (a model folder whose tokenizer has a chat template) and, for an
-agent with tools, the agent loop that runs it: :mod:`aworld_train_verl.agent_loop`, named in an
-``agent_loop.yaml`` written into the run directory beside the pickled tool set it calls."""
+"""The policy VeRL's rollout serves (a model folder whose tokenizer has a chat template) and the
+agent loop that runs the agent, named in an ``agent_loop.yaml`` written into the run directory:
+
+- an agent with tools runs in :mod:`aworld_train_verl.agent_loop`, beside its pickled tool set;
+- an AWorld ``Agent`` runs through AWorld's Runners in :mod:`aworld_train_verl.aworld_loop`,
+  beside the pickled agent;
+- any other agent runs in VeRL's own single-turn loop.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +24,7 @@ if TYPE_CHECKING:
 AGENT_LOOP_NAME = "aworld_train_agent"
 AGENT_LOOP_FILE = "agent_loop.yaml"
 TOOLS_FILE = "agent_tools.pkl"
+AWORLD_AGENT_FILE = "agent.pkl"
 
 
 @dataclass
@@ -31,6 +37,7 @@ class VerlAgent:
     :ivar tools: the agent's tools, or ``None`` for an agent without tools (VeRL's single-turn
         loop serves it).
     :ivar max_turns: the most model turns of one episode.
+    :ivar aworld_agent: the AWorld ``Agent`` that runs each episode, or ``None``.
     """
 
     model: str
@@ -38,11 +45,12 @@ class VerlAgent:
     overrides: dict[str, Any]
     tools: ToolSet | None = None
     max_turns: int = 1
+    aworld_agent: Any = None
 
     @property
     def agent_name(self) -> str | None:
-        """The agent loop the dataset rows name, or ``None`` for VeRL's default."""
-        return AGENT_LOOP_NAME if self.tools is not None else None
+        """The agent loop the dataset rows name, or ``None`` for VeRL's single-turn loop."""
+        return AGENT_LOOP_NAME if self.tools is not None or self.aworld_agent is not None else None
 
 
 def model_path(agent: AgentSpec | None, config: TrainConfig) -> str:
@@ -75,15 +83,12 @@ def check_agent(agent: AgentSpec, config: TrainConfig, tools: ToolSet | None = N
     """Check what VeRL's rollout will use of ``agent``.
 
     :param tools: the agent's resolved tools (the core's ``ctx.results["tools"]``).
-    :raises AgentError: for an AWorld agent (not supported yet), an agent with tools whose tools
-        were not resolved or whose chat template does not render them, a missing model, or a
-        tokenizer without a chat template.
+    :raises AgentError: for an agent with tools whose tools were not resolved or whose chat
+        template does not render them, an AWorld agent that cannot be shipped to VeRL's workers,
+        a missing model, or a tokenizer without a chat template.
     """
     if agent.source is not None:
-        raise AgentError(
-            f"agent '{agent.name}': AWorld agents are not yet supported by the verl engine "
-            f"(only plain agent specs run in its agent loop); give the agent as a YAML file or mapping"
-        )
+        dump_aworld_agent(agent.source)  # it must reach VeRL's workers: find out now
     if agent.uses_tools and not tools:
         raise AgentError(
             f"agent '{agent.name}' uses tools, but none were resolved; run it through AgentTrainer "
@@ -113,6 +118,7 @@ def check_agent(agent: AgentSpec, config: TrainConfig, tools: ToolSet | None = N
         overrides=overrides,
         tools=tools or None,
         max_turns=agent.max_turns,
+        aworld_agent=agent.source,
     )
 
 
@@ -131,53 +137,111 @@ def _check_tools_render(tokenizer: Any, tools: ToolSet, model: str) -> None:
 
 
 def write_agent_loop(agent: VerlAgent, run_dir: Path) -> dict[str, Any]:
-    """Write the agent loop's config and tool set into ``run_dir`` for VeRL's agent-loop workers.
+    """Write the agent loop's config into ``run_dir`` for VeRL's agent-loop workers, beside what
+    the loop runs: the pickled tool set, or the pickled AWorld agent.
 
-    :returns: the VeRL key that points at the config (nothing for an agent without tools).
-    :raises AgentError: when the tool set cannot be pickled for another process.
+    :returns: the VeRL key that points at the config (nothing for VeRL's single-turn loop).
+    :raises AgentError: when the tools or the agent cannot be pickled for another process.
     """
-    if agent.tools is None:
+    if agent.agent_name is None:
         return {}
-    import cloudpickle
     from omegaconf import OmegaConf
 
     run_dir.mkdir(parents=True, exist_ok=True)
-    tools_file = run_dir / TOOLS_FILE
+    if agent.aworld_agent is not None:
+        agent_file = _write_private(run_dir / AWORLD_AGENT_FILE, dump_aworld_agent(agent.aworld_agent))
+        loop = {"_target_": "aworld_train_verl.aworld_loop.AWorldAgentLoop", "agent_file": str(agent_file)}
+    else:
+        tools_file = _write_private(run_dir / TOOLS_FILE, _pickle_tools(agent.tools))
+        loop = {"_target_": "aworld_train_verl.agent_loop.ToolAgentLoop", "tools_file": str(tools_file)}
+    config_file = run_dir / AGENT_LOOP_FILE
+    OmegaConf.save(OmegaConf.create([{"name": AGENT_LOOP_NAME, **loop, "max_turns": agent.max_turns}]), config_file)
+    _load_back(config_file)
+    return {"actor_rollout_ref.rollout.agent.agent_loop_config_path": str(config_file)}
+
+
+def _pickle_tools(tools: ToolSet | None) -> bytes:
+    import cloudpickle
+
     try:
-        payload = cloudpickle.dumps(agent.tools)
-        # The MCP servers' env and headers may hold secrets, expanded from ${VAR}: owner only.
-        tools_file.touch(mode=0o600)
-        tools_file.chmod(0o600)
-        tools_file.write_bytes(payload)
+        return cloudpickle.dumps(tools)
     except Exception as error:  # noqa: BLE001 - pickling fails in many ways
         raise AgentError(
             f"the agent's tools cannot be shipped to VeRL's agent-loop workers: {error}; "
             f"define Python tools in a file and name them as 'file.py:function'"
         ) from error
-    loops = [{
-        "name": AGENT_LOOP_NAME,
-        "_target_": "aworld_train_verl.agent_loop.ToolAgentLoop",
-        "tools_file": str(tools_file),
-        "max_turns": agent.max_turns,
-    }]
-    config_file = run_dir / AGENT_LOOP_FILE
-    OmegaConf.save(OmegaConf.create(loops), config_file)
-    _load_back(config_file)
-    return {"actor_rollout_ref.rollout.agent.agent_loop_config_path": str(config_file)}
+
+
+def dump_aworld_agent(agent: Any) -> bytes:
+    """The AWorld agent pickled for VeRL's workers.
+
+    Its LLM API key is left out: the workers point the agent at the policy being trained. Its
+    sandbox (the MCP servers' runtime) is pickled as its configuration: a live one holds open
+    log files and is registered under its id, so each copy the workers unpickle builds its own.
+
+    :raises AgentError: when the agent cannot be pickled.
+    """
+    import io
+
+    import cloudpickle
+    from aworld.sandbox import Sandbox
+
+    class Pickler(cloudpickle.Pickler):
+        def reducer_override(self, obj: Any) -> Any:
+            if isinstance(obj, Sandbox):
+                return rebuild_sandbox, (type(obj), {key: getattr(obj, key) for key in SANDBOX_SETTINGS})
+            return super().reducer_override(obj)
+
+    llm = agent.conf.llm_config
+    key, llm.llm_api_key = llm.llm_api_key, None
+    buffer = io.BytesIO()
+    try:
+        Pickler(buffer).dump(agent)
+    except Exception as error:  # noqa: BLE001 - pickling fails in many ways
+        raise AgentError(
+            f"AWorld agent '{agent.name()}' cannot be shipped to VeRL's agent-loop workers: {error}"
+        ) from error
+    finally:
+        llm.llm_api_key = key
+    return buffer.getvalue()
+
+
+#: What an AWorld sandbox is built from (its constructor's keywords, read back as properties).
+SANDBOX_SETTINGS = ("mcp_servers", "mcp_config", "black_tool_actions", "skill_configs", "tools",
+                    "custom_env_tools", "agents", "env_content_name", "env_content", "workspaces")
+
+
+def rebuild_sandbox(cls: type, settings: dict[str, Any]) -> Any:
+    """A new AWorld sandbox, with an id of its own, from a pickled one's settings."""
+    return cls(**settings)
+
+
+def _write_private(path: Path, payload: bytes) -> Path:
+    # The MCP servers' env and headers may hold secrets, expanded from ${VAR}: owner only.
+    path.touch(mode=0o600)
+    path.chmod(0o600)
+    path.write_bytes(payload)
+    return path
 
 
 def _load_back(config_file: Path) -> None:
     """Read the agent loop's config as VeRL's workers do: the class imports and is an agent loop,
-    and the tool set unpickles."""
+    and what it runs unpickles."""
     from hydra.utils import get_class
     from omegaconf import OmegaConf
 
     from verl.experimental.agent_loop.agent_loop import AgentLoopBase
 
-    from aworld_train_verl.agent_loop import load_tools
-
     for loop in OmegaConf.load(config_file):
         if not issubclass(get_class(loop["_target_"]), AgentLoopBase):
             raise AgentError(f"{config_file}: {loop['_target_']} is not a VeRL AgentLoopBase")
-        load_tools.cache_clear()
-        load_tools(str(loop["tools_file"]))
+        if "agent_file" in loop:
+            from aworld_train_verl.aworld_loop import _agent_bytes, load_agent_copy
+
+            _agent_bytes.cache_clear()
+            load_agent_copy(str(loop["agent_file"]))
+        else:
+            from aworld_train_verl.agent_loop import load_tools
+
+            load_tools.cache_clear()
+            load_tools(str(loop["tools_file"]))

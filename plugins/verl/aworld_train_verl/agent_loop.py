@@ -15,8 +15,12 @@ episode:
 
 An episode ends with a turn that calls no tool, after ``max_turns`` turns, or when the response
 reaches ``rollout.response_length`` tokens. A tool whose server fails or that does not answer in
-time ends it too, as a failure (so does a chat template that cannot render the tool results): ``agent_failure`` in the episode's extra fields says why, and the run's
-reward module scores the episode 0 and counts it in ``agent_failed``. The step carries on.
+time ends it too, as a failure (so does a chat template that cannot render the tool results):
+``agent_failure`` in the episode's extra fields says why, and the run's reward module scores
+the episode 0 and counts it in ``agent_failed``. The step carries on.
+
+AWorld agents run through :mod:`aworld_train_verl.aworld_loop` instead; both build their
+episodes with :class:`~aworld_train_verl.trajectory.Trajectory`.
 
 This module imports VeRL at the top: only VeRL's workers import it.
 """
@@ -25,20 +29,16 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
 import logging
-import re
 from typing import Any
-from uuid import uuid4
 
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput
 from verl.utils.profiler import simple_timer
 
 from aworld_train.tools import DEFAULT_TIMEOUT, MCPTool, ToolSet
+from aworld_train_verl.trajectory import Trajectory, assistant_message, describe_failure, parse_tool_calls
 
 logger = logging.getLogger(__name__)
-
-TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
 
 
 @functools.lru_cache(maxsize=None)
@@ -51,29 +51,6 @@ def load_tools(path: str) -> ToolSet:
     if not isinstance(tools, ToolSet):
         raise TypeError(f"{path} holds a {type(tools).__name__}, not an aworld_train ToolSet")
     return tools
-
-
-def parse_tool_calls(text: str) -> tuple[str, list[dict[str, Any]]]:
-    """The text before the first tool call, and each call as ``{"name", "arguments"}``.
-
-    A call that is not a JSON object with a string ``name`` is kept with ``"error"`` saying why,
-    so that the model is told, as it would be of any other mistake in its call.
-    """
-    matches = list(TOOL_CALL.finditer(text))
-    content = text[: matches[0].start()] if matches else text
-    calls = []
-    for match in matches:
-        try:
-            call = json.loads(match.group(1))
-        except json.JSONDecodeError as error:
-            calls.append({"name": "", "arguments": {}, "error": f"the tool call is not valid JSON: {error.msg}"})
-            continue
-        if not isinstance(call, dict) or not isinstance(call.get("name"), str):
-            calls.append({"name": "", "arguments": {}, "error": 'a tool call needs {"name": ..., "arguments": {...}}'})
-            continue
-        arguments = call.get("arguments")
-        calls.append({"name": call["name"], "arguments": {} if arguments is None else arguments})
-    return content.strip(), calls
 
 
 def call_timeout(tools: ToolSet, name: str) -> float:
@@ -102,76 +79,32 @@ class ToolAgentLoop(AgentLoopBase):
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         messages = [dict(message) for message in kwargs["raw_prompt"]]
-        prompt_ids = await self.ct_build_initial_tokens(messages, tools=self.schemas)
-        runtime_ids = list(prompt_ids)
-        response_mask: list[int] = []
-        response_logprobs: list[float] | None = None
-        request_id = uuid4().hex
-        metrics: dict[str, Any] = {}
-        extra_fields: dict[str, Any] = {}
-        turns = tool_rounds = tool_calls = 0
-        failure: str | None = None
-
-        while turns < self.max_turns:
-            with simple_timer("generate_sequences", metrics):
-                output = await self.server_manager.generate(
-                    request_id=request_id, prompt_ids=runtime_ids, sampling_params=sampling_params
-                )
-            turns += 1
-            if not extra_fields:
-                extra_fields.update(output.extra_fields or {})
-            if response_logprobs is None and output.log_probs:
-                response_logprobs = [0.0] * len(response_mask)
-            merged, response_mask, response_logprobs = await self.ct_merge_assistant_token(
-                runtime_ids,
-                output.token_ids,
-                response_mask,
-                response_logprobs,
-                assistant_logprobs=output.log_probs if response_logprobs is not None else None,
-            )
-            runtime_ids = merged.token_ids
-            if len(response_mask) >= self.response_length or turns >= self.max_turns:
+        episode = await Trajectory.start(self, messages, self.schemas, sampling_params)
+        while episode.turns < self.max_turns:
+            output = await episode.generate()
+            if episode.full or episode.turns >= self.max_turns:
                 break
             content, calls = parse_tool_calls(self.tokenizer.decode(output.token_ids, skip_special_tokens=False))
             if not calls:
                 break
-            previous = [*messages, self._assistant_message(content, calls)]
+            previous = [*messages, assistant_message(content, calls)]
             try:
-                with simple_timer("tool_calls", metrics):
+                with simple_timer("tool_calls", episode.metrics):
                     results = await asyncio.gather(*(self._call(call) for call in calls))
                 updated = previous + [
                     {"role": "tool", "name": call["name"], "content": result} for call, result in zip(calls, results)
                 ]
-                merged, response_mask, response_logprobs = await self.ct_merge_context_msg(
-                    previous, updated, runtime_ids, response_mask, response_logprobs, tools=self.schemas
-                )
+                await episode.add_context(previous, updated)
             except Exception as error:  # noqa: BLE001 - a tool, its server or the chat template fails
-                failure = _describe_failure(error)
+                episode.failure = describe_failure(error)
                 break
-            tool_rounds += 1
-            tool_calls += len(calls)
-            runtime_ids, messages = merged.token_ids, updated
-            if len(response_mask) >= self.response_length:
+            episode.tool_calls += len(calls)
+            messages = updated
+            if episode.full:
                 break
-
-        if failure is not None:
-            logger.warning("agent episode failed after %d turn(s): %s", turns, failure)
-        response_ids = runtime_ids[len(runtime_ids) - len(response_mask) :]
-        extra_fields.update({
-            "turn_scores": [],
-            "tool_rewards": [],
-            "tool_calls": tool_calls,
-            "agent_failure": failure,
-        })
-        return AgentLoopOutput(
-            prompt_ids=runtime_ids[: len(runtime_ids) - len(response_mask)],
-            response_ids=response_ids[: self.response_length],
-            response_mask=response_mask[: self.response_length],
-            response_logprobs=response_logprobs[: self.response_length] if response_logprobs is not None else None,
-            num_turns=1 + turns + tool_rounds,
-            metrics=metrics,
-            extra_fields=extra_fields,
-        )
+        if episode.failure is not None:
+            logger.warning("agent episode failed after %d turn(s): %s", episode.turns, episode.failure)
+        return episode.output()
 
     async def _call(self, call: dict[str, Any]) -> str:
         """One tool call's result text; raises when the tool's server fails or times out."""
@@ -182,18 +115,3 @@ class ToolAgentLoop(AgentLoopBase):
             return await asyncio.wait_for(self.tools.acall(call["name"], call["arguments"]), timeout)
         except asyncio.TimeoutError:
             raise TimeoutError(f"tool '{call['name']}' did not answer within {timeout:g} s") from None
-
-    @staticmethod
-    def _assistant_message(content: str, calls: list[dict[str, Any]]) -> dict[str, Any]:
-        return {
-            "role": "assistant",
-            "content": content,
-            "tool_calls": [
-                {"type": "function", "function": {"name": call["name"], "arguments": call["arguments"]}}
-                for call in calls
-            ],
-        }
-
-
-def _describe_failure(error: BaseException) -> str:
-    return f"{type(error).__name__}: {' '.join(str(error).split()) or 'no message'}"

@@ -78,7 +78,7 @@ def check_reward(reward: RewardSpec, ctx: RunContext) -> Any:
     from aworld_train_verl.agent import load_tokenizer
 
     agent = _agent(ctx)
-    wired = verl_reward.wire(reward, ctx.run_dir, episodes=agent.tools is not None)
+    wired = verl_reward.wire(reward, ctx.run_dir, episodes=agent.agent_name is not None)
     data = ctx.results.get("dataset")
     if data is None or not data.samples:
         raise RewardError("the verl engine scores sample rows of the dataset: run check_dataset first")

@@ -35,13 +35,15 @@ def wordy(data_source, solution_str, ground_truth, extra_info=None):
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Keep the Hugging Face datasets cache VeRL's RLHFDataset fills out of the home folder."""
-    config._verl_datasets_cache = tempfile.mkdtemp(prefix="verl-tests-datasets-")  # type: ignore[attr-defined]
-    os.environ["HF_DATASETS_CACHE"] = config._verl_datasets_cache  # type: ignore[attr-defined]
+    """Keep the Hugging Face datasets cache VeRL's RLHFDataset fills, and the log files AWorld
+    writes as soon as it is imported (default: ./logs), out of the home and working folders."""
+    config._verl_scratch = tempfile.mkdtemp(prefix="verl-tests-")  # type: ignore[attr-defined]
+    os.environ["HF_DATASETS_CACHE"] = os.path.join(config._verl_scratch, "datasets")  # type: ignore[attr-defined]
+    os.environ.setdefault("AWORLD_LOG_PATH", os.path.join(config._verl_scratch, "aworld-logs"))  # type: ignore[attr-defined]
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    shutil.rmtree(getattr(config, "_verl_datasets_cache", ""), ignore_errors=True)
+    shutil.rmtree(getattr(config, "_verl_scratch", ""), ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -108,3 +110,11 @@ class LocalActorHandle:
                 return result if asyncio.iscoroutine(result) else asyncio.sleep(0, result)
 
         return _Remote()
+
+
+@pytest.fixture(scope="session")
+def tool_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The calculator example's tiny model, whose chat template renders tools and tool calls."""
+    from rollouts import build_tool_model
+
+    return build_tool_model(tmp_path_factory.mktemp("tool-model"))

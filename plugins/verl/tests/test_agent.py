@@ -47,11 +47,6 @@ def test_a_chat_template_that_ignores_tools_is_an_error(tmp_path: Path, tiny_mod
         engine.check_agent(AgentSpec(name="searcher", tools=[lookup]), ctx)
 
 
-def test_an_aworld_agent_is_not_yet_supported(tmp_path: Path, tiny_model: Path) -> None:
-    with pytest.raises(AgentError, match="AWorld agents are not yet supported"):
-        engine.check_agent(AgentSpec(name="gaia", source=object()), make_ctx(tmp_path, tiny_model))
-
-
 def test_no_model_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(AgentError, match="no model"):
         engine.check_agent(AgentSpec(), make_ctx(tmp_path, None))
