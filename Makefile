@@ -34,11 +34,17 @@ $(VENVS)/aworld/.ready: pyproject.toml
 test-aworld: $(VENVS)/aworld/.ready
 	$(VENVS)/aworld/bin/python -m pytest tests/with_aworld
 
-# One venv per engine: torch first (pinned by constraints.txt), then the core and the plugin.
+# One venv per engine: torch first (pinned by constraints.txt), then the core and the plugin,
+# then what an engine's tests need beyond that. The VeRL tests train AWorld agents: aworld pins
+# older versions of packages VeRL brings, and pip resolves that quickly as a second step but
+# spends many minutes backtracking when asked for everything at once.
+TEST_EXTRAS_verl := -e "plugins/verl[aworld]"
+
 $(VENVS)/%/.ready: pyproject.toml plugins/%/pyproject.toml constraints.txt
 	rm -rf $(VENVS)/$* && $(PYTHON) -m venv $(VENVS)/$*
 	$(VENVS)/$*/bin/pip install $(PIP_FLAGS) torch==2.13.0
 	$(VENVS)/$*/bin/pip install $(PIP_FLAGS) -c constraints.txt -e ".[testing]" -e "plugins/$*[test]"
+	$(if $(TEST_EXTRAS_$*),$(VENVS)/$*/bin/pip install $(PIP_FLAGS) -c constraints.txt $(TEST_EXTRAS_$*))
 	touch $@
 
 # The scaffold's generated engine trains with torch, so its test runs in the TRL venv.

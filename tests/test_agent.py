@@ -59,6 +59,11 @@ def test_agent_from_a_module_factory(tmp_path: Path, monkeypatch: pytest.MonkeyP
     check_solver(load_agent("my_agents_factory:make_spec"))
 
 
+def test_agent_from_a_factory_in_a_file_beside_the_job(tmp_path: Path) -> None:
+    (tmp_path / "agents.py").write_text(f"def make():\n    return {AGENT!r}\n")
+    check_solver(load_agent("agents.py:make", base_dir=tmp_path))
+
+
 def test_agent_with_tools_and_mcp_servers() -> None:
     spec = load_agent({
         "name": "searcher",

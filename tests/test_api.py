@@ -88,6 +88,19 @@ def test_processor_receives_what_the_core_resolved(
     assert processor.context is trainer.context
 
 
+def test_a_model_folder_beside_the_job_reaches_the_engine_as_an_absolute_path(
+    recording_engine: type[RecordingProcessor], toy_job: dict[str, Any], tmp_path: Path
+) -> None:
+    (tmp_path / "build" / "model").mkdir(parents=True)
+    toy_job.update(train_engine_name="recording", base_dir=tmp_path,
+                   config={**toy_job.get("config", {}), "model": "build/model"})
+    AgentTrainer(**toy_job)
+    calls = dict(recording_engine.calls)
+    expected = str((tmp_path / "build" / "model").resolve())
+    assert calls["check_config"].model == expected, "engines read the config's model"
+    assert calls["check_agent"].model == expected, "and the agent's"
+
+
 def test_registered_processor_goes_through_the_same_plugin_manager(
     recording_engine: type[RecordingProcessor], toy_job: dict[str, Any]
 ) -> None:

@@ -76,7 +76,8 @@ _AWORLD_LLM_KEYS = {
 
 def load_agent(agent: Any, base_dir: Path | None = None) -> AgentSpec:
     """Normalise an agent given as an AWorld ``Agent``, a YAML/JSON path (relative to
-    ``base_dir``), a dict, a ``package.module:factory`` reference, or an ``AgentSpec``.
+    ``base_dir``), a dict, a ``package.module:factory`` or ``path/to/file.py:factory`` reference
+    (the file relative to ``base_dir``), or an ``AgentSpec``.
 
     AWorld is imported only when an AWorld ``Agent`` is given.
 
@@ -96,7 +97,7 @@ def load_agent(agent: Any, base_dir: Path | None = None) -> AgentSpec:
 
             return from_mapping(read_mapping(path, AgentError, "agent file"), str(path))
         if ":" in text and not path.exists():
-            return load_agent(_call_factory(text), base_dir)
+            return load_agent(_call_factory(text, base_dir), base_dir)
         raise AgentError(
             f"agent '{text}' is neither a .yaml/.json agent file nor a package.module:factory"
         )
@@ -183,10 +184,10 @@ def _is_aworld_agent(obj: Any) -> bool:
     return isinstance(obj, BaseAgent)
 
 
-def _call_factory(reference: str) -> Any:
+def _call_factory(reference: str, base_dir: Path | None) -> Any:
     from aworld_train.references import import_object
 
-    factory = import_object(reference, AgentError, "agent factory")
+    factory = import_object(reference, AgentError, "agent factory", base_dir)
     if not callable(factory):
         raise AgentError(f"agent factory '{reference}' is not callable")
     try:

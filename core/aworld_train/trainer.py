@@ -104,9 +104,11 @@ class AgentTrainer:
             train_config = self._step("config", "core", lambda: load_config(
                 config, overrides, engine_names, base_dir), _describe_config)
             spec = self._step("agent", "core", lambda: load_agent(agent, base_dir), _describe_agent)
-            if train_config.model:  # the config's model wins over the agent's
-                spec.model = train_config.model
-            spec.model = _local_model(spec.model, base_dir)
+            # The config's model wins over the agent's; a folder beside the job is made absolute
+            # in both, since engines read either.
+            spec.model = _local_model(train_config.model or spec.model, base_dir)
+            if train_config.model:
+                train_config.model = spec.model
             self.metrics = MetricsReporter(
                 None if check_only else self.run_dir.metrics_path,
                 on_log=self._report_metrics,

@@ -55,7 +55,6 @@ EPISODE_TIMEOUT = 600.0
 LOOPBACK_API_KEY = "aworld-train-loopback"
 
 
-
 @functools.lru_cache(maxsize=None)
 def _agent_bytes(path: str) -> bytes:
     return Path(path).read_bytes()
@@ -187,6 +186,7 @@ class AWorldAgentLoop(AgentLoopBase):
         self.messages: list[dict[str, Any]] = []  # the conversation the trajectory holds
         self.ended = False
         self.sampling_params: dict[str, Any] = {}
+        self._one_turn_at_a_time = asyncio.Lock()
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         self.sampling_params = sampling_params
@@ -216,7 +216,22 @@ class AWorldAgentLoop(AgentLoopBase):
         return episode.output()
 
     async def chat(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Answer one chat request of the agent with the policy, recording its tokens."""
+        """Answer one chat request of the agent with the policy, recording its tokens.
+
+        Requests are answered one at a time, in the order they came: the episode is one token
+        sequence. A request that fails (the policy's server, the chat template) ends the
+        episode as a failure, so that a retried request cannot append its messages twice.
+        """
+        async with self._one_turn_at_a_time:
+            try:
+                return await self._answer(request)
+            except Exception as error:
+                if self.episode is not None and self.episode.failure is None:
+                    self.episode.failure = describe_failure(error)
+                self.ended = True
+                raise
+
+    async def _answer(self, request: dict[str, Any]) -> dict[str, Any]:
         messages = [chat_message(message) for message in request["messages"]]
         if self.episode is None:
             self.episode = await Trajectory.start(self, messages, request.get("tools") or None, self.sampling_params)

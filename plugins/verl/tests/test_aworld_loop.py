@@ -2,7 +2,7 @@
 plugin's AWorld agent loop on the CPU; the agent runs through AWorld's ``Runners`` with its own
 MCP runtime (the calculator example's server over stdio) and calls the policy through the
 loop's OpenAI-compatible loopback endpoint. Only the token generator is fake (see
-:mod:`rollouts`)."""
+:mod:`rollouts`). Needs the plugin's ``aworld`` extra, which ``make`` installs."""
 
 from __future__ import annotations
 
@@ -18,8 +18,6 @@ from aworld_train.agent import load_agent
 from aworld_train.errors import AgentError
 from aworld_train.tools import close_sessions, resolve_tools
 from aworld_train_verl import aworld_loop, engine
-
-pytest.importorskip("aworld", reason="needs aworld: pip install 'aworld-train-verl[aworld]'")
 
 SYSTEM_PROMPT = "You are a calculator agent. Call the tools for every step; answer as <answer>NUMBER</answer>."
 SECRET = "sk-never-leaves-the-driver"
