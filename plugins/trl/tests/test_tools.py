@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +117,124 @@ def test_grpo_trains_with_mcp_tools_in_the_chat_template(tool_job: dict[str, Any
     assert [m["step"] for m in steps] == [1, 2]
     # TRL logs tool metrics only for a trainer that has tools.
     assert all("tools/call_frequency" in m for m in steps)
+
+
+def _teach_exchange(
+    model: Path, prompt: list[dict[str, str]], functions: list[Any], call: dict[str, Any],
+    result: str, answer: str, steps: int = 200,
+) -> None:
+    """Overfit the model in ``model`` on one exchange: after ``prompt`` it writes ``call`` (a
+    tool call in its chat template's format), and after the tool's ``result`` it writes
+    ``answer``. Only the model's own two turns are trained; the prompt and the tool's result are
+    context, as in GRPO's loss."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model)
+
+    def render(messages: list[dict[str, Any]]) -> list[int]:
+        text = tokenizer.apply_chat_template(messages, tools=functions,
+                                             add_generation_prompt=True, tokenize=False)
+        return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    prompt_ids = render(prompt)
+    context_ids = render([*prompt, {"role": "assistant", "content": "", "tool_calls": [call]},
+                          {"role": "tool", "name": call["function"]["name"], "content": result}])
+    assert context_ids[: len(prompt_ids)] == prompt_ids
+    answer_ids = tokenizer(answer + tokenizer.eos_token, add_special_tokens=False)["input_ids"]
+    input_ids = context_ids + answer_ids
+    call_end = input_ids.index(tokenizer.eos_token_id, len(prompt_ids)) + 1
+    labels = [-100] * len(input_ids)
+    labels[len(prompt_ids):call_end] = input_ids[len(prompt_ids):call_end]
+    labels[len(context_ids):] = answer_ids
+
+    torch.manual_seed(0)
+    policy = AutoModelForCausalLM.from_pretrained(model)
+    policy.train()
+    optimizer = torch.optim.Adam(policy.parameters(), lr=3e-3)
+    batch = {"input_ids": torch.tensor([input_ids]), "labels": torch.tensor([labels])}
+    for _ in range(steps):
+        loss = policy(**batch).loss
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)
+        optimizer.step()
+    assert loss.item() < 0.01, f"the model did not learn the exchange (loss {loss.item():.3f})"
+    policy.save_pretrained(model)
+
+
+def test_grpo_rollout_runs_the_tool_the_model_calls(
+    tool_job: dict[str, Any], tool_model: Path, tmp_path: Path
+) -> None:
+    """A model that writes a multiply call has the calculator's MCP server run it in the middle
+    of a GRPO rollout: the server's result enters the model's context after the call, the model
+    goes on from it, and the reward scores the turn written after the tool's result."""
+    import torch
+    from transformers import AutoTokenizer
+
+    (tmp_path / "train.jsonl").write_text(
+        json.dumps({"prompt": "What is 12 * 34?", "ground_truth": "408"}) + "\n"
+    )
+    model = shutil.copytree(tool_model, tmp_path / "caller")
+    # Only multiply's schema: with all three tools the byte-level prompt alone is longer than the
+    # tiny model's 1,024 positions, and TRL drops a tool result that would not fit in them.
+    tool_job["agent"]["tools"] = ["multiply"]
+    # Sampling close to the taught turns, so every completion makes the call.
+    tool_job["agent"]["llm_temperature"] = 0.3
+    tool_job["config"].update(model=str(model), max_completion_length=160, seed=0)
+    trainer = AgentTrainer(**tool_job)
+    results = trainer.context.results
+    functions = [tool.as_function() for tool in results["tools"]]
+    assert [function.__name__ for function in functions] == ["multiply"]
+
+    # The model learns the exchange on the prompt exactly as GRPOTrainer renders it. Its weights
+    # are read when training starts, so teaching them after the checks is enough.
+    prompt = results["dataset"].train[0]["prompt"]
+    call = {"type": "function", "function": {"name": "multiply", "arguments": {"a": 12, "b": 34}}}
+    _teach_exchange(model, prompt, functions, call, result="408", answer="<answer>408</answer>")
+
+    # Every input the policy reads during training: prompts, its own turns and what TRL appends.
+    seen: list[list[int]] = []
+
+    def record(module: torch.nn.Module, args: tuple[Any, ...]) -> None:
+        if isinstance(module, torch.nn.Embedding) and args and args[0].dim() == 2:
+            seen.extend(args[0].tolist())
+
+    hook = torch.nn.modules.module.register_module_forward_pre_hook(record)
+    try:
+        final = trainer.train()
+    finally:
+        hook.remove()
+    assert final["step"] == 2
+
+    # The server's product of the arguments the model wrote follows the model's call in its
+    # context, in the chat template's tool-response turn, with the next assistant turn opened.
+    # The model's own turn ends at the end-of-turn token after the call: what follows is TRL's.
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    exchange = tokenizer.apply_chat_template(
+        [*prompt, {"role": "assistant", "content": "", "tool_calls": [call]},
+         {"role": "tool", "name": "multiply", "content": "408"}],
+        tools=functions, add_generation_prompt=True, tokenize=False,
+    )
+    prefix = tokenizer.apply_chat_template(prompt, tools=functions, add_generation_prompt=True,
+                                           tokenize=False)
+    assert exchange[len(prefix):].startswith(
+        '\n<tool_call>\n{"name": "multiply", "arguments": {"a": 12, "b": 34}}\n</tool_call>'
+        "<|im_end|>\n<|im_start|>user\n<tool_response>\n408\n</tool_response><|im_end|>"
+    )
+    assert any(exchange in tokenizer.decode(ids) for ids in seen)
+
+    metrics = [json.loads(line) for line in
+               (trainer.run_dir.path / "metrics.jsonl").read_text().splitlines()]
+    steps = [m for m in metrics if "reward" in m]
+    assert [m["step"] for m in steps] == [1, 2]
+    for m in steps:
+        # Every completion made one call, which did not fail. (TRL counts a call whose result it
+        # then drops for want of room the same way: only the context above shows it arrived.)
+        assert m["tools/call_frequency"] == 1.0 and m["tools/failure_frequency"] == 0.0
+        # The reward scored the answer written after the tool's result: the call turn alone
+        # has no <answer>.
+        assert m["reward"] == 1.0
 
 
 def test_tools_with_sft_are_refused(tool_job: dict[str, Any]) -> None:
