@@ -67,7 +67,10 @@ def main() -> None:
     from transformers import AutoTokenizer
 
     if not (MODEL / "config.json").is_file():
-        build_tiny_model(MODEL, extra_tokens=("<tool_call>", "</tool_call>", "<answer>", "</answer>"))
+        # 4096 positions: its byte-level tokens make a prompt with the three tools' schemas
+        # ~1200 tokens, and an episode adds turns and tool results to it.
+        build_tiny_model(MODEL, extra_tokens=("<tool_call>", "</tool_call>", "<answer>", "</answer>"),
+                         max_positions=4096)
         tokenizer = AutoTokenizer.from_pretrained(MODEL)
         tokenizer.chat_template = CHAT_TEMPLATE
         tokenizer.save_pretrained(MODEL)

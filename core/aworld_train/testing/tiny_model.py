@@ -32,6 +32,7 @@ def build_tiny_model(
     num_heads: int = 4,
     extra_tokens: Sequence[str] = (),
     alphabet: str | None = None,
+    max_positions: int = 1024,
     seed: int = 0,
 ) -> Path:
     """Build a tiny tokenizer and ``Qwen2ForCausalLM`` and save both to ``path``.
@@ -45,6 +46,8 @@ def build_tiny_model(
     :param alphabet: the only characters the vocabulary holds (their UTF-8 bytes), such as
         ``string.printable``; ``None`` holds all 256 bytes. A smaller vocabulary makes a random
         model hit the right character more often, so it learns faster, but drops other text.
+    :param max_positions: the longest sequence, prompt and completion together, the model takes
+        (``max_position_embeddings``).
     :param seed: the seed of the random weights; the same arguments give the same model.
     :returns: the folder, as a :class:`~pathlib.Path`.
     """
@@ -90,7 +93,7 @@ def build_tiny_model(
         num_hidden_layers=num_layers,
         num_attention_heads=num_heads,
         num_key_value_heads=num_heads,
-        max_position_embeddings=1024,
+        max_position_embeddings=max_positions,
         tie_word_embeddings=True,
         bos_token_id=eos_id,
         eos_token_id=eos_id,

@@ -86,3 +86,13 @@ def test_alphabet_limits_the_vocabulary(tmp_path: Path) -> None:
     assert len(tokenizer) == len(set(string.printable)) + 3
     text = "Repeat: 7\n\t{x}"
     assert tokenizer.decode(tokenizer(text)["input_ids"]) == text
+
+
+def test_max_positions_is_the_models_declared_context(tmp_path: Path, tiny: Path) -> None:
+    """Trainers read ``max_position_embeddings`` to decide what fits (TRL drops a tool result
+    that would pass it), so a long-prompt example needs a model that declares more."""
+    from transformers import AutoConfig
+
+    assert AutoConfig.from_pretrained(tiny).max_position_embeddings == 1024
+    long = build_tiny_model(tmp_path / "long", max_positions=4096)
+    assert AutoConfig.from_pretrained(long).max_position_embeddings == 4096
