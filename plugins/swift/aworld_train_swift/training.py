@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import re
 import shutil
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aworld_train.errors import AWorldTrainError, RunDirectoryError, TrainingError
+from aworld_train.metrics import LogFn, StartFn, trainer_callback
 
 from aworld_train_swift.config import CHECKPOINTS, build_arguments, quiet_swift, swift_environment
 
@@ -22,9 +22,6 @@ if TYPE_CHECKING:
 
     from aworld_train_swift.config import SwiftConfig
     from aworld_train_swift.rewards import SwiftReward
-
-StartFn = Callable[[int, int], None]
-LogFn = Callable[[int, dict[str, Any]], None]
 
 # The name of this engine's metrics callback in swift's ``callbacks_map``.
 CALLBACK = "aworld_train_metrics"
@@ -103,7 +100,7 @@ def train_in_process(
     :returns: the latest value of every logged metric, plus ``step``.
     """
     with swift_environment(config):
-        from swift.callbacks import callbacks_map
+        from swift.callbacks import TrainerCallback, callbacks_map
         from transformers.utils import logging as hf_logging
 
         from aworld_train_swift import patches
@@ -116,7 +113,8 @@ def train_in_process(
             patches.apply()
         if reward is not None:
             register(reward)
-        callbacks_map[CALLBACK] = metrics_callback(on_start, on_log)
+        # swift builds each callback as cls(args, trainer): register the class.
+        callbacks_map[CALLBACK] = trainer_callback(TrainerCallback, on_start, on_log)
         extra: dict[str, Any] = {
             "callbacks": [*config.arguments.get("callbacks", []), CALLBACK],
         }
@@ -138,23 +136,3 @@ def train_in_process(
         final.update(entry)
     final["step"] = result.get("global_step", final.get("step", 0))
     return final
-
-
-def metrics_callback(on_start: StartFn, on_log: LogFn) -> type:
-    """A swift callback class (built as ``cls(args, trainer)``) forwarding progress and logs."""
-    from swift.callbacks import TrainerCallback
-
-    class MetricsCallback(TrainerCallback):
-        """Forwards the trainer's progress and log entries to aworld-train's metrics."""
-
-        def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            if state.is_world_process_zero:
-                on_start(state.max_steps, state.global_step)
-
-        def on_log(
-            self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any
-        ) -> None:
-            if state.is_world_process_zero and logs:
-                on_log(state.global_step, dict(logs))
-
-    return MetricsCallback

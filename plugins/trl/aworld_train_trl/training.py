@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aworld_train.errors import RunDirectoryError
+from aworld_train.metrics import LogFn, StartFn, trainer_callback
 
 if TYPE_CHECKING:
     from aworld_train.context import RunContext
@@ -17,9 +18,6 @@ if TYPE_CHECKING:
     from aworld_train_trl.config import TrlConfig
     from aworld_train_trl.data import TrlDatasets
     from aworld_train_trl.rewards import TrlReward
-
-StartFn = Callable[[int, int], None]
-LogFn = Callable[[int, dict[str, Any]], None]
 
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 
@@ -86,7 +84,7 @@ def train_in_process(
     :returns: the latest value of every logged metric.
     """
     import datasets
-    from transformers import AutoTokenizer, PrinterCallback
+    from transformers import AutoTokenizer, PrinterCallback, TrainerCallback
     from transformers.utils import logging as hf_logging
 
     from aworld_train_trl.config import build_trainer_args
@@ -103,7 +101,7 @@ def train_in_process(
     tokenizer = AutoTokenizer.from_pretrained(agent.model)
     if agent.response_template is not None:
         tokenizer.response_template = agent.response_template
-    callback = _metrics_callback(on_start, on_log)
+    callback = trainer_callback(TrainerCallback, on_start, on_log)()
     if config.algorithm == "sft":
         from trl import SFTTrainer
 
@@ -137,22 +135,3 @@ def train_in_process(
     final["step"] = trainer.state.global_step
     final["num_processes"] = trainer.accelerator.num_processes
     return final
-
-
-def _metrics_callback(on_start: StartFn, on_log: LogFn) -> Any:
-    from transformers import TrainerCallback
-
-    class MetricsCallback(TrainerCallback):
-        """Forwards the trainer's progress and log entries to aworld-train's metrics."""
-
-        def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            if state.is_world_process_zero:
-                on_start(state.max_steps, state.global_step)
-
-        def on_log(
-            self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any
-        ) -> None:
-            if state.is_world_process_zero and logs:
-                on_log(state.global_step, dict(logs))
-
-    return MetricsCallback()

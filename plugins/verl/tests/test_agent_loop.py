@@ -4,7 +4,6 @@ scoring each episode (see :mod:`rollouts` for the one fake: the token generator)
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
