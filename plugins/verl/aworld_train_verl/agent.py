@@ -37,7 +37,8 @@ class VerlAgent:
     :ivar tools: the agent's tools, or ``None`` for an agent without tools (VeRL's single-turn
         loop serves it).
     :ivar max_turns: the most model turns of one episode.
-    :ivar aworld_agent: the AWorld ``Agent`` that runs each episode, or ``None``.
+    :ivar aworld_agent: the AWorld ``Agent`` that runs each episode, pickled when it was checked
+        (:func:`dump_aworld_agent`), or ``None``.
     """
 
     model: str
@@ -45,7 +46,7 @@ class VerlAgent:
     overrides: dict[str, Any]
     tools: ToolSet | None = None
     max_turns: int = 1
-    aworld_agent: Any = None
+    aworld_agent: bytes | None = None
 
     @property
     def agent_name(self) -> str | None:
@@ -87,8 +88,8 @@ def check_agent(agent: AgentSpec, config: TrainConfig, tools: ToolSet | None = N
         template does not render them, an AWorld agent that cannot be shipped to VeRL's workers,
         a missing model, or a tokenizer without a chat template.
     """
-    if agent.source is not None:
-        dump_aworld_agent(agent.source)  # it must reach VeRL's workers: find out now
+    # An AWorld agent must reach VeRL's workers: pickle it now, so a failure shows in the check.
+    aworld_agent = dump_aworld_agent(agent.source) if agent.source is not None else None
     if agent.uses_tools and not tools:
         raise AgentError(
             f"agent '{agent.name}' uses tools, but none were resolved; run it through AgentTrainer "
@@ -118,7 +119,7 @@ def check_agent(agent: AgentSpec, config: TrainConfig, tools: ToolSet | None = N
         overrides=overrides,
         tools=tools or None,
         max_turns=agent.max_turns,
-        aworld_agent=agent.source,
+        aworld_agent=aworld_agent,
     )
 
 
@@ -149,7 +150,7 @@ def write_agent_loop(agent: VerlAgent, run_dir: Path) -> dict[str, Any]:
 
     run_dir.mkdir(parents=True, exist_ok=True)
     if agent.aworld_agent is not None:
-        agent_file = _write_private(run_dir / AWORLD_AGENT_FILE, dump_aworld_agent(agent.aworld_agent))
+        agent_file = _write_private(run_dir / AWORLD_AGENT_FILE, agent.aworld_agent)
         loop = {"_target_": "aworld_train_verl.aworld_loop.AWorldAgentLoop", "agent_file": str(agent_file)}
     else:
         tools_file = _write_private(run_dir / TOOLS_FILE, _pickle_tools(agent.tools))

@@ -75,7 +75,6 @@ class ToolAgentLoop(AgentLoopBase):
         self.tools = load_tools(tools_file)
         self.schemas = self.tools.schemas()
         self.max_turns = int(max_turns)
-        self.response_length = int(self.rollout_config.response_length)
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         messages = [dict(message) for message in kwargs["raw_prompt"]]

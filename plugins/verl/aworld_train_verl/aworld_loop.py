@@ -125,17 +125,14 @@ def text_of(content: Any) -> str:
 
 def chat_message(message: dict[str, Any]) -> dict[str, Any]:
     """An OpenAI request message in the form the trajectory keeps (and the chat template
-    renders): text content, tool-call arguments as objects, no ids."""
-    normal: dict[str, Any] = {"role": message.get("role"), "content": text_of(message.get("content"))}
-    if normal["role"] == "assistant":
-        normal["content"] = normal["content"].strip()
-    if message.get("tool_calls"):
-        normal["tool_calls"] = [
-            {"type": "function", "function": {"name": call["function"]["name"],
-                                              "arguments": _arguments(call["function"].get("arguments"))}}
-            for call in message["tool_calls"]
-        ]
-    return normal
+    renders): text content, an assistant's tool calls as :func:`assistant_message` writes them
+    (arguments as objects, no ids), so that a repeated turn compares equal to the one answered."""
+    role, content = message.get("role"), text_of(message.get("content"))
+    if role != "assistant":
+        return {"role": role, "content": content}
+    calls = [{"name": call["function"]["name"], "arguments": _arguments(call["function"].get("arguments"))}
+             for call in message.get("tool_calls") or []]
+    return assistant_message(content.strip(), calls)
 
 
 def _arguments(arguments: Any) -> Any:
