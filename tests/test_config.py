@@ -1,14 +1,16 @@
-"""The config module: dict, YAML/JSON path, dotted overrides; unknown keys and wrong types."""
+"""The config module: dict, YAML/JSON path, dotted overrides; unknown keys, wrong types and
+values out of range."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from aworld_train.config import TrainConfig, load_config, merge, parse_overrides
-from aworld_train.errors import ConfigError
+from aworld_train.errors import ConfigError, PluginError
 
 ENGINES = ("toy", "trl", "verl")
 
@@ -118,19 +120,154 @@ def test_unknown_resources_key() -> None:
 
 
 @pytest.mark.parametrize(("config", "message"), [
-    ({"max_steps": "ten"}, "'max_steps' must be int, got str 'ten'"),
-    ({"max_steps": 2.5}, "'max_steps' must be int, got float 2.5"),
-    ({"max_steps": True}, "'max_steps' must be int, got bool True"),
-    ({"learning_rate": "fast"}, "'learning_rate' must be float or int, got str 'fast'"),
-    ({"algorithm": 3}, "'algorithm' must be str"),
-    ({"resources": {"nnodes": "two"}}, "'resources.nnodes' must be int"),
+    ({"max_steps": "ten"}, "config 'max_steps' must be an integer >= 1, got str 'ten'"),
+    ({"max_steps": 2.5}, "config 'max_steps' must be an integer >= 1, got float 2.5"),
+    ({"max_steps": True}, "config 'max_steps' must be an integer >= 1, got bool True"),
+    ({"learning_rate": "fast"}, "config 'learning_rate' must be a finite number > 0, "
+                                "got str 'fast'"),
+    ({"learning_rate": False}, "config 'learning_rate' must be a finite number > 0, got bool"),
+    ({"algorithm": 3}, "config 'algorithm' must be one of grpo, ppo, sft, dpo, got int 3"),
+    ({"model": ["a"]}, "config 'model' must be a model folder or hub id (a non-empty string)"),
+    ({"model": "  "}, "config 'model' must be a model folder or hub id"),
+    ({"resources": {"nnodes": "two"}}, "config 'resources.nnodes' must be an integer >= 1"),
+    ({"resources": {"ray_address": 5}}, "config 'resources.ray_address' must be a Ray address"),
     ({"resources": 4}, "'resources' must be a mapping"),
     ({"toy": [1]}, "'toy' must be a mapping of toy settings"),
+    ({"trust_remote_code": "yes"}, "config 'trust_remote_code' must be true or false, "
+                                   "got str 'yes'"),
+    ({"trust_remote_code": 1}, "config 'trust_remote_code' must be true or false, got int 1"),
 ])
 def test_key_of_the_wrong_type(config: dict, message: str) -> None:
     with pytest.raises(ConfigError) as raised:
         load_config(config, engine_names=ENGINES)
     assert message in str(raised.value)
+
+
+@pytest.mark.parametrize(("key", "value", "rule"), [
+    ("batch_size", 0, "an integer >= 1"),
+    ("learning_rate", -1, "a finite number > 0"),
+    ("learning_rate", 0, "a finite number > 0"),
+    ("learning_rate", float("nan"), "a finite number > 0"),
+    ("learning_rate", float("inf"), "a finite number > 0"),
+    ("learning_rate", "nan", "a finite number > 0"),
+    ("max_steps", -5, "an integer >= 1"),
+    ("max_steps", 0, "an integer >= 1"),
+    ("num_epochs", 0, "a finite number > 0"),
+    ("num_epochs", float("-inf"), "a finite number > 0"),
+    ("num_generations", 0, "an integer >= 1"),
+    ("max_prompt_length", -1, "an integer >= 1"),
+    ("max_completion_length", 0, "an integer >= 1"),
+    ("seed", 10**20, "an integer from 0 to 4294967295"),
+    ("seed", 2**32, "an integer from 0 to 4294967295"),
+    ("seed", -1, "an integer from 0 to 4294967295"),
+    ("seed", 3.0, "an integer from 0 to 4294967295"),
+    ("seed", "1e20", "an integer from 0 to 4294967295"),
+    ("save_steps", -3, "an integer >= 1"),
+    ("logging_steps", 0, "an integer >= 1"),
+    ("reward_timeout", 0, "a number of seconds > 0 and <= 600"),
+    ("reward_timeout", 601, "a number of seconds > 0 and <= 600"),
+    ("reward_timeout", float("nan"), "a number of seconds > 0 and <= 600"),
+])
+def test_key_out_of_range(key: str, value: object, rule: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        load_config({key: value})
+    assert str(raised.value) == f"config '{key}' must be {rule}, got {type(value).__name__} " \
+                                f"{value!r}"
+
+
+@pytest.mark.parametrize(("key", "value", "rule"), [
+    ("gpus_per_node", -2, "an integer >= 0"),
+    ("nnodes", 0, "an integer >= 1"),
+    ("nnodes", -1, "an integer >= 1"),
+])
+def test_resources_out_of_range_are_refused_not_changed(key: str, value: int, rule: str) -> None:
+    with pytest.raises(ConfigError, match=rf"^config 'resources\.{key}' must be {rule}, "
+                                          rf"got int {value}$"):
+        load_config({"resources": {key: value}})
+
+
+def test_a_range_error_in_a_file_names_the_file_and_its_yaml_reading(tmp_path: Path) -> None:
+    (tmp_path / "config.yaml").write_text("learning_rate: .nan\nseed: 1e20\n")
+    with pytest.raises(ConfigError, match=r"config\.yaml: config 'learning_rate' must be a finite "
+                                          r"number > 0, got float nan$"):
+        load_config(tmp_path / "config.yaml")
+    (tmp_path / "config.yaml").write_text("seed: 1e20\n")
+    with pytest.raises(ConfigError, match=r"config\.yaml: config 'seed' must be an integer from 0 "
+                                          r"to 4294967295, got str '1e20'"):
+        load_config(tmp_path / "config.yaml")
+
+
+@pytest.mark.parametrize(("override", "key"), [
+    ("learning_rate=.nan", "learning_rate"),
+    ("learning_rate=-.inf", "learning_rate"),
+    ("batch_size=0", "batch_size"),
+    ("resources.gpus_per_node=-2", "resources.gpus_per_node"),
+])
+def test_an_override_out_of_range_names_the_override(override: str, key: str) -> None:
+    with pytest.raises(ConfigError, match=rf"^-o {re.escape(override)}: config '{key}' must be"):
+        load_config({"learning_rate": 0.1}, [override])
+
+
+def test_numbers_in_range_and_their_yaml_forms(tmp_path: Path) -> None:
+    (tmp_path / "config.yaml").write_text(
+        "learning_rate: 1e-3\nnum_epochs: 2\nseed: 0\nreward_timeout: 600\n"
+        "trust_remote_code: true\nresources: {gpus_per_node: 0, nnodes: 1}\n")
+    config = load_config(tmp_path / "config.yaml", ["seed=4294967295"])
+    assert config.learning_rate == pytest.approx(1e-3)
+    assert config.num_epochs == 2.0 and isinstance(config.num_epochs, float)
+    assert config.seed == 2**32 - 1
+    assert config.reward_timeout == 600.0 and config.trust_remote_code is True
+    assert config.resources.gpus_per_node == 0
+
+
+def test_the_safety_keys_default_and_stay_out_of_a_saved_job() -> None:
+    config = load_config({})
+    assert (config.trust_remote_code, config.reward_timeout) == (False, 5.0)
+    assert "trust_remote_code" not in config.to_dict()
+    assert "reward_timeout" not in config.to_dict()
+    changed = load_config({"trust_remote_code": True, "reward_timeout": 30})
+    assert changed.to_dict()["trust_remote_code"] is True
+    assert changed.to_dict()["reward_timeout"] == 30.0
+    assert load_config(changed.to_dict()) == changed
+
+
+def test_an_unknown_algorithm_suggests_one() -> None:
+    with pytest.raises(ConfigError, match=r"^config 'algorithm' must be one of grpo, ppo, sft, dpo, "
+                                          r"got str 'grop' \(did you mean 'grpo'\?\)$"):
+        load_config({"algorithm": "grop"})
+    with pytest.raises(ConfigError, match=r"got str 'GRPO' \(did you mean 'grpo'\?\)"):
+        load_config({"algorithm": "GRPO"})
+
+
+def test_a_key_that_is_not_a_name() -> None:
+    with pytest.raises(ConfigError, match=r"^config: config key 1 is not a name \(a string\)"):
+        load_config({1: 2})  # type: ignore[dict-item]
+    with pytest.raises(ConfigError, match=r"config key resources\.True is not a name"):
+        load_config({"resources": {True: 2}})
+
+
+def test_the_engine_is_set_by_the_core_and_reads_its_own_section() -> None:
+    config = load_config({"trl": {"beta": 0.1}, "toy": {"x": 1}}, engine_names=ENGINES,
+                         engine="toy")
+    assert config.engine == "toy"
+    assert config.engine_section() == {"x": 1}
+    assert config.engine_section("toy") == {"x": 1}
+    assert "engine" not in config.to_dict()
+    assert load_config(config, engine_names=ENGINES).engine == "toy", "a config keeps its engine"
+    with pytest.raises(PluginError, match=r"^engine 'toy' reads the 'trl' section, but it is "
+                                          r"installed as 'toy'"):
+        config.engine_section("trl")
+
+
+def test_an_engine_outside_the_known_names_may_have_its_section() -> None:
+    config = load_config({"mine": {"depth": 2}}, engine="mine")
+    assert config.engine_section() == {"depth": 2}
+
+
+def test_without_an_engine_a_section_is_read_by_name() -> None:
+    config = TrainConfig(sections={"trl": {"beta": 0.0}})
+    assert config.engine_section("trl") == {"beta": 0.0}
+    assert config.engine_section() == {}
 
 
 @pytest.mark.parametrize(("override", "message"), [

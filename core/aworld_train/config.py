@@ -1,12 +1,23 @@
-"""Config: the engine-neutral training keys, one section per engine, and ``-o`` overrides."""
+"""Config: the engine-neutral training keys, one section per engine, and ``-o`` overrides.
+
+The common keys have one schema (a pydantic model: each key's type and range, stated once),
+checked before any engine code runs, so ``batch_size: 0`` or ``learning_rate: .nan`` fails in
+``check`` with one line naming the key.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import functools
+import reprlib
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from aworld_train.errors import ConfigError, did_you_mean
+from aworld_train.errors import ConfigError, PluginError, did_you_mean
+
+ALGORITHMS = ("grpo", "ppo", "sft", "dpo")
+SEED_MAX = 2**32 - 1  # numpy's and CUDA's generators take 32-bit seeds
+REWARD_TIMEOUT_MAX = 600.0
 
 
 @dataclass
@@ -28,6 +39,10 @@ class TrainConfig:
     ``batch_size`` counts samples per optimisation step on one device: for GRPO and PPO that
     is completions (prompts × ``num_generations``), for SFT and DPO rows. Every engine reads it
     so, which keeps one job file meaning the same on each.
+
+    ``trust_remote_code`` lets a model whose folder holds its own code be loaded (that code
+    runs); ``reward_timeout`` is how many seconds the reward may take on the sample row during
+    the checks. ``engine`` is the engine the job runs on, set by the core, never a job key.
     """
 
     algorithm: str = "grpo"
@@ -42,53 +57,78 @@ class TrainConfig:
     seed: int = 42
     logging_steps: int | None = None
     save_steps: int | None = None
+    trust_remote_code: bool = False
+    reward_timeout: float = 5.0
     resources: Resources = field(default_factory=Resources)
     sections: dict[str, dict[str, Any]] = field(default_factory=dict)
+    engine: str | None = None
 
-    def engine_section(self, engine: str) -> dict[str, Any]:
-        """The raw section named after ``engine`` (empty when the job has none)."""
+    def engine_section(self, engine: str | None = None) -> dict[str, Any]:
+        """The raw section of the engine the job runs on (empty when the job has none).
+
+        :param engine: the section to read; by default ``self.engine``'s. An engine passes its
+            own name only where the config has no engine set (a config built by hand).
+        :raises PluginError: when ``engine`` differs from the engine the job runs on: the
+            section would be read under a name the user cannot know to write.
+        """
+        if engine is None:
+            engine = self.engine
+        elif self.engine is not None and engine != self.engine:
+            raise PluginError(
+                f"engine '{self.engine}' reads the '{engine}' section, but it is installed as "
+                f"'{self.engine}': its section is the one named after its entry point; call "
+                "config.engine_section() without a name, or publish the entry point as "
+                f"'{engine}'"
+            )
+        if engine is None:
+            return {}
         return dict(self.sections.get(engine, {}))
 
     def to_dict(self) -> dict[str, Any]:
-        """The config as plain data, as a job file would hold it."""
-        data = {key: getattr(self, key) for key in _COMMON_TYPES if getattr(self, key) is not None}
+        """The config as plain data, as a job file would hold it.
+
+        Keys at their "engine default" (``None``) are left out, and so are the safety keys at
+        their defaults, which keeps a saved job short; ``engine`` is not a job key.
+        """
+        defaults = TrainConfig()
+        data: dict[str, Any] = {}
+        for key in COMMON_KEYS:
+            value = getattr(self, key)
+            if value is None or (key in _OMIT_AT_DEFAULT and value == getattr(defaults, key)):
+                continue
+            data[key] = value
         data["resources"] = {
             key: getattr(self.resources, key)
-            for key in _RESOURCE_TYPES
+            for key in RESOURCE_KEYS
             if getattr(self.resources, key) is not None
         }
         data.update({name: dict(section) for name, section in self.sections.items()})
         return data
 
 
-# The type each common key accepts; an int is accepted where a float is expected.
-_COMMON_TYPES: dict[str, tuple[type, ...]] = {
-    "algorithm": (str,),
-    "model": (str,),
-    "learning_rate": (float, int),
-    "max_steps": (int,),
-    "num_epochs": (float, int),
-    "batch_size": (int,),
-    "num_generations": (int,),
-    "max_prompt_length": (int,),
-    "max_completion_length": (int,),
-    "seed": (int,),
-    "logging_steps": (int,),
-    "save_steps": (int,),
-}
-_RESOURCE_TYPES: dict[str, tuple[type, ...]] = {
-    "nnodes": (int,),
-    "gpus_per_node": (int,),
-    "ray_address": (str,),
-}
+COMMON_KEYS = tuple(
+    f.name for f in fields(TrainConfig) if f.name not in ("resources", "sections", "engine")
+)
+RESOURCE_KEYS = tuple(f.name for f in fields(Resources))
+_OMIT_AT_DEFAULT = ("trust_remote_code", "reward_timeout")
+
+
+def describe_value(value: Any) -> str:
+    """``int 7``, ``str 'yes'``, ``list [1, 2, ...]``: a value for an error line, kept short."""
+    return f"{type(value).__name__} {reprlib.repr(value)}"
 
 
 def parse_overrides(overrides: list[str] | tuple[str, ...]) -> dict[str, Any]:
     """Turn ``["a.b=1", "trl.beta=0.0"]`` into a nested dict; values are parsed as YAML scalars.
 
+    A value that is not valid YAML (or one past the YAML guards in :mod:`aworld_train.files`)
+    stays text.
+
     :raises ConfigError: for an item without ``=`` or with an empty key.
     """
     import yaml
+
+    from aworld_train.files import guarded_yaml_loader
 
     nested: dict[str, Any] = {}
     for item in overrides:
@@ -97,8 +137,8 @@ def parse_overrides(overrides: list[str] | tuple[str, ...]) -> dict[str, Any]:
         if not sep or not all(parts):
             raise ConfigError(f"override '{item}' is not KEY=VALUE (for example -o max_steps=50)")
         try:
-            value = yaml.safe_load(raw) if raw.strip() else ""
-        except yaml.YAMLError:
+            value = yaml.load(raw, Loader=guarded_yaml_loader()) if raw.strip() else ""
+        except (yaml.YAMLError, ValueError):
             value = raw
         node = nested
         for part in parts[:-1]:
@@ -121,17 +161,25 @@ def merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
 
 
 def load_config(
-    config: dict[str, Any] | str | Path | None,
+    config: dict[str, Any] | str | Path | TrainConfig | None,
     overrides: list[str] | tuple[str, ...] = (),
     engine_names: tuple[str, ...] = (),
     base_dir: Path | None = None,
+    engine: str | None = None,
 ) -> TrainConfig:
     """Read a config (a dict, or a YAML/JSON path relative to ``base_dir``), apply dotted
-    ``overrides``, and validate every common key's type.
+    ``overrides``, and check every common key's type and range.
+
+    Integers are strict: ``3.0``, ``"3"`` and ``true`` are not counts, and ``seed: 3.0`` is
+    refused rather than truncated. Floats take ints, and strings that read as numbers (PyYAML
+    reads ``1e-3`` as a string); NaN and infinities are refused.
 
     :param engine_names: the names allowed as engine sections (the installed engines and the
         engines this project ships).
-    :raises ConfigError: naming the file and key, with a did-you-mean for unknown keys.
+    :param engine: the engine the job runs on; its section is what
+        :meth:`TrainConfig.engine_section` returns.
+    :raises ConfigError: naming the file (or the ``-o`` override) and the key, with the range
+        the key takes, or a did-you-mean for an unknown key.
     """
     from aworld_train.files import read_mapping
 
@@ -140,6 +188,7 @@ def load_config(
         data: dict[str, Any] = {}
     elif isinstance(config, TrainConfig):
         data = config.to_dict()
+        engine = engine if engine is not None else config.engine
     elif isinstance(config, dict):
         data = config
     elif isinstance(config, (str, Path)):
@@ -151,16 +200,21 @@ def load_config(
             f"config must be a mapping or a YAML/JSON path, not {type(config).__name__}"
         )
     data = merge(data, parse_overrides(overrides))
+    sources = {item.partition("=")[0].strip(): f"-o {item}" for item in overrides}
+    if engine is not None:
+        engine_names = (*engine_names, engine)
 
-    allowed = set(_COMMON_TYPES) | {"resources"} | set(engine_names)
+    allowed = set(COMMON_KEYS) | {"resources"} | set(engine_names)
     values: dict[str, Any] = {}
+    resources = Resources()
     sections: dict[str, dict[str, Any]] = {}
     for key, value in data.items():
-        if key in _COMMON_TYPES:
+        _check_name(where, "", key)
+        if key in COMMON_KEYS:
             if value is not None:  # null keeps the default (seed 42, algorithm grpo)
-                values[key] = _typed(where, key, value, _COMMON_TYPES[key])
+                values[key] = value
         elif key == "resources":
-            values["resources"] = _resources(where, value)
+            resources = _resources(where, value, sources)
         elif key in engine_names:
             if not isinstance(value, dict):
                 raise ConfigError(f"{where}: '{key}' must be a mapping of {key} settings")
@@ -170,36 +224,126 @@ def load_config(
                 f"{where}: unknown config key '{key}'{did_you_mean(key, allowed)}; "
                 f"known keys: {', '.join(sorted(allowed))}"
             )
-    return TrainConfig(**values, sections=sections)
+    checked = _validate(_common_schema(), values, where, "", sources)
+    return TrainConfig(**checked, resources=resources, sections=sections, engine=engine)
 
 
-def _typed(where: str, key: str, value: Any, types: tuple[type, ...]) -> Any:
-    if value is None:
-        return None
-    if float in types and isinstance(value, str):
-        # PyYAML reads "1e-3" (no dot) as a string.
-        try:
-            value = float(value)
-        except ValueError:
-            pass
-    if isinstance(value, bool) or not isinstance(value, types):
-        wanted = " or ".join(t.__name__ for t in types)
-        raise ConfigError(
-            f"{where}: '{key}' must be {wanted}, got {type(value).__name__} {value!r}"
-        )
-    return float(value) if float in types and not isinstance(value, str) else value
+def _check_name(where: str, prefix: str, key: Any) -> None:
+    if not isinstance(key, str):
+        raise ConfigError(f"{where}: config key {prefix}{key!r} is not a name (a string); "
+                          "write the key's name, in quotes if YAML reads it as something else")
 
 
-def _resources(where: str, value: Any) -> Resources:
+def _resources(where: str, value: Any, sources: dict[str, str]) -> Resources:
     if not isinstance(value, dict):
         raise ConfigError(f"{where}: 'resources' must be a mapping (nnodes, gpus_per_node, ...)")
-    fields: dict[str, Any] = {}
+    items: dict[str, Any] = {}
     for key, item in value.items():
-        if key not in _RESOURCE_TYPES:
+        _check_name(where, "resources.", key)
+        if key not in RESOURCE_KEYS:
             raise ConfigError(
                 f"{where}: unknown config key 'resources.{key}'"
-                f"{did_you_mean(key, _RESOURCE_TYPES)}"
+                f"{did_you_mean(key, RESOURCE_KEYS)}"
             )
         if item is not None:  # null keeps the default
-            fields[key] = _typed(where, f"resources.{key}", item, _RESOURCE_TYPES[key])
-    return Resources(**fields)
+            items[key] = item
+    return Resources(**_validate(_resources_schema(), items, where, "resources.", sources))
+
+
+def _validate(schema: Any, values: dict[str, Any], where: str, prefix: str,
+              sources: dict[str, str]) -> dict[str, Any]:
+    """``values`` checked against ``schema``; the first failure as one line naming the key."""
+    from pydantic import ValidationError
+
+    try:
+        checked = schema.model_validate(values)
+    except ValidationError as exc:
+        key = str(exc.errors()[0]["loc"][0])
+        value = values[key]
+        dotted = prefix + key
+        origin = sources.get(dotted, None if where == "config" else where)
+        hint = ""
+        if key == "algorithm" and isinstance(value, str):
+            hint = did_you_mean(value.lower(), ALGORITHMS)
+        raise ConfigError(
+            (f"{origin}: " if origin else "")
+            + f"config '{dotted}' must be {schema.model_fields[key].description}, "
+            f"got {describe_value(value)}{hint}"
+        ) from None
+    return {key: getattr(checked, key) for key in values}
+
+
+@functools.cache
+def _number_types() -> tuple[Any, Any, Any]:
+    """Strict pydantic types: an integer >= 1, an integer >= 0, a finite number."""
+    from typing import Annotated
+
+    from pydantic import BeforeValidator, Field, StrictInt
+
+    def read_number(value: Any) -> Any:
+        # PyYAML reads "1e-3" (no dot) as a string; a string that is not a number is refused.
+        if isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                return value
+        return value
+
+    count = Annotated[StrictInt, Field(ge=1)]
+    natural = Annotated[StrictInt, Field(ge=0)]
+    finite = Annotated[float, BeforeValidator(read_number), Field(strict=True,
+                                                                  allow_inf_nan=False)]
+    return count, natural, finite
+
+
+@functools.cache
+def _common_schema() -> Any:
+    """The common keys' types and ranges; ``description`` is how an error line words each."""
+    from typing import Annotated, Literal
+
+    from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+
+    count, _, finite = _number_types()
+    count_rule = "an integer >= 1"
+
+    class CommonKeys(BaseModel):
+        model_config = ConfigDict(strict=True, extra="forbid")
+
+        algorithm: Literal[ALGORITHMS] = Field(  # type: ignore[valid-type]
+            "grpo", description="one of " + ", ".join(ALGORITHMS))
+        model: Annotated[StrictStr, Field(pattern=r"\S")] | None = Field(
+            None, description="a model folder or hub id (a non-empty string)")
+        learning_rate: Annotated[finite, Field(gt=0)] | None = Field(
+            None, description="a finite number > 0")
+        max_steps: count | None = Field(None, description=count_rule)
+        num_epochs: Annotated[finite, Field(gt=0)] | None = Field(
+            None, description="a finite number > 0")
+        batch_size: count | None = Field(None, description=count_rule)
+        num_generations: count | None = Field(None, description=count_rule)
+        max_prompt_length: count | None = Field(None, description=count_rule)
+        max_completion_length: count | None = Field(None, description=count_rule)
+        seed: Annotated[StrictInt, Field(ge=0, le=SEED_MAX)] = Field(
+            42, description=f"an integer from 0 to {SEED_MAX}")
+        logging_steps: count | None = Field(None, description=count_rule)
+        save_steps: count | None = Field(None, description=count_rule)
+        trust_remote_code: StrictBool = Field(False, description="true or false")
+        reward_timeout: Annotated[finite, Field(gt=0, le=REWARD_TIMEOUT_MAX)] = Field(
+            5.0, description=f"a number of seconds > 0 and <= {REWARD_TIMEOUT_MAX:g}")
+
+    return CommonKeys
+
+
+@functools.cache
+def _resources_schema() -> Any:
+    from pydantic import BaseModel, ConfigDict, Field, StrictStr
+
+    count, natural, _ = _number_types()
+
+    class ResourceKeys(BaseModel):
+        model_config = ConfigDict(strict=True, extra="forbid")
+
+        nnodes: count = Field(1, description="an integer >= 1")
+        gpus_per_node: natural | None = Field(None, description="an integer >= 0")
+        ray_address: StrictStr | None = Field(None, description="a Ray address (a string)")
+
+    return ResourceKeys
