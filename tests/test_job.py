@@ -76,3 +76,102 @@ def test_job_without_a_training_dataset(tmp_path: Path) -> None:
     (tmp_path / "job.yaml").write_text("engine: toy\n")
     with pytest.raises(JobError, match="no train_dataset"):
         load_job(tmp_path / "job.yaml")
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("engine: 7\n", "'engine' must be an engine name (a string), got int 7"),
+    ("engine: ''\n", "'engine' must be an engine name (a string), got str ''"),
+    ("run_path: [a, b]\n", "'run_path' must be a string path, got list ['a', 'b']"),
+    ("run_path: 3\n", "'run_path' must be a string path, got int 3"),
+    ("columns: [prompt]\n", "'columns' must be a mapping of column names to column names "
+                            "(strings), got list ['prompt']"),
+    ("columns: {prompt: 3}\n", "'columns' must be a mapping of column names"),
+    ("agent: 5\n", "'agent' must be an agent file, a module:factory or file.py:factory "
+                   "reference, or a mapping, got int 5"),
+    ("agent: [a]\n", "'agent' must be an agent file"),
+    ("reward: 3\n", "'reward' must be a reward name, a file.py:function or module:function "
+                    "reference, a mapping {name, weight}, or a list of these, got int 3"),
+    ("reward: [exact_match, 3]\n", "'reward' must be a reward name"),
+    ("reward: [[exact_match]]\n", "'reward' must be a reward name"),
+    ("train_dataset: 3\n", "'train_dataset' must be a dataset file path or a list of rows "
+                           "(mappings), got int 3"),
+    ("train_dataset: {prompt: a}\n", "'train_dataset' must be a dataset file path"),
+    ("train_dataset: [a.jsonl]\n", "'train_dataset' must be a dataset file path"),
+    ("train_dataset: a.jsonl\ntest_dataset: true\n", "'test_dataset' must be a dataset file "
+                                                    "path or a list of rows (mappings), got bool"),
+    ("config: [max_steps]\n", "'config' must be a mapping of config keys or a config file "
+                              "path, got list ['max_steps']"),
+    ("config: 3\n", "'config' must be a mapping of config keys or a config file path, got int"),
+])
+def test_job_field_of_the_wrong_type_names_the_file_and_field(tmp_path: Path, text: str,
+                                                              message: str) -> None:
+    (tmp_path / "job.yaml").write_text(text)
+    with pytest.raises(JobError) as raised:
+        load_job(tmp_path / "job.yaml")
+    assert str(raised.value).startswith(f"{tmp_path / 'job.yaml'}: {message}")
+
+
+def test_a_long_value_is_shortened_in_the_message(tmp_path: Path) -> None:
+    (tmp_path / "job.yaml").write_text(f"run_path: {list(range(10_000))}\n")
+    with pytest.raises(JobError) as raised:
+        load_job(tmp_path / "job.yaml")
+    assert len(str(raised.value)) < 200 and "..." in str(raised.value)
+
+
+def test_a_flag_of_the_wrong_type() -> None:
+    with pytest.raises(JobError, match=r"^job: 'engine' must be an engine name \(a string\), "
+                                       r"got int 7$"):
+        load_job(None, engine=7, train_dataset="a.jsonl")
+
+
+def test_job_fields_of_the_accepted_types(tmp_path: Path) -> None:
+    (tmp_path / "job.yaml").write_text(
+        "engine: toy\n"
+        "agent: agent.py:make\n"
+        "train_dataset: [{prompt: a, ground_truth: b}]\n"
+        "reward: [exact_match, {name: answer_match, weight: 0.5}]\n"
+        "config: config.yaml\n"
+        "run_path: out/runs\n"
+    )
+    job = load_job(tmp_path / "job.yaml")
+    assert job.train_dataset == [{"prompt": "a", "ground_truth": "b"}]
+    assert job.reward == ["exact_match", {"name": "answer_match", "weight": 0.5}]
+    assert (job.config, job.run_path, job.agent) == ("config.yaml", "out/runs", "agent.py:make")
+
+
+def test_null_fields_keep_their_defaults(tmp_path: Path) -> None:
+    (tmp_path / "job.yaml").write_text("engine: null\ntrain_dataset: a.jsonl\nrun_path: null\n"
+                                       "columns: null\nconfig: ~\n")
+    job = load_job(tmp_path / "job.yaml")
+    assert (job.engine, job.run_path, job.columns, job.config) == (None, "runs", None, None)
+
+
+def test_a_saved_job_loads_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a run directory saves: absolute paths, the agent and config as mappings."""
+    from aworld_train.config import load_config
+
+    data_file = tmp_path / "data" / "train.jsonl"
+    data_file.parent.mkdir()
+    saved = tmp_path / "runs" / "run-1" / "job.yaml"
+    saved.parent.mkdir(parents=True)
+    saved.write_text(
+        "engine: toy\n"
+        "agent: {name: agent, max_turns: 1}\n"
+        f"train_dataset: {data_file}\n"
+        "test_dataset: null\n"
+        f"reward: [{tmp_path / 'rewards.py'}:score, {{name: exact_match, weight: 0.5}}]\n"
+        "columns: {prompt: question}\n"
+        "config:\n"
+        "  algorithm: grpo\n  max_steps: 5\n  seed: 42\n  learning_rate: 1.0e-05\n"
+        "  trust_remote_code: true\n  reward_timeout: 30.0\n"
+        "  resources: {nnodes: 1}\n  toy: {temperature: 0.5}\n"
+        f"run_path: {tmp_path / 'runs'}\n"
+    )
+    monkeypatch.chdir(tmp_path / "data")  # "from any folder"
+    job = load_job(saved)
+    assert job.train_dataset == str(data_file)
+    assert job.run_path == str(tmp_path / "runs")
+    config = load_config(job.config, engine_names=("toy",), engine=job.engine)
+    assert (config.max_steps, config.trust_remote_code, config.reward_timeout) == (5, True, 30.0)
+    assert config.engine_section() == {"temperature": 0.5}
+    assert load_config(config.to_dict(), engine_names=("toy",), engine="toy") == config
