@@ -22,6 +22,11 @@ class AgentError(AWorldTrainError):
     """The agent cannot be read or is not supported by the engine."""
 
 
+class ModelError(AgentError):
+    """The model folder is missing, damaged or needs code from its folder, or the prompts do not
+    fit its positions."""
+
+
 class DatasetError(AWorldTrainError):
     """A dataset is missing, unreadable, empty, or has a bad row."""
 
