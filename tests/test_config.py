@@ -232,8 +232,8 @@ def test_the_safety_keys_default_and_stay_out_of_a_saved_job() -> None:
 
 
 def test_an_unknown_algorithm_suggests_one() -> None:
-    with pytest.raises(ConfigError, match=r"^config 'algorithm' must be one of grpo, ppo, sft, dpo, "
-                                          r"got str 'grop' \(did you mean 'grpo'\?\)$"):
+    with pytest.raises(ConfigError, match=r"^config 'algorithm' must be one of grpo, ppo, sft, "
+                                          r"dpo, got str 'grop' \(did you mean 'grpo'\?\)$"):
         load_config({"algorithm": "grop"})
     with pytest.raises(ConfigError, match=r"got str 'GRPO' \(did you mean 'grpo'\?\)"):
         load_config({"algorithm": "GRPO"})
