@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,9 +13,6 @@ if TYPE_CHECKING:
     from aworld_train.agent import AgentSpec
     from aworld_train.config import TrainConfig
     from aworld_train.tools import ToolSet
-
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}(/[A-Za-z0-9][\w.-]{0,95})?$")
-
 
 @dataclass
 class TrlAgent:
@@ -33,6 +29,8 @@ class TrlAgent:
         TRL runs between turns.
     :ivar response_template: the transformers response template that reads tool calls from the
         model's output, when neither the tokenizer nor TRL knows one for its chat template.
+    :ivar trust_remote_code: whether the job allows code from the model folder to run (the
+        job's top-level ``trust_remote_code``).
     """
 
     model: str
@@ -43,14 +41,16 @@ class TrlAgent:
     max_tokens: int | None = None
     max_turns: int = 1
     response_template: dict[str, Any] | None = None
+    trust_remote_code: bool = False
 
 
 def agent_to_trl(agent: AgentSpec, config: TrainConfig, tools: ToolSet) -> TrlAgent:
     """Check what the TRL engine supports of ``agent`` and resolve its model.
 
-    The config's ``model`` key takes precedence over the agent's. A hub id is checked for form
-    only; nothing is downloaded. With ``tools``, a local model's chat template must render tool
-    calls and TRL must be able to read them back from the model's output.
+    The config's ``model`` key takes precedence over the agent's. The core has already checked
+    a local folder (config, weights, tokenizer) and the form of a hub id; nothing is downloaded
+    here. With ``tools``, a local model's chat template must render tool calls and TRL must be
+    able to read them back from the model's output.
 
     :param tools: the agent's resolved tools (empty without tools).
     :raises AgentError: for a missing or unusable model, or a feature TRL cannot train (tools
@@ -77,10 +77,14 @@ def agent_to_trl(agent: AgentSpec, config: TrainConfig, tools: ToolSet) -> TrlAg
             f"agent '{agent.name}' names no model: set `model` in the agent or in the config "
             "(a local model folder or a hub id)"
         )
-    model, conversational = _resolve_model(str(model))
+    model = str(model)
+    folder = Path(model)
+    conversational = _has_chat_template(folder) if folder.is_dir() else True
     response_template = None
     if tools:
-        response_template = _tool_response_template(agent.name, model, conversational)
+        response_template = _tool_response_template(
+            agent.name, model, conversational, config.trust_remote_code
+        )
     return TrlAgent(
         model=model,
         system_prompt=agent.system_prompt or None,
@@ -90,10 +94,13 @@ def agent_to_trl(agent: AgentSpec, config: TrainConfig, tools: ToolSet) -> TrlAg
         max_tokens=agent.llm_max_tokens,
         max_turns=agent.max_turns,
         response_template=response_template,
+        trust_remote_code=config.trust_remote_code,
     )
 
 
-def _tool_response_template(name: str, model: str, conversational: bool) -> dict[str, Any] | None:
+def _tool_response_template(
+    name: str, model: str, conversational: bool, trust_remote_code: bool
+) -> dict[str, Any] | None:
     """Check that TRL can run tools with ``model``'s chat template (a local folder; a hub id is
     left to TRL at training time).
 
@@ -109,7 +116,10 @@ def _tool_response_template(name: str, model: str, conversational: bool) -> dict
     from transformers import AutoTokenizer
     from trl import chat_template_utils
 
-    tokenizer = AutoTokenizer.from_pretrained(model)
+    # Read from the folder alone; its code runs only when the job allows it.
+    tokenizer = AutoTokenizer.from_pretrained(
+        model, trust_remote_code=trust_remote_code, local_files_only=True
+    )
     if not chat_template_utils.supports_tool_calling(tokenizer):
         raise AgentError(
             f"agent '{name}' uses tools but the chat template of {model} cannot render a tool "
@@ -152,25 +162,6 @@ def _tool_response_template(name: str, model: str, conversational: bool) -> dict
         "(transformers' response parsing) or use a model whose template TRL knows (Qwen, Llama "
         "3, ...)"
     )
-
-
-def _resolve_model(model: str) -> tuple[str, bool]:
-    """Return the model as an absolute folder or a hub id, and whether it has a chat template."""
-    folder = Path(model).expanduser()
-    if folder.is_dir():
-        if not (folder / "config.json").is_file():
-            raise AgentError(
-                f"model folder {folder} has no config.json: point `model` at a folder written "
-                "by save_pretrained"
-            )
-        return str(folder.resolve()), _has_chat_template(folder)
-    looks_like_path = model.startswith((".", "/", "~")) or model.count("/") > 1 or "\\" in model
-    if looks_like_path or not _HUB_ID.match(model):
-        raise AgentError(
-            f"model '{model}' is neither an existing folder nor a hub id of the form "
-            "'organisation/name'"
-        )
-    return model, True
 
 
 def _has_chat_template(folder: Path) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,8 +17,16 @@ if TYPE_CHECKING:
     from aworld_train_trl.agent import TrlAgent
 
 ALGORITHMS = ("grpo", "sft")
-# Set by the engine itself: the run directory owns the output.
-_RESERVED = {"output_dir": "the engine writes checkpoints under the run directory"}
+# Set by the engine itself: the run directory owns the output, the job's top-level key decides
+# whether code from a model folder may run.
+_RESERVED = {
+    "output_dir": "the engine writes checkpoints under the run directory",
+    "trust_remote_code": "set the job's top-level `trust_remote_code: true` to run code from the "
+    "model folder",
+}
+# Fields that hold a credential, with the environment variable that carries it to the training
+# process instead: TRL's config object is pickled into every training_args.bin.
+SECRET_FIELDS = {"hub_token": "HF_TOKEN"}
 
 
 @dataclass
@@ -31,6 +39,8 @@ class TrlConfig:
     :ivar num_processes: training processes per node (GPUs, or CPU processes without GPUs).
     :ivar nnodes: the number of machines.
     :ivar use_gpu: whether a GPU is visible.
+    :ivar secret_env: environment variables for the training processes that hold credentials
+        from the ``trl:`` section (``HF_TOKEN``); never written to the run directory.
     """
 
     algorithm: str
@@ -38,6 +48,7 @@ class TrlConfig:
     num_processes: int = 1
     nnodes: int = 1
     use_gpu: bool = False
+    secret_env: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def distributed(self) -> bool:
@@ -65,11 +76,13 @@ def config_to_trl(
     """Map ``config`` onto TRL's config dataclass and validate it with TRL itself.
 
     Common keys come first, then the agent's sampling settings, then the ``trl:`` section, whose
-    keys must be fields of ``GRPOConfig`` (GRPO) or ``SFTConfig`` (SFT).
+    keys must be fields of ``GRPOConfig`` (GRPO) or ``SFTConfig`` (SFT) and whose values must
+    have the field's type, be one of the values TRL accepts and lie in a sensible range.
 
-    :raises ConfigError: naming the key, for an unknown field (with a suggestion), a value TRL
-        rejects, a generation batch that ``num_generations`` does not divide, or vLLM asked for
-        where it cannot run, or an agent with tools in several processes.
+    :raises ConfigError: naming the key, for an unknown field (with a suggestion), a value of
+        the wrong type, choice or range, a value TRL rejects, a generation batch that
+        ``num_generations`` does not divide, vLLM asked for where it cannot run, or an agent
+        with tools in several processes.
     """
     import torch
 
@@ -80,17 +93,15 @@ def config_to_trl(
             f"config algorithm: the trl engine trains {' or '.join(ALGORITHMS)}, not "
             f"'{algorithm}'{did_you_mean(str(algorithm), ALGORITHMS)}"
         )
-    section = config.engine_section("trl")
+    section = config.engine_section()
     args_class = trainer_args_class(algorithm)
     fields = {f.name for f in dataclasses.fields(args_class) if f.init}
-    for key in section:
-        if key in _RESERVED:
-            raise ConfigError(f"config trl.{key} cannot be set: {_RESERVED[key]}")
-        if key not in fields:
-            raise ConfigError(
-                f"config trl.{key}: not a field of TRL's {args_class.__name__}"
-                f"{did_you_mean(key, fields)}"
-            )
+    check_section(section, args_class, fields)
+    secret_env = {
+        variable: section.pop(key)
+        for key, variable in SECRET_FIELDS.items()
+        if section.get(key) is not None
+    }
 
     use_gpu = torch.cuda.is_available()
     args = _common_args(config, agent, run_dir, use_gpu, fields, logger)
@@ -106,6 +117,7 @@ def config_to_trl(
         num_processes=max(1, num_processes),
         nnodes=max(1, config.resources.nnodes),
         use_gpu=use_gpu,
+        secret_env=secret_env,
     )
     world_size = resolved.num_processes * resolved.nnodes
     if agent.max_turns > 1 and world_size > 1:
@@ -123,6 +135,31 @@ def config_to_trl(
             return resolved
     build_trainer_args(resolved)
     return resolved
+
+
+def check_section(section: dict[str, Any], args_class: type, fields: set[str]) -> None:
+    """Check every key of the ``trl:`` section and its value against ``args_class``.
+
+    :raises ConfigError: for a reserved key, a key that is not a field (with a suggestion), a
+        ``model_init_kwargs`` that asks for remote code, or a value the field does not accept.
+    """
+    from aworld_train_trl.schema import check_value
+
+    for key, value in section.items():
+        if key in _RESERVED:
+            raise ConfigError(f"config trl.{key} cannot be set: {_RESERVED[key]}")
+        if key not in fields:
+            raise ConfigError(
+                f"config trl.{key}: not a field of TRL's {args_class.__name__}"
+                f"{did_you_mean(key, fields)}"
+            )
+        check_value(args_class, key, value)
+        # A mapping, or the JSON text of one.
+        if key == "model_init_kwargs" and value is not None and "trust_remote_code" in value:
+            raise ConfigError(
+                f"config trl.model_init_kwargs.trust_remote_code cannot be set: "
+                f"{_RESERVED['trust_remote_code']}"
+            )
 
 
 def build_trainer_args(resolved: TrlConfig) -> Any:
@@ -145,6 +182,7 @@ def _common_args(
 ) -> dict[str, Any]:
     args: dict[str, Any] = {
         "output_dir": str(run_dir / "checkpoints"),
+        "trust_remote_code": config.trust_remote_code,
         "report_to": "none",
         "seed": config.seed,
         "logging_steps": config.logging_steps or 1,

@@ -13,6 +13,11 @@ if TYPE_CHECKING:
     from aworld_train_trl.agent import TrlAgent
 
 
+# Keyword arguments GRPOTrainer._calculate_rewards gives a reward function next to every
+# dataset column: a column of the same name makes that call fail mid-training.
+REWARD_ARGUMENTS = ("prompts", "completions")
+
+
 @dataclass
 class TrlDatasets:
     """The training and test datasets in the form the chosen TRL trainer reads."""
@@ -22,15 +27,26 @@ class TrlDatasets:
 
 
 def datasets_to_trl(
-    train: datasets.Dataset, test: datasets.Dataset | None, agent: TrlAgent, algorithm: str
+    train: datasets.Dataset | None,
+    test: datasets.Dataset | None,
+    agent: TrlAgent,
+    algorithm: str,
 ) -> TrlDatasets:
     """Convert the canonical datasets for ``algorithm`` (``grpo`` or ``sft``).
 
     GRPO keeps every column: ``ground_truth``, ``data_source``, ``extra_info`` and the rest reach
     the reward function as keyword lists. SFT keeps only what ``SFTTrainer`` reads.
 
-    :raises DatasetError: naming the dataset and row the engine cannot use.
+    :param train: the training rows, or ``None`` when the job gave none.
+    :raises DatasetError: for no training dataset, or naming the dataset and the row or column
+        the engine cannot use.
     """
+    if train is None:
+        raise DatasetError(
+            "no train_dataset: the trl engine trains on rows of prompts (and answers for SFT): "
+            "give train_dataset (a .jsonl/.json/.csv/.parquet file, a datasets.Dataset or a "
+            "list of dicts)"
+        )
     convert = _to_sft if algorithm == "sft" else _to_grpo
     return TrlDatasets(
         train=convert(train, agent, "train_dataset"),
@@ -39,6 +55,13 @@ def datasets_to_trl(
 
 
 def _to_grpo(dataset: datasets.Dataset, agent: TrlAgent, role: str) -> datasets.Dataset:
+    for column in dataset.column_names:
+        if column in REWARD_ARGUMENTS:
+            raise DatasetError(
+                f"{role} column '{column}': GRPOTrainer passes every column to the reward by "
+                f"name, next to its own '{column}' argument: rename the column"
+            )
+
     def convert(row: dict[str, Any], index: int) -> dict[str, Any]:
         return {"prompt": _prompt(row["prompt"], agent, role, index)}
 

@@ -29,7 +29,7 @@ def check_agent(agent: AgentSpec, ctx: RunContext) -> Any:
 
 @hookimpl
 def check_dataset(
-    train_dataset: datasets.Dataset, test_dataset: datasets.Dataset | None, ctx: RunContext
+    train_dataset: datasets.Dataset | None, test_dataset: datasets.Dataset | None, ctx: RunContext
 ) -> Any:
     from aworld_train_trl.data import datasets_to_trl
 
@@ -40,7 +40,7 @@ def check_dataset(
 def check_reward(reward: RewardSpec, ctx: RunContext) -> Any:
     from aworld_train_trl.rewards import reward_to_trl
 
-    return reward_to_trl(reward, ctx.results.get("dataset"))
+    return reward_to_trl(reward)
 
 
 @hookimpl

@@ -43,8 +43,15 @@ def launch(ctx: RunContext, checkpoint: Path | None) -> dict[str, Any]:
 
 
 def write_job(ctx: RunContext, checkpoint: Path | None) -> Path:
-    """Write what every worker needs into the run directory and return the job file."""
+    """Write what every worker needs into the run directory and return the job file.
+
+    The file holds no credential: :func:`~aworld_train_trl.training.run_training` sets them in
+    the environment the launcher and its workers inherit.
+    """
     rewards = reward_references(ctx.results["reward"].spec)
+    config = dataclasses.asdict(ctx.results["config"])
+    # Credentials reach the workers through the environment they inherit, not through this file.
+    del config["secret_env"]
     data = ctx.results["dataset"]
     data_dir = ctx.run_dir / "trl_data"
     data.train.save_to_disk(str(data_dir / "train"))
@@ -53,7 +60,7 @@ def write_job(ctx: RunContext, checkpoint: Path | None) -> Path:
     job = {
         "run_dir": str(ctx.run_dir),
         "agent": dataclasses.asdict(ctx.results["agent"]),
-        "config": dataclasses.asdict(ctx.results["config"]),
+        "config": config,
         "rewards": rewards,
         "train": str(data_dir / "train"),
         "test": str(data_dir / "test") if data.test is not None else None,

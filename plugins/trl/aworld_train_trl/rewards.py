@@ -6,16 +6,8 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.errors import RewardError
-
 if TYPE_CHECKING:
     from aworld_train.reward import RewardSpec
-
-    from aworld_train_trl.data import TrlDatasets
-
-
-# How many leading rows check_reward scores through the TRL wrapper.
-SAMPLE_ROWS = 4
 
 
 class TrlReward:
@@ -80,29 +72,13 @@ def completion_text(completion: Any) -> str:
     )
 
 
-def reward_to_trl(spec: RewardSpec, trl_datasets: TrlDatasets | None) -> TrlReward:
-    """Wrap ``spec`` for TRL and call the wrapper on the first training rows, each row's ground
-    truth as its completion, so the TRL path fails now rather than after model loading.
+def reward_to_trl(spec: RewardSpec) -> TrlReward:
+    """Wrap ``spec`` for TRL.
 
-    :raises RewardError: naming the function, the row and the exception.
+    The user's functions do not run here: the core has scored the sample row with each of
+    them once, in a child process with a time limit.
     """
-    reward = TrlReward(spec)
-    if trl_datasets is None or "ground_truth" not in trl_datasets.train.column_names:
-        return reward
-    rows = trl_datasets.train.select(range(min(SAMPLE_ROWS, len(trl_datasets.train))))
-    batch = rows.to_dict()
-    prompts = batch.pop("prompt")
-    answers = [str(answer) for answer in batch.pop("ground_truth")]
-    completions = [
-        [{"role": "assistant", "content": answer}] if isinstance(prompt, list) else answer
-        for prompt, answer in zip(prompts, answers)
-    ]
-    scores = reward(prompts=prompts, completions=completions, ground_truth=answers, **batch)
-    if len(scores) != len(answers):
-        raise RewardError(
-            f"reward '{reward.__name__}' returned {len(scores)} scores for {len(answers)} rows"
-        )
-    return reward
+    return TrlReward(spec)
 
 
 def _metric_name(name: str) -> str:

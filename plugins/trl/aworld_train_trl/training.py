@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,21 +28,39 @@ def run_training(ctx: RunContext) -> dict[str, Any]:
     """Train the job in ``ctx``, resuming from ``ctx.resume_from`` when set."""
     config: TrlConfig = ctx.results["config"]
     checkpoint = last_checkpoint(ctx.resume_from) if ctx.resume_from is not None else None
-    if config.distributed:
-        from aworld_train_trl.launch import launch
+    # Credentials reach TRL through the environment (workers inherit it), never through its
+    # config object, which the trainer pickles into training_args.bin.
+    with _environment(config.secret_env):
+        if config.distributed:
+            from aworld_train_trl.launch import launch
 
-        return launch(ctx, checkpoint)
-    return train_in_process(
-        agent=ctx.results["agent"],
-        data=ctx.results["dataset"],
-        reward=ctx.results["reward"],
-        config=config,
-        run_dir=ctx.run_dir,
-        on_start=lambda total, done: ctx.metrics.start(total, completed=done),
-        on_log=ctx.metrics.log,
-        checkpoint=checkpoint,
-        tools=[tool.as_function() for tool in ctx.results["tools"]],
-    )
+            return launch(ctx, checkpoint)
+        return train_in_process(
+            agent=ctx.results["agent"],
+            data=ctx.results["dataset"],
+            reward=ctx.results["reward"],
+            config=config,
+            run_dir=ctx.run_dir,
+            on_start=lambda total, done: ctx.metrics.start(total, completed=done),
+            on_log=ctx.metrics.log,
+            checkpoint=checkpoint,
+            tools=[tool.as_function() for tool in ctx.results["tools"]],
+        )
+
+
+@contextlib.contextmanager
+def _environment(variables: dict[str, str]) -> Iterator[None]:
+    """Set ``variables`` in this process's environment for the block, then restore it."""
+    saved = {name: os.environ.get(name) for name in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def last_checkpoint(run_dir: Path) -> Path:
@@ -98,7 +118,9 @@ def train_in_process(
         "ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning
     )
     args = build_trainer_args(config)
-    tokenizer = AutoTokenizer.from_pretrained(agent.model)
+    tokenizer = AutoTokenizer.from_pretrained(
+        agent.model, trust_remote_code=agent.trust_remote_code
+    )
     if agent.response_template is not None:
         tokenizer.response_template = agent.response_template
     callback = trainer_callback(TrainerCallback, on_start, on_log)()

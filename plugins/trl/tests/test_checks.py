@@ -17,13 +17,20 @@ def _with_config(job: dict[str, Any], **changes: Any) -> dict[str, Any]:
 
 
 def test_valid_job_passes_every_check(job: dict[str, Any]) -> None:
+    import torch
+
     trainer = AgentTrainer(**job, check_only=True)
     assert {c.module for c in trainer.checks if c.by == "trl"} == {
         "agent", "dataset", "reward", "config"
     }
     config = trainer.context.results["config"]
-    assert config.args["use_cpu"] is True
+    assert config.use_gpu is torch.cuda.is_available()
+    if config.use_gpu:
+        assert "use_cpu" not in config.args
+    else:
+        assert config.args["use_cpu"] is True
     assert config.args["report_to"] == "none"
+    assert config.args["trust_remote_code"] is False
     assert config.args["output_dir"].startswith(str(trainer.context.run_dir))
 
 
@@ -33,10 +40,37 @@ def test_misspelled_trl_key_is_rejected_with_a_suggestion(job: dict[str, Any]) -
         AgentTrainer(**job, check_only=True)
 
 
-def test_bad_trl_value_reports_trls_message(job: dict[str, Any]) -> None:
-    _with_config(job, trl={"lr_scheduler_type": "sideways"})
-    with pytest.raises(ConfigError, match=r"GRPOConfig rejects it: .*sideways"):
+def test_bad_trl_choice_lists_the_choices(job: dict[str, Any]) -> None:
+    _with_config(job, trl={"loss_type": "dapoo"})
+    with pytest.raises(ConfigError, match=(
+        r"^config trl\.loss_type: 'dapoo' is not one of grpo, dr_grpo, dapo, .*vespo "
+        r"\(did you mean 'dapo'\?\)$"
+    )):
         AgentTrainer(**job, check_only=True)
+
+
+def test_bad_trl_value_type_names_what_the_field_takes(job: dict[str, Any]) -> None:
+    _with_config(job, trl={"beta": "hello"})
+    with pytest.raises(ConfigError, match=r"^config trl\.beta: expected a number, got 'hello'$"):
+        AgentTrainer(**job, check_only=True)
+
+
+def test_combination_trl_rejects_reports_trls_message(job: dict[str, Any]) -> None:
+    _with_config(job, trl={"log_completions_hub_repo": "me/completions"})
+    with pytest.raises(ConfigError, match=r"GRPOConfig rejects it: .*log_completions"):
+        AgentTrainer(**job, check_only=True)
+
+
+def test_trl_values_that_trl_accepts_pass(job: dict[str, Any]) -> None:
+    accepted = {
+        "loss_type": "grpo", "scale_rewards": False, "lr_scheduler_type": "cosine",
+        "optim": "adamw_torch", "lr_scheduler_kwargs": {"num_cycles": 0.5}, "beta": 0,
+        "debug": ["underflow_overflow"], "max_completion_length": 6, "save_strategy": "steps",
+        "hub_model_id": None, "include_num_input_tokens_seen": True,
+    }
+    _with_config(job, trl=accepted)
+    args = AgentTrainer(**job, check_only=True).context.results["config"].args
+    assert {key: args[key] for key in accepted} == accepted
 
 
 def test_output_dir_belongs_to_the_run(job: dict[str, Any]) -> None:
@@ -102,6 +136,47 @@ def test_sampling_settings_become_generation_settings(job: dict[str, Any]) -> No
     assert (args["temperature"], args["top_p"], args["max_completion_length"]) == (0.7, 0.9, 5)
 
 
+def test_hub_token_is_kept_out_of_trls_arguments(job: dict[str, Any]) -> None:
+    _with_config(job, trl={"beta": 0.0, "hub_token": "hf_planted_secret"})
+    config = AgentTrainer(**job, check_only=True).context.results["config"]
+    assert "hub_token" not in config.args
+    assert config.secret_env == {"HF_TOKEN": "hf_planted_secret"}
+    assert "hf_planted_secret" not in repr(config)
+
+
+def test_remote_code_is_allowed_only_by_the_jobs_own_key(job: dict[str, Any]) -> None:
+    _with_config(job, trust_remote_code=True)
+    trainer = AgentTrainer(**job, check_only=True)
+    assert trainer.context.results["config"].args["trust_remote_code"] is True
+    assert trainer.context.results["agent"].trust_remote_code is True
+    _with_config(job, trust_remote_code=False, trl={"trust_remote_code": True})
+    with pytest.raises(ConfigError, match=r"trl\.trust_remote_code.*top-level"):
+        AgentTrainer(**job, check_only=True)
+
+
+def test_check_contacts_no_network(
+    job: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import socket
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError(f"check opened a connection: {args}")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    _with_config(job, trl={"beta": 0.0, "hub_token": "hf_planted", "push_to_hub": True,
+                           "hub_model_id": "me/tiny"})
+    AgentTrainer(**job, check_only=True)
+    _with_config(job, model="Qwen/Qwen2.5-0.5B-Instruct")
+    AgentTrainer(**job, check_only=True)
+
+
+def test_check_scores_the_sample_row_once(job: dict[str, Any], tmp_path: Path) -> None:
+    AgentTrainer(**job, check_only=True)
+    calls = (tmp_path / "calls.jsonl").read_text().splitlines()
+    assert len(calls) == 1
+
+
 def test_reward_failure_names_the_row(job: dict[str, Any], tmp_path: Path) -> None:
     (tmp_path / "rewards.py").write_text(
         "def score(data_source, solution_str, ground_truth, extra_info=None):\n"
@@ -160,6 +235,13 @@ def test_chat_prompt_without_a_chat_template_names_the_row() -> None:
         datasets_to_trl(rows, None, _agent(conversational=False), "grpo")
 
 
+def test_no_train_dataset_is_one_error() -> None:
+    from aworld_train_trl.data import datasets_to_trl
+
+    with pytest.raises(DatasetError, match="^no train_dataset: "):
+        datasets_to_trl(None, None, _agent(), "grpo")
+
+
 def test_sft_rows_become_prompt_and_completion() -> None:
     from aworld_train_trl.data import datasets_to_trl
 
@@ -203,19 +285,6 @@ def test_reward_wrapper_error_names_the_row() -> None:
     with pytest.raises(RewardError, match="row 5.*boom"):
         reward(prompts=["p"], completions=["x"], ground_truth=["1"], data_source=["d"],
                extra_info=[{"index": 5}])
-
-
-def test_reward_failing_on_a_later_row_fails_at_check_time(
-    job: dict[str, Any], tmp_path: Path
-) -> None:
-    (tmp_path / "rewards.py").write_text(
-        "def score(data_source, solution_str, ground_truth, extra_info=None):\n"
-        "    if extra_info['index'] == 1:\n"
-        "        raise ValueError('cannot parse')\n"
-        "    return 0.0\n"
-    )
-    with pytest.raises(RewardError, match="row 1.*cannot parse"):
-        AgentTrainer(**job, check_only=True)
 
 
 def test_resuming_a_run_without_checkpoints_fails_at_check_time(

@@ -1,0 +1,218 @@
+"""The values a ``trl:`` key accepts: the type of its ``GRPOConfig`` / ``SFTConfig`` field, the
+choices TRL accepts, and a range where TRL would fail or train something else than asked.
+
+Types come from TRL's own dataclass annotations, validated with pydantic in strict mode (no
+``"1"`` for 1, no ``true`` for 1, no NaN). Choices come from the field's ``choices`` metadata
+or its enum (``SchedulerType``, ``OptimizerNames``, ...), and, for the fields that TRL checks
+only inside its trainer, from :data:`GRPO_CHOICES` and :data:`ARGUMENT_CHOICES`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+import math
+import types
+import typing
+from typing import Annotated, Any, Literal
+
+from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
+
+from aworld_train.errors import ConfigError, did_you_mean
+
+# GRPOConfig fields typed ``str`` whose values TRL 1.16 compares against a fixed set only inside
+# GRPOTrainer (``__init__``, ``_compute_loss``, ``_calculate_rewards``), so a typo fails once the
+# model is loaded. The values are those the fields' help text lists.
+GRPO_CHOICES: dict[str, tuple[Any, ...]] = {
+    "loss_type": ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", "vespo"),
+    "scale_rewards": ("group", "batch", "none", True, False),
+    "multi_objective_aggregation": ("sum_then_normalize", "normalize_then_sum"),
+    "importance_sampling_level": ("token", "sequence"),
+    "vllm_mode": ("server", "colocate"),
+    "vllm_model_impl": ("transformers", "vllm"),
+    "vllm_importance_sampling_mode": (
+        "token_truncate", "token_mask", "sequence_truncate", "sequence_mask"
+    ),
+}
+# The same for a TrainingArguments field (GRPO and SFT) that transformers' Trainer compares.
+ARGUMENT_CHOICES: dict[str, tuple[Any, ...]] = {
+    "include_num_input_tokens_seen": ("all", "non_padding", "no", True, False),
+}
+
+_SEED = {"ge": 0, "le": 2**32 - 1}  # numpy's seed range, which transformers' set_seed uses
+_PROBABILITY = {"ge": 0, "le": 1}
+_PORT = {"ge": 1, "le": 65535}
+
+# Where a value outside the range makes TRL fail mid-run or quietly train something else
+# (a count of 0 divides by zero; max_steps -5 trains for epochs instead).
+RANGES: dict[str, dict[str, float]] = {
+    **dict.fromkeys((
+        "per_device_train_batch_size", "per_device_eval_batch_size",
+        "gradient_accumulation_steps", "num_iterations", "generation_batch_size",
+        "steps_per_generation", "num_generations_eval", "max_completion_length", "max_length",
+        "max_steps", "ref_model_sync_steps", "eval_accumulation_steps",
+        "torch_empty_cache_steps", "dataloader_prefetch_factor", "vllm_tensor_parallel_size",
+        "vllm_max_model_length", "ddp_timeout",
+    ), {"ge": 1}),
+    **dict.fromkeys((
+        "dataloader_num_workers", "top_k", "save_total_limit", "max_tool_calling_iterations",
+        "num_completions_to_print", "learning_rate", "weight_decay", "adam_epsilon",
+        "max_grad_norm", "warmup_steps", "beta", "epsilon", "epsilon_high", "eval_delay",
+        "neftune_noise_alpha",
+    ), {"ge": 0}),
+    **dict.fromkeys((
+        "num_train_epochs", "logging_steps", "save_steps", "eval_steps", "temperature",
+        "repetition_penalty", "vllm_server_timeout", "sapo_temperature_neg",
+        "sapo_temperature_pos", "delta",
+    ), {"gt": 0}),
+    **dict.fromkeys((
+        "min_p", "top_entropy_quantile", "ref_model_mixup_alpha", "entropy_coef_min",
+        "entropy_coef_max",
+    ), _PROBABILITY),
+    "top_p": {"gt": 0, "le": 1},
+    "vllm_gpu_memory_utilization": {"gt": 0, "le": 1},
+    "adam_beta1": {"ge": 0, "lt": 1},
+    "adam_beta2": {"ge": 0, "lt": 1},
+    "label_smoothing_factor": {"ge": 0, "lt": 1},
+    "seed": _SEED,
+    "data_seed": _SEED,
+    "vllm_server_port": _PORT,
+    "vllm_group_port": _PORT,
+}
+
+# Values read from a job file: no coercion ("1" is not 1, true is not 1), no NaN or infinity;
+# a field typed with a class a job cannot give (ParallelismConfig) takes only null.
+_STRICT = ConfigDict(strict=True, allow_inf_nan=False, arbitrary_types_allowed=True)
+_RANGE_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}
+
+
+def check_value(args_class: type, key: str, value: Any) -> None:
+    """Check the value of ``trl.<key>`` against the field ``key`` of ``args_class``.
+
+    :param args_class: ``GRPOConfig`` or ``SFTConfig``; ``key`` is one of its fields.
+    :raises ConfigError: one line naming the key, the value and what the field accepts.
+    """
+    where = f"config trl.{key}"
+    _check_finite(where, value)
+    choices = field_choices(args_class, key)
+    if choices:
+        if any(value == c and type(value) is type(c) for c in choices):
+            return
+        if isinstance(value, str):
+            shown = ", ".join(str(c) for c in choices if isinstance(c, str))
+            names = [c for c in choices if isinstance(c, str)]
+            raise ConfigError(
+                f"{where}: '{value}' is not one of {shown}{did_you_mean(value, names)}"
+            )
+    field_type = field_types(args_class)[key]
+    bounds = RANGES.get(key)
+    written = _as_written(field_type)
+    annotated = Annotated[written, Field(**bounds)] if bounds else written
+    try:
+        TypeAdapter(annotated, config=_STRICT).validate_python(value)
+    except ValidationError as error:
+        problems = error.errors()
+        if all(problem["type"] in _RANGE_ERRORS for problem in problems):
+            rule = problems[0]["msg"].removeprefix("Input ")
+            raise ConfigError(f"{where}: {value!r} is out of range: it {rule}") from None
+        raise ConfigError(
+            f"{where}: expected {describe_type(field_type)}, got {_yaml_repr(value)}"
+        ) from None
+
+
+@functools.cache
+def field_types(args_class: type) -> dict[str, Any]:
+    """The resolved annotation of every field of ``args_class``."""
+    return typing.get_type_hints(args_class)
+
+
+@functools.cache
+def field_metadata(args_class: type) -> dict[str, Any]:
+    """The metadata (``help``, ``choices``) of every field of ``args_class``."""
+    return {field.name: field.metadata for field in dataclasses.fields(args_class)}
+
+
+def field_choices(args_class: type, key: str) -> tuple[Any, ...]:
+    """The values ``key`` accepts when TRL accepts only a fixed set, else ``()``."""
+    metadata = field_metadata(args_class)[key]
+    grpo = GRPO_CHOICES if args_class.__name__ == "GRPOConfig" else {}
+    choices = metadata.get("choices") or grpo.get(key) or ARGUMENT_CHOICES.get(key)
+    if choices:
+        return tuple(choices)
+    members = _union_members(field_types(args_class)[key])
+    enums = [m for m in members if isinstance(m, type) and issubclass(m, enum.Enum)]
+    # `SchedulerType | str`: the string is how a job names the enum's value.
+    if len(enums) == 1 and set(members) - {type(None)} <= {enums[0], str}:
+        return tuple(member.value for member in enums[0])
+    return ()
+
+
+def describe_type(field_type: Any) -> str:
+    """A field type as a job author reads it: ``int | None`` -> ``an integer or null``."""
+    members = _union_members(field_type)
+    if len(members) > 1:
+        return " or ".join(dict.fromkeys(describe_type(m) for m in members))
+    origin = typing.get_origin(field_type) or field_type
+    if origin is Literal:
+        return " or ".join(_yaml_repr(v) for v in typing.get_args(field_type))
+    arguments = typing.get_args(field_type)
+    if origin is list:
+        item = arguments[0] if arguments else Any
+        if item is str:
+            return "a list of strings"
+        return "a list" if item is Any else f"a list, each {describe_type(item)}"
+    if origin is dict and arguments and arguments[-1] is not Any:
+        return f"a mapping, each value {describe_type(arguments[-1])}"
+    names = {
+        type(None): "null", bool: "true or false", int: "an integer", float: "a number",
+        str: "a string", dict: "a mapping",
+    }
+    if origin in names:
+        return names[origin]
+    if isinstance(origin, type) and issubclass(origin, enum.Enum):
+        return "one of " + ", ".join(str(member.value) for member in origin)
+    return f"a {getattr(origin, '__name__', origin)} (not settable from a job file)"
+
+
+def _as_written(field_type: Any) -> Any:
+    """``field_type`` with each enum replaced by the values a job writes for it: strict mode
+    takes only enum members, and ``debug: [underflow_overflow]`` holds strings."""
+    if isinstance(field_type, type) and issubclass(field_type, enum.Enum):
+        return Literal[tuple(member.value for member in field_type)]
+    origin, arguments = typing.get_origin(field_type), typing.get_args(field_type)
+    if not arguments or origin is Literal:
+        return field_type
+    written = tuple(_as_written(argument) for argument in arguments)
+    if origin in (typing.Union, types.UnionType):
+        return typing.Union[written]
+    return origin[written if len(written) > 1 else written[0]]
+
+
+def _union_members(field_type: Any) -> tuple[Any, ...]:
+    if typing.get_origin(field_type) in (typing.Union, types.UnionType):
+        return typing.get_args(field_type)
+    return (field_type,)
+
+
+def _check_finite(where: str, value: Any) -> None:
+    """NaN and infinity anywhere in the value, nested mappings included."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{where}: {_yaml_repr(value)} is not a finite number")
+    if isinstance(value, dict):
+        for item in value.values():
+            _check_finite(where, item)
+    elif isinstance(value, list):
+        for item in value:
+            _check_finite(where, item)
+
+
+def _yaml_repr(value: Any) -> str:
+    """A value as the job file spells it (``true``, ``null``, ``.nan``, ``'text'``)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and not math.isfinite(value):
+        return ".nan" if math.isnan(value) else ("-.inf" if value < 0 else ".inf")
+    return repr(value)
