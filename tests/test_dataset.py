@@ -212,3 +212,118 @@ def test_unsupported_source_type() -> None:
     with pytest.raises(DatasetError, match="train_dataset must be a .jsonl/.json/.csv/.parquet "
                                            "path, a datasets.Dataset or a list of dicts, not int"):
         load_dataset(42)
+
+
+def test_a_byte_order_mark_is_not_data(tmp_path: Path) -> None:
+    bom = "\ufeff"
+    (tmp_path / "qa.jsonl").write_text(bom + "".join(json.dumps(row) + "\n" for row in QA),
+                                       encoding="utf-8")
+    check_canonical(load_dataset(tmp_path / "qa.jsonl", COLUMNS), "qa")
+    (tmp_path / "qa.json").write_text(bom + json.dumps(QA), encoding="utf-8")
+    check_canonical(load_dataset(tmp_path / "qa.json", COLUMNS), "qa")
+    (tmp_path / "qa.csv").write_text(bom + "question,answer,level\n2+2?,4,1\n3+3?,6,2\n",
+                                     encoding="utf-8")
+    check_canonical(load_dataset(tmp_path / "qa.csv", COLUMNS), "qa")
+
+
+def test_a_path_that_is_not_a_regular_file(tmp_path: Path) -> None:
+    import os
+
+    (tmp_path / "loop.jsonl").symlink_to(tmp_path / "loop.jsonl")
+    with pytest.raises(DatasetError, match=r"^train_dataset .*loop\.jsonl is a symlink loop"):
+        load_dataset("loop.jsonl", base_dir=tmp_path)
+    (tmp_path / "folder.jsonl").mkdir()
+    with pytest.raises(DatasetError, match=r"^test_dataset .*folder\.jsonl is a directory"):
+        load_dataset(tmp_path / "folder.jsonl", role="test_dataset")
+    os.mkfifo(tmp_path / "fifo.jsonl")
+    with pytest.raises(DatasetError, match=r"fifo\.jsonl is not a regular file \(a FIFO"):
+        load_dataset(tmp_path / "fifo.jsonl")
+
+
+@pytest.mark.parametrize("depth", [65, 100_000])
+def test_a_deeply_nested_row_names_its_line(tmp_path: Path, depth: int) -> None:
+    deep = "[" * depth + "]" * depth
+    path = tmp_path / "deep.jsonl"
+    path.write_text('{"prompt": "a", "ground_truth": "1"}\n'
+                    f'{{"prompt": "b", "ground_truth": "2", "extra_info": {{"x": {deep}}}}}\n')
+    with pytest.raises(DatasetError, match=fr"^{path}:2: a value is nested deeper than 64 levels$"):
+        load_dataset(path)
+    (tmp_path / "deep.json").write_text(f'[{{"prompt": "b", "ground_truth": "2", "x": {deep}}}]')
+    with pytest.raises(DatasetError, match=r"deep\.json(:| row 0:) a value is nested deeper"):
+        load_dataset(tmp_path / "deep.json")
+
+
+def test_a_deeply_nested_row_given_in_python() -> None:
+    deep: list[Any] = []
+    for _ in range(100_000):
+        deep = [deep]
+    with pytest.raises(DatasetError, match="^train_dataset row 1: a value is nested deeper"):
+        load_dataset([{"prompt": "a", "ground_truth": "1"},
+                      {"prompt": "b", "ground_truth": "2", "x": deep}])
+
+
+def test_a_line_over_the_limit_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from aworld_train import dataset
+
+    monkeypatch.setattr(dataset, "MAX_LINE_CHARS", 60)
+    exact = '{"prompt": "a", "ground_truth": "1", "pad": "' + "x" * 13 + '"}'
+    assert len(exact) == 60
+    path = write_jsonl(tmp_path / "long.jsonl", [json.loads(exact), {"prompt": "b" * 60,
+                                                                     "ground_truth": "2"}])
+    with pytest.raises(DatasetError, match=r"long\.jsonl:2: line longer than 60 characters"):
+        load_dataset(path)
+
+
+def test_streaming_keeps_row_numbers_and_types_across_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from aworld_train import dataset
+
+    monkeypatch.setattr(dataset, "BATCH_ROWS", 3)
+    rows: list[Any] = [{"prompt": f"q{i}", "ground_truth": str(i), "level": i} for i in range(7)]
+    rows[5]["level"] = 2.5  # ints and floats widen to floats, across batches too
+    rows[6]["hint"] = "only the last row has one"
+    rows[4]["extra_info"] = {"topic": "sums"}
+    path = write_jsonl(tmp_path / "qa.jsonl", rows[:3] + [{}] + rows[3:])
+    path.write_text(path.read_text().replace("{}\n", "\n"))  # a blank line: rows 3.. are lines 5..
+    loaded = load_dataset(path)
+    assert len(loaded) == 7
+    assert loaded["level"] == [0.0, 1.0, 2.0, 3.0, 4.0, 2.5, 6.0]
+    assert loaded["hint"] == [None] * 6 + ["only the last row has one"]
+    assert [row["extra_info"] for row in loaded][3:5] == [
+        {"index": 3, "topic": None}, {"index": 4, "topic": "sums"}]
+    assert list(loaded.column_names) == ["prompt", "ground_truth", "level", "data_source",
+                                         "extra_info", "hint"]
+
+    path = write_jsonl(tmp_path / "bad.jsonl", rows + [{"prompt": "q", "ground_truth": "7",
+                                                        "level": "hard"}])
+    with pytest.raises(DatasetError) as raised:
+        load_dataset(path)
+    assert str(raised.value) == (f"{path}:8: column 'level' holds str but int at {path}:1; "
+                                 "use one type per column")
+    with pytest.raises(DatasetError, match="^train_dataset row 7: missing column 'prompt'"):
+        load_dataset(rows + [{"ground_truth": "7"}])
+
+
+def test_a_clash_inside_a_column_across_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+    from aworld_train import dataset
+
+    monkeypatch.setattr(dataset, "BATCH_ROWS", 2)
+    rows = [{"prompt": "q", "ground_truth": "1", "extra_info": {"tags": ["a"]}}] * 2 + [
+        {"prompt": "q", "ground_truth": "1", "extra_info": {"tags": "a"}}]
+    with pytest.raises(DatasetError, match="^train_dataset: columns hold values of different "
+                                           "types across rows"):
+        load_dataset(rows)
+
+
+def test_a_large_datasets_dataset_streams(monkeypatch: pytest.MonkeyPatch) -> None:
+    import datasets
+
+    from aworld_train import dataset
+
+    monkeypatch.setattr(dataset, "BATCH_ROWS", 4)
+    given = datasets.Dataset.from_list(
+        [{"question": f"q{i}", "answer": str(i)} for i in range(10)]).select(range(9, -1, -1))
+    loaded = load_dataset(given, COLUMNS)
+    assert loaded["prompt"] == [f"q{i}" for i in range(9, -1, -1)], "the selection, in order"
+    assert [row["extra_info"]["index"] for row in loaded] == list(range(10))

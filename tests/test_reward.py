@@ -50,6 +50,35 @@ def flexible(*args, **kwargs):
     return 0.25
 
 
+def sleeping(data_source, solution_str, ground_truth, extra_info=None):
+    import time
+    time.sleep(60)
+    return 1.0
+
+
+def exiting(data_source, solution_str, ground_truth, extra_info=None):
+    import sys
+    sys.exit(3)
+
+
+def ending(data_source, solution_str, ground_truth, extra_info=None):
+    import os
+    os._exit(0)
+
+
+def crashing(data_source, solution_str, ground_truth, extra_info=None):
+    import faulthandler, os, signal
+    faulthandler.disable()  # pytest's handler would print the child's stack
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+
+def counted(data_source, solution_str, ground_truth, extra_info=None):
+    import pathlib
+    with pathlib.Path(__file__).with_name("calls.txt").open("a") as calls:
+        calls.write("called\\n")
+    return 1.0
+
+
 NOT_CALLABLE = 3
 '''
 
@@ -223,3 +252,74 @@ def test_malformed_reward_entries(reward: Any, message: str) -> None:
     with pytest.raises(RewardError) as raised:
         resolve_reward(reward)
     assert message in str(raised.value)
+
+
+@pytest.mark.parametrize(("name", "message"), [
+    ("sleeping", "did not return within 0.5 s (set config reward_timeout to allow more)"),
+    ("exiting", "called sys.exit(3)"),
+    ("ending", "ended the process (exit 0) without returning"),
+    ("crashing", "was killed by signal SIGSEGV"),
+])
+def test_a_reward_that_stalls_or_ends_its_process_is_one_line(
+    reward_dir: Path, name: str, message: str
+) -> None:
+    spec = resolve_reward(f"my_rewards.py:{name}", base_dir=reward_dir)
+    with pytest.raises(RewardError) as raised:
+        check_reward_on_row(spec, ROW, 0, timeout=0.5)
+    ref = f"{(reward_dir / 'my_rewards.py').resolve()}:{name}"
+    assert str(raised.value) == f"reward '{ref}' on row 0 {message}"
+
+
+def test_each_function_scores_the_sample_row_once(reward_dir: Path) -> None:
+    spec = resolve_reward(["my_rewards.py:counted", {"name": "my_rewards.py:counted", "weight": 2}],
+                          base_dir=reward_dir)
+    result = check_reward_on_row(spec, ROW, 0, timeout=5)
+    assert result.score == 3.0
+    assert (reward_dir / "calls.txt").read_text() == "called\ncalled\n"
+
+
+def test_a_lambda_reward_is_checked_in_its_process() -> None:
+    spec = resolve_reward([lambda data_source, solution_str, ground_truth, extra_info=None: 0.5,
+                           lambda data_source, solution_str, ground_truth, extra_info=None: "x"])
+    with pytest.raises(RewardError, match=r"^reward '<lambda>' on row 2 returned str 'x'"):
+        check_reward_on_row(spec, ROW, 2)
+    assert check_reward_on_row(RewardSpec(spec.functions[:1]), ROW).score == 0.5
+
+
+def test_a_reward_file_imports_modules_beside_it(tmp_path: Path) -> None:
+    (tmp_path / "answers.py").write_text("def normalise(text):\n    return text.strip()\n")
+    (tmp_path / "lazy_helper.py").write_text("BONUS = 0.5\n")
+    (tmp_path / "scoring.py").write_text(
+        "from answers import normalise\n\n"
+        "def score(data_source, solution_str, ground_truth, extra_info=None):\n"
+        "    import lazy_helper  # imported at the first call, after the file was loaded\n"
+        "    return float(normalise(solution_str) == ground_truth) + lazy_helper.BONUS\n"
+    )
+    spec = resolve_reward("scoring.py:score", base_dir=tmp_path)
+    assert check_reward_on_row(spec, ROW).score == 1.5
+    assert score_of(spec, " 4 ") == 1.5
+    import sys
+
+    assert sys.path[-1] == str(tmp_path.resolve()), "kept, after the libraries"
+    assert str(tmp_path.resolve()) not in sys.path[:-1]
+
+
+def test_a_reward_file_that_is_not_a_file(tmp_path: Path) -> None:
+    (tmp_path / "loop.py").symlink_to(tmp_path / "loop.py")
+    with pytest.raises(RewardError, match=r"^reward file .*loop\.py is a symlink loop"):
+        resolve_reward("loop.py:score", base_dir=tmp_path)
+    (tmp_path / "folder.py").mkdir()
+    with pytest.raises(RewardError, match=r"^reward file .*folder\.py is a directory"):
+        resolve_reward("folder.py:score", base_dir=tmp_path)
+
+
+@pytest.mark.parametrize(("code", "message"), [
+    ("import sys\nsys.exit(3)\n", "called sys.exit(3) on import"),
+    ("raise SystemExit\n", "called sys.exit() on import"),
+    ("raise KeyboardInterrupt\n", "raised KeyboardInterrupt on import"),
+])
+def test_a_reward_file_that_ends_its_import(tmp_path: Path, code: str, message: str) -> None:
+    (tmp_path / "quits.py").write_text(code)
+    with pytest.raises(RewardError) as raised:
+        resolve_reward("quits.py:score", base_dir=tmp_path)
+    assert str(raised.value) == f"reward file {(tmp_path / 'quits.py').resolve()} {message}"

@@ -9,7 +9,9 @@ through. A ``columns:`` mapping ``{canonical: user_column}`` renames user column
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,8 +19,19 @@ from aworld_train.errors import DatasetError, did_you_mean
 
 if TYPE_CHECKING:
     import datasets
+    import pyarrow
 
 CANONICAL_COLUMNS = ("prompt", "ground_truth", "data_source", "extra_info")
+
+# Rows are checked one at a time and turned into Arrow in batches of this many, so memory
+# holds one batch of Python rows, not the whole dataset.
+BATCH_ROWS = 10_000
+# A JSONL line longer than this is refused rather than read into memory whole.
+MAX_LINE_CHARS = 32 * 2**20
+# Values nested deeper than this are refused: no real row comes close (a chat prompt is 3
+# levels), and Arrow, and code that walks rows recursively, crash on deep enough nesting.
+MAX_DEPTH = 64
+TOO_DEEP = f"a value is nested deeper than {MAX_DEPTH} levels"
 
 
 def load_dataset(
@@ -29,40 +42,50 @@ def load_dataset(
 ) -> datasets.Dataset:
     """Load a dataset given as a ``.jsonl``/``.json``/``.csv``/``.parquet`` path (relative to
     ``base_dir``), a ``datasets.Dataset``, or a list of dicts; rename, validate and fill in the
-    canonical columns. Nothing is written to disk (no Hugging Face cache).
+    canonical columns. Rows stream: each is checked as it is read and the Arrow table grows a
+    batch at a time. Nothing is written to disk (no Hugging Face cache).
 
     :param role: how errors name the dataset when it is not a file (``train_dataset``).
     :raises DatasetError: naming the file, the row (the line for JSONL) and the column.
     """
     import datasets
+    from datasets.fingerprint import generate_random_fingerprint
+    from datasets.table import InMemoryTable
 
-    rows, where, default_source = _read_rows(source, base_dir, role)
-    if not rows:
-        raise DatasetError(f"{where(None)}: the dataset is empty")
     mapping = _column_mapping(columns)
-    canonical = [
-        _canonical_row(row, index, where, mapping, default_source) for index, row in enumerate(rows)
-    ]
-    _check_consistent_prompts(canonical, where)
-    try:
-        return datasets.Dataset.from_list(canonical)
-    except Exception as exc:  # arrow cannot unify a column's types across rows
-        raise DatasetError(_type_clash(canonical, where) or (
-            f"{where(None)}: columns hold values of different types across rows: {exc}"
-        )) from None
+    rows = _open(source, base_dir, role)
+    table = _build_table(_canonical_rows(rows, mapping), rows)
+    # A fingerprint of our own: datasets would derive one by pickling the whole table, a copy
+    # as large as the dataset. It only names cache files, which an in-memory dataset has none of.
+    return datasets.Dataset(InMemoryTable(table), fingerprint=generate_random_fingerprint())
 
 
-Locator = Callable[[int | None], str]
+@dataclass
+class _Rows:
+    """A source's raw rows as ``(position, row)``, and how messages name them.
+
+    :ivar name: the whole dataset, for messages (its path, or ``train_dataset``).
+    :ivar default_source: the ``data_source`` of rows that have none.
+    :ivar rows: the raw rows with their position: the line number for JSONL, else the index.
+    :ivar by_line: whether positions are line numbers.
+    """
+
+    name: str
+    default_source: str
+    rows: Iterable[tuple[int, Any]]
+    by_line: bool = False
+
+    def where(self, position: int) -> str:
+        """How a message names the row at ``position``."""
+        return f"{self.name}:{position}" if self.by_line else f"{self.name} row {position}"
 
 
-def _read_rows(source: Any, base_dir: Path | None, role: str) -> tuple[list[Any], Locator, str]:
-    """The raw rows, a function that names a row for messages, and the default data_source."""
+def _open(source: Any, base_dir: Path | None, role: str) -> _Rows:
     if isinstance(source, (str, Path)):
-        from aworld_train.references import resolve_path
+        from aworld_train.references import require_file, resolve_path
 
         path = resolve_path(source, base_dir)
-        if not path.is_file():
-            raise DatasetError(f"{role} not found: {path}")
+        require_file(path, DatasetError, role)
         suffix = path.suffix.lower()
         readers = {".jsonl": _read_jsonl, ".json": _read_json, ".csv": _read_csv,
                    ".parquet": _read_parquet}
@@ -70,66 +93,201 @@ def _read_rows(source: Any, base_dir: Path | None, role: str) -> tuple[list[Any]
             raise DatasetError(
                 f"{path}: unsupported dataset format '{suffix}' (use .jsonl, .json, .csv or .parquet)"
             )
-        try:
-            rows = readers[suffix](path)
-        except DatasetError:
-            raise
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
-            raise DatasetError(f"cannot read {path}: {exc}") from None
-        # JSONL rows are named by line (one row per non-blank line), others by row index.
-        if suffix == ".jsonl":
-            lines = [line for line, _ in rows]
-            return ([row for _, row in rows],
-                    lambda i: f"{path}" if i is None else f"{path}:{lines[i]}",
-                    path.stem)
-        return rows, lambda i: f"{path}" if i is None else f"{path} row {i}", path.stem
+        return _Rows(str(path), path.stem, _guarded(path, readers[suffix]), suffix == ".jsonl")
     if isinstance(source, list):
-        return source, lambda i: role if i is None else f"{role} row {i}", role
+        return _Rows(role, role, _shallow(source, role))
     if type(source).__name__ == "Dataset" and hasattr(source, "to_list"):
-        return source.to_list(), lambda i: role if i is None else f"{role} row {i}", role
+        return _Rows(role, role, enumerate(_dataset_rows(source)))
     raise DatasetError(
         f"{role} must be a .jsonl/.json/.csv/.parquet path, a datasets.Dataset or a list of "
         f"dicts, not {type(source).__name__}"
     )
 
 
-def _read_jsonl(path: Path) -> list[tuple[int, Any]]:
-    rows = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
+Reader = Callable[[Path], Iterator[tuple[int, Any]]]
+
+
+def _guarded(path: Path, reader: Reader) -> Iterator[tuple[int, Any]]:
+    """The reader's rows, with a failure to read the file turned into one line."""
+    try:
+        yield from reader(path)
+    except DatasetError:
+        raise
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise DatasetError(f"cannot read {path}: {exc}") from None
+
+
+def _read_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
+    # utf-8-sig: a byte-order mark at the start (some Windows editors write one) is not data.
+    with path.open(encoding="utf-8-sig") as handle:
+        lines = iter(partial(handle.readline, MAX_LINE_CHARS + 1), "")
+        for number, line in enumerate(lines, start=1):
+            if len(line.rstrip("\n")) > MAX_LINE_CHARS:
+                raise DatasetError(f"{path}:{number}: line longer than {MAX_LINE_CHARS:,} "
+                                   "characters; split the row or shorten its values")
             if not line.strip():
                 continue
             try:
-                rows.append((number, json.loads(line)))
+                yield number, json.loads(line)
             except json.JSONDecodeError as exc:
                 raise DatasetError(f"{path}:{number}: invalid JSON: {exc.msg}") from None
-    return rows
+            except RecursionError:
+                raise DatasetError(f"{path}:{number}: {TOO_DEEP}") from None
 
 
-def _read_json(path: Path) -> list[Any]:
+def _read_json(path: Path) -> Iterator[tuple[int, Any]]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8-sig"))
     except json.JSONDecodeError as exc:
         raise DatasetError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise DatasetError(f"{path}: {TOO_DEEP}") from None
     if not isinstance(data, list):
         raise DatasetError(f"{path}: a .json dataset must hold a list of rows")
-    return data
+    yield from enumerate(data)
 
 
-def _read_csv(path: Path) -> list[Any]:
+def _read_csv(path: Path) -> Iterator[tuple[int, Any]]:
     import pandas
 
-    frame = pandas.read_csv(path, dtype=str, keep_default_na=False)
-    return frame.to_dict(orient="records")
+    chunks = pandas.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig",
+                             chunksize=BATCH_ROWS)
+    index = 0
+    for chunk in chunks:
+        for row in chunk.to_dict(orient="records"):
+            yield index, row
+            index += 1
 
 
-def _read_parquet(path: Path) -> list[Any]:
+def _read_parquet(path: Path) -> Iterator[tuple[int, Any]]:
     import pyarrow.parquet
 
     try:
-        return pyarrow.parquet.read_table(path).to_pylist()
+        batches = pyarrow.parquet.ParquetFile(path).iter_batches(batch_size=BATCH_ROWS)
+        yield from enumerate(row for batch in batches for row in batch.to_pylist())
     except Exception as exc:  # pyarrow's own error types
         raise DatasetError(f"cannot read {path} as parquet: {exc}") from None
+
+
+def _dataset_rows(dataset: datasets.Dataset) -> Iterator[dict[str, Any]]:
+    for batch in dataset.with_format(None).iter(batch_size=BATCH_ROWS):
+        names = list(batch)
+        for values in zip(*batch.values()):
+            yield dict(zip(names, values))
+
+
+def _shallow(rows: list[Any], role: str) -> Iterator[tuple[int, Any]]:
+    """Rows given in Python, each checked for depth first: Arrow crashes on deep nesting,
+    which a file cannot reach (the JSON reader stops far earlier)."""
+    for index, row in enumerate(rows):
+        if _too_deep(row):
+            raise DatasetError(f"{role} row {index}: {TOO_DEEP}")
+        yield index, row
+
+
+def _too_deep(value: Any) -> bool:
+    """Whether ``value`` nests lists and dicts deeper than ``MAX_DEPTH`` (a walk without
+    recursion, which the deep value it looks for would exhaust)."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (list, tuple, dict)):
+            if depth >= MAX_DEPTH:
+                return True
+            stack.extend((child, depth + 1)
+                         for child in (item.values() if isinstance(item, dict) else item))
+    return False
+
+
+def _canonical_rows(
+    source: _Rows, mapping: dict[str, str]
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The source's rows, each checked and made canonical as it is read."""
+    first_is_text: bool | None = None
+    for index, (position, raw) in enumerate(source.rows):
+        where = source.where(position)
+        row = _canonical_row(raw, index, where, mapping, source.default_source)
+        is_text = isinstance(row["prompt"], str)
+        if first_is_text is None:
+            first_is_text = is_text
+        elif is_text != first_is_text:
+            kinds = ("a string", "a message list") if first_is_text else ("a message list", "a string")
+            raise DatasetError(
+                f"{where}: column 'prompt' is {kinds[1]} but row 0's is {kinds[0]}; "
+                "use one form for every row"
+            )
+        yield position, row
+
+
+def _build_table(rows: Iterator[tuple[int, dict[str, Any]]], source: _Rows) -> pyarrow.Table:
+    """One Arrow table from the rows, converted a batch at a time; every column any row has
+    (``None`` where a row lacks it), its type widened across batches as Arrow would across
+    the whole column (ints and floats make floats)."""
+    import pyarrow
+
+    # Every column seen so far, in order of appearance, with its first value's type and row.
+    columns: dict[str, tuple[type, int] | None] = {}
+    tables = []
+    batch: list[tuple[int, dict[str, Any]]] = []
+    for item in rows:
+        batch.append(item)
+        if len(batch) == BATCH_ROWS:
+            tables.append(_batch_table(batch, columns, source))
+            batch = []
+    if batch:
+        tables.append(_batch_table(batch, columns, source))
+    if not tables:
+        raise DatasetError(f"{source.name}: the dataset is empty")
+    try:
+        return pyarrow.concat_tables(tables, promote_options="permissive")
+    except pyarrow.ArrowException as exc:  # a clash below the top level of a column
+        raise DatasetError(
+            f"{source.name}: columns hold values of different types across rows: {exc}"
+        ) from None
+
+
+def _batch_table(
+    batch: list[tuple[int, dict[str, Any]]],
+    columns: dict[str, tuple[type, int] | None],
+    source: _Rows,
+) -> pyarrow.Table:
+    """One batch of checked rows as Arrow; ``columns`` carries what earlier batches saw."""
+    import pyarrow
+
+    before = dict(columns)
+    for _, row in batch:
+        for column in row:
+            if column not in columns:
+                columns[column] = None
+    arrays = {}
+    for column, first in columns.items():
+        values = [row.get(column) for _, row in batch]
+        kinds = set(map(type, values)) - {type(None)} | ({first[0]} if first else set())
+        if len(kinds) > 1 and not kinds <= {int, float}:
+            raise DatasetError(_type_clash(batch, before, source))
+        if first is None and kinds:
+            columns[column] = next((type(v), p) for (p, _), v in zip(batch, values) if v is not None)
+        arrays[column] = values
+    try:
+        table = pyarrow.table({column: pyarrow.array(values) for column, values in arrays.items()})
+    except (pyarrow.ArrowException, OverflowError) as exc:  # a clash below the top level
+        raise DatasetError(
+            f"{source.name}: columns hold values of different types across rows: {exc}"
+        ) from None
+    if any(_type_depth(field.type) > MAX_DEPTH for field in table.schema):
+        position = next(position for position, row in batch if _too_deep(row))
+        raise DatasetError(f"{source.where(position)}: {TOO_DEEP}")
+    return table
+
+
+def _type_depth(kind: pyarrow.DataType) -> int:
+    """How deep an Arrow type nests (a string is 0, a list of strings 1)."""
+    deepest, stack = 0, [(kind, 0)]
+    while stack:
+        kind, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((kind.field(i).type, depth + 1) for i in range(kind.num_fields))
+    return deepest
 
 
 def _column_mapping(columns: dict[str, str] | None) -> dict[str, str]:
@@ -151,24 +309,24 @@ def _column_mapping(columns: dict[str, str] | None) -> dict[str, str]:
 
 
 def _canonical_row(
-    row: Any, index: int, where: Locator, mapping: dict[str, str], default_source: str
+    row: Any, index: int, where: str, mapping: dict[str, str], default_source: str
 ) -> dict[str, Any]:
     if not isinstance(row, dict):
-        raise DatasetError(f"{where(index)}: a row must be an object, got {type(row).__name__}")
-    row = {mapping.get(key, key): value for key, value in row.items()}
+        raise DatasetError(f"{where}: a row must be an object, got {type(row).__name__}")
+    row = {mapping.get(key, key): value for key, value in row.items()} if mapping else dict(row)
     for required in ("prompt", "ground_truth"):
         if required not in row or row[required] is None:
             user = next((u for u, c in mapping.items() if c == required), None)
             named = f"'{required}'" + (f" (mapped from '{user}')" if user else "")
             raise DatasetError(
-                f"{where(index)}: missing column {named}; map your column with "
+                f"{where}: missing column {named}; map your column with "
                 f"columns: {{{required}: <your column>}}"
             )
-    _check_prompt(row["prompt"], where(index))
+    _check_prompt(row["prompt"], where)
     truth = row["ground_truth"]
     if isinstance(truth, bool) or not isinstance(truth, (str, int, float)):
         raise DatasetError(
-            f"{where(index)}: column 'ground_truth' must be a string or a number, "
+            f"{where}: column 'ground_truth' must be a string or a number, "
             f"got {type(truth).__name__}"
         )
     row["ground_truth"] = str(truth)
@@ -176,13 +334,13 @@ def _canonical_row(
     if source is None:
         row["data_source"] = default_source
     elif not isinstance(source, str):
-        raise DatasetError(f"{where(index)}: column 'data_source' must be a string")
+        raise DatasetError(f"{where}: column 'data_source' must be a string")
     extra = row.get("extra_info")
     if extra is None:
         extra = {}
     if not isinstance(extra, dict):
         raise DatasetError(
-            f"{where(index)}: column 'extra_info' must be an object, got {type(extra).__name__}"
+            f"{where}: column 'extra_info' must be an object, got {type(extra).__name__}"
         )
     row["extra_info"] = {"index": index, **extra}
     return row
@@ -214,30 +372,24 @@ def _check_prompt(prompt: Any, where: str) -> None:
     )
 
 
-def _check_consistent_prompts(rows: list[dict[str, Any]], where: Locator) -> None:
-    first_is_text = isinstance(rows[0]["prompt"], str)
-    for index, row in enumerate(rows):
-        if isinstance(row["prompt"], str) != first_is_text:
-            kinds = ("a string", "a message list") if first_is_text else ("a message list", "a string")
-            raise DatasetError(
-                f"{where(index)}: column 'prompt' is {kinds[1]} but row 0's is {kinds[0]}; "
-                "use one form for every row"
-            )
-
-
-def _type_clash(rows: list[dict[str, Any]], where: Locator) -> str | None:
-    """Name the first row whose value in a column has another type than the column's first
-    value (ints and floats mix), or ``None`` when the clash is deeper than the top level."""
-    first: dict[str, tuple[type, int]] = {}
-    for index, row in enumerate(rows):
+def _type_clash(
+    batch: list[tuple[int, dict[str, Any]]],
+    first: dict[str, tuple[type, int] | None],
+    source: _Rows,
+) -> str:
+    """Name the first row of the batch whose value in a column has another type than the
+    column's first value (ints and floats mix); ``first`` holds what earlier batches saw."""
+    first = {column: seen for column, seen in first.items() if seen is not None}
+    for position, row in batch:
         for column, value in row.items():
             if value is None:
                 continue
             if column not in first:
-                first[column] = (type(value), index)
+                first[column] = (type(value), position)
                 continue
-            kind, first_row = first[column]
+            kind, first_position = first[column]
             if type(value) is not kind and not {type(value), kind} <= {int, float}:
-                return (f"{where(index)}: column '{column}' holds {type(value).__name__} but "
-                        f"{kind.__name__} at {where(first_row)}; use one type per column")
-    return None
+                return (f"{source.where(position)}: column '{column}' holds "
+                        f"{type(value).__name__} but {kind.__name__} at "
+                        f"{source.where(first_position)}; use one type per column")
+    raise AssertionError("a batch whose column types clash has a row that shows it")

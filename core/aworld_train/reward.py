@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from aworld_train.errors import RewardError, did_you_mean
+from aworld_train.isolation import describe
 
 
 @dataclass
@@ -79,10 +80,17 @@ class RewardSpec:
         :raises RewardError: when a function raises or returns neither a number nor a dict with
             a numeric ``score``, naming the function, the row and the exception.
         """
+        return self._total(lambda function: _call(
+            function, row, data_source, solution_str, ground_truth, extra_info))
+
+    def _total(
+        self, value_of: Callable[[RewardFunction], float | dict[str, Any]]
+    ) -> RewardResult:
+        """The weighted total of ``value_of(function)`` (a checked result) over the functions."""
         total = 0.0
         metrics: dict[str, float] = {}
         for function in self.functions:
-            value = _call(function, row, data_source, solution_str, ground_truth, extra_info)
+            value = value_of(function)
             if isinstance(value, dict):
                 metrics.update(
                     {k: float(v) for k, v in value.items() if k != "score" and _is_number(v)}
@@ -109,19 +117,34 @@ def resolve_reward(reward: Any, base_dir: Path | None = None) -> RewardSpec:
     return RewardSpec([_resolve_one(item, base_dir) for item in items])
 
 
-def check_reward_on_row(spec: RewardSpec, row: dict[str, Any], row_index: int = 0) -> RewardResult:
-    """Run every reward function on a sample row, using the row's ground truth as the
-    completion, so a reward that raises or returns a non-number fails before any training.
+def check_reward_on_row(
+    spec: RewardSpec, row: dict[str, Any], row_index: int = 0, timeout: float = 5.0
+) -> RewardResult:
+    """Run every reward function once on a sample row, using the row's ground truth as the
+    completion, so a reward that fails fails before any training.
 
-    :raises RewardError: naming the function, the row and the exception.
+    Each function runs in a child process of its own (:func:`aworld_train.isolation.call_isolated`):
+    a reward that hangs, calls ``sys.exit``, ends or crashes the process fails the check in
+    one line instead of ending or stalling it.
+
+    :param timeout: seconds each function may take on the row (config ``reward_timeout``).
+    :raises RewardError: naming the function, the row and what went wrong.
     """
-    return spec.score(
-        data_source=row.get("data_source", ""),
-        solution_str=str(row["ground_truth"]),
-        ground_truth=row["ground_truth"],
-        extra_info=row.get("extra_info"),
-        row=row_index,
-    )
+    from aworld_train.isolation import call_isolated
+
+    arguments = (row.get("data_source", ""), str(row["ground_truth"]), row["ground_truth"],
+                 row.get("extra_info"))
+
+    def isolated(function: RewardFunction) -> float | dict[str, float]:
+        return call_isolated(
+            lambda: _plain(_call(function, row_index, *arguments)),
+            timeout=timeout,
+            what=_where(function, row_index),
+            error=RewardError,
+            hint="set config reward_timeout to allow more",
+        )
+
+    return spec._total(isolated)
 
 
 CANONICAL_SIGNATURE = "reward(data_source, solution_str, ground_truth, extra_info=None)"
@@ -190,7 +213,7 @@ def _call(
     ground_truth: str,
     extra_info: dict[str, Any] | None,
 ) -> float | dict[str, Any]:
-    where = f"reward '{function.ref or function.name}'" + (f" on row {row}" if row is not None else "")
+    where = _where(function, row)
     try:
         value = function.fn(
             data_source=data_source,
@@ -199,7 +222,7 @@ def _call(
             extra_info=extra_info,
         )
     except Exception as exc:  # the user's code: name it, the row and the exception
-        raise RewardError(f"{where} raised {type(exc).__name__}: {exc}") from exc
+        raise RewardError(f"{where} raised {describe(exc)}") from exc
     if isinstance(value, dict):
         if not _is_number(value.get("score")):
             raise RewardError(f"{where} returned a dict without a numeric 'score': {value!r}")
@@ -210,6 +233,18 @@ def _call(
             "with a 'score'"
         )
     return value
+
+
+def _where(function: RewardFunction, row: int | None) -> str:
+    return f"reward '{function.ref or function.name}'" + (f" on row {row}" if row is not None else "")
+
+
+def _plain(value: float | dict[str, Any]) -> float | dict[str, float]:
+    """A checked result as plain floats, which any process can unpickle (numpy scalars, and a
+    dict's values that are not numbers, stay behind)."""
+    if isinstance(value, dict):
+        return {k: float(v) for k, v in value.items() if _is_number(v)}
+    return float(value)
 
 
 def _is_number(value: Any) -> bool:

@@ -1,0 +1,97 @@
+"""`load_dataset` and the whole `aworld-train check` on Repeat-digit JSONL datasets of 10,000,
+100,000 and 1,000,000 rows: wall time and peak memory (RSS) of each, so the growth with the
+number of rows shows.
+
+    python bench/core_check_1m.py [--rows 10000 100000 1000000] [--engine toy] [--core PATH]
+
+Each figure is a fresh interpreter (imports included), so the rows are the only difference.
+`--core` points the measured processes at another checkout's `core/` folder (through
+PYTHONPATH), e.g. an older commit extracted with `git archive`, to compare before and after.
+Run it in an environment with an engine installed (`.venvs/core` has the test engine `toy`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+# Run in the measured interpreter: the work, then its own peak RSS as the last stdout line.
+CHILD = """
+import json, resource, sys
+what, path = sys.argv[1], sys.argv[2]
+code = 0
+if what == "load_dataset":
+    from aworld_train.dataset import load_dataset
+    load_dataset(path)
+else:
+    from aworld_train.cli import main
+    try:
+        main(["check", path])
+    except SystemExit as exc:
+        code = exc.code or 0
+print(json.dumps({"exit_code": code,
+                  "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def write_rows(path: Path, rows: int) -> None:
+    """Rows like examples/repeat_digit's: ``Repeat: <digit>`` answered by the digit."""
+    rng = random.Random(0)
+    with path.open("w", encoding="utf-8") as handle:
+        for _ in range(rows):
+            digit = str(rng.randrange(10))
+            handle.write(json.dumps({"prompt": f"Repeat: {digit}", "ground_truth": digit,
+                                     "data_source": "repeat_digit"}) + "\n")
+
+
+def measure(what: str, path: Path, core: Path | None) -> dict[str, float]:
+    """Wall time and peak RSS of one fresh interpreter doing ``what``."""
+    env = dict(os.environ)
+    if core is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(core), env.get("PYTHONPATH")]))
+    started = time.perf_counter()
+    result = subprocess.run([sys.executable, "-c", CHILD, what, str(path)], capture_output=True,
+                            text=True, env=env, cwd=path.parent)
+    seconds = time.perf_counter() - started
+    if result.returncode != 0 or not result.stdout.strip():
+        raise SystemExit(f"{what} on {path} failed:\n{result.stderr}")
+    figures = json.loads(result.stdout.strip().splitlines()[-1])
+    if figures["exit_code"] != 0:
+        raise SystemExit(f"{what} on {path} exited {figures['exit_code']}:\n{result.stderr}")
+    return {"seconds": round(seconds, 2), "peak_mb": round(figures["peak_mb"], 1)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--engine", default="toy")
+    parser.add_argument("--core", type=Path, help="another checkout's core/ folder to measure")
+    args = parser.parse_args()
+    core = args.core.resolve() if args.core else None
+    results = []
+    with tempfile.TemporaryDirectory() as folder:
+        for rows in args.rows:
+            data = Path(folder) / f"train_{rows}.jsonl"
+            write_rows(data, rows)
+            job = Path(folder) / f"job_{rows}.yaml"
+            job.write_text(f"engine: {args.engine}\ntrain_dataset: {data.name}\n"
+                           "reward: exact_match\nconfig: {max_steps: 1}\n")
+            results.append({"rows": rows, "load_dataset": measure("load_dataset", data, core),
+                            "check": measure("check", job, core)})
+    print(f"{'rows':>9}  {'load_dataset s':>14}  {'MB':>7}  {'check s':>8}  {'MB':>7}")
+    for r in results:
+        print(f"{r['rows']:>9,}  {r['load_dataset']['seconds']:>14}  "
+              f"{r['load_dataset']['peak_mb']:>7}  {r['check']['seconds']:>8}  "
+              f"{r['check']['peak_mb']:>7}")
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()
