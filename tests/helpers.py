@@ -42,6 +42,27 @@ def manifest(run_dir: Path) -> dict[str, Any]:
     return json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
 
 
+def lay_out_distribution(site: Path, name: str, entry_points: str, module: str,
+                         source: str, version: str = "0.1.0") -> None:
+    """Lay out an installed distribution as pip does: its module and a ``.dist-info`` folder.
+    Put ``site`` on ``sys.path`` (or ``PYTHONPATH``) to install it."""
+    (site / f"{module}.py").write_text(source)
+    info = site / f"{name.replace('-', '_')}-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    (info / "entry_points.txt").write_text(entry_points)
+
+
+def write_model_folder(folder: Path, **config: Any) -> Path:
+    """A model folder as save_pretrained leaves one, as far as the checks read it without
+    transformers: ``config.json`` and a complete (empty) safetensors file."""
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps({"model_type": "llama", **config}))
+    header = b"{}"
+    (folder / "model.safetensors").write_bytes(len(header).to_bytes(8, "little") + header)
+    return folder
+
+
 def run_python(code: str, env: dict[str, str] | None = None,
                cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """Run ``code`` in a fresh interpreter of this environment."""
@@ -58,7 +79,7 @@ class RecordingProcessor(TrainerProcessor):
 
     def check_agent(self, agent: Any) -> Any:
         self.calls.append(("check_agent", agent))
-        return {"agent_for": agent.name}
+        return {"agent_for": agent.name if agent is not None else None}
 
     def check_dataset(self, dataset: Any, test_dataset: Any = None) -> Any:
         self.calls.append(("check_dataset", (dataset, test_dataset)))

@@ -9,13 +9,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import ARITHMETIC, RecordingProcessor, manifest, only_run_dir, read_jsonl, run_python
+from helpers import (
+    ARITHMETIC,
+    RecordingProcessor,
+    manifest,
+    read_jsonl,
+    run_python,
+    write_model_folder,
+)
 
 import aworld_train
 from aworld_train import AgentTrainer, TrainerProcessor, plugins
 from aworld_train.agent import AgentSpec
 from aworld_train.config import TrainConfig
-from aworld_train.errors import AWorldTrainError, PluginError
+from aworld_train.errors import AWorldTrainError, DatasetError, ModelError, PluginError
 from aworld_train.processor import ProcessorPlugin
 from aworld_train.reward import RewardSpec
 
@@ -61,7 +68,7 @@ def test_constructor_runs_the_checks_in_order(
         "check_agent", "check_dataset", "check_reward", "check_config"]
     assert trainer.initialized
     assert [(c.module, c.by) for c in trainer.checks] == [
-        ("config", "core"), ("agent", "core"), ("agent", "recording"),
+        ("config", "core"), ("agent", "core"), ("model", "core"), ("agent", "recording"),
         ("dataset", "core"), ("dataset", "recording"),
         ("reward", "core"), ("reward", "recording"), ("config", "recording"),
     ]
@@ -91,7 +98,7 @@ def test_processor_receives_what_the_core_resolved(
 def test_a_model_folder_beside_the_job_reaches_the_engine_as_an_absolute_path(
     recording_engine: type[RecordingProcessor], toy_job: dict[str, Any], tmp_path: Path
 ) -> None:
-    (tmp_path / "build" / "model").mkdir(parents=True)
+    write_model_folder(tmp_path / "build" / "model")
     toy_job.update(train_engine_name="recording", base_dir=tmp_path,
                    config={**toy_job.get("config", {}), "model": "build/model"})
     AgentTrainer(**toy_job)
@@ -245,6 +252,14 @@ def test_check_only_runs_every_check_and_writes_nothing(toy_job: dict[str, Any])
     assert not trainer.run_dir.path.exists(), "the scratch directory was removed"
 
 
+def test_check_only_refuses_a_run_path_that_is_a_file(toy_job: dict[str, Any]) -> None:
+    from aworld_train.errors import RunDirectoryError
+
+    toy_job["run_path"].write_text("a file")
+    with pytest.raises(RunDirectoryError, match="runs is a file, not a directory"):
+        AgentTrainer(**toy_job, check_only=True)
+
+
 def test_engine_is_the_only_installed_one_when_none_is_named(
     monkeypatch: pytest.MonkeyPatch, toy_job: dict[str, Any]
 ) -> None:
@@ -255,13 +270,123 @@ def test_engine_is_the_only_installed_one_when_none_is_named(
     assert trainer.engine_info.distribution == "aworld-train-dup"
 
 
-def test_a_failing_check_marks_the_run_failed(toy_job: dict[str, Any]) -> None:
-    toy_job["reward_func"] = "no_such_reward"
-    with pytest.raises(AWorldTrainError, match="no_such_reward"):
+def test_the_model_check_runs_before_the_engines_and_honours_trust_remote_code(
+    recording_engine: type[RecordingProcessor], toy_job: dict[str, Any], tmp_path: Path
+) -> None:
+    write_model_folder(tmp_path / "model", auto_map={"AutoConfig": "configuration_x.XConfig"})
+    (tmp_path / "model" / "configuration_x.py").write_text("raise SystemExit('ran')\n")
+    toy_job.update(train_engine_name="recording", base_dir=tmp_path,
+                   config={**toy_job["config"], "model": "model"})
+    with pytest.raises(ModelError, match="trust_remote_code: true"):
+        AgentTrainer(**toy_job, check_only=True)
+    assert recording_engine.calls == [], "no engine hook saw a model the core refused"
+    toy_job["config"]["trust_remote_code"] = True
+    trainer = AgentTrainer(**toy_job, check_only=True)
+    model_row = next(c for c in trainer.checks if c.module == "model")
+    assert model_row.detail.startswith(f"local folder {tmp_path / 'model'}")
+
+
+def test_a_hub_id_is_kept_and_not_contacted(
+    recording_engine: type[RecordingProcessor], toy_job: dict[str, Any]
+) -> None:
+    toy_job.update(train_engine_name="recording",
+                   config={**toy_job["config"], "model": "Qwen/Qwen2.5-0.5B-Instruct"})
+    trainer = AgentTrainer(**toy_job, check_only=True)
+    assert dict(recording_engine.calls)["check_config"].model == "Qwen/Qwen2.5-0.5B-Instruct"
+    assert [c.detail for c in trainer.checks if c.module == "model"] == [
+        "hub id Qwen/Qwen2.5-0.5B-Instruct (not contacted during the checks)"]
+
+
+def test_lengths_are_compared_with_the_models_positions(
+    recording_engine: type[RecordingProcessor], toy_job: dict[str, Any], tmp_path: Path
+) -> None:
+    pytest.importorskip("transformers", reason="prompts are rendered with the model's tokenizer")
+    from aworld_train.testing import build_tiny_model
+
+    model = build_tiny_model(tmp_path / "tiny")
+    toy_job.update(train_engine_name="recording", config={"model": str(model),
+                                                          "max_completion_length": 16})
+    trainer = AgentTrainer(**toy_job, check_only=True)
+    assert [c.detail for c in trainer.checks if c.module == "lengths"] == [
+        "the longest prompts plus the completion fit the model's context"]
+    toy_job["train_dataset"] = [*toy_job["train_dataset"],
+                                {"prompt": "many words " * 5000, "ground_truth": "1"}]
+    with pytest.raises(ModelError, match="row 4"):
+        AgentTrainer(**toy_job, check_only=True)
+
+
+def test_a_processor_receives_none_for_what_the_user_did_not_give(
+    recording_engine: type[RecordingProcessor], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The recorder plugin counts the rows it sees: it needs a dataset (see the next test).
+    monkeypatch.setenv("AWORLD_TRAIN_DISABLE_PLUGINS", "aworld-train-recorder")
+    # As AWorld Train's docs show it: an agent and an engine, nothing else.
+    trainer = AgentTrainer(agent={"name": "mine"}, train_engine_name="recording",
+                           check_only=True)
+    calls = dict(recording_engine.calls)
+    assert calls["check_agent"].name == "mine"
+    assert calls["check_dataset"] == (None, None)
+    assert calls["check_reward"] is None
+    assert isinstance(calls["check_config"], TrainConfig)
+    assert [(c.module, c.detail) for c in trainer.checks if c.by == "core"][-2:] == [
+        ("dataset", "none given"), ("reward", "none given")]
+
+    recording_engine.calls = []
+    AgentTrainer(train_engine_name="recording", check_only=True)
+    assert dict(recording_engine.calls)["check_agent"] is None, "no agent given"
+
+
+def test_an_extension_plugin_that_raises_in_a_check_is_named_not_the_engine(
+    recording_engine: type[RecordingProcessor]
+) -> None:
+    # The recorder's check_dataset wrapper takes len() of the dataset, which is None here.
+    with pytest.raises(PluginError) as raised:
+        AgentTrainer(agent={"name": "mine"}, train_engine_name="recording", check_only=True)
+    assert str(raised.value) == (
+        "plugin 'recorder' (aworld-train-recorder 0.1.0) check_dataset raised TypeError: "
+        "object of type 'NoneType' has no len()")
+
+
+def test_an_engine_that_needs_a_dataset_refuses_none_itself(toy_job: dict[str, Any]) -> None:
+    class NeedsRows(RecordingProcessor):
+        def check_dataset(self, dataset: Any, test_dataset: Any = None) -> Any:
+            if dataset is None:
+                raise DatasetError("the needs-rows engine needs a train_dataset")
+            return None
+
+    AgentTrainer.register_processor("needs-rows", NeedsRows)
+    with pytest.raises(DatasetError, match="needs a train_dataset"):
+        AgentTrainer(agent={"name": "a"}, train_engine_name="needs-rows", check_only=True)
+
+
+class RaisesInCheckConfig(RecordingProcessor):
+    def check_config(self, config: Any) -> Any:
+        raise RuntimeError("engine bug\non two lines")
+
+
+def test_an_engine_hook_raising_a_bug_is_one_line_naming_the_engine_and_the_hook(
+    toy_job: dict[str, Any]
+) -> None:
+    AgentTrainer.register_processor("buggy", RaisesInCheckConfig)
+    toy_job["train_engine_name"] = "buggy"
+    with pytest.raises(PluginError) as raised:
         AgentTrainer(**toy_job)
-    run_dir = only_run_dir(toy_job["run_path"])
-    assert manifest(run_dir)["status"] == "failed"
-    assert "RewardError" in manifest(run_dir)["error"]
+    assert str(raised.value) == ("engine 'buggy' (registered in-process) check_config raised "
+                                 "RuntimeError: engine bug on two lines")
+    assert isinstance(raised.value.__cause__, RuntimeError), "the traceback is kept for --debug"
+    assert list(toy_job["run_path"].iterdir()) == [], "a failed check leaves no run"
+
+
+def test_progress_is_shown_by_default_from_python(
+    toy_job: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    AgentTrainer(**toy_job, check_only=True)
+    assert "training" not in capsys.readouterr().out, "a check-only run shows no progress"
+    AgentTrainer(**toy_job).train()
+    lines = capsys.readouterr().out.splitlines()
+    assert any(line.startswith("training  step 6/6 (100%)") for line in lines), lines
+    AgentTrainer(**toy_job, show_progress=False).train()
+    assert "training" not in capsys.readouterr().out
 
 
 def test_a_check_run_imports_neither_aworld_nor_torch(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import run_python
+from helpers import lay_out_distribution, run_python
 
 from aworld_train import AgentTrainer, plugins
 from aworld_train.errors import AgentError, PluginError
@@ -138,16 +138,6 @@ def test_extension_plugins_load_beside_the_engine() -> None:
     manager = plugins.create_manager("toy", None)
     names = {name for name, _ in manager.list_name_plugin()}
     assert names == {"toy", "plugin:recorder"}
-
-
-def lay_out_distribution(site: Path, name: str, entry_points: str, module: str,
-                         source: str) -> None:
-    """Lay out an installed distribution as pip does: its module and a ``.dist-info`` folder."""
-    (site / f"{module}.py").write_text(source)
-    info = site / f"{name.replace('-', '_')}-0.1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1.0\n")
-    (info / "entry_points.txt").write_text(entry_points)
 
 
 def test_an_extension_plugin_that_fails_to_import_is_skipped_with_a_warning(

@@ -1,4 +1,5 @@
-"""The run directory: unique names, job.yaml redacted, manifest status, metrics and plots."""
+"""The run directory: unique names, created only for a job that passed its checks, job.yaml
+redacted and re-runnable, manifest status and process, crashed runs, resume, metrics and plots."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -14,12 +16,14 @@ from typing import Any
 
 import pytest
 import yaml
-from helpers import manifest, only_run_dir, read_jsonl
+from helpers import RecordingProcessor, manifest, only_run_dir, read_jsonl
 
 from aworld_train import AgentTrainer
-from aworld_train.errors import AWorldTrainError, RewardError, RunDirectoryError
+from aworld_train.agent import AgentSpec
+from aworld_train.errors import AWorldTrainError, Interrupted, RewardError, RunDirectoryError
+from aworld_train.redaction import REDACTED
 from aworld_train.rewards import exact_match
-from aworld_train.rundir import REDACTED, RunDirectory, redact, resolve_resume
+from aworld_train.rundir import RunDirectory, read_manifest, rerunnable_job, resolve_resume
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -85,47 +89,6 @@ def test_trainer_rejects_a_bad_run_path_before_writing_anything(
     assert (tmp_path / "runs").read_text() == "not a folder"
 
 
-def test_redact_hides_secret_keys_and_api_key_values(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("MY_SERVICE_API_KEY", "sk-live-123456")
-    monkeypatch.setenv("SHORT_API_KEY", "ab")
-    data = {
-        "llm_api_key": "sk-anything",
-        "hub_token": "hf_abc",
-        "db": {"password": "hunter2", "user": "me"},
-        "empty_token": None,
-        "url": "https://host/?key=sk-live-123456",
-        "items": ["sk-live-123456", 3, {"secret": "x"}],
-        "note": "ab stays",
-    }
-    assert redact(data) == {
-        "llm_api_key": REDACTED,
-        "hub_token": REDACTED,
-        "db": {"password": REDACTED, "user": "me"},
-        "empty_token": None,
-        "url": f"https://host/?key={REDACTED}",
-        "items": [REDACTED, 3, {"secret": REDACTED}],
-        "note": "ab stays",
-    }
-    assert data["llm_api_key"] == "sk-anything", "the input is left alone"
-
-
-@pytest.mark.parametrize("key", [
-    "api_key", "llm_api_key", "OPENAI_API_KEY", "apiKey", "X-Api-Key", "token", "hub_token",
-    "HF_TOKEN", "accessToken", "password", "client_secret", "aws_secret_access_key",
-    "private_key", "Authorization", "Cookie", "credentials",
-])
-def test_secret_keys_are_redacted(key: str) -> None:
-    assert redact({key: "value"}) == {key: REDACTED}
-
-
-@pytest.mark.parametrize("key", [
-    "llm_max_tokens", "max_new_tokens", "num_tokens", "tokens_per_second", "tokenizer",
-    "pad_token", "eos_token", "max_completion_length", "monkey", "keyword",
-])
-def test_keys_that_only_look_like_secrets_are_kept(key: str) -> None:
-    assert redact({key: 512}) == {key: 512}
-
-
 def test_job_yaml_is_the_resolved_job_with_secrets_redacted(
     toy_job: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -152,6 +115,7 @@ def test_completed_run_has_manifest_metrics_and_plots(toy_job: dict[str, Any]) -
     data = manifest(run_dir)
     assert data["status"] == "completed"
     assert data["engine"] == "toy"
+    assert (data["pid"], data["host"]) == (os.getpid(), socket.gethostname())
     assert data["versions"]["aworld-train"] == "0.1.0"
     assert data["versions"]["aworld-train-toy"] == "0.1.0"
     assert data["started_at"] <= data["ended_at"]
@@ -199,20 +163,23 @@ trainer.train()
 """
 
 
-def test_sigterm_to_a_training_process_marks_the_run_interrupted(tmp_path: Path) -> None:
-    runs = tmp_path / "runs"
+def start_slow_training(runs: Path) -> tuple[subprocess.Popen[str], Path]:
+    """A training process on the toy engine, once it has logged a step, and its run."""
     process = subprocess.Popen([sys.executable, "-c", SLOW_TRAINING, str(runs)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and process.poll() is None:
+        found = list(runs.glob("*/metrics.jsonl"))
+        if found and found[0].stat().st_size > 0:
+            return process, found[0].parent
+        time.sleep(0.1)
+    process.kill()
+    raise AssertionError(f"no step logged within 60 s: {process.communicate()[1]}")
+
+
+def test_sigterm_to_a_training_process_marks_the_run_interrupted(tmp_path: Path) -> None:
+    process, run_dir = start_slow_training(tmp_path / "runs")
     try:
-        deadline = time.monotonic() + 60
-        metrics = None
-        while time.monotonic() < deadline and process.poll() is None:
-            found = list(runs.glob("*/metrics.jsonl"))
-            if found and found[0].stat().st_size > 0:
-                metrics = found[0]
-                break
-            time.sleep(0.1)
-        assert metrics is not None, process.stderr.read() if process.poll() is not None else ""
         process.send_signal(signal.SIGTERM)
         _, stderr = process.communicate(timeout=60)
     finally:
@@ -220,15 +187,77 @@ def test_sigterm_to_a_training_process_marks_the_run_interrupted(tmp_path: Path)
             process.kill()
     assert process.returncode != 0
     assert "interrupted by SIGTERM" in stderr
-    data = manifest(metrics.parent)
+    data = manifest(run_dir)
     assert data["status"] == "interrupted"
     assert data["error"] == "Interrupted: training interrupted by SIGTERM"
     assert data["final_metrics"]["step"] >= 1
 
 
+class InterruptedWhileChecking(RecordingProcessor):
+    """Sends this process ``signal`` from its config check, as ``kill`` would."""
+
+    signal = signal.SIGTERM
+
+    def check_config(self, config: Any) -> Any:
+        os.kill(os.getpid(), self.signal)
+        time.sleep(5)  # the handler raises before this ends
+        raise AssertionError("the signal did not interrupt the checks")
+
+
+@pytest.mark.parametrize("sent", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_during_the_checks_interrupts_them_and_leaves_no_run(
+    toy_job: dict[str, Any], sent: signal.Signals
+) -> None:
+    InterruptedWhileChecking.signal = sent
+    AgentTrainer.register_processor("stopped", InterruptedWhileChecking)
+    toy_job["train_engine_name"] = "stopped"
+    handlers = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    for check_only in (False, True):
+        with pytest.raises(Interrupted, match=f"checks interrupted by {sent.name}"):
+            AgentTrainer(**toy_job, check_only=check_only)
+        assert list(toy_job["run_path"].iterdir()) == [], "the checks' directory was removed"
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == handlers
+
+
+def test_a_failing_check_leaves_no_run_directory(toy_job: dict[str, Any]) -> None:
+    toy_job["reward_func"] = "no_such_reward"
+    with pytest.raises(RewardError, match="no_such_reward"):
+        AgentTrainer(**toy_job)
+    assert list(toy_job["run_path"].iterdir()) == []
+
+
+def test_a_failing_engine_check_removes_what_the_engine_wrote(toy_job: dict[str, Any]) -> None:
+    # The recorder plugin writes into the run directory during check_dataset; the toy engine
+    # then refuses its config.
+    toy_job["config"] = dict(toy_job["config"], toy={"temperature": 0})
+    with pytest.raises(AWorldTrainError, match="toy.temperature"):
+        AgentTrainer(**toy_job)
+    assert list(toy_job["run_path"].iterdir()) == []
+
+
+def test_the_checks_run_in_the_directory_that_becomes_the_run(
+    recording_engine: type[RecordingProcessor], toy_job: dict[str, Any]
+) -> None:
+    seen: list[Path] = []
+
+    class Remembers(RecordingProcessor):
+        def check_dataset(self, dataset: Any, test_dataset: Any = None) -> Any:
+            seen.append(self.context.run_dir)
+            (self.context.run_dir / "converted.txt").write_text("rows")
+            return {"file": str(self.context.run_dir / "converted.txt")}
+
+    AgentTrainer.register_processor("remembers", Remembers)
+    toy_job["train_engine_name"] = "remembers"
+    trainer = AgentTrainer(**toy_job)
+    assert seen == [trainer.run_dir.path]
+    assert (trainer.run_dir.path / "converted.txt").read_text() == "rows", (
+        "a path an engine kept during the checks still holds its file")
+
+
 def test_resume_continues_from_the_last_checkpoint(toy_job: dict[str, Any]) -> None:
     toy_job["config"] = {"max_steps": 20, "batch_size": 4, "save_steps": 5}
-    # The sample-row check makes one call, each step four: call 51 is in step 13.
+    # Four reward calls a step (the sample row is scored in a child process): call 51 is in
+    # step 13, after the checkpoints of steps 5 and 10.
     interrupted = dict(toy_job, reward_func=RewardThatStops(51, KeyboardInterrupt()))
     first = AgentTrainer(**interrupted)
     with pytest.raises(KeyboardInterrupt):
@@ -237,15 +266,22 @@ def test_resume_continues_from_the_last_checkpoint(toy_job: dict[str, Any]) -> N
     assert manifest(first_dir)["status"] == "interrupted"
     assert sorted(p.name for p in first_dir.glob("checkpoint-*")) == ["checkpoint-10",
                                                                      "checkpoint-5"]
+    parent = read_jsonl(first_dir / "metrics.jsonl")
+    assert [r["step"] for r in parent] == list(range(1, 13))
 
     resumed = AgentTrainer(**toy_job, resume=first_dir.name)
     resumed.train()
     resumed_dir = resumed.run_dir.path
     assert resumed_dir != first_dir, "a run directory is never reused"
-    assert [r["step"] for r in read_jsonl(resumed_dir / "metrics.jsonl")] == list(range(11, 21))
+    records = read_jsonl(resumed_dir / "metrics.jsonl")
+    assert [r["step"] for r in records] == list(range(1, 21)), "the whole curve"
+    assert records[:10] == parent[:10], "the parent's steps up to the checkpoint resumed from"
     data = manifest(resumed_dir)
     assert data["status"] == "completed"
     assert data["resumed_from"] == str(first_dir)
+    assert data["plots"] == ["reward.png", "loss.png"]
+    saved = yaml.safe_load((resumed_dir / "job.yaml").read_text())
+    assert "resume" not in saved, "the saved job re-runs as a new run"
 
     straight = AgentTrainer(**toy_job)
     straight.train()
@@ -261,6 +297,87 @@ def test_resume_of_a_missing_or_completed_run(toy_job: dict[str, Any]) -> None:
     trainer.train()
     with pytest.raises(RunDirectoryError, match="already completed; nothing to resume"):
         resolve_resume(trainer.run_dir.path, toy_job["run_path"])
+
+
+def test_a_failed_resume_leaves_nothing_new(toy_job: dict[str, Any]) -> None:
+    first = AgentTrainer(**dict(toy_job, reward_func=RewardThatStops(10, KeyboardInterrupt())))
+    with pytest.raises(KeyboardInterrupt):
+        first.train()
+    before = sorted(toy_job["run_path"].rglob("*"))
+    for bad in ({"reward_func": "no_such_reward"}, {"config": {"max_steps": "ten"}},
+                {"train_dataset": []}):
+        with pytest.raises(AWorldTrainError):
+            AgentTrainer(**dict(toy_job, **bad), resume=first.run_dir.path)
+    assert sorted(toy_job["run_path"].rglob("*")) == before
+
+
+def write_manifest(run_dir: Path, **fields: Any) -> Path:
+    run_dir.mkdir(parents=True)
+    (run_dir / "manifest.json").write_text(json.dumps({"status": "running", **fields}))
+    return run_dir
+
+
+def gone_pid() -> int:
+    """The pid of a process that has exited and been reaped."""
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+def test_a_running_run_whose_process_is_gone_reads_crashed(tmp_path: Path) -> None:
+    here = socket.gethostname()
+    dead = write_manifest(tmp_path / "dead", pid=gone_pid(), host=here)
+    alive = write_manifest(tmp_path / "alive", pid=os.getpid(), host=here)
+    elsewhere = write_manifest(tmp_path / "elsewhere", pid=gone_pid(), host=f"not-{here}")
+    unknown = write_manifest(tmp_path / "unknown")
+    assert read_manifest(dead)["status"] == "crashed"
+    assert read_manifest(alive)["status"] == "running"
+    assert read_manifest(elsewhere)["status"] == "running", "another host's process is unknown"
+    assert read_manifest(unknown)["status"] == "crashed", "no pid: written before pids were"
+    assert json.loads((dead / "manifest.json").read_text())["status"] == "running", (
+        "reading changes nothing on disk")
+
+    assert resolve_resume(dead, tmp_path) == dead.resolve()
+    with pytest.raises(RunDirectoryError) as raised:
+        resolve_resume("alive", tmp_path)
+    assert str(raised.value) == (f"run {tmp_path / 'alive'} is still running (pid {os.getpid()} "
+                                 f"on host {here}); stop it before resuming it")
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("{not json", r"run manifest .*manifest.json: invalid JSON"),
+    ("[1, 2]", r"run manifest .*manifest.json: holds a JSON list, not an object"),
+    ("\xff\xfe", r"cannot read the manifest .*manifest.json"),
+])
+def test_resume_of_a_run_whose_manifest_is_damaged(
+    toy_job: dict[str, Any], tmp_path: Path, text: str, message: str
+) -> None:
+    damaged = tmp_path / "runs" / "damaged"
+    damaged.mkdir(parents=True)
+    (damaged / "manifest.json").write_bytes(text.encode("latin-1"))
+    with pytest.raises(RunDirectoryError, match=message) as raised:
+        AgentTrainer(**toy_job, resume="damaged")
+    assert "\n" not in str(raised.value)
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["damaged"]
+
+
+def test_a_killed_run_reads_crashed_and_resumes(toy_job: dict[str, Any], tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    process, run_dir = start_slow_training(runs)
+    try:
+        with pytest.raises(RunDirectoryError, match=f"still running \\(pid {process.pid} on host"):
+            AgentTrainer(**toy_job, resume=run_dir)
+        assert list(runs.iterdir()) == [run_dir], "a refused resume leaves nothing"
+    finally:
+        process.kill()
+        process.wait()
+    assert manifest(run_dir)["status"] == "running", "kill -9 leaves the manifest as it was"
+    assert read_manifest(run_dir)["status"] == "crashed"
+    rows = [{"prompt": f"q{i}", "ground_truth": str(i)} for i in range(4)]
+    resumed = AgentTrainer(train_dataset=rows, reward_func="exact_match", run_path=runs,
+                           train_engine_name="toy", config={"max_steps": 3, "batch_size": 1},
+                           resume=run_dir.name)
+    assert resumed.context.resume_from == run_dir
 
 
 def test_nothing_is_written_outside_the_run_directory(
@@ -279,9 +396,44 @@ def test_nothing_is_written_outside_the_run_directory(
     outside = [p for p in tmp_path.rglob("*") if toy_job["run_path"] not in (p, *p.parents)]
     assert outside == [work]
     statuses = sorted(manifest(run)["status"] for run in toy_job["run_path"].iterdir())
-    assert statuses == ["completed", "failed"]
+    assert statuses == ["completed"], "the job that failed its checks left no run"
 
 
 def test_one_run_directory_per_trainer(toy_job: dict[str, Any]) -> None:
     AgentTrainer(**toy_job).train()
     assert only_run_dir(toy_job["run_path"]).name.split("-")[2] == "toy"
+
+
+def test_the_saved_job_has_absolute_paths_for_what_was_relative(tmp_path: Path) -> None:
+    spec = AgentSpec(name="a", tools=["tools.py:add", "pkg.tools:mul", "search"], mcp_config={
+        "mcpServers": {"local": {"command": "python", "args": ["server.py"]},
+                       "beside": {"command": "./serve", "cwd": "servers"},
+                       "remote": {"url": "http://127.0.0.1:1/mcp"}}})
+    job = rerunnable_job(
+        engine="toy", agent="agent.yaml", agent_spec=spec, train_dataset="data/train.jsonl",
+        test_dataset=None, reward=["rewards.py:score", {"name": "lib/r.py:f", "weight": 2},
+                                   "exact_match", "pkg.rewards:score"],
+        columns={"prompt": "q"}, config={"model": str(tmp_path / "model")},
+        run_path=Path("runs"), base_dir=tmp_path)
+    assert job == {
+        "engine": "toy",
+        "agent": {"name": "a", "tools": [f"{tmp_path}/tools.py:add", "pkg.tools:mul", "search"],
+                  "mcp_config": {"mcpServers": {
+                      "local": {"command": "python", "args": ["server.py"], "cwd": str(tmp_path)},
+                      "beside": {"command": "./serve", "cwd": str(tmp_path / "servers")},
+                      "remote": {"url": "http://127.0.0.1:1/mcp"}}},
+                  "max_turns": 1},
+        "train_dataset": str(tmp_path / "data" / "train.jsonl"),
+        "reward": [f"{tmp_path}/rewards.py:score", {"name": f"{tmp_path}/lib/r.py:f", "weight": 2},
+                   "exact_match", "pkg.rewards:score"],
+        "columns": {"prompt": "q"},
+        "config": {"model": str(tmp_path / "model")},
+        "run_path": str(Path("runs").resolve()),
+    }
+    factory = rerunnable_job(engine="toy", agent="agents.py:make", agent_spec=spec,
+                             train_dataset=[{"prompt": "p", "ground_truth": "g"}],
+                             test_dataset=None, reward=None, columns=None, config={},
+                             run_path=tmp_path, base_dir=tmp_path)
+    assert factory["agent"] == f"{tmp_path}/agents.py:make", "a factory stays a reference"
+    assert factory["train_dataset"] == [{"prompt": "p", "ground_truth": "g"}]
+    assert "reward" not in factory

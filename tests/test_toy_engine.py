@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import read_jsonl
+from helpers import read_jsonl, write_model_folder
 
 from aworld_train import AgentTrainer
 from aworld_train.errors import ConfigError
@@ -56,8 +56,9 @@ def test_batch_size_and_max_steps_are_honoured(toy_job: dict[str, Any]) -> None:
 
     toy_job["reward_func"] = counting
     train_toy(toy_job, max_steps=5, batch_size=3)
-    # One sample-row check, batch_size calls per step, then a greedy pass over the 4 rows.
-    assert len(calls) == 1 + 5 * 3 + 4
+    # batch_size calls per step, then a greedy pass over the 4 rows; the sample-row check
+    # scored its row in a child process, which this list does not see.
+    assert len(calls) == 5 * 3 + 4
 
 
 def test_logging_and_save_steps_are_honoured(toy_job: dict[str, Any]) -> None:
@@ -69,10 +70,10 @@ def test_logging_and_save_steps_are_honoured(toy_job: dict[str, Any]) -> None:
     assert saved["step"] == 8
 
 
-def test_a_zero_learning_rate_leaves_the_policy_uniform(toy_job: dict[str, Any]) -> None:
-    _, run_dir = train_toy(toy_job, learning_rate=0.0)
+def test_a_tiny_learning_rate_leaves_the_policy_almost_uniform(toy_job: dict[str, Any]) -> None:
+    _, run_dir = train_toy(toy_job, learning_rate=1e-9)
     logits = json.loads((run_dir / "model" / "policy.json").read_text())["logits"]
-    assert logits and all(value == 0.0 for values in logits.values() for value in values)
+    assert logits and all(abs(value) < 1e-6 for values in logits.values() for value in values)
 
 
 def test_engine_section_sets_candidates_and_temperature(toy_job: dict[str, Any]) -> None:
@@ -121,5 +122,6 @@ class TestToyConformance(EngineConformance):
     @pytest.fixture(scope="class")
     @classmethod
     def tiny_model(cls, tmp_path_factory: pytest.TempPathFactory) -> Path:
-        # The toy policy is a table: it needs no model, and this environment has no torch.
-        return tmp_path_factory.mktemp("no-model")
+        # The toy policy is a table: it loads no model, and this environment has no torch; the
+        # folder only has to pass the core's model check.
+        return write_model_folder(tmp_path_factory.mktemp("no-model") / "model")

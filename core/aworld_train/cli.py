@@ -7,6 +7,7 @@ traceback instead.
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 import traceback
 from pathlib import Path
@@ -30,12 +31,12 @@ def main(argv: list[str] | None = None) -> None:
         click.echo(f"interrupted: {reason}" if reason and str(reason) else "interrupted", err=True)
         sys.exit(EXIT_INTERRUPTED)
     except click.ClickException as exc:  # usage errors: one line too
-        click.echo(f"error: {exc.format_message()}", err=True)
+        click.echo(f"error: {_one_line(exc.format_message())}", err=True)
         sys.exit(EXIT_BAD_INPUT)
     except AWorldTrainError as exc:
         if "--debug" in args:
             traceback.print_exc()
-        click.echo(f"error: {' '.join(str(exc).split())}", err=True)
+        click.echo(f"error: {_one_line(str(exc))}", err=True)
         sys.exit(EXIT_BAD_INPUT)
     except KeyboardInterrupt:  # before click took over
         click.echo("interrupted", err=True)
@@ -114,8 +115,15 @@ def train(job: Path | None, engine: str | None, overrides: tuple[str, ...], debu
     trainer = _run_checks(trainer_kwargs, check_only=False, resume=resume)
     try:
         final = trainer.train()
-    finally:
+    except KeyboardInterrupt:
         _print_run(trainer.run_dir.path)
+        again = _resume_command(job, engine, overrides, fields, run_path, trainer.run_dir.path)
+        click.echo(f"to continue this run: {again}", err=True)
+        raise
+    except BaseException:
+        _print_run(trainer.run_dir.path)
+        raise
+    _print_run(trainer.run_dir.path)
     click.echo("final metrics: " + ", ".join(
         f"{k} {v:.4g}" for k, v in final.items() if isinstance(v, float) and "/" not in k))
 
@@ -128,14 +136,18 @@ def new_engine(name: str, directory: Path | None) -> None:
     from aworld_train.scaffold import scaffold_engine
 
     target = scaffold_engine(name, directory)
-    click.echo(f"created engine '{name}' in {target}; install it with: pip install -e {target}")
+    install = shlex.join(["pip", "install", "-e", f"{target}[test]"])
+    click.echo(f"created engine '{name}' in {target}; install it with its tests' dependencies: "
+               f"{install}")
 
 
 def _trainer_kwargs(job: Path | None, engine: str | None, overrides: tuple[str, ...],
                     fields: dict[str, Any], run_path: str | None = None) -> dict[str, Any]:
     from aworld_train.job import load_job
+    from aworld_train.redaction import remember_secrets
 
     loaded = load_job(job, engine=engine, **fields)
+    remember_secrets({"agent": loaded.agent, "config": loaded.config, "reward": loaded.reward})
     if run_path is not None:
         root = Path(run_path).resolve()
     else:  # a job's run_path is relative to the job file
@@ -143,9 +155,39 @@ def _trainer_kwargs(job: Path | None, engine: str | None, overrides: tuple[str, 
     return dict(
         agent=loaded.agent, config=loaded.config, reward_func=loaded.reward,
         train_dataset=loaded.train_dataset, test_dataset=loaded.test_dataset,
-        run_path=root, train_engine_name=loaded.engine, columns=loaded.columns,
+        run_path=root, train_engine_name=loaded.engine or _picked_engine(), columns=loaded.columns,
         overrides=overrides, base_dir=loaded.base_dir,
     )
+
+
+def _picked_engine() -> str:
+    """The engine of a job that names none, saying which was picked when there was a choice."""
+    from aworld_train import plugins
+
+    picked = plugins.default_engine(None)
+    installed = plugins.installed_engine_names()
+    if len(installed) > 1:
+        click.echo(f"engine: {picked} (installed: {', '.join(installed)}; choose one with "
+                   "--engine or 'engine:' in the job)", err=True)
+    return picked
+
+
+def _resume_command(job: Path | None, engine: str | None, overrides: tuple[str, ...],
+                    fields: dict[str, Any], run_path: str | None, run_dir: Path) -> str:
+    """The command that continues ``run_dir``: the one that started it, with ``--resume``."""
+    from aworld_train.redaction import redact_text
+
+    words = ["aworld-train", "train", *([str(job)] if job is not None else [])]
+    if engine:
+        words += ["--engine", engine]
+    for override in overrides:
+        words += ["-o", override]
+    for name, value in fields.items():
+        if value is not None:
+            words += [f"--{name.replace('_', '-')}", str(value)]
+    if run_path is not None:
+        words += ["--run-path", run_path]
+    return redact_text(shlex.join([*words, "--resume", str(run_dir)]))
 
 
 def _run_checks(kwargs: dict[str, Any], check_only: bool, resume: str | None = None) -> Any:
@@ -153,19 +195,27 @@ def _run_checks(kwargs: dict[str, Any], check_only: bool, resume: str | None = N
     from rich.console import Console
     from rich.table import Table
 
+    from aworld_train.redaction import redact_text
     from aworld_train.trainer import AgentTrainer
 
     checks: list[Any] = []
     try:
         return AgentTrainer(**kwargs, check_only=check_only, resume=resume,
-                            show_progress=not check_only, on_check=checks.append)
+                            on_check=checks.append)
     finally:
         table = Table(title="checks", title_justify="left")
         for column in ("module", "checked by", "result", "time"):
             table.add_column(column)
         for item in checks:
-            table.add_row(item.module, item.by, item.detail, f"{item.seconds:.2f}s")
+            table.add_row(item.module, item.by, redact_text(item.detail), f"{item.seconds:.2f}s")
         Console(soft_wrap=False).print(table)
+
+
+def _one_line(text: str) -> str:
+    """An error as the one line the CLI prints: whitespace folded, secrets hidden."""
+    from aworld_train.redaction import redact_text
+
+    return redact_text(" ".join(text.split()))
 
 
 def _print_run(run_dir: Path) -> None:

@@ -27,6 +27,9 @@ class RunContext:
     :ivar results: the engine-ready result of each earlier hook, keyed ``"agent"``,
         ``"dataset"``, ``"reward"``, ``"config"``; and ``"tools"``, the agent's resolved
         :class:`~aworld_train.tools.ToolSet` (empty for an agent without tools).
+    :ivar agent_given: whether the user gave an agent. Hooks always receive an ``AgentSpec``
+        (the default one when none was given); a ``TrainerProcessor`` receives ``None``
+        instead, as AWorld Train hands it.
     """
 
     engine: str
@@ -37,3 +40,4 @@ class RunContext:
     check_only: bool = False
     resume_from: Path | None = None
     results: dict[str, Any] = field(default_factory=dict)
+    agent_given: bool = True

@@ -8,10 +8,13 @@ engine-ready form of its input, or ``None`` to keep the core's form. The context
 result under ``ctx.results`` ("agent", "dataset", "reward", "config") for the later hooks.
 
 Check hooks must be cheap: they must not start training, Ray, a GPU, or a model download.
-They raise a subclass of :class:`~aworld_train.errors.AWorldTrainError` for bad input.
+They raise a subclass of :class:`~aworld_train.errors.AWorldTrainError` for bad input; anything
+else a hook raises is reported as a bug in the engine, in one line naming the engine, its
+distribution and the hook. An engine must implement ``train``; the checks are optional.
 
 Extension plugins (entry-point group ``aworld_train.plugins``) implement the same hooks, usually
-as wrappers (``@hookimpl(wrapper=True)``), plus ``report_metrics`` to receive every logged step.
+as wrappers (``@hookimpl(wrapper=True)``), plus ``report_metrics`` to receive every logged step;
+an extension plugin's ``report_metrics`` that raises is logged, naming it, and the run goes on.
 """
 
 from __future__ import annotations
@@ -39,7 +42,8 @@ def check_agent(agent: AgentSpec, ctx: RunContext) -> Any | None:
     """Check the agent and turn it into the engine's form.
 
     Called first, after the core has normalised the user's agent (an AWorld ``Agent``, a YAML or
-    JSON file, a dict or a ``module:factory``) into an :class:`~aworld_train.agent.AgentSpec`.
+    JSON file, a dict or a ``module:factory``) into an :class:`~aworld_train.agent.AgentSpec`
+    (the default spec when the user gave none: the model then comes from the config).
 
     Before it, the core resolves the agent's tools (:func:`aworld_train.tools.resolve_tools`):
     it imports the Python tools, connects to each MCP server the agent uses, lists its tools and
@@ -58,7 +62,7 @@ def check_agent(agent: AgentSpec, ctx: RunContext) -> Any | None:
 
 @hookspec(firstresult=True)
 def check_dataset(
-    train_dataset: datasets.Dataset, test_dataset: datasets.Dataset | None, ctx: RunContext
+    train_dataset: datasets.Dataset | None, test_dataset: datasets.Dataset | None, ctx: RunContext
 ) -> Any | None:
     """Check the datasets and convert them to the engine's format.
 
@@ -67,7 +71,8 @@ def check_dataset(
     ``ground_truth``; ``data_source`` and ``extra_info`` (a dict) are present, other columns pass
     through. ``ctx.results["agent"]`` holds the result of :func:`check_agent`.
 
-    :param train_dataset: the canonical training dataset.
+    :param train_dataset: the canonical training dataset, or ``None`` when the user gave none
+        (an engine that needs one raises ``DatasetError``).
     :param test_dataset: the canonical test dataset, or ``None``.
     :param ctx: the run context; converted files belong in ``ctx.run_dir``.
     :returns: the engine-ready datasets (any form), or ``None`` to keep the canonical ones.
@@ -76,14 +81,15 @@ def check_dataset(
 
 
 @hookspec(firstresult=True)
-def check_reward(reward: RewardSpec, ctx: RunContext) -> Any | None:
+def check_reward(reward: RewardSpec | None, ctx: RunContext) -> Any | None:
     """Check the reward and wrap it in the engine's reward interface.
 
     Called third. The core has already resolved every reward function, checked its signature
     ``reward(data_source, solution_str, ground_truth, extra_info=None) -> float | dict`` and run
-    it on a sample row.
+    it on a sample row, in a child process with a time limit.
 
-    :param reward: the resolved reward functions with their weights.
+    :param reward: the resolved reward functions with their weights, or ``None`` when the user
+        gave none (an engine that needs one raises ``RewardError``).
     :param ctx: the run context.
     :returns: the engine-ready reward, or ``None`` to keep ``reward``.
     :raises RewardError: when the engine's own reward path fails on a sample.
@@ -95,8 +101,8 @@ def check_config(config: TrainConfig, ctx: RunContext) -> Any | None:
     """Map the common config onto the engine's own and validate it with the engine's schema.
 
     Called fourth. ``config`` holds the validated engine-neutral keys and, in
-    ``config.engine_section(ctx.engine)``, the section named after this engine, which the hook
-    validates against the engine's own schema.
+    ``config.engine_section()`` (no argument), the section named after the entry point the
+    engine was selected by, which the hook validates against the engine's own schema.
 
     :param config: the common training config.
     :param ctx: the run context.
@@ -136,7 +142,9 @@ def report_metrics(step: int, metrics: dict[str, float], ctx: RunContext) -> Non
     """Receive one logged step of metrics, after it was written to ``metrics.jsonl``.
 
     Called by ``ctx.metrics.log`` for every step an engine reports; meant for extension plugins
-    that forward metrics elsewhere (a tracker, a dashboard).
+    that forward metrics elsewhere (a tracker, a dashboard). Each implementation is called on
+    its own: an extension plugin's that raises is logged, naming the plugin, and the run goes
+    on; the engine's own raises as any engine code does.
 
     :param step: the global training step.
     :param metrics: the metric values of that step.

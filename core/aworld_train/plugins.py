@@ -18,6 +18,7 @@ import logging
 import os
 import re
 import sys
+import types
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -31,6 +32,10 @@ from aworld_train.errors import PluginError, did_you_mean
 ENGINE_GROUP = "aworld_train.engines"
 PLUGIN_GROUP = "aworld_train.plugins"
 REGISTERED = "(registered in-process)"
+PLUGIN_PREFIX = "plugin:"  # an extension plugin's name in the plugin manager
+# The engines this project ships, each its own distribution ``aworld-train-<name>``. A job may
+# carry their sections even where they are not installed, so one job file trains on any.
+KNOWN_ENGINES = ("trl", "swift", "verl")
 
 logger = logging.getLogger("aworld_train")
 
@@ -56,6 +61,13 @@ class EngineInfo:
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    @property
+    def label(self) -> str:
+        """``engine 'x' (aworld-train-x 0.1.0)``: how messages name the engine."""
+        if self.entry_point is None:
+            return f"engine '{self.name}' (registered in-process)"
+        return f"engine '{self.name}' ({self.distribution} {self.version})"
 
     def as_dict(self) -> dict[str, str]:
         value = self.entry_point.value if self.entry_point is not None else _qualname(self.target)
@@ -115,10 +127,20 @@ def find_engine(name: str) -> EngineInfo:
     if not matches:
         names = sorted({info.name for info in engines})
         installed = ", ".join(names) if names else "none (pip install aworld-train-trl, ...)"
-        raise PluginError(f"unknown engine '{name}'{did_you_mean(name, names)}; installed: {installed}")
+        hint = ""
+        if name in KNOWN_ENGINES:
+            hint = (f"; install it with pip install aworld-train-{name} (engines may live in "
+                    "separate virtual environments: run aworld-train from the one that has it)")
+        raise PluginError(
+            f"unknown engine '{name}'{did_you_mean(name, names)}; installed: {installed}{hint}")
     if not matches[0].ok:
         raise PluginError(f"engine '{name}' cannot be used: {matches[0].status}")
     return matches[0]
+
+
+def installed_engine_names() -> list[str]:
+    """The names of the installed engines, sorted; imports no engine."""
+    return sorted({info.name for info in list_engines()})
 
 
 def default_engine(requested: str | None) -> str:
@@ -126,7 +148,7 @@ def default_engine(requested: str | None) -> str:
     installed, else an error listing what is installed."""
     if requested:
         return requested
-    names = sorted({info.name for info in list_engines()})
+    names = installed_engine_names()
     if len(names) == 1:
         return names[0]
     if "verl" in names:
@@ -166,11 +188,11 @@ def create_manager(engine: str, run_dir: Path | None) -> pluggy.PluginManager:
                               f"{_qualname(target)} does not implement {missing}")
         target = ProcessorPlugin(target(str(run_dir) if run_dir is not None else ""))
     manager = _new_manager()
-    _register(manager, target, info.name, f"engine '{info.name}' from {info.distribution}")
+    _register_engine(manager, target, info)
     for entry_point in _selected(metadata.entry_points(group=PLUGIN_GROUP)):
         where = f"plugin '{entry_point.name}' from {_dist_label(entry_point)}"
         try:
-            _register(manager, entry_point.load(), f"plugin:{entry_point.name}", where)
+            _register(manager, entry_point.load(), PLUGIN_PREFIX + entry_point.name, where)
         except Exception as exc:  # a broken extension is skipped; the engine still runs
             logger.warning("skipping %s: %s", where, _one_line(exc))
     if os.environ.get("AWORLD_TRAIN_TRACE_PLUGINS", "") not in ("", "0"):
@@ -192,17 +214,88 @@ def check_engine(info: EngineInfo) -> EngineInfo:
                 missing = ", ".join(sorted(target.__abstractmethods__))
                 raise PluginError(f"{_qualname(target)} does not implement {missing}")
         else:
-            where = f"engine '{info.name}' from {info.distribution}"
-            _register(_new_manager(), target, info.name, where)
+            _register_engine(_new_manager(), target, info)
     except PluginError as exc:
         info.status = f"broken: {_one_line(exc)}"
     return info
+
+
+def hook_failure(manager: pluggy.PluginManager, info: EngineInfo, hook: str,
+                 exc: Exception) -> PluginError:
+    """The one line for a hook that raised something other than an ``AWorldTrainError``: a
+    bug in a plugin, not the user's mistake, so it names the plugin that raised (the engine,
+    or an extension plugin wrapping its hook), its distribution and the hook. ``--debug``
+    shows the traceback."""
+    name = _raised_by(manager, exc)
+    who = info.label
+    if name is not None and name != info.name:
+        extension = name.removeprefix(PLUGIN_PREFIX)
+        found = metadata.entry_points(group=PLUGIN_GROUP, name=extension)
+        where = _dist_label(next(iter(found))) if found else "?"
+        who = f"plugin '{extension}' ({where})"
+    return PluginError(f"{who} {hook} raised {type(exc).__name__}: {_one_line(exc)}")
+
+
+def _raised_by(manager: pluggy.PluginManager, exc: BaseException) -> str | None:
+    """The plugin whose code raised ``exc``: the one owning the deepest frame of its traceback
+    (by top-level package; the core's own frames belong to none)."""
+    from aworld_train.processor import ProcessorPlugin
+
+    owners: dict[str, str] = {}
+    for name, plugin in manager.list_name_plugin():
+        code = plugin.processor if isinstance(plugin, ProcessorPlugin) else plugin
+        module = code.__name__ if isinstance(code, types.ModuleType) else type(code).__module__
+        owners[module.partition(".")[0]] = name
+    owners.pop(__name__.partition(".")[0], None)
+    culprit = None
+    frame = exc.__traceback__
+    while frame is not None:
+        package = str(frame.tb_frame.f_globals.get("__name__", "")).partition(".")[0]
+        culprit = owners.get(package, culprit)
+        frame = frame.tb_next
+    return culprit
+
+
+def report_metrics(manager: pluggy.PluginManager, engine: str, failed: set[str],
+                   **kwargs: Any) -> None:
+    """Call each ``report_metrics`` implementation on its own, so that an extension plugin
+    that fails is logged, naming it, and never ends the run; the engine's own raises.
+
+    :param failed: the plugins that failed before: they are warned about once, then logged at
+        debug level, so a broken plugin does not flood the terminal.
+    :param kwargs: the hook's arguments (``step``, ``metrics``, ``ctx``).
+    """
+    for impl in manager.hook.report_metrics.get_hookimpls():
+        if impl.hookwrapper or impl.wrapper:  # wraps nothing worth calling on its own
+            continue
+        arguments = [kwargs[name] for name in impl.argnames]
+        if impl.plugin_name == engine:
+            impl.function(*arguments)
+            continue
+        try:
+            impl.function(*arguments)
+        except Exception as exc:  # a tracker's failure is not the run's
+            name = impl.plugin_name.removeprefix(PLUGIN_PREFIX)
+            level = logging.DEBUG if name in failed else logging.WARNING
+            failed.add(name)
+            logger.log(level, "plugin '%s' failed in report_metrics at step %s (the run goes on): "
+                       "%s: %s", name, kwargs.get("step"), type(exc).__name__, _one_line(exc))
 
 
 def _new_manager() -> pluggy.PluginManager:
     manager = pluggy.PluginManager(hookspecs.PROJECT_NAME)
     manager.add_hookspecs(hookspecs)
     return manager
+
+
+def _register_engine(manager: pluggy.PluginManager, engine: Any, info: EngineInfo) -> None:
+    """Register an engine and require a ``train`` implementation of its own: without one, a
+    run would "train" nothing and report success."""
+    where = f"engine '{info.name}' from {info.distribution}"
+    _register(manager, engine, info.name, where)
+    if not any(impl.plugin is engine for impl in manager.hook.train.get_hookimpls()):
+        manager.unregister(engine)
+        raise PluginError(f"{where} implements no train hook")
 
 
 def _register(manager: pluggy.PluginManager, plugin: Any, name: str, where: str) -> None:
@@ -253,15 +346,20 @@ def _selected(entry_points: Any) -> list[metadata.EntryPoint]:
 
 
 def _trace(manager: pluggy.PluginManager) -> None:
+    from aworld_train.redaction import redact_text
+
+    def show(line: str) -> None:  # an agent's repr holds its API key
+        print(redact_text(f"[aworld-train trace] {line}"), file=sys.stderr)
+
     def before(hook_name: str, hook_impls: list[Any], kwargs: dict[str, Any]) -> None:
         impls = ", ".join(impl.plugin_name for impl in hook_impls)
         args = ", ".join(f"{k}={_short(v)}" for k, v in kwargs.items())
-        print(f"[aworld-train trace] {hook_name}({args}) -> [{impls}]", file=sys.stderr)
+        show(f"{hook_name}({args}) -> [{impls}]")
 
     def after(outcome: Any, hook_name: str, hook_impls: list[Any], kwargs: dict[str, Any]) -> None:
         exception = outcome.exception
         result = f"raised {exception!r}" if exception else f"returned {_short(outcome.get_result())}"
-        print(f"[aworld-train trace] {hook_name} {result}", file=sys.stderr)
+        show(f"{hook_name} {result}")
 
     manager.add_hookcall_monitoring(before, after)
 

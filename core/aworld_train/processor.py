@@ -21,8 +21,9 @@ class TrainerProcessor(abc.ABC):
     """Base class of an engine written as a class.
 
     Each ``check_*`` method receives what the core resolved and validated (an ``AgentSpec``,
-    ``datasets.Dataset`` objects, a callable ``RewardSpec``, a ``TrainConfig``) and returns the
-    engine-ready form or ``None``. ``self.run_path`` is the run directory; ``self.context`` is
+    ``datasets.Dataset`` objects, a callable ``RewardSpec``, a ``TrainConfig``), or ``None``
+    for an agent, dataset or reward the user did not give (the processor decides whether it
+    needs one), and returns the engine-ready form or ``None``. ``self.run_path`` is the run directory; ``self.context`` is
     the :class:`~aworld_train.context.RunContext` once the checks start.
     """
 
@@ -72,7 +73,7 @@ class ProcessorPlugin:
     @hookimpl
     def check_agent(self, agent: Any, ctx: RunContext) -> Any:
         self.processor.context = ctx
-        return self.processor.check_agent(agent=agent)
+        return self.processor.check_agent(agent=agent if ctx.agent_given else None)
 
     @hookimpl
     def check_dataset(self, train_dataset: Any, test_dataset: Any, ctx: RunContext) -> Any:

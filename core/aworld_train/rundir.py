@@ -1,29 +1,26 @@
 """The run directory: ``<run_path>/<timestamp>-<engine>-<id>/``, never reused or overwritten.
 
-It holds ``job.yaml`` (the resolved job, secrets redacted), ``manifest.json`` (status, versions,
-times, final metrics), ``metrics.jsonl``, the reward and loss plots, and whatever the engine
-writes: converted inputs, checkpoints, the final model.
+It holds ``job.yaml`` (the job as it ran, secrets redacted, re-runnable from any folder),
+``manifest.json`` (status, process, versions, times, final metrics), ``metrics.jsonl``, the
+reward and loss plots, and whatever the engine writes: converted inputs, checkpoints, the final
+model. A folder under the run path without ``manifest.json`` is not a run.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import secrets
+import shutil
+import socket
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from aworld_train.errors import RunDirectoryError
 
-REDACTED = "***"
-_SECRET_WORDS = {"apikey", "password", "passwd", "secret", "credential", "credentials",
-                 "authorization", "cookie", "cookies"}
-_SECRET_PAIRS = {("api", "key"), ("private", "key"), ("access", "key")}
-# "<name>_token" is a credential (hub_token, access_token) unless it names a tokenizer's
-# special token; "max_tokens", "num_tokens" and "tokenizer" are not "token".
-_SPECIAL_TOKENS = {"pad", "eos", "bos", "unk", "sep", "cls", "mask"}
+MANIFEST = "manifest.json"
 
 
 class RunDirectory:
@@ -40,8 +37,7 @@ class RunDirectory:
         :raises RunDirectoryError: when ``run_path`` is a file or cannot be written.
         """
         root = Path(run_path).expanduser()
-        if root.exists() and not root.is_dir():
-            raise RunDirectoryError(f"run path {root} is a file, not a directory")
+        check_run_path(root)
         try:
             root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -59,20 +55,29 @@ class RunDirectory:
             except OSError as exc:
                 raise RunDirectoryError(f"cannot create a run directory in {root}: {exc}") from None
 
+    @classmethod
+    def scratch(cls) -> RunDirectory:
+        """A temporary directory for a check-only run, removed by :meth:`discard`."""
+        return cls(Path(tempfile.mkdtemp(prefix="aworld-train-check-")))
+
     @property
     def metrics_path(self) -> Path:
         return self.path / "metrics.jsonl"
 
     def write_job(self, job: dict[str, Any]) -> None:
-        """Write the resolved job as ``job.yaml``, secrets redacted."""
+        """Write the job as ``job.yaml``, secrets redacted."""
         import yaml
+
+        from aworld_train.redaction import redact
 
         text = yaml.safe_dump(redact(job), sort_keys=False, allow_unicode=True)
         (self.path / "job.yaml").write_text(text, encoding="utf-8")
 
     def start(self, **fields: Any) -> None:
-        """Write the manifest with status ``running``."""
-        self.manifest = {"status": "running", "started_at": _now(), **fields}
+        """Write the manifest with status ``running`` and this process's pid and host, which
+        tell a later reader whether the run is still alive."""
+        self.manifest = {"status": "running", "started_at": _now(), "pid": os.getpid(),
+                         "host": socket.gethostname(), **fields}
         self.write_manifest()
 
     def finish(self, status: str, **fields: Any) -> None:
@@ -81,56 +86,220 @@ class RunDirectory:
         self.write_manifest()
 
     def write_manifest(self) -> None:
+        from aworld_train.redaction import redact
+
         # Written whole to a temporary file and renamed: a reader never sees half a manifest.
-        target = self.path / "manifest.json"
+        target = self.path / MANIFEST
         partial = target.with_suffix(".json.tmp")
         partial.write_text(json.dumps(redact(self.manifest), indent=2) + "\n", encoding="utf-8")
         partial.replace(target)
+
+    def discard(self) -> None:
+        """Remove the directory and everything in it: the checks failed, or only checked."""
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+def check_run_path(root: Path) -> None:
+    """:raises RunDirectoryError: when ``root`` exists and is not a directory."""
+    if root.exists() and not root.is_dir():
+        raise RunDirectoryError(f"run path {root} is a file, not a directory")
+
+
+def read_manifest(run_dir: Path) -> dict[str, Any]:
+    """A run's manifest, where a ``running`` run whose process is gone reads ``crashed``.
+
+    :raises RunDirectoryError: when the manifest cannot be read or is not a JSON object.
+    """
+    from aworld_train.files import parse_json_text
+
+    path = run_dir / MANIFEST
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RunDirectoryError(f"cannot read the manifest {path}: {exc}") from None
+    data = parse_json_text(text, f"run manifest {path}", RunDirectoryError)
+    if not isinstance(data, dict):
+        raise RunDirectoryError(f"run manifest {path}: holds a JSON {type(data).__name__}, "
+                                "not an object")
+    if data.get("status") == "running" and not _process_alive(data):
+        data["status"] = "crashed"
+    return data
 
 
 def resolve_resume(run: str | Path, run_path: str | Path) -> Path:
     """The directory of the run to resume: a path, or a run name under ``run_path``.
 
-    :raises RunDirectoryError: when it does not exist, has no manifest, or completed.
+    :raises RunDirectoryError: when it does not exist, has no readable manifest, completed, or
+        is still running.
     """
     candidates = [Path(run).expanduser(), Path(run_path).expanduser() / str(run)]
-    path = next((c for c in candidates if (c / "manifest.json").is_file()), None)
+    path = next((c for c in candidates if (c / MANIFEST).is_file()), None)
     if path is None:
-        raise RunDirectoryError(f"no run to resume at {run} (a run directory holds manifest.json)")
-    status = json.loads((path / "manifest.json").read_text(encoding="utf-8")).get("status")
+        raise RunDirectoryError(f"no run to resume at {run} (a run directory holds {MANIFEST})")
+    data = read_manifest(path)
+    status = data.get("status")
     if status == "completed":
         raise RunDirectoryError(f"run {path} already completed; nothing to resume")
+    if status == "running":
+        raise RunDirectoryError(
+            f"run {path} is still running (pid {data.get('pid')} on host {data.get('host')}); "
+            "stop it before resuming it"
+        )
     return path.resolve()
 
 
-def redact(value: Any) -> Any:
-    """A copy of ``value`` with secret-looking keys and the values of ``*_API_KEY``
-    environment variables replaced by ``***``."""
-    secrets_in_env = [v for k, v in os.environ.items() if k.upper().endswith("_API_KEY") and len(v) >= 4]
-    return _redact(value, secrets_in_env)
+def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
+    """The records of a run's ``metrics.jsonl``; a line cut short by a killed process is
+    skipped."""
+    path = run_dir / "metrics.jsonl"
+    if not path.is_file():
+        return []
+    records = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, dict) and isinstance(record.get("step"), int):
+            records.append(record)
+    return records
 
 
-def _redact(value: Any, env_secrets: list[str]) -> Any:
-    if isinstance(value, dict):
-        return {
-            key: REDACTED if _is_secret_key(str(key)) and value[key] not in (None, "")
-            else _redact(value[key], env_secrets)
-            for key in value
-        }
-    if isinstance(value, (list, tuple)):
-        return [_redact(item, env_secrets) for item in value]
-    if isinstance(value, str):
-        for secret in env_secrets:
-            value = value.replace(secret, REDACTED)
-    return value
+def rerunnable_job(
+    *,
+    engine: str,
+    agent: Any,
+    agent_spec: Any,
+    train_dataset: Any,
+    test_dataset: Any,
+    reward: Any,
+    columns: dict[str, str] | None,
+    config: dict[str, Any],
+    run_path: Path,
+    base_dir: Path | None,
+) -> dict[str, Any]:
+    """The job as ``job.yaml`` keeps it, so that ``aworld-train train runs/<run>/job.yaml``
+    re-runs it from any folder: every path that was relative to the job's folder is made
+    absolute, the agent and the config are written out whole (a ``module:factory`` agent stays
+    a reference, since what a factory returns cannot be written down), and in-memory inputs
+    are described.
+
+    :param agent: the agent as the user gave it; ``agent_spec`` is what the core made of it.
+    :param config: the validated config as plain data (its model folder already absolute).
+    """
+    from aworld_train.references import resolve_path
+
+    job = {
+        "engine": engine,
+        "agent": _saved_agent(agent, agent_spec, base_dir),
+        "train_dataset": _saved_dataset(train_dataset, base_dir),
+        "test_dataset": _saved_dataset(test_dataset, base_dir),
+        "reward": _saved_reward(reward, base_dir),
+        "columns": columns,
+        "config": config,
+        "run_path": str(resolve_path(run_path, None)),
+    }
+    return {key: value for key, value in job.items() if value is not None}
 
 
-def _is_secret_key(key: str) -> bool:
-    """Whether a key names a secret, judged by its words (snake_case, kebab-case, camelCase)."""
-    words = re.split(r"[^a-z0-9]+", re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", key).lower())
-    if _SECRET_WORDS & set(words) or _SECRET_PAIRS & set(zip(words, words[1:])):
+def _saved_agent(agent: Any, spec: Any, base_dir: Path | None) -> Any:
+    if agent is None:
+        return None
+    if isinstance(agent, (str, Path)) and Path(str(agent)).suffix not in (".yaml", ".yml", ".json"):
+        return _absolute_reference(str(agent), base_dir)  # a module:factory
+    data = spec.to_dict()
+    data["tools"] = [_absolute_reference(tool, base_dir) for tool in data.get("tools", [])]
+    if "mcp_config" in data:
+        data["mcp_config"] = _pinned_servers(data["mcp_config"], base_dir)
+    return {key: value for key, value in data.items() if value != []}
+
+
+def _pinned_servers(mcp_config: dict[str, Any], base_dir: Path | None) -> dict[str, Any]:
+    """``mcp_config`` with each stdio server's working folder made absolute: a server command
+    such as ``python server.py`` runs where the job's folder was, not beside the saved job."""
+    from aworld_train.references import resolve_path
+
+    servers = mcp_config.get("mcpServers")
+    if not isinstance(servers, dict):
+        return mcp_config
+    pinned = {}
+    for name, entry in servers.items():
+        if isinstance(entry, dict) and "command" in entry:
+            entry = {**entry, "cwd": str(resolve_path(str(entry.get("cwd") or "."), base_dir))}
+        pinned[name] = entry
+    return {**mcp_config, "mcpServers": pinned}
+
+
+def _saved_dataset(source: Any, base_dir: Path | None) -> Any:
+    from aworld_train.references import resolve_path
+
+    if isinstance(source, (str, Path)):
+        return str(resolve_path(source, base_dir))
+    return describe_source(source)
+
+
+def _saved_reward(reward: Any, base_dir: Path | None) -> Any:
+    if isinstance(reward, list):
+        return [_saved_reward(item, base_dir) for item in reward]
+    if isinstance(reward, dict) and "name" in reward:
+        return {**reward, "name": _saved_reward(reward["name"], base_dir)}
+    if isinstance(reward, str):
+        return _absolute_reference(reward, base_dir)
+    return describe_source(reward)
+
+
+def _absolute_reference(reference: Any, base_dir: Path | None) -> Any:
+    """``path/to/file.py:name`` with the file made absolute; anything else (a built-in name,
+    ``package.module:name``) as it is."""
+    from aworld_train.references import resolve_path, split_reference
+
+    if not isinstance(reference, str):
+        return describe_source(reference)
+    target, name = split_reference(reference)
+    if name and target.endswith(".py"):
+        return f"{resolve_path(target, base_dir)}:{name}"
+    return reference
+
+
+def describe_source(source: Any) -> Any:
+    """An input as plain data for ``job.yaml``: small values as they are, the rest described."""
+    if source is None or isinstance(source, (str, int, float, dict)):
+        return source
+    if isinstance(source, Path):
+        return str(source)
+    if isinstance(source, list):
+        if all(isinstance(item, (str, dict)) for item in source) and len(source) <= 20:
+            return source
+        return f"<{len(source)} rows in memory>"
+    if callable(source):
+        return f"{getattr(source, '__module__', '?')}:{getattr(source, '__qualname__', '?')}"
+    return f"<{type(source).__name__}>"
+
+
+def _process_alive(manifest: dict[str, Any]) -> bool:
+    """Whether the process a manifest names still runs. On another host it cannot be told, so
+    it is taken as alive; a manifest without a pid was written by a process that is gone."""
+    pid, host = manifest.get("pid"), manifest.get("host")
+    if not isinstance(pid, int) or isinstance(pid, bool):
+        return False
+    if host != socket.gethostname():
         return True
-    return words[-1] == "token" and not (len(words) > 1 and words[-2] in _SPECIAL_TOKENS)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, owned by another user
+        return True
+    return not _is_zombie(pid)
+
+
+def _is_zombie(pid: int) -> bool:
+    """A process that exited but was not reaped yet (Linux ``/proc``; elsewhere ``False``)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[:1] == ["Z"]
 
 
 def _now() -> str:

@@ -44,7 +44,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from aworld_train import hookimpl
-from aworld_train.errors import AgentError, ConfigError, did_you_mean
+from aworld_train.errors import AgentError, ConfigError, DatasetError, RewardError, did_you_mean
 from aworld_train.plugins import installed_versions
 
 
@@ -70,11 +70,24 @@ def check_agent(agent: Any, ctx: Any) -> None:
 
 
 @hookimpl
+def check_dataset(train_dataset: Any, test_dataset: Any, ctx: Any) -> None:
+    # The core passes None for a dataset the user did not give; this engine needs one.
+    if train_dataset is None:
+        raise DatasetError("the {name} engine needs a train_dataset")
+
+
+@hookimpl
+def check_reward(reward: Any, ctx: Any) -> None:
+    if reward is None:
+        raise RewardError("the {name} engine needs a reward")
+
+
+@hookimpl
 def check_config(config: Any, ctx: Any) -> Settings:
     if config.algorithm != "sft":
         raise ConfigError(f"the {name} engine trains algorithm 'sft', not '{{config.algorithm}}'")
     known = [f.name for f in fields(Settings)]
-    section = config.engine_section("{name}")
+    section = config.engine_section()  # the section named after this engine's entry point
     for key in section:
         if key not in known:
             raise ConfigError(f"config: unknown {name} key '{{key}}'{{did_you_mean(key, known)}}")
@@ -145,7 +158,7 @@ _README = '''# aworld-train-{name}
 The `{name}` engine for [aworld-train](https://pypi.org/project/aworld-train/).
 
 ```bash
-pip install -e .[test]
+pip install -e '.[test]'
 aworld-train engines            # lists {name}
 pytest tests                    # the aworld-train conformance suite
 aworld-train train job.yaml --engine {name}

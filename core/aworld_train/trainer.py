@@ -6,24 +6,27 @@ layer, then runs the engine's check hooks in order; ``train()`` trains.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
-import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aworld_train import __version__, plugins
-from aworld_train.errors import Interrupted
+from aworld_train.errors import AWorldTrainError, Interrupted
+
+if TYPE_CHECKING:
+    import datasets
+
+    from aworld_train.agent import AgentSpec
+    from aworld_train.config import TrainConfig
+    from aworld_train.reward import RewardSpec
 
 logger = logging.getLogger("aworld_train")
-
-# Engine sections a job may carry even when that engine is not installed here, so that one job
-# file trains on any engine.
-KNOWN_ENGINES = ("trl", "swift", "verl")
 
 
 @dataclass
@@ -34,6 +37,20 @@ class CheckResult:
     by: str  # "core" or the engine's name
     detail: str
     seconds: float
+
+
+@dataclass
+class _Given:
+    """The job as the user gave it; ``None`` where they gave nothing."""
+
+    agent: Any
+    config: Any
+    reward_func: Any
+    train_dataset: Any
+    test_dataset: Any
+    columns: dict[str, str] | None
+    overrides: list[str] | tuple[str, ...]
+    base_dir: Path | None
 
 
 class AgentTrainer:
@@ -54,6 +71,13 @@ class AgentTrainer:
     :param resume: a run directory (or its name under ``run_path``) to continue.
     :param check_only: run the checks in a temporary directory; ``train()`` is refused.
     :param base_dir: the folder relative paths are resolved from (the job file's folder).
+    :param show_progress: show training progress (a bar on a terminal, else a line every few
+        percent); by default on, except in a check-only run.
+    :param on_check: told each row of the check table as it is decided.
+
+    An agent, dataset or reward left ``None`` is not loaded: the engine's hooks receive
+    ``None`` and decide whether they need it.
+
     :raises AWorldTrainError: for every mistake in the job, naming where it is.
     """
 
@@ -72,103 +96,49 @@ class AgentTrainer:
         resume: str | Path | None = None,
         check_only: bool = False,
         base_dir: Path | None = None,
-        show_progress: bool = False,
+        show_progress: bool | None = None,
         on_check: Callable[[CheckResult], None] | None = None,
     ) -> None:
-        from aworld_train.agent import load_agent
-        from aworld_train.config import load_config
-        from aworld_train.context import RunContext
-        from aworld_train.dataset import load_dataset
-        from aworld_train.metrics import MetricsReporter
-        from aworld_train.reward import check_reward_on_row, resolve_reward
-        from aworld_train.rundir import RunDirectory, resolve_resume
-        from aworld_train.tools import ToolSet, resolve_tools
+        from aworld_train.redaction import install_secret_filter, remember_secrets
+        from aworld_train.rundir import RunDirectory, check_run_path, resolve_resume
 
+        # Before anything can print a secret: an error line, a log record.
+        remember_secrets({"agent": agent, "config": config})
+        install_secret_filter()
+        given = _Given(agent, config, reward_func, train_dataset, test_dataset, columns,
+                       overrides, base_dir)
         self.train_engine_name = plugins.default_engine(train_engine_name)
         self.engine_info = plugins.find_engine(self.train_engine_name)
         self.check_only = check_only
         self.initialized = False
         self.checks: list[CheckResult] = []
         self._on_check = on_check
+        self._failed_reporters: set[str] = set()
         self.run_path = Path(run_path if run_path is not None else "runs")
-        resume_from = resolve_resume(resume, self.run_path) if resume is not None else None
+        progress = not check_only if show_progress is None else show_progress
 
-        if check_only:
-            self._scratch = tempfile.TemporaryDirectory(prefix="aworld-train-check-")
-            self.run_dir = RunDirectory(Path(self._scratch.name))
-        else:
-            self.run_dir = RunDirectory.create(self.run_path, self.train_engine_name)
-        try:
-            self.manager = plugins.create_manager(self.train_engine_name, self.run_dir.path)
-            engine_names = tuple({i.name for i in plugins.list_engines()} | set(KNOWN_ENGINES))
-            train_config = self._step("config", "core", lambda: load_config(
-                config, overrides, engine_names, base_dir), _describe_config)
-            spec = self._step("agent", "core", lambda: load_agent(agent, base_dir), _describe_agent)
-            # The config's model wins over the agent's; a folder beside the job is made absolute
-            # in both, since engines read either.
-            spec.model = _local_model(train_config.model or spec.model, base_dir)
-            if train_config.model:
-                train_config.model = spec.model
-            self.metrics = MetricsReporter(
-                None if check_only else self.run_dir.metrics_path,
-                on_log=self._report_metrics,
-                show_progress=show_progress,
-            )
-            self.context = RunContext(
-                engine=self.train_engine_name,
-                run_dir=self.run_dir.path,
-                config=train_config,
-                metrics=self.metrics,
-                check_only=check_only,
-                resume_from=resume_from,
-            )
-            if not check_only:
-                self.run_dir.write_job({
-                    "engine": self.train_engine_name,
-                    "agent": spec.to_dict(),
-                    "train_dataset": _describe_source(train_dataset),
-                    "test_dataset": _describe_source(test_dataset),
-                    "reward": _describe_source(reward_func),
-                    "columns": columns,
-                    "config": train_config.to_dict(),
-                    "resume": str(resume_from) if resume_from else None,
-                })
-                self.run_dir.start(
-                    engine=self.train_engine_name,
-                    versions=self._versions(),
-                    resumed_from=str(resume_from) if resume_from else None,
-                )
-            hook = self.manager.hook
-            ctx = self.context
-            ctx.results["tools"] = ToolSet()
-            if spec.uses_tools:
-                ctx.results["tools"] = self._step("tools", "core", lambda: resolve_tools(
-                    spec, base_dir), _describe_tools)
-            self._engine_step("agent", lambda: hook.check_agent(agent=spec, ctx=ctx), spec)
-
-            train = self._step("dataset", "core", lambda: load_dataset(
-                train_dataset, columns, base_dir, "train_dataset"), _describe_dataset)
-            test = None
-            if test_dataset is not None:
-                test = self._step("test dataset", "core", lambda: load_dataset(
-                    test_dataset, columns, base_dir, "test_dataset"), _describe_dataset)
-            self.train_dataset, self.test_dataset = train, test
-            self._engine_step("dataset", lambda: hook.check_dataset(
-                train_dataset=train, test_dataset=test, ctx=ctx), train)
-
-            reward = self._step("reward", "core", lambda: resolve_reward(reward_func, base_dir),
-                                _describe_reward)
-            sample = check_reward_on_row(reward, train[0], 0)
-            self.checks[-1].detail += f"; sample row 0 scored {sample.score:.3g}"
-            self._engine_step("reward", lambda: hook.check_reward(reward=reward, ctx=ctx), reward)
-            self._engine_step("config", lambda: hook.check_config(config=train_config, ctx=ctx),
-                              train_config)
-        except BaseException as exc:
-            self._close(exc)
-            raise
+        with _signals_interrupt("checks"):
+            resume_from = resolve_resume(resume, self.run_path) if resume is not None else None
+            check_run_path(self.run_path)
+            # The checks run in the run's own directory, since engines write converted inputs
+            # there and keep their absolute paths: it could not be renamed afterwards. It
+            # becomes a run when its manifest is written, once every check passed, and is
+            # removed when a check fails or is interrupted. A check-only run uses a temporary
+            # directory, always removed.
+            if check_only:
+                self.run_dir = RunDirectory.scratch()
+            else:
+                self.run_dir = RunDirectory.create(self.run_path, self.train_engine_name)
+            try:
+                spec = self._check(given, resume_from, progress)
+                if not check_only:
+                    self._start_run(given, spec, resume_from)
+            except BaseException:
+                self.run_dir.discard()
+                raise
         self.initialized = True
         if check_only:
-            self._close(None)
+            self.run_dir.discard()
 
     def train(self) -> dict[str, Any]:
         """Train on the engine; returns the final metrics.
@@ -182,15 +152,13 @@ class AgentTrainer:
         if ended != "running":  # a run directory is never reused
             raise ValueError(f"run {self.run_dir.path} already ended ({ended}); create a new "
                              "AgentTrainer to train again, or resume this run")
-        self.metrics.start(None)
-        previous = _install_interrupt_handlers()
         try:
-            result = self.manager.hook.train(ctx=self.context)
+            with _signals_interrupt("training"):
+                self.metrics.start(None)
+                result = self.manager.hook.train(ctx=self.context)
         except BaseException as exc:
             self._close(exc)
             raise
-        finally:
-            _restore_handlers(previous)
         final = dict(result) if isinstance(result, dict) else self.metrics.last()
         self._close(None, final)
         return final
@@ -205,6 +173,125 @@ class AgentTrainer:
         """Remove an engine added with :meth:`register_processor`."""
         plugins.unregister_processor(train_engine_name)
 
+    # --- The checks, in the order the hooks are called -----------------------------------------
+
+    def _check(self, given: _Given, resume_from: Path | None, progress: bool) -> AgentSpec:
+        """Run every check; returns the agent as the core resolved it."""
+        from aworld_train.agent import load_agent
+        from aworld_train.config import load_config
+        from aworld_train.context import RunContext
+        from aworld_train.metrics import MetricsReporter
+        from aworld_train.redaction import remember_secrets
+        from aworld_train.rundir import read_metrics
+
+        self.manager = plugins.create_manager(self.train_engine_name, self.run_dir.path)
+        engine_names = tuple(set(plugins.installed_engine_names()) | set(plugins.KNOWN_ENGINES))
+        train_config = self._step("config", "core", lambda: load_config(
+            given.config, given.overrides, engine_names, given.base_dir,
+            engine=self.train_engine_name), _describe_config)
+        spec = self._step("agent", "core", lambda: load_agent(given.agent, given.base_dir),
+                          _describe_agent)
+        remember_secrets({"agent": spec.to_dict(), "config": train_config.to_dict()})
+        self._check_model(spec, train_config, given.base_dir)
+        self.metrics = MetricsReporter(
+            None if self.check_only else self.run_dir.metrics_path,
+            on_log=self._report_metrics,
+            show_progress=progress,
+            inherited=read_metrics(resume_from) if resume_from else None,
+        )
+        self.context = RunContext(
+            engine=self.train_engine_name,
+            run_dir=self.run_dir.path,
+            config=train_config,
+            metrics=self.metrics,
+            check_only=self.check_only,
+            resume_from=resume_from,
+            agent_given=given.agent is not None,
+        )
+        self._check_agent(spec, given.base_dir)
+        train = self._check_datasets(given, spec, train_config)
+        self._check_reward(given, train, train_config)
+        self._engine_step("config", lambda: self.manager.hook.check_config(
+            config=train_config, ctx=self.context), train_config)
+        return spec
+
+    def _check_model(self, spec: AgentSpec, config: TrainConfig, base_dir: Path | None) -> None:
+        """Check the model without running code from its folder. The config's model wins over
+        the agent's; engines read either, so both get the checked form (a local folder made
+        absolute)."""
+        from aworld_train.model import preflight_model
+
+        model = self._step("model", "core", lambda: preflight_model(
+            config.model or spec.model, base_dir, config.trust_remote_code), _describe_model)
+        spec.model = model
+        if config.model:
+            config.model = model
+
+    def _check_agent(self, spec: AgentSpec, base_dir: Path | None) -> None:
+        from aworld_train.tools import ToolSet, resolve_tools
+
+        tools = ToolSet()
+        if spec.uses_tools:
+            tools = self._step("tools", "core", lambda: resolve_tools(spec, base_dir),
+                               _describe_tools)
+        self.context.results["tools"] = tools
+        self._engine_step("agent", lambda: self.manager.hook.check_agent(
+            agent=spec, ctx=self.context), spec)
+
+    def _check_datasets(self, given: _Given, spec: AgentSpec,
+                        config: TrainConfig) -> datasets.Dataset | None:
+        """Load and check both datasets; returns the training one (``None`` when not given)."""
+        train = self._load_dataset("dataset", given.train_dataset, given, "train_dataset")
+        test = self._load_dataset("test dataset", given.test_dataset, given, "test_dataset")
+        self.train_dataset, self.test_dataset = train, test
+        if spec.model and Path(spec.model).is_dir() and train is not None:
+            self._check_lengths(spec, config, {"train_dataset": train, "test_dataset": test})
+        self._engine_step("dataset", lambda: self.manager.hook.check_dataset(
+            train_dataset=train, test_dataset=test, ctx=self.context), train)
+        return train
+
+    def _load_dataset(self, module: str, source: Any, given: _Given,
+                      role: str) -> datasets.Dataset | None:
+        from aworld_train.dataset import load_dataset
+
+        if source is None:
+            if role == "train_dataset":
+                self._record(CheckResult(module, "core", "none given", 0.0))
+            return None
+        return self._step(module, "core", lambda: load_dataset(
+            source, given.columns, given.base_dir, role), _describe_dataset)
+
+    def _check_lengths(self, spec: AgentSpec, config: TrainConfig,
+                       datasets: dict[str, Any]) -> None:
+        """The longest prompts, rendered as the model sees them, plus the completion fit the
+        model's context."""
+        from aworld_train.model import check_lengths
+
+        present = {role: dataset for role, dataset in datasets.items() if dataset is not None}
+        self._step("lengths", "core", lambda: check_lengths(
+            spec.model, present, spec.system_prompt, self.context.results["tools"].schemas(),
+            config.max_completion_length or spec.llm_max_tokens, spec.max_turns,
+            config.trust_remote_code), _describe_lengths)
+
+    def _check_reward(self, given: _Given, train: datasets.Dataset | None,
+                      config: TrainConfig) -> None:
+        from aworld_train.reward import check_reward_on_row, resolve_reward
+
+        def resolve_and_score() -> tuple[RewardSpec, Any]:
+            reward = resolve_reward(given.reward_func, given.base_dir)
+            sample = None
+            if train is not None:  # in a child process, with a time limit: the user's code
+                sample = check_reward_on_row(reward, train[0], 0, timeout=config.reward_timeout)
+            return reward, sample
+
+        reward = None
+        if given.reward_func is None:
+            self._record(CheckResult("reward", "core", "none given", 0.0))
+        else:
+            reward, _ = self._step("reward", "core", resolve_and_score, _describe_reward)
+        self._engine_step("reward", lambda: self.manager.hook.check_reward(
+            reward=reward, ctx=self.context), reward)
+
     def _step(self, module: str, by: str, run: Callable[[], Any],
               describe: Callable[[Any], str]) -> Any:
         started = time.perf_counter()
@@ -213,46 +300,74 @@ class AgentTrainer:
         return value
 
     def _engine_step(self, key: str, run: Callable[[], Any], core_form: Any) -> None:
+        """Call the engine's ``check_<key>`` hook and keep its result (or the core's form)."""
         started = time.perf_counter()
-        result = run()
+        result = self._call_engine(f"check_{key}", run)
         detail = "kept the core's form" if result is None else f"converted ({type(result).__name__})"
         self.context.results[key] = core_form if result is None else result
         self._record(CheckResult(key, self.train_engine_name, detail, time.perf_counter() - started))
+
+    def _call_engine(self, hook: str, run: Callable[[], Any]) -> Any:
+        """Call an engine hook; anything it raises besides an ``AWorldTrainError`` is a bug in
+        the engine, told in one line naming it (the traceback stays on the exception)."""
+        try:
+            return run()
+        except AWorldTrainError:
+            raise
+        except Exception as exc:
+            raise plugins.hook_failure(self.manager, self.engine_info, hook, exc) from exc
 
     def _record(self, check: CheckResult) -> None:
         self.checks.append(check)
         if self._on_check is not None:
             self._on_check(check)
 
+    # --- The run ---------------------------------------------------------------------------------
+
+    def _start_run(self, given: _Given, spec: AgentSpec, resume_from: Path | None) -> None:
+        """Write ``job.yaml`` and the manifest: from here on the directory is a run."""
+        from aworld_train.rundir import rerunnable_job
+
+        self.run_dir.write_job(rerunnable_job(
+            engine=self.train_engine_name,
+            agent=given.agent,
+            agent_spec=spec,
+            train_dataset=given.train_dataset,
+            test_dataset=given.test_dataset,
+            reward=given.reward_func,
+            columns=given.columns,
+            config=self.context.config.to_dict(),
+            run_path=self.run_path,
+            base_dir=given.base_dir,
+        ))
+        self.run_dir.start(
+            engine=self.train_engine_name,
+            versions=self._versions(),
+            resumed_from=str(resume_from) if resume_from else None,
+        )
+
     def _report_metrics(self, step: int, metrics: dict[str, float]) -> None:
-        self.manager.hook.report_metrics(step=step, metrics=metrics, ctx=self.context)
+        plugins.report_metrics(self.manager, self.train_engine_name, self._failed_reporters,
+                               step=step, metrics=metrics, ctx=self.context)
 
     def _versions(self) -> dict[str, str]:
         versions = {"aworld-train": __version__,
                     self.engine_info.distribution: self.engine_info.version}
-        versions.update(self.manager.hook.engine_versions() or {})
+        versions.update(self._call_engine("engine_versions", self.manager.hook.engine_versions)
+                        or {})
         return versions
 
     def _close(self, error: BaseException | None, final: dict[str, Any] | None = None) -> None:
         """Mark the run completed, failed or interrupted, and draw its curves."""
-        if hasattr(self, "metrics"):
-            self.metrics.stop()
-        if self.check_only:
-            self._scratch.cleanup()
-            return
-        if not self.run_dir.manifest:
-            self.run_dir.start(engine=self.train_engine_name)
-        if error is None:
-            status = "completed"
-        elif isinstance(error, (Interrupted, KeyboardInterrupt)):
-            status = "interrupted"
-        else:
-            status = "failed"
-        fields: dict[str, Any] = {"final_metrics": final or (self.metrics.last() if hasattr(self, "metrics") else {})}
-        if error is not None:
-            fields["error"] = f"{type(error).__name__}: {error}"
         from aworld_train.plots import plot_run
+        from aworld_train.redaction import redact_text
 
+        self.metrics.stop()
+        fields: dict[str, Any] = {"final_metrics": final or self.metrics.last()}
+        status = "completed"
+        if error is not None:
+            status = "interrupted" if isinstance(error, KeyboardInterrupt) else "failed"
+            fields["error"] = redact_text(f"{type(error).__name__}: {error}")
         try:
             fields["plots"] = [p.name for p in plot_run(self.run_dir.path)]
         except Exception as exc:  # a plot never decides how a run ended
@@ -260,54 +375,34 @@ class AgentTrainer:
         self.run_dir.finish(status, **fields)
 
 
-def _install_interrupt_handlers() -> dict[int, Any]:
-    """Turn SIGINT and SIGTERM into :class:`Interrupted` so the run is marked interrupted."""
+@contextlib.contextmanager
+def _signals_interrupt(phase: str) -> Iterator[None]:
+    """Raise :class:`Interrupted` on SIGINT and on SIGTERM while the block runs, so that a
+    process stopped either way ends the same: a run marked interrupted, or checks that leave
+    nothing behind. Signals reach only the main thread; elsewhere nothing changes."""
     if threading.current_thread() is not threading.main_thread():
-        return {}
+        yield
+        return
 
     def interrupt(signum: int, frame: Any) -> None:
-        raise Interrupted(f"training interrupted by {signal.Signals(signum).name}")
+        raise Interrupted(f"{phase} interrupted by {signal.Signals(signum).name}")
 
-    return {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
-
-
-def _restore_handlers(previous: dict[int, Any]) -> None:
-    for sig, handler in previous.items():
-        signal.signal(sig, handler)
-
-
-def _local_model(model: str | None, base_dir: Path | None) -> str | None:
-    """A model folder named relative to the job's folder, made absolute; a hub id or a path
-    that is not there is kept as given."""
-    if model and base_dir is not None and not Path(model).is_absolute():
-        candidate = base_dir / model
-        if candidate.is_dir():
-            return str(candidate.resolve())
-    return model
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
-def _describe_source(source: Any) -> Any:
-    if source is None or isinstance(source, (str, int, float, dict)):
-        return source
-    if isinstance(source, Path):
-        return str(source)
-    if isinstance(source, list):
-        if all(isinstance(item, (str, dict)) for item in source) and len(source) <= 20:
-            return source
-        return f"<{len(source)} rows in memory>"
-    if callable(source):
-        return f"{getattr(source, '__module__', '?')}:{getattr(source, '__qualname__', '?')}"
-    return f"<{type(source).__name__}>"
-
-
-def _describe_config(config: Any) -> str:
+def _describe_config(config: TrainConfig) -> str:
     keys = ", ".join(f"{k} {v}" for k, v in config.to_dict().items()
                      if k not in ("resources",) and not isinstance(v, dict))
     sections = [name for name in config.sections]
     return keys + (f"; sections: {', '.join(sections)}" if sections else "")
 
 
-def _describe_agent(spec: Any) -> str:
+def _describe_agent(spec: AgentSpec) -> str:
     parts = [f"'{spec.name}'", f"model {spec.model or '(from config)'}"]
     if spec.system_prompt:
         parts.append("system prompt")
@@ -316,16 +411,34 @@ def _describe_agent(spec: Any) -> str:
     return ", ".join(parts)
 
 
+def _describe_model(model: str | None) -> str:
+    if model is None:
+        return "none named"
+    if Path(model).is_dir():
+        return f"local folder {model}, checked without running code from it"
+    return f"hub id {model} (not contacted during the checks)"
+
+
+def _describe_lengths(_: None) -> str:
+    import importlib.util
+
+    if importlib.util.find_spec("transformers") is None:
+        return "not compared: transformers is not installed here"
+    return "the longest prompts plus the completion fit the model's context"
+
+
 def _describe_tools(tools: Any) -> str:
     servers = ", ".join(f"MCP server '{server.name}'" for server in tools.servers)
     return f"{len(tools)} tools ({', '.join(tools.names) or 'none'})" + (
         f" from {servers}" if servers else "")
 
 
-def _describe_dataset(dataset: Any) -> str:
+def _describe_dataset(dataset: datasets.Dataset) -> str:
     form = "chat messages" if isinstance(dataset[0]["prompt"], list) else "text"
     return f"{len(dataset)} rows, prompts as {form}, columns: {', '.join(dataset.column_names)}"
 
 
-def _describe_reward(spec: Any) -> str:
-    return ", ".join(f"{f.name} x{f.weight:g}" for f in spec.functions)
+def _describe_reward(resolved: tuple[RewardSpec, Any]) -> str:
+    reward, sample = resolved
+    text = ", ".join(f"{f.name} x{f.weight:g}" for f in reward.functions)
+    return text + (f"; sample row 0 scored {sample.score:.3g}" if sample is not None else "")
