@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,13 +114,12 @@ def _tool_response_template(
         )
     if not Path(model).is_dir():
         return None
-    from transformers import AutoTokenizer
     from trl import chat_template_utils
 
-    # Read from the folder alone; its code runs only when the job allows it.
-    tokenizer = AutoTokenizer.from_pretrained(
-        model, trust_remote_code=trust_remote_code, local_files_only=True
-    )
+    from aworld_train.model import load_tokenizer
+
+    # The core's tokenizer is shared; this check sets response templates on its own copy.
+    tokenizer = copy.deepcopy(load_tokenizer(model, trust_remote_code))
     if not chat_template_utils.supports_tool_calling(tokenizer):
         raise AgentError(
             f"agent '{name}' uses tools but the chat template of {model} cannot render a tool "

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-# The reward records every call so tests can check what TRL passed per completion. It sends
+# The reward records every call so tests can check what TRL passed per completion (and whether
+# the training process got the job's hub token through its environment). It sends
 # SIGINT to its own process once a run has saved checkpoint-2 when INTERRUPT_AFTER_CHECKPOINT
 # is set, the way a user's Ctrl-C would arrive mid-training.
 REWARD_FILE = '''
@@ -21,7 +22,8 @@ HERE = Path(__file__).parent
 def score(data_source, solution_str, ground_truth, extra_info=None):
     with (HERE / "calls.jsonl").open("a") as handle:
         handle.write(json.dumps({"ground_truth": ground_truth, "extra_info": extra_info,
-                                 "solution": solution_str, "data_source": data_source}) + "\\n")
+                                 "solution": solution_str, "data_source": data_source,
+                                 "hf_token": os.environ.get("HF_TOKEN")}) + "\\n")
     marker = HERE / "interrupt"
     if marker.exists() and list((HERE / "runs").glob("*/checkpoints/checkpoint-2")):
         marker.unlink()

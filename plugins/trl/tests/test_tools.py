@@ -34,6 +34,8 @@ def tool_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = build_tiny_model(
         tmp_path_factory.mktemp("tool-model"),
         extra_tokens=("<tool_call>", "</tool_call>", "<answer>", "</answer>"),
+        # A prompt with three tool schemas is ~1200 byte-level tokens, past the default 1024.
+        max_positions=4096,
     )
     tokenizer = AutoTokenizer.from_pretrained(path)
     tokenizer.chat_template = _example_chat_template()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,26 @@ def _manifest(run_dir: Path) -> dict[str, Any]:
     return json.loads((run_dir / "manifest.json").read_text())
 
 
+# A hub token planted in the job's trl section: the training processes get it as HF_TOKEN, and
+# no file of the run holds it (TRL pickles its arguments into every training_args.bin).
+PLANTED_TOKEN = "hf_PlantedTokenThatMustNotReachDisk"
+
+
+def _plant_hub_token(job: dict[str, Any]) -> None:
+    job["config"]["trl"] = dict(job["config"]["trl"], hub_token=PLANTED_TOKEN)
+
+
+def _assert_token_kept_off_disk(run_dir: Path, calls: list[dict[str, Any]]) -> None:
+    files = [path for path in run_dir.rglob("*") if path.is_file()]
+    assert any(path.name == "training_args.bin" for path in files)
+    holding = [str(path) for path in files if PLANTED_TOKEN.encode() in path.read_bytes()]
+    assert holding == []
+    assert {call["hf_token"] for call in calls} == {PLANTED_TOKEN}
+    assert os.environ.get("HF_TOKEN") != PLANTED_TOKEN
+
+
 def test_grpo_trains_reports_checkpoints_and_saves(job: dict[str, Any], tmp_path: Path) -> None:
+    _plant_hub_token(job)
     trainer = AgentTrainer(**job)
     (tmp_path / "calls.jsonl").unlink()  # drop the calls made by the checks
     final = trainer.train()
@@ -55,6 +75,7 @@ def test_grpo_trains_reports_checkpoints_and_saves(job: dict[str, Any], tmp_path
     # Each prompt's group of num_generations completions is scored against that prompt's answer.
     indices = [call["extra_info"]["index"] for call in calls]
     assert indices[0::2] == indices[1::2]
+    _assert_token_kept_off_disk(run_dir, calls)
 
 
 def test_sft_trains_on_prompt_and_ground_truth(job: dict[str, Any]) -> None:
@@ -97,9 +118,11 @@ def test_interrupted_run_resumes_from_its_last_checkpoint(
     assert (second.run_dir.path / "checkpoints" / "checkpoint-6").is_dir()
 
 
-def test_two_cpu_processes_train_one_job(job: dict[str, Any]) -> None:
+def test_two_cpu_processes_train_one_job(job: dict[str, Any], tmp_path: Path) -> None:
     job["config"] = dict(job["config"], max_steps=2, resources={"gpus_per_node": 2})
+    _plant_hub_token(job)
     trainer = AgentTrainer(**job)
+    (tmp_path / "calls.jsonl").unlink()  # drop the call made by the checks
     final = trainer.train()
     run_dir = trainer.run_dir.path
 
@@ -111,3 +134,5 @@ def test_two_cpu_processes_train_one_job(job: dict[str, Any]) -> None:
     assert metrics[-1]["epoch"] == pytest.approx(0.5)
     assert _manifest(run_dir)["status"] == "completed"
     _assert_model_reloads(run_dir / "model")
+    assert (run_dir / "trl_job.json").is_file()
+    _assert_token_kept_off_disk(run_dir, read_jsonl(tmp_path / "calls.jsonl"))
