@@ -31,6 +31,7 @@ pytest.importorskip("mcp", reason="needs the mcp extra: pip install aworld-train
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "calculator_agent"
 STDIO = {"calculator": {"command": "python", "args": ["server.py"]}}
+SERVERS = Path(__file__).resolve().parent / "mcp_servers"
 
 
 def calculator_agent(**fields: Any) -> AgentSpec:
@@ -219,7 +220,8 @@ def test_a_server_that_dies_fails_that_call_and_the_next_call_starts_it_again() 
                     [server])
     try:
         first = tools.call("pid")
-        with pytest.raises(AgentError, match="tool 'crash' of MCP server 'fragile' .* failed"):
+        with pytest.raises(AgentError, match="tool 'crash' of MCP server 'fragile' .* "
+                                             "exited with status 1"):
             tools.call("crash")
         assert tools.call("pid") not in ("", first)  # a new server process answers
     finally:
@@ -253,6 +255,104 @@ def test_a_server_that_fails_to_start_is_named_with_its_last_output(tmp_path: Pa
     spec = AgentSpec(mcp_config={"mcpServers": {"calc": {"command": "no-such-mcp-server"}}})
     with pytest.raises(AgentError, match="MCP server 'calc' .* could not be started: .*no-such-mcp"):
         resolve_tools(spec)
+
+
+def servers_agent(name: str, *args: str, **entry: Any) -> AgentSpec:
+    """An agent of one stdio server from tests/mcp_servers, started with ``args``."""
+    server = {"command": "python", "args": [str(SERVERS / f"{name}.py"), *args], **entry}
+    return AgentSpec(mcp_config={"mcpServers": {name: server}})
+
+
+def test_a_server_that_exits_at_start_gives_its_status_and_last_stderr_line(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(AgentError) as error:
+        resolve_tools(servers_agent("exits_at_start"))
+    message = str(error.value)
+    assert message.startswith("MCP server 'exits_at_start' (stdio: python ")
+    assert message.endswith("exited with status 3; its last stderr line: fatal: "
+                            "WEATHER_API_KEY is not set")
+    assert "\n" not in message
+    assert capfd.readouterr().err == ""  # the server's stderr never reaches the terminal
+
+
+def test_a_server_killed_by_a_signal_says_which(tmp_path: Path) -> None:
+    (tmp_path / "killed.py").write_text("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n")
+    spec = AgentSpec(mcp_config={"mcpServers": {"killed": {"command": "python", "args": ["killed.py"]}}})
+    with pytest.raises(AgentError, match=r"MCP server 'killed' .* was killed by signal SIGKILL$"):
+        resolve_tools(spec, base_dir=tmp_path)
+
+
+def test_a_server_writing_to_stdout_is_refused_in_one_line(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(AgentError) as error:
+        resolve_tools(servers_agent("stdout_noise"))
+    message = str(error.value)
+    assert "(stdio: python " in message and "\n" not in message
+    assert message.endswith("wrote to stdout what is not an MCP message: 'Weather server v1.2 "
+                            "ready'; a stdio server keeps stdout for MCP messages: make it log "
+                            "to stderr")
+    assert "Traceback" not in capfd.readouterr().err  # not the mcp client's traceback
+
+
+def test_a_server_that_exits_mid_call_gives_its_status_and_the_next_call_restarts_it() -> None:
+    tools = resolve_tools(servers_agent("dies_mid_call"))
+    try:
+        assert tools.call("ping") == "pong"
+        with pytest.raises(AgentError) as error:
+            tools.call("die")
+        assert str(error.value).startswith("tool 'die' of MCP server 'dies_mid_call' (stdio: ")
+        assert str(error.value).endswith("exited with status 4; its last stderr line: out of "
+                                         "memory while answering")
+        assert tools.call("ping") == "pong"
+    finally:
+        tools.close()
+
+
+def test_arguments_that_are_not_python_names_pass_as_they_stand_but_not_as_functions() -> None:
+    tools = resolve_tools(servers_agent("odd_arguments"))
+    try:
+        # Called by the core (and VeRL) with a mapping, a keyword as a name is no problem...
+        assert tools.call("route", {"from": "A", "to": "B"}) == "route [('from', 'A'), ('to', 'B')]"
+        assert tools.call("search", '{"query": "q", "max-results": 2}') == (
+            "search [('max-results', 2), ('query', 'q')]")
+        # ...but a Python function cannot take it: refused in one line, never renamed.
+        with pytest.raises(AgentError) as error:
+            tools.as_functions()
+        assert str(error.value).startswith(
+            "tool 'search' of MCP server 'odd_arguments' takes an argument 'max-results', which "
+            "is not a Python name, and this engine passes tool arguments as Python keyword "
+            "arguments: leave the tool out by listing the tools the agent uses in its `tools`")
+        with pytest.raises(AgentError, match="tool 'route' of MCP server 'odd_arguments' takes an "
+                                             "argument 'from', which is a Python keyword"):
+            tools.get("route").as_function()
+    finally:
+        tools.close()
+    # The fix the message gives: name the tools the agent uses.
+    only_plain = servers_agent("odd_arguments")
+    only_plain.tools = ["plain"]
+    tools = resolve_tools(only_plain)
+    try:
+        [plain] = tools.as_functions()
+        assert plain(text="hi") == "plain [('text', 'hi')]"
+    finally:
+        tools.close()
+
+
+def test_secrets_in_a_servers_url_and_arguments_never_reach_its_error() -> None:
+    url = f"http://alice:pw-hunter22@127.0.0.1:{free_port()}/mcp?api_key=sk-query-9731&x=1"
+    spec = AgentSpec(mcp_config={"mcpServers": {"remote": {"type": "streamable-http", "url": url}}})
+    with pytest.raises(AgentError) as error:
+        resolve_tools(spec)
+    message = str(error.value)
+    assert message.startswith("MCP server 'remote' (streamable-http: http://***@127.0.0.1:")
+    assert "is unreachable" in message and "api_key=***" in message
+    assert "pw-hunter22" not in message and "sk-query-9731" not in message
+    spec = servers_agent("exits_at_start", "--api-key", "sk-arg-5521")
+    with pytest.raises(AgentError) as error:
+        resolve_tools(spec)
+    assert "--api-key ***" in str(error.value) and "sk-arg-5521" not in str(error.value)
 
 
 def test_a_silent_server_times_out(tmp_path: Path) -> None:
@@ -357,9 +457,11 @@ def test_check_resolves_the_tools_before_the_engines_agent_check(
     toy_job.update(train_engine_name="recording", base_dir=EXAMPLE, check_only=True,
                    agent=EXAMPLE / "agent.yaml")
     trainer = AgentTrainer(**toy_job)
-    assert [(c.module, c.by) for c in trainer.checks][:3] == [
-        ("config", "core"), ("agent", "core"), ("tools", "core")]
-    assert "3 tools (add, multiply, divide) from MCP server 'calculator'" in trainer.checks[2].detail
+    steps = [(c.module, c.by) for c in trainer.checks]
+    tools = steps.index(("tools", "core"))
+    assert steps[:2] == [("config", "core"), ("agent", "core")]
+    assert all(by == "core" for _, by in steps[:tools])  # before any engine check
+    assert "3 tools (add, multiply, divide) from MCP server 'calculator'" in trainer.checks[tools].detail
     assert trainer.context.results["tools"].names == ["add", "multiply", "divide"]
 
 

@@ -22,13 +22,23 @@ client, a server gets only a minimal environment (``PATH``, ``HOME``, ...) plus 
 :func:`resolve_tools` imports the Python tools, builds an OpenAI-style function schema for each
 from its signature, type hints and docstring, connects to every MCP server through the ``mcp``
 library, lists its tools, and fails with a one-line :class:`~aworld_train.errors.AgentError`
-naming the server or tool that is wrong (listing opens a session and closes it). Every tool is
-then called the same way, ``tool.call(**arguments) -> str``, from synchronous code in any thread
-(``await tool.acall(...)`` from async code). MCP calls share one session per server per process,
-opened on first use on a background event loop and closed at exit or by :meth:`ToolSet.close`;
-a call that fails because its server died raises, and the next call opens a new session. A tool
-set pickles, so another process (a Ray worker) can call the same tools. ``mcp`` is imported
-only when MCP servers are configured (``pip install aworld-train[mcp]``).
+naming the server or tool that is wrong (listing opens a session and closes it). A stdio
+server's stderr goes to a temporary file, never to the terminal; a server that fails says so
+with its exit status and its last stderr line, and one that writes to stdout what is not an MCP
+message is refused (stdout carries the protocol). Every message is redacted
+(:func:`aworld_train.redaction.redact_text`): a URL's credentials never reach the terminal.
+
+Every tool is then called the same way, ``tool.call(**arguments) -> str``, from synchronous
+code in any thread (``await tool.acall(...)`` from async code). MCP calls share one session per
+server per process, opened on first use on a background event loop and closed at exit or by
+:meth:`ToolSet.close`; a call that fails because its server died raises, and the next call opens
+a new session. A tool set pickles, so another process (a Ray worker) can call the same tools.
+``mcp`` is imported only when MCP servers are configured (``pip install aworld-train[mcp]``).
+
+Argument names are passed as they stand: an MCP tool may take ``from`` or ``max-results``.
+:meth:`Tool.as_function`, for libraries that call tools as Python functions (TRL), refuses such
+a tool in one line rather than renaming its arguments, since a model trained on other names than
+the server's would call the server wrongly once deployed.
 """
 
 from __future__ import annotations
@@ -41,6 +51,8 @@ import dataclasses
 import enum
 import inspect
 import json
+import keyword
+import logging
 import os
 import re
 import sys
@@ -54,6 +66,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aworld_train.errors import AgentError, did_you_mean
+from aworld_train.redaction import redact, redact_text, remember_secrets
 
 if TYPE_CHECKING:
     from aworld_train.agent import AgentSpec
@@ -114,8 +127,7 @@ class Tool(abc.ABC):
         summary, documented = _parse_docstring(self.description)
         params, notes = [], []
         for name, prop in properties.items():
-            if not name.isidentifier():
-                raise AgentError(f"tool '{self.name}': argument '{name}' is not a Python identifier")
+            self._check_python_name(name)
             annotation = _annotation_for(prop)
             default = inspect.Parameter.empty if name in required else prop.get("default")
             if default is None and annotation is not typing.Any:
@@ -138,6 +150,24 @@ class Tool(abc.ABC):
         function.__doc__ = (summary or self.name) + (
             "\n\nArgs:\n" + "\n".join(notes) if notes else "")
         return function
+
+    def _check_python_name(self, argument: str) -> None:
+        """Refuse an argument that a Python function cannot take by its name.
+
+        :raises AgentError: naming the tool (and its server), the argument and the fix.
+        """
+        if argument.isidentifier() and not keyword.iskeyword(argument):
+            return
+        why = "a Python keyword" if keyword.iskeyword(argument) else "not a Python name"
+        raise AgentError(
+            f"{self.origin()} takes an argument '{argument}', which is {why}, and this engine "
+            "passes tool arguments as Python keyword arguments: leave the tool out by listing "
+            "the tools the agent uses in its `tools`, or call it from a Python tool whose "
+            "arguments are plain names")
+
+    def origin(self) -> str:
+        """``tool 'x'``, or ``tool 'x' of MCP server 'y'``, for messages."""
+        return f"tool '{self.name}'"
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
@@ -203,10 +233,11 @@ class MCPServer:
     timeout: float = DEFAULT_TIMEOUT
 
     def describe(self) -> str:
-        """``stdio: python server.py`` or ``streamable-http: http://...``, for messages."""
+        """``stdio: python server.py`` or ``streamable-http: http://...``, for messages, with
+        secrets (``--api-key`` values, URL credentials) redacted."""
         if self.transport == "stdio":
-            return f"stdio: {' '.join([Path(self.command or '').name, *self.args])}"
-        return f"{self.transport}: {self.url}"
+            return f"stdio: {' '.join(redact([Path(self.command or '').name, *self.args]))}"
+        return f"{self.transport}: {redact_text(self.url or '')}"
 
     def list_tools(self) -> list[Any]:
         """Connect, list the server's tools (``mcp.types.Tool``), disconnect.
@@ -232,34 +263,61 @@ class MCPServer:
         """What identifies the server: equal configurations share one session."""
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
 
-    def error(self, what: str, exc: BaseException, log: str = "") -> AgentError:
-        """One line naming the server (and what was being done) and why it failed."""
-        return AgentError(f"{what}MCP server '{self.name}' ({self.describe()}) "
-                          f"{_failure(exc, self.timeout)}{_last_line(log)}")
+    def error(self, what: str, exc: BaseException, stderr: str = "",
+              noise: list[str] | None = None) -> AgentError:
+        """One line naming the server (and what was being done) and why it failed: it did not
+        answer in time, or how its process ended, or the client's error; then its last stderr
+        line and what it wrote to stdout that was not an MCP message. Secrets are redacted.
+
+        :param what: a prefix naming what was being done (``tool 'x' of ``), or ``""``.
+        :param stderr: the server's stderr, as :class:`_ServerOutput` kept it.
+        :param noise: what the server sent that was not an MCP message.
+        """
+        ended, last = _stderr_summary(stderr)
+        reason = _failure(exc, self.timeout)
+        if ended and not _timed_out(exc):
+            reason = ended
+        stdout = f"; {self._noise(noise[0])}" if noise else ""
+        return AgentError(redact_text(f"{what}MCP server '{self.name}' ({self.describe()}) "
+                                      f"{reason}{last}{stdout}"))
+
+    def noise_error(self, noise: str) -> AgentError:
+        """The error for a server that sends what is not an MCP message, with the fix."""
+        fix = ("a stdio server keeps stdout for MCP messages: make it log to stderr"
+               if self.transport == "stdio" else "check the URL points at an MCP endpoint")
+        return AgentError(redact_text(f"MCP server '{self.name}' ({self.describe()}) "
+                                      f"{self._noise(noise)}; {fix}"))
+
+    def _noise(self, noise: str) -> str:
+        where = "wrote to stdout" if self.transport == "stdio" else "sent"
+        return f"{where} what is not an MCP message: {noise!r}"
 
     async def _list_tools(self) -> list[Any]:
         mcp = _import_mcp()
         import anyio
 
-        # The server's own log goes to a file, so that a failure to start can quote it and a
-        # healthy server does not print on the user's terminal.
-        with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
+        with _ServerOutput() as output:
             try:
                 with anyio.fail_after(self.timeout):
-                    async with self._transport(mcp, errlog) as streams:
-                        async with mcp.ClientSession(streams[0], streams[1]) as session:
+                    async with self._transport(mcp, output.errlog) as streams:
+                        async with mcp.ClientSession(streams[0], streams[1],
+                                                     message_handler=output.on_message) as session:
                             await session.initialize()
-                            return await _list_all_tools(session)
+                            tools = await _list_all_tools(session)
             except Exception as exc:
-                errlog.seek(0)
-                raise self.error("", exc, errlog.read()) from None
+                raise self.error("", exc, output.stderr(), output.noise) from None
+        if output.noise:  # listed despite it, but a call's answer may be the next line lost
+            raise self.noise_error(output.noise[0])
+        return tools
 
     def _transport(self, mcp: Any, errlog: Any) -> Any:
         if self.transport == "stdio":
             from mcp.client.stdio import stdio_client
 
             params = mcp.StdioServerParameters(
-                command=self.command, args=list(self.args), env=dict(self.env) or None, cwd=self.cwd)
+                command=sys.executable,
+                args=["-I", "-c", _REPORT_EXIT, _EXIT_MARK, self.command or "", *self.args],
+                env=dict(self.env) or None, cwd=self.cwd)
             return stdio_client(params, errlog=errlog)
         if self.transport == "sse":
             from mcp.client.sse import sse_client
@@ -298,6 +356,9 @@ class MCPTool(Tool):
         """AWorld's ``server__tool`` form."""
         return f"{self.server.name}{QUALIFIER}{self.remote_name}"
 
+    def origin(self) -> str:
+        return f"tool '{self.name}' of MCP server '{self.server.name}'"
+
     def call(self, **arguments: Any) -> str:
         return self.server.call_tool(self.remote_name, arguments)
 
@@ -329,6 +390,14 @@ class ToolSet:
     def schemas(self) -> list[dict[str, Any]]:
         """Every tool's OpenAI-style schema: ``tokenizer.apply_chat_template(..., tools=...)``."""
         return [tool.schema for tool in self.tools]
+
+    def as_functions(self) -> list[Callable[..., str]]:
+        """Every tool as a plain Python function (:meth:`Tool.as_function`), for an engine that
+        calls tools as functions: its check calls this so that a tool it cannot call fails there.
+
+        :raises AgentError: for a tool with an argument a Python function cannot take by name.
+        """
+        return [tool.as_function() for tool in self.tools]
 
     def close(self) -> None:
         """Close the open sessions to this tool set's MCP servers (stopping stdio servers)."""
@@ -627,6 +696,7 @@ def _as_text(result: Any) -> str:
 
 
 def _import_mcp() -> Any:
+    _quiet_parse_tracebacks()
     try:
         import mcp
     except ImportError as exc:
@@ -640,6 +710,8 @@ def _import_mcp() -> Any:
 
 def _parse_server(name: str, entry: dict[str, Any], base_dir: Path | None) -> MCPServer:
     where = f"agent mcp_config: MCP server '{name}'"
+    # Its URL, headers, env and --key arguments may hold secrets that its errors must not show.
+    remember_secrets(entry)
     transport = entry.get("type") or ("stdio" if "command" in entry else None)
     transport = _TRANSPORT_ALIASES.get(transport, transport)
     if transport is None:
@@ -782,7 +854,7 @@ def _owning(client: Any, transport: Any) -> Any:
 def _failure(exc: BaseException, timeout: float) -> str:
     """Why a connection failed, in words, from the innermost real error of a task group."""
     leaf = _leaf(exc)
-    if isinstance(leaf, (TimeoutError, asyncio.CancelledError)):
+    if _timed_out(exc):
         return f"did not answer within {timeout:g} s"
     if isinstance(leaf, FileNotFoundError):
         return f"could not be started: {leaf.strerror}: {leaf.filename}"
@@ -802,9 +874,96 @@ def _leaf(exc: BaseException) -> BaseException:
     return exc
 
 
-def _last_line(log: str) -> str:
-    lines = [line.strip() for line in log.splitlines() if line.strip()]
-    return f"; its last output: {lines[-1][:300]}" if lines else ""
+def _timed_out(exc: BaseException) -> bool:
+    return isinstance(_leaf(exc), (TimeoutError, asyncio.CancelledError))
+
+
+def _stderr_summary(stderr: str) -> tuple[str, str]:
+    """How the server's process ended (the exit reporter's line: ``exited with status 3``, or
+    ``""`` while it runs) and ``"; its last stderr line: ..."`` (or ``""``)."""
+    ended, lines = "", []
+    for line in stderr.splitlines():
+        if line.startswith(_EXIT_MARK):
+            ended = line[len(_EXIT_MARK):]
+        elif line.strip():
+            lines.append(line.strip())
+    return ended, f"; its last stderr line: {lines[-1][:300]}" if lines else ""
+
+
+# A stdio server runs under this small Python program, which adds one marked line to the
+# server's stderr saying how it ended: the mcp client keeps the process to itself, and a closed
+# connection alone does not say why. The server inherits the pipes, so the protocol passes
+# straight through; stopping the process group stops both.
+_EXIT_MARK = "[aworld-train] the MCP server "
+_REPORT_EXIT = """\
+import signal, subprocess, sys
+mark, command = sys.argv[1], sys.argv[2:]
+try:
+    status = subprocess.call(command)
+except OSError as exc:
+    print(f"{mark}could not be started: {exc.strerror}: {command[0]}", file=sys.stderr)
+    sys.exit(127)
+if status >= 0:
+    print(f"{mark}exited with status {status}", file=sys.stderr)
+    sys.exit(status)
+try:
+    name = signal.Signals(-status).name
+except ValueError:
+    name = str(-status)
+print(f"{mark}was killed by signal {name}", file=sys.stderr)
+sys.exit(128 - status)
+"""
+
+
+class _ServerOutput:
+    """What a server says outside the protocol: its stderr, kept in a temporary file so that a
+    failure can quote it and a healthy server does not print on the user's terminal, and what
+    it sent that was not an MCP message (the ``mcp`` client hands that to the session's message
+    handler)."""
+
+    def __init__(self) -> None:
+        self.errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
+        self.noise: list[str] = []
+
+    def __enter__(self) -> _ServerOutput:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.errlog.close()
+
+    def stderr(self) -> str:
+        """Everything the server wrote to stderr so far (read once it has stopped)."""
+        self.errlog.seek(0)
+        return self.errlog.read()
+
+    async def on_message(self, message: Any) -> None:
+        if isinstance(message, Exception):
+            self.noise.append(_unparsed_text(message))
+
+
+def _unparsed_text(exc: Exception) -> str:
+    """The text a server sent that the client could not read as a message, cut short."""
+    try:
+        text = exc.errors()[0]["input"]  # type: ignore[attr-defined]  # pydantic keeps the line
+    except Exception:  # an error of another kind
+        text = None
+    if not isinstance(text, str):
+        text = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+    return text[:200]
+
+
+class _QuietParseErrors(logging.Filter):
+    """Drops the ``mcp`` client's traceback for a line that is not an MCP message: the
+    session's message handler receives the same error and reports it in one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Failed to parse JSONRPC message")
+
+
+def _quiet_parse_tracebacks() -> None:
+    logger = logging.getLogger("mcp.client.stdio")
+    if not any(isinstance(f, _QuietParseErrors) for f in logger.filters):
+        logger.addFilter(_QuietParseErrors())
 
 
 class _OpenSession:
@@ -815,26 +974,30 @@ class _OpenSession:
         self.ready: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self.closing = asyncio.Event()
         self.log = ""
+        self.noise: list[str] = []
         self.task = asyncio.get_running_loop().create_task(self._hold())
 
     async def _hold(self) -> None:
         mcp = _import_mcp()
         import anyio
 
-        with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
+        with _ServerOutput() as output:
+            self.noise = output.noise
             try:
-                async with self.server._transport(mcp, errlog) as streams:
-                    async with mcp.ClientSession(streams[0], streams[1]) as session:
+                async with self.server._transport(mcp, output.errlog) as streams:
+                    async with mcp.ClientSession(streams[0], streams[1],
+                                                 message_handler=output.on_message) as session:
                         with anyio.fail_after(self.server.timeout):
                             await session.initialize()
                         self.ready.set_result(session)
                         await self.closing.wait()
             except Exception as exc:
-                errlog.seek(0)
-                self.log = errlog.read()
                 if not self.ready.done():
-                    self.ready.set_exception(self.server.error("", exc, self.log))
+                    self.ready.set_exception(
+                        self.server.error("", exc, output.stderr(), output.noise))
             finally:
+                # Read once the server has stopped, so that its exit status is there too.
+                self.log = output.stderr()
                 if not self.ready.done():
                     self.ready.set_exception(AgentError(
                         f"MCP server '{self.server.name}' session was closed"))
@@ -887,14 +1050,14 @@ class _Sessions:
         try:
             result = await asyncio.wait_for(session.call_tool(tool, arguments), server.timeout)
         except asyncio.TimeoutError as exc:
-            raise server.error(what, exc) from None
+            raise server.error(what, exc, noise=held.noise) from None
         except Exception as exc:
             # The session is broken (its server died, say): the next call opens a new one. The
             # call itself is not repeated, since it may have had effects.
             if self._open.get(server.key()) is held:
                 del self._open[server.key()]
             await held.close()
-            raise server.error(what, exc, held.log) from None
+            raise server.error(what, exc, held.log, held.noise) from None
         return _result_text(result)
 
     def close(self, servers: list[MCPServer] | None = None) -> None:
