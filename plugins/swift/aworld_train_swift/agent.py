@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from aworld_train.errors import AgentError
 
-from aworld_train_swift.config import ALGORITHMS, arguments_class, quiet_swift, validate_section
+from aworld_train_swift.config import ALGORITHMS
+from aworld_train_swift.schema import validate_section
 
 if TYPE_CHECKING:
     from aworld_train.agent import AgentSpec
@@ -73,10 +74,10 @@ def agent_to_swift(agent: AgentSpec, config: TrainConfig) -> SwiftAgent:
             f"agent '{agent.name}' names no model: set `model` in the agent or in the config "
             "(a local model folder or a hub id)"
         )
-    section = config.engine_section("swift")
+    section = config.engine_section()
     if config.algorithm in ALGORITHMS:
         # The section names the model type and template: a misspelt key must say so here.
-        validate_section(section, arguments_class(config.algorithm))
+        section = validate_section(section, config.algorithm)
     model, local, model_type, template = resolve_model(
         str(model), section.get("model_type"), section.get("template")
     )
@@ -98,13 +99,13 @@ def resolve_model(
     """Return the model (absolute folder or hub id), whether it is local, its swift model type
     and its template.
 
+    :param model_type: ``swift.model_type``, validated; ``None`` to infer it.
+    :param template: ``swift.template``, validated; ``None`` to infer it.
     :raises AgentError: naming the model and what to set.
     """
     from swift.model import MODEL_MAPPING
     from swift.model.model_meta import get_matched_model_meta, get_matched_model_types
-    from swift.template import TEMPLATE_MAPPING
 
-    quiet_swift()
     folder = Path(model).expanduser()
     local = folder.is_dir()
     if local:
@@ -117,11 +118,6 @@ def resolve_model(
     elif model.startswith((".", "/", "~")):
         raise AgentError(f"model folder {model} does not exist")
 
-    if model_type is not None and model_type not in MODEL_MAPPING:
-        raise AgentError(
-            f"swift.model_type '{model_type}' is not a model type ms-swift knows"
-            + _suggest(model_type, MODEL_MAPPING)
-        )
     meta = MODEL_MAPPING[model_type] if model_type else get_matched_model_meta(model)
     if meta is None and local:
         hf_config = _read_config(folder)
@@ -142,21 +138,16 @@ def resolve_model(
             "swift.model_type and swift.template in the config"
         )
 
-    if template is not None:
-        if template not in TEMPLATE_MAPPING:
+    if template is None:
+        if meta.template is not None:
+            template = meta.template
+        elif len(meta.candidate_templates) == 1:
+            template = meta.candidate_templates[0]
+        else:
             raise AgentError(
-                f"swift.template '{template}' is not a template ms-swift knows"
-                + _suggest(template, TEMPLATE_MAPPING)
+                f"model '{model}' (swift model type '{meta.model_type}') fits several templates "
+                f"{meta.candidate_templates}: set swift.template in the config"
             )
-    elif meta.template is not None:
-        template = meta.template
-    elif len(meta.candidate_templates) == 1:
-        template = meta.candidate_templates[0]
-    else:
-        raise AgentError(
-            f"model '{model}' (swift model type '{meta.model_type}') fits several templates "
-            f"{meta.candidate_templates}: set swift.template in the config"
-        )
     return model, local, str(meta.model_type), template
 
 
@@ -166,8 +157,3 @@ def _read_config(folder: Path) -> dict[str, Any]:
     except (OSError, ValueError) as error:
         raise AgentError(f"model folder {folder}: cannot read config.json: {error}") from None
 
-
-def _suggest(word: str, choices: Any) -> str:
-    from aworld_train.errors import did_you_mean
-
-    return did_you_mean(word, choices)

@@ -1,26 +1,25 @@
 """check_config: the common keys and the ``swift:`` section become ms-swift's arguments.
 
-The ``swift:`` section is validated against the fields of the argument dataclass swift itself
-parses (``SftArguments`` for SFT, ``RLHFArguments`` for GRPO): an unknown key is an error with a
-suggestion, a value of the wrong type or outside a ``Literal``'s choices is an error naming the
-key. For a local model the arguments are then built once, so swift's own checks (template,
-batch sizes, ...) run now; nothing is downloaded.
+The ``swift:`` section is validated against swift's own argument dataclass and registries
+(:mod:`aworld_train_swift.schema`). For a local model the arguments are then built once, so
+swift's own checks (template, batch sizes, ...) run now, offline: no hub login, no download,
+no code from the model folder unless the job trusts it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib.util
-import logging
 import os
-import types
-import typing
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.errors import ConfigError, did_you_mean
+from aworld_train.errors import AWorldTrainError, ConfigError, did_you_mean
+
+from aworld_train_swift.remote_code import model_code
+from aworld_train_swift.schema import SECRETS, arguments_class, validate_section
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -32,21 +31,14 @@ if TYPE_CHECKING:
     from aworld_train_swift.rewards import SwiftReward
 
 ALGORITHMS = ("sft", "grpo", "dpo")
-# Where the converted data, swift's outputs and swift's caches go inside the run directory.
+# Where swift's outputs, its caches and its log lines go inside the run directory.
 CHECKPOINTS = "checkpoints"
 CACHE = "cache"
-
-# Arguments this engine sets from the job itself; the section may not set them.
-_MANAGED = {
-    "model": "the config's `model` key or the agent's model",
-    "dataset": "the job's train_dataset",
-    "val_dataset": "the job's test_dataset",
-    "output_dir": "the run directory (checkpoints/)",
-    "rlhf_type": "the config's `algorithm` key",
-    "reward_funcs": "the job's reward",
-    "reward_weights": "the weights of the job's reward",
-    "resume_from_checkpoint": "`aworld-train train --resume RUN`",
-}
+LOG_FILE = "swift.log"
+# Arguments whose only effect while swift builds its arguments is a network call (a hub
+# download, a vLLM server connection): the check builds without them, after their values
+# were validated.
+_NETWORK_KEYS = ("adapters", "vllm_server_host", "vllm_server_base_url")
 
 
 @dataclass
@@ -57,6 +49,8 @@ class SwiftConfig:
     :ivar arguments: keyword arguments of ``SftArguments`` / ``RLHFArguments``; the rewards
         and the metrics callback they name are registered in the training process.
     :ivar cache_dir: ``MODELSCOPE_CACHE`` and ``HF_HOME`` point inside it during the run.
+    :ivar log_file: where swift's log lines and per-step dicts go instead of the terminal.
+    :ivar trust_remote_code: whether code from the model's folder may run.
     :ivar nproc_per_node: processes per node (``NPROC_PER_NODE``).
     :ivar nnodes: nodes (``NNODES``).
     """
@@ -64,6 +58,8 @@ class SwiftConfig:
     algorithm: str
     arguments: dict[str, Any]
     cache_dir: str
+    log_file: str
+    trust_remote_code: bool = False
     nproc_per_node: int = 1
     nnodes: int = 1
 
@@ -71,17 +67,6 @@ class SwiftConfig:
     def distributed(self) -> bool:
         """Whether training runs in several processes, launched through torchrun."""
         return self.nproc_per_node * self.nnodes > 1
-
-
-def arguments_class(algorithm: str) -> type:
-    """The swift argument dataclass that ``algorithm`` is parsed into."""
-    if algorithm == "sft":
-        from swift.arguments import SftArguments
-
-        return SftArguments
-    from swift.arguments import RLHFArguments
-
-    return RLHFArguments
 
 
 def config_to_swift(
@@ -101,8 +86,7 @@ def config_to_swift(
             f"config key 'algorithm': the swift engine trains {list(ALGORITHMS)}, not "
             f"'{algorithm}'" + did_you_mean(algorithm, ALGORITHMS)
         )
-    cls = arguments_class(algorithm)
-    section = validate_section(config.engine_section("swift"), cls)
+    section = validate_section(config.engine_section(), algorithm)
 
     arguments: dict[str, Any] = {
         "model": agent.model,
@@ -158,7 +142,7 @@ def config_to_swift(
         # Half precision on a CPU is slow and swift's default follows the GPU's support;
         # use_cpu is what makes torchrun's CPU processes one data-parallel group.
         arguments.update(torch_dtype="float32", use_cpu=True)
-    arguments.update(section)
+    arguments.update({key: value for key, value in section.items() if key not in SECRETS})
 
     if arguments.get("use_vllm"):
         check_vllm()
@@ -167,86 +151,39 @@ def config_to_swift(
         algorithm=algorithm,
         arguments=arguments,
         cache_dir=str(run_dir / CACHE),
+        log_file=str(run_dir / LOG_FILE),
+        trust_remote_code=config.trust_remote_code,
         nproc_per_node=nproc,
         nnodes=config.resources.nnodes,
     )
     if agent.local and data is not None:
-        build_arguments(swift_config)
+        check_arguments(swift_config)
     return swift_config
 
 
-def validate_section(section: dict[str, Any], cls: type) -> dict[str, Any]:
-    """Check each key of the ``swift:`` section against ``cls``'s fields and their types.
+def check_arguments(config: SwiftConfig) -> None:
+    """Build swift's arguments once, offline, so that swift's own checks run.
 
-    :returns: the section, with numbers YAML read as strings (``1e-4``) turned into numbers
-        where the field is a number, as swift's own command line parser would.
-    :raises ConfigError: naming the key, with a suggestion for an unknown one.
+    No credential is in reach (swift logs in to ModelScope whenever it finds a token) and the
+    arguments that would only make swift contact a server are left out.
+
+    :raises ConfigError: with swift's message when it rejects the arguments.
     """
-    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
-    hints = typing.get_type_hints(cls)
-    section = dict(section)
-    for key, value in section.items():
-        if key in _MANAGED:
-            raise ConfigError(
-                f"config key 'swift.{key}' is set by aworld-train from {_MANAGED[key]}"
-            )
-        if key not in fields:
-            raise ConfigError(
-                f"config key 'swift.{key}' is not an argument of ms-swift's {cls.__name__}"
-                + did_you_mean(key, fields)
-            )
-        hint = hints.get(key, Any)
-        if isinstance(value, str) and _accepts(hint, float):
-            try:
-                section[key] = value = float(value)
-            except ValueError:
-                pass
-        problem = _type_problem(value, hint)
-        if problem:
-            raise ConfigError(f"config key 'swift.{key}': {problem}, got {value!r}")
-    return section
+    arguments = {k: v for k, v in config.arguments.items() if k not in _NETWORK_KEYS}
+    no_credentials: dict[str, str | None] = {name: None for names in SECRETS.values() for name in names}
+    build_arguments(dataclasses.replace(config, arguments=arguments), environment=no_credentials)
 
 
-def _accepts(hint: Any, kind: type) -> bool:
-    """Whether ``hint`` is ``kind`` or an optional ``kind``."""
-    if hint is kind:
-        return True
-    origin = typing.get_origin(hint)
-    if origin is typing.Union or origin is types.UnionType:
-        return kind in typing.get_args(hint) and str not in typing.get_args(hint)
-    return False
+def secret_environment(section: dict[str, Any], arguments: dict[str, Any]) -> dict[str, str]:
+    """The environment variables through which training hands the section's credentials to
+    swift (never its arguments, which swift writes to disk).
 
-
-def _type_problem(value: Any, hint: Any) -> str | None:
-    """Why ``value`` does not fit ``hint``, or ``None`` when it fits (or cannot be told)."""
-    origin = typing.get_origin(hint)
-    if origin is typing.Union or origin is types.UnionType:
-        options = typing.get_args(hint)
-        problems = [_type_problem(value, option) for option in options]
-        if any(problem is None for problem in problems):
-            return None
-        return " or ".join(p for p in problems if p)
-    if hint is type(None):
-        return None if value is None else "must be null"
-    if origin is typing.Literal:
-        choices = typing.get_args(hint)
-        return None if value in choices else f"must be one of {list(choices)}"
-    if origin in (list, tuple) or hint in (list, tuple):
-        if isinstance(value, (list, tuple)):
-            return None
-        # swift's own parser accepts one item where a list is expected.
-        (item,) = typing.get_args(hint)[:1] or (Any,)
-        return None if _type_problem(value, item) is None else "must be a list"
-    if hint is bool:
-        return None if isinstance(value, bool) else "must be true or false"
-    if hint is int:
-        return None if isinstance(value, int) and not isinstance(value, bool) else "must be an integer"
-    if hint is float:
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-        return None if ok else "must be a number"
-    if hint is str:
-        return None if isinstance(value, str) else "must be a string"
-    return None
+    :param section: the validated ``swift:`` section.
+    :param arguments: swift's arguments; ``use_hf`` picks the Hugging Face Hub's variable.
+    """
+    hub = 1 if arguments.get("use_hf") or os.environ.get("USE_HF", "").lower() in ("1", "true") else 0
+    return {SECRETS[key][hub]: str(value) for key, value in section.items()
+            if key in SECRETS and value}
 
 
 def check_vllm() -> None:
@@ -263,15 +200,6 @@ def check_vllm() -> None:
         )
 
 
-def quiet_swift() -> None:
-    """Keep ms-swift's INFO lines out of aworld-train's output unless ``LOG_LEVEL`` asks for them.
-
-    Call after importing swift: its logger sets its own level when first created.
-    """
-    if not os.environ.get("LOG_LEVEL"):
-        logging.getLogger("swift").setLevel(logging.WARNING)
-
-
 def _gpu_visible() -> bool:
     import torch
 
@@ -279,16 +207,26 @@ def _gpu_visible() -> bool:
 
 
 @contextmanager
-def swift_environment(config: SwiftConfig) -> Iterator[None]:
-    """Keep swift's caches inside the run directory for the duration of the block."""
+def swift_environment(
+    config: SwiftConfig, environment: dict[str, str | None] | None = None
+) -> Iterator[None]:
+    """Keep swift's caches inside the run directory for the duration of the block.
+
+    :param environment: more variables to set for the block; ``None`` values unset one.
+    """
     cache = Path(config.cache_dir)
-    wanted = {
+    wanted: dict[str, str | None] = {
         "MODELSCOPE_CACHE": str(cache / "modelscope"),
         "HF_HOME": str(cache / "huggingface"),
         "HF_DATASETS_CACHE": str(cache / "huggingface" / "datasets"),
+        **(environment or {}),
     }
     saved = {key: os.environ.get(key) for key in wanted}
-    os.environ.update(wanted)
+    for key, value in wanted.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
     try:
         yield
     finally:
@@ -299,19 +237,26 @@ def swift_environment(config: SwiftConfig) -> Iterator[None]:
                 os.environ[key] = value
 
 
-def build_arguments(config: SwiftConfig, **extra: Any) -> Any:
+def build_arguments(
+    config: SwiftConfig, environment: dict[str, str | None] | None = None, **extra: Any
+) -> Any:
     """Build swift's argument object, running swift's own checks.
 
+    :param environment: variables to set while swift builds them (see :func:`swift_environment`).
+    :param extra: more arguments.
     :raises ConfigError: with swift's message when it rejects the arguments.
+    :raises ModelError: when the model needs code from its folder the job does not trust.
     """
     cls = arguments_class(config.algorithm)
-    quiet_swift()
     kwargs = dict(config.arguments, **extra)
     if config.algorithm != "sft":
         kwargs["rlhf_type"] = config.algorithm
-    with swift_environment(config):
+    with swift_environment(config, environment), model_code(config.trust_remote_code,
+                                                            kwargs["model"]):
         try:
             return cls(**kwargs)
+        except AWorldTrainError:
+            raise
         except (ValueError, AssertionError, TypeError, KeyError) as error:
             message = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
             raise ConfigError(f"ms-swift rejects the config ({cls.__name__}): {message}") from None

@@ -110,12 +110,20 @@ def convert_dataset(
 
 
 def datasets_to_swift(
-    train_dataset: datasets.Dataset,
+    train_dataset: datasets.Dataset | None,
     test_dataset: datasets.Dataset | None,
     algorithm: str,
     run_dir: Path,
 ) -> SwiftDatasets:
-    """Convert both datasets into ``run_dir/data/{train,test}.jsonl``."""
+    """Convert both datasets into ``run_dir/data/{train,test}.jsonl``.
+
+    :raises DatasetError: when the job gives no training dataset, or for a row swift cannot use.
+    """
+    if train_dataset is None:
+        raise DatasetError(
+            "no train_dataset: the swift engine trains on a dataset; set train_dataset in the "
+            "job (a .jsonl, .json, .csv or .parquet file)"
+        )
     folder = run_dir / DATA_DIR
     rows = convert_dataset(train_dataset, folder / "train.jsonl", algorithm, "train_dataset")
     test = None

@@ -1,7 +1,9 @@
 """The hook implementations of the ``swift`` engine.
 
 Each hook hands its work to a submodule imported on call, so loading this module (which the core
-does for ``aworld-train engines --check``) imports nothing heavy.
+does for ``aworld-train engines --check``) imports nothing heavy. While a check hook runs,
+ms-swift's log lines and warnings go to the run's ``swift.log``: the terminal shows the check
+table and, for a bad job, one error line.
 """
 
 from __future__ import annotations
@@ -23,13 +25,15 @@ if TYPE_CHECKING:
 @hookimpl
 def check_agent(agent: AgentSpec, ctx: RunContext) -> Any:
     from aworld_train_swift.agent import agent_to_swift
+    from aworld_train_swift.logs import run_log
 
-    return agent_to_swift(agent, ctx.config)
+    with run_log(ctx.run_dir):
+        return agent_to_swift(agent, ctx.config)
 
 
 @hookimpl
 def check_dataset(
-    train_dataset: datasets.Dataset, test_dataset: datasets.Dataset | None, ctx: RunContext
+    train_dataset: datasets.Dataset | None, test_dataset: datasets.Dataset | None, ctx: RunContext
 ) -> Any:
     from aworld_train_swift.dataset import datasets_to_swift
 
@@ -37,24 +41,27 @@ def check_dataset(
 
 
 @hookimpl
-def check_reward(reward: RewardSpec, ctx: RunContext) -> Any:
+def check_reward(reward: RewardSpec | None, ctx: RunContext) -> Any:
+    from aworld_train_swift.logs import run_log
     from aworld_train_swift.rewards import reward_to_swift
 
-    data = ctx.results.get("dataset")
-    return reward_to_swift(reward, data.train if data is not None else None)
+    with run_log(ctx.run_dir):
+        return reward_to_swift(reward, ctx.config.algorithm)
 
 
 @hookimpl
 def check_config(config: TrainConfig, ctx: RunContext) -> Any:
     from aworld_train_swift.config import config_to_swift
+    from aworld_train_swift.logs import run_log
 
-    return config_to_swift(
-        config,
-        ctx.results["agent"],
-        ctx.results.get("dataset"),
-        ctx.results.get("reward"),
-        ctx.run_dir,
-    )
+    with run_log(ctx.run_dir):
+        return config_to_swift(
+            config,
+            ctx.results["agent"],
+            ctx.results.get("dataset"),
+            ctx.results.get("reward"),
+            ctx.run_dir,
+        )
 
 
 @hookimpl

@@ -26,9 +26,11 @@ JOB_FILE = "swift_job.json"
 WORKER_LOG = "swift_workers.log"
 
 
-def launch(ctx: RunContext, checkpoint: Path | None) -> dict[str, Any]:
+def launch(ctx: RunContext, checkpoint: Path | None, secrets: dict[str, str]) -> dict[str, Any]:
     """Run the job in ``nproc_per_node x nnodes`` processes and wait for them.
 
+    :param secrets: environment variables carrying credentials to the workers; the job file
+        the workers read holds none.
     :raises TrainingError: when a reward cannot be imported by other processes, the nodes'
         rendezvous is not configured, or a worker fails.
     """
@@ -36,7 +38,8 @@ def launch(ctx: RunContext, checkpoint: Path | None) -> dict[str, Any]:
     job_file = write_job(ctx, checkpoint)
     command = [sys.executable, "-m", "torch.distributed.run", *torchrun_args(config),
                "-m", "aworld_train_swift.worker", str(job_file)]
-    env = dict(os.environ, NPROC_PER_NODE=str(config.nproc_per_node), NNODES=str(config.nnodes))
+    env = dict(os.environ, **secrets, NPROC_PER_NODE=str(config.nproc_per_node),
+               NNODES=str(config.nnodes))
     total = config.nproc_per_node * config.nnodes
     return run_workers(command, ctx, ctx.run_dir / WORKER_LOG, env=env,
                        what=f"torchrun of {total} swift processes")

@@ -12,18 +12,13 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aworld_train.errors import RewardError
 from aworld_train.reward import RewardFunction, RewardSpec
 
-if TYPE_CHECKING:
-    from pathlib import Path
-
 # The prefix of every registry name this engine adds to swift's ``orms``.
 ORM_PREFIX = "aworld_"
-# How many leading rows check_reward scores through the ORM wrappers.
-SAMPLE_ROWS = 4
 
 
 @dataclass
@@ -107,15 +102,21 @@ def register(reward: SwiftReward) -> None:
         orms[name] = make_orm(function, name[len(ORM_PREFIX):])
 
 
-def reward_to_swift(spec: RewardSpec, train_file: Path | None) -> SwiftReward:
-    """Register ``spec`` in swift's ``orms`` and run each ORM on the first rows of the converted
-    training file, each row's ground truth as its completion, so the swift path fails now rather
-    than after model loading.
+def reward_to_swift(spec: RewardSpec | None, algorithm: str) -> SwiftReward | None:
+    """Name each reward function's ORM and register them in swift's ``orms``.
 
-    :raises RewardError: naming the function, the row and the exception.
+    The user's functions are not called here: the core has scored the sample row with each
+    one, in a child process with a time limit.
+
+    :raises RewardError: when GRPO has no reward to score its completions with.
     """
-    from swift.rewards import orms
-
+    if spec is None:
+        if algorithm == "grpo":
+            raise RewardError(
+                "no reward: GRPO scores each completion with the job's reward; set reward in "
+                "the job (file.py:function, module:function or a built-in name)"
+            )
+        return None
     names: list[str] = []
     for position, function in enumerate(spec.functions):
         base = class_name(function)
@@ -124,18 +125,4 @@ def reward_to_swift(spec: RewardSpec, train_file: Path | None) -> SwiftReward:
         names.append(ORM_PREFIX + base)
     reward = SwiftReward(spec, names, [f.weight for f in spec.functions])
     register(reward)
-    if train_file is None:
-        return reward
-    rows = []
-    with train_file.open(encoding="utf-8") as handle:
-        for line in handle:
-            rows.append(json.loads(line))
-            if len(rows) == SAMPLE_ROWS:
-                break
-    columns = {key: [row.get(key) for row in rows] for key in rows[0]}
-    completions = [str(row.get("ground_truth", row.get("solution", ""))) for row in rows]
-    for name in names:
-        scores = orms[name]()(completions, **columns)
-        if len(scores) != len(rows):
-            raise RewardError(f"reward {name} returned {len(scores)} scores for {len(rows)} rows")
     return reward

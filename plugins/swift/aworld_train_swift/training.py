@@ -15,7 +15,13 @@ from typing import TYPE_CHECKING, Any
 from aworld_train.errors import AWorldTrainError, RunDirectoryError, TrainingError
 from aworld_train.metrics import LogFn, StartFn, trainer_callback
 
-from aworld_train_swift.config import CHECKPOINTS, build_arguments, quiet_swift, swift_environment
+from aworld_train_swift.config import (
+    CHECKPOINTS,
+    build_arguments,
+    secret_environment,
+    swift_environment,
+)
+from aworld_train_swift.logs import output_to_log
 
 if TYPE_CHECKING:
     from aworld_train.context import RunContext
@@ -36,10 +42,11 @@ def run_training(ctx: RunContext) -> dict[str, Any]:
     """Train the job in ``ctx``, resuming from the last checkpoint of ``ctx.resume_from``."""
     config: SwiftConfig = ctx.results["config"]
     checkpoint = last_checkpoint(ctx.resume_from) if ctx.resume_from is not None else None
+    secrets = secret_environment(ctx.config.engine_section(), config.arguments)
     if config.distributed:
         from aworld_train_swift.launch import launch
 
-        final = launch(ctx, checkpoint)
+        final = launch(ctx, checkpoint, secrets)
     else:
         final = train_in_process(
             config=config,
@@ -47,6 +54,7 @@ def run_training(ctx: RunContext) -> dict[str, Any]:
             on_start=lambda total, done: ctx.metrics.start(total, completed=done),
             on_log=ctx.metrics.log,
             checkpoint=checkpoint,
+            environment=dict(secrets),
         )
     if _checkpoints(ctx.run_dir):
         save_final_model(last_checkpoint(ctx.run_dir), ctx.run_dir / MODEL_DIR)
@@ -89,26 +97,26 @@ def train_in_process(
     on_start: StartFn,
     on_log: LogFn,
     checkpoint: Path | None = None,
+    environment: dict[str, str | None] | None = None,
 ) -> dict[str, Any]:
     """Train through ``sft_main`` or ``rlhf_main`` in this process.
 
-    Under torchrun every process runs this; only the main one reports.
+    Under torchrun every process runs this; only the main one reports. swift's own output goes
+    to ``config.log_file``: aworld-train reports progress and metrics itself.
 
     :param on_start: called once with the total number of steps and the steps already done.
     :param on_log: called with the global step and the metrics of each logged step.
     :param checkpoint: a ``checkpoint-N`` folder to resume from.
+    :param environment: variables to set while training (the credentials swift reads).
     :returns: the latest value of every logged metric, plus ``step``.
     """
-    with swift_environment(config):
+    with swift_environment(config, environment), output_to_log(Path(config.log_file)):
         from swift.callbacks import TrainerCallback, callbacks_map
-        from transformers.utils import logging as hf_logging
 
         from aworld_train_swift import patches
+        from aworld_train_swift.remote_code import model_code
         from aworld_train_swift.rewards import register
 
-        # aworld-train reports progress and metrics itself.
-        quiet_swift()
-        hf_logging.set_verbosity_error()
         if config.algorithm == "grpo":
             patches.apply()
         if reward is not None:
@@ -126,7 +134,8 @@ def train_in_process(
         else:
             from swift import rlhf_main as main
         try:
-            result = main(args)
+            with model_code(config.trust_remote_code, str(config.arguments["model"])):
+                result = main(args)
         except AWorldTrainError:
             raise
         except (RuntimeError, ValueError) as error:

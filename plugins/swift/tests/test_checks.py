@@ -13,7 +13,7 @@ from aworld_train.errors import AgentError, ConfigError, DatasetError, RewardErr
 from aworld_train.reward import RewardFunction, RewardSpec
 
 from aworld_train_swift.dataset import convert_dataset
-from aworld_train_swift.rewards import score_batch
+from aworld_train_swift.rewards import reward_to_swift, score_batch
 
 
 def _check(job: dict[str, Any], **config: Any) -> AgentTrainer:
@@ -132,10 +132,22 @@ def test_weighted_rewards_become_one_swift_reward_each(job: dict[str, Any]) -> N
     assert orms["aworld_length"]()(["12"], ground_truth=["1"]) == [0.5]
 
 
-def test_a_reward_failing_on_a_later_row_fails_the_check(job: dict[str, Any]) -> None:
-    job["reward_func"] = "rewards.py:fails_on_four"
-    with pytest.raises(RewardError, match="row 2.*four"):
-        AgentTrainer(**job, check_only=True)
+def test_the_engine_check_registers_rewards_without_calling_them() -> None:
+    calls: list[str] = []
+
+    def reward(data_source: str, solution_str: str, ground_truth: str, extra_info: Any = None) -> float:
+        calls.append(solution_str)
+        return 1.0
+
+    swift_reward = reward_to_swift(RewardSpec([RewardFunction("rewards.py:reward", reward)]), "grpo")
+    assert swift_reward is not None and swift_reward.names == ["aworld_reward"]
+    assert calls == []
+
+
+def test_grpo_without_a_reward_is_one_line() -> None:
+    with pytest.raises(RewardError, match="no reward: GRPO scores each completion"):
+        reward_to_swift(None, "grpo")
+    assert reward_to_swift(None, "sft") is None
 
 
 def test_a_misspelt_swift_key_fails_with_a_suggestion(job: dict[str, Any]) -> None:
@@ -144,7 +156,7 @@ def test_a_misspelt_swift_key_fails_with_a_suggestion(job: dict[str, Any]) -> No
 
 
 def test_a_swift_value_of_the_wrong_type_fails(job: dict[str, Any]) -> None:
-    with pytest.raises(ConfigError, match=r"'swift\.lora_rank': must be an integer, got 'eight'"):
+    with pytest.raises(ConfigError, match=r"'swift\.lora_rank' should be a valid integer, got 'eight'"):
         _check(job, swift={"template": "qwen", "tuner_type": "lora", "lora_rank": "eight"})
 
 

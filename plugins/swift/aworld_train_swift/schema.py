@@ -1,0 +1,241 @@
+"""The ``swift:`` section's schema: ms-swift's own argument dataclass and registries.
+
+Each key must be a field of the dataclass swift parses for the algorithm (``SftArguments`` for
+SFT, ``RLHFArguments`` for GRPO and DPO). Its value is validated by pydantic against that
+field's type, strictly (``"8"`` is not an integer, ``true`` is not a number, ``.nan`` and
+``.inf`` are refused), and, where swift takes a name, against the names swift accepts: a
+``Literal``, an enum, a field's ``choices`` metadata, or one of swift's registries (model types,
+templates, tuners, callbacks, optimizers, loss types, ...).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+import math
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any
+
+from aworld_train.errors import ConfigError, did_you_mean
+
+# Arguments this engine sets from the job itself; the section may not set them.
+MANAGED = {
+    "model": "the config's `model` key or the agent's model",
+    "dataset": "the job's train_dataset",
+    "val_dataset": "the job's test_dataset",
+    "output_dir": "the run directory (checkpoints/)",
+    "rlhf_type": "the config's `algorithm` key",
+    "reward_funcs": "the job's reward",
+    "reward_weights": "the weights of the job's reward",
+    "resume_from_checkpoint": "`aworld-train train --resume RUN`",
+}
+# Keys that hold a credential. swift writes its arguments to args.json and pickles them into
+# every training_args.bin, so these never become arguments: training reads them from the
+# environment variable swift (or the library it calls) looks up instead.
+SECRETS = {
+    "hub_token": ("MODELSCOPE_API_TOKEN", "HF_TOKEN"),  # ModelScope, or the Hub with use_hf
+    "swanlab_token": ("SWANLAB_API_KEY", "SWANLAB_API_KEY"),
+}
+# The loss types ms-swift 4.6's trainers branch on. They are not listed anywhere importable
+# (an unknown one fails in the first training step), so they are stated here.
+LOSS_TYPES = {
+    "grpo": ("grpo", "bnpo", "dr_grpo", "dapo", "cispo", "sapo", "real", "fipo"),
+    "dpo": ("sigmoid", "robust", "exo_pair", "hinge", "ipo", "bco_pair", "sppo_hard", "nca_pair",
+            "aot", "aot_unpaired", "apo_zero", "apo_down", "discopop", "sft"),
+}
+# Keys that make swift import the user's files, which may register more names.
+_PLUGIN_KEYS = ("external_plugins", "custom_register_path")
+# Show every choice in an error when there are at most this many.
+_LIST_UP_TO = 20
+
+
+@dataclass(frozen=True)
+class Field:
+    """One key of the section: its type and, where swift takes a name, the names it accepts.
+
+    :ivar registry: whether the names come from a registry that a plugin file may extend.
+    """
+
+    name: str
+    hint: Any
+    choices: tuple[str, ...] | None = None
+    registry: bool = False
+
+
+def arguments_class(algorithm: str) -> type:
+    """The swift argument dataclass that ``algorithm`` is parsed into."""
+    if algorithm == "sft":
+        from swift.arguments import SftArguments
+
+        return SftArguments
+    from swift.arguments import RLHFArguments
+
+    return RLHFArguments
+
+
+def validate_section(section: dict[str, Any], algorithm: str) -> dict[str, Any]:
+    """Check every key and value of the ``swift:`` section.
+
+    :param algorithm: ``sft``, ``grpo`` or ``dpo``.
+    :returns: the section with its values as swift takes them (a number YAML read as text,
+        ``1e-4``, becomes a number; one item where a list is expected becomes a list).
+    :raises ConfigError: naming the key, with a suggestion or the accepted values.
+    """
+    cls = arguments_class(algorithm)
+    fields = section_fields(algorithm)
+    plugins = any(section.get(key) for key in _PLUGIN_KEYS)
+    checked = {}
+    for key, value in section.items():
+        if key in MANAGED:
+            raise ConfigError(f"config key 'swift.{key}' is set by aworld-train from {MANAGED[key]}")
+        if key not in fields:
+            raise ConfigError(
+                f"config key 'swift.{key}' is not an argument of ms-swift's {cls.__name__}"
+                + did_you_mean(key, fields)
+            )
+        field = fields[key]
+        checked[key] = validate_value(field, value)
+        if field.choices is not None and not (field.registry and plugins):
+            _check_choices(field, checked[key])
+    return checked
+
+
+def validate_value(field: Field, value: Any) -> Any:
+    """``value`` as ``field``'s type holds it.
+
+    :raises ConfigError: naming the key and what its type needs.
+    """
+    from pydantic import ConfigDict, TypeAdapter, ValidationError
+
+    where = f"config key 'swift.{field.name}'"
+    if not _finite(value):
+        raise ConfigError(f"{where} may not hold NaN or infinity, got {value!r}")
+    # A type no job file can hold (transformers' GenerationConfig) is checked with isinstance.
+    config = ConfigDict(strict=True, allow_inf_nan=False, arbitrary_types_allowed=True)
+    adapter = TypeAdapter(field.hint, config=config)
+    try:
+        return adapter.validate_python(value)
+    except ValidationError as error:
+        for reading in _other_readings(value):
+            try:
+                return adapter.validate_python(reading)
+            except ValidationError:
+                pass
+        raise ConfigError(f"{where} {_describe(error)}, got {value!r}") from None
+
+
+@functools.cache
+def section_fields(algorithm: str) -> dict[str, Field]:
+    """Every field of swift's argument dataclass for ``algorithm``, with its choices."""
+    cls = arguments_class(algorithm)
+    hints = typing.get_type_hints(cls)
+    registries = registry_choices(algorithm)
+    fields = {}
+    for item in dataclasses.fields(cls):
+        if not item.init:
+            continue
+        hint = hints.get(item.name, Any)
+        choices, registry = _fixed_choices(hint, item.metadata), False
+        if item.name in registries:
+            choices, registry = registries[item.name], True
+        fields[item.name] = Field(item.name, hint, choices, registry)
+    return fields
+
+
+def registry_choices(algorithm: str) -> dict[str, tuple[str, ...]]:
+    """The names swift accepts for the fields that name an entry of one of its registries."""
+    from swift.agent_template import agent_template_map
+    from swift.arguments.base_args.base_args import get_supported_tuners
+    from swift.callbacks import callbacks_map
+    from swift.loss import loss_map
+    from swift.model import MODEL_MAPPING
+    from swift.optimizers import optimizers_map
+    from swift.template import TEMPLATE_MAPPING
+    from transformers.integrations.integration_utils import INTEGRATION_TO_CALLBACK
+    from transformers.trainer_utils import SchedulerType
+
+    model_types, templates = tuple(MODEL_MAPPING), tuple(TEMPLATE_MAPPING)
+    return {
+        "model_type": model_types,
+        "ref_model_type": model_types,
+        "reward_model_type": model_types,
+        "teacher_model_type": model_types,
+        "template": templates,
+        "reward_template": templates,
+        "agent_template": tuple(agent_template_map),
+        "tuner_type": tuple(sorted(get_supported_tuners())),
+        "callbacks": tuple(callbacks_map),
+        "optimizer": tuple(optimizers_map),
+        "loss_type": LOSS_TYPES.get(algorithm, tuple(loss_map)),
+        "lr_scheduler_type": tuple(s.value for s in SchedulerType),
+        "report_to": ("none", "all", *INTEGRATION_TO_CALLBACK),
+    }
+
+
+def _fixed_choices(hint: Any, metadata: Any) -> tuple[str, ...] | None:
+    """The names a field takes from its ``choices`` metadata or an enum in its type (a
+    ``Literal`` is checked by pydantic itself)."""
+    if metadata.get("choices"):
+        return tuple(str(choice) for choice in metadata["choices"])
+    origin = typing.get_origin(hint)
+    if origin is typing.Union or origin is types.UnionType:
+        for option in typing.get_args(hint):
+            if isinstance(option, type) and issubclass(option, enum.Enum):
+                return tuple(str(member.value) for member in option)
+    return None
+
+
+def _check_choices(field: Field, value: Any) -> None:
+    """:raises ConfigError: when a name in ``value`` is not one of ``field.choices``."""
+    assert field.choices is not None
+    names = value if isinstance(value, list) else [value]
+    for name in names:
+        if isinstance(name, str) and name not in field.choices:
+            accepted = (f"choose one of {list(field.choices)}" if len(field.choices) <= _LIST_UP_TO
+                        else f"ms-swift knows {len(field.choices)} of them")
+            suggestion = did_you_mean(name, field.choices)
+            raise ConfigError(
+                f"config key 'swift.{field.name}': ms-swift has no {field.name} {name!r}"
+                f"{suggestion}; {accepted}"
+            )
+
+
+def _other_readings(value: Any) -> list[Any]:
+    """What swift's own command line would also take ``value`` for: a number written as text
+    (YAML reads ``1e-4`` as a string), one item where a list is expected."""
+    readings: list[Any] = []
+    if isinstance(value, str):
+        try:
+            readings.append(float(value))
+        except ValueError:
+            pass
+    if not isinstance(value, list):
+        readings.append([value])
+    return readings
+
+
+def _describe(error: Any) -> str:
+    """pydantic's complaint in a few words: ``should be a valid integer or None``."""
+    parts: list[str] = []
+    for item in error.errors():
+        message = item["msg"].replace("Input should be", "should be", 1)
+        items = [step for step in item["loc"] if isinstance(step, int)]
+        if items:  # the position inside a list
+            message = f"item {items[0]} {message}"
+        if message not in parts:
+            parts.append(message)
+    return " or ".join(parts)
+
+
+def _finite(value: Any) -> bool:
+    """Whether no float inside ``value`` (a mapping or list included) is NaN or infinite."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(_finite(item) for item in value.values())
+    if isinstance(value, (list, tuple)):
+        return all(_finite(item) for item in value)
+    return True
