@@ -8,8 +8,11 @@ fast, after the subprocess tests have shown the same paths end to end.
 from __future__ import annotations
 
 import json
+import logging
 import os
+import shlex
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -18,7 +21,19 @@ from typing import Any
 
 import pytest
 import yaml
-from helpers import ARITHMETIC, ENV_VARS, manifest, only_run_dir, read_jsonl, run_python, write_jsonl
+from helpers import (
+    ARITHMETIC,
+    ENV_VARS,
+    RecordingProcessor,
+    lay_out_distribution,
+    manifest,
+    only_run_dir,
+    read_jsonl,
+    run_python,
+    write_jsonl,
+)
+
+from aworld_train import AgentTrainer, TrainerProcessor
 
 EXECUTABLE = Path(sys.executable).with_name("aworld-train")
 
@@ -35,15 +50,27 @@ def slow(data_source, solution_str, ground_truth, extra_info=None):
     return 1.0 if solution_str.strip() == ground_truth else 0.0
 
 
+def stalls(data_source, solution_str, ground_truth, extra_info=None):
+    """Tells the test it runs (in the checks' child process), then takes its time."""
+    open("reward-started", "w").close()
+    time.sleep(60)
+    return 1.0
+
+
 def two_args(solution_str, ground_truth):
     return 1.0
 '''
 
 
-def aworld_train(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ENV_VARS}
+def clean_env(**extra: str) -> dict[str, str]:
+    """This environment without plugin selection, plus ``extra``."""
+    return {**{k: v for k, v in os.environ.items() if k not in ENV_VARS}, **extra}
+
+
+def aworld_train(*args: str | Path, cwd: Path | None = None,
+                 env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(EXECUTABLE), *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, env=env, timeout=120)
+                          cwd=cwd, env=env or clean_env(), timeout=120)
 
 
 def aworld_train_in_process(capsys: pytest.CaptureFixture[str],
@@ -161,7 +188,7 @@ BAD_JOBS: list[tuple[str, dict[str, Any], list[str], tuple[str, ...]]] = [
     ("unknown builtin", {"reward": "exact_mach"}, [], ("did you mean 'exact_match'?",)),
     ("unknown config key", {}, ["-o", "max_step=3"], ("unknown config key 'max_step'",
                                                      "did you mean 'max_steps'?")),
-    ("config type", {}, ["-o", "max_steps=ten"], ("'max_steps' must be int",)),
+    ("config type", {}, ["-o", "max_steps=ten"], ("'max_steps' must be an integer",)),
     ("engine section key", {}, ["-o", "toy.temprature=2"], ("toy.temprature",
                                                            "did you mean 'temperature'?")),
     ("agent file missing", {"agent": "agent.yaml"}, [], ("agent file not found", "agent.yaml")),
@@ -259,20 +286,20 @@ def test_train_into_a_run_path_that_is_a_file(tmp_path: Path) -> None:
     assert (tmp_path / "runs").read_text() == "a file"
 
 
-def test_train_with_a_bad_reward_marks_the_run_failed(
+def test_train_that_fails_a_check_leaves_no_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     job = write_job(tmp_path, reward="rewards.py:two_args")
     assert_one_line_error(aworld_train_in_process(capsys, "train", job), "two_args")
-    assert manifest(only_run_dir(tmp_path / "runs"))["status"] == "failed"
+    assert list((tmp_path / "runs").iterdir()) == []
 
 
-def test_sigterm_interrupts_training_and_resume_continues(tmp_path: Path) -> None:
+def test_sigterm_interrupts_training_and_the_printed_command_resumes(tmp_path: Path) -> None:
     job = write_job(tmp_path, reward="rewards.py:slow",
                     config={"max_steps": 100000, "batch_size": 1, "save_steps": 5})
-    env = {k: v for k, v in os.environ.items() if k not in ENV_VARS}
-    process = subprocess.Popen([str(EXECUTABLE), "train", str(job)], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, env=env)
+    process = subprocess.Popen([str(EXECUTABLE), "train", str(job), "-o", "toy.temperature=1.5"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=clean_env())
     try:
         deadline = time.monotonic() + 60
         saved: list[Path] = []
@@ -281,23 +308,57 @@ def test_sigterm_interrupts_training_and_resume_continues(tmp_path: Path) -> Non
             time.sleep(0.1)
         assert saved, f"no checkpoint within 60 s; exit {process.poll()}"
         process.send_signal(signal.SIGTERM)
+        stdout, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, stderr
+    assert "interrupted: training interrupted by SIGTERM" in stderr
+    interrupted = only_run_dir(tmp_path / "runs")
+    assert f"run directory: {interrupted}" in stdout
+    assert manifest(interrupted)["status"] == "interrupted"
+    last = max(int(p.parent.name.split("-")[1]) for p in interrupted.glob("checkpoint-*/policy.json"))
+    parent = read_jsonl(interrupted / "metrics.jsonl")
+
+    command = (f"aworld-train train {job} -o toy.temperature=1.5 --resume {interrupted}")
+    assert f"to continue this run: {command}" in stderr.splitlines()
+    # The printed command, run as printed, with a nearer end so that the test is short.
+    result = aworld_train(*shlex.split(command)[1:], "-o", f"max_steps={last + 3}",
+                          "-o", "save_steps=1000")
+    assert result.returncode == 0, result.stderr
+    resumed = next(p for p in (tmp_path / "runs").iterdir() if p != interrupted)
+    records = read_jsonl(resumed / "metrics.jsonl")
+    assert [r["step"] for r in records] == list(range(1, last + 4)), "the whole curve"
+    assert records[:last] == parent[:last]
+    assert manifest(resumed)["resumed_from"] == str(interrupted)
+    assert yaml.safe_load((resumed / "job.yaml").read_text())["config"]["toy"] == {
+        "temperature": 1.5}
+
+
+@pytest.mark.parametrize("command", ["check", "train"])
+def test_sigterm_during_the_checks_interrupts_them_and_leaves_nothing(
+    tmp_path: Path, command: str
+) -> None:
+    job = write_job(tmp_path, reward="rewards.py:stalls",
+                    config={"max_steps": 5, "reward_timeout": 120})
+    process = subprocess.Popen([str(EXECUTABLE), command, str(job)], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env=clean_env(), cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and process.poll() is None:
+            if (tmp_path / "reward-started").exists():
+                break
+            time.sleep(0.1)
+        assert (tmp_path / "reward-started").exists(), process.communicate(timeout=60)
+        process.send_signal(signal.SIGTERM)
         _, stderr = process.communicate(timeout=60)
     finally:
         if process.poll() is None:
             process.kill()
     assert process.returncode == 130, stderr
-    assert "interrupted by SIGTERM" in stderr
-    interrupted = only_run_dir(tmp_path / "runs")
-    assert manifest(interrupted)["status"] == "interrupted"
-    last = max(int(p.parent.name.split("-")[1]) for p in interrupted.glob("checkpoint-*/policy.json"))
-
-    result = aworld_train("train", job, "--resume", interrupted.name, "-o", f"max_steps={last + 3}",
-                          "-o", "save_steps=1000")
-    assert result.returncode == 0, result.stderr
-    resumed = next(p for p in (tmp_path / "runs").iterdir() if p != interrupted)
-    assert [r["step"] for r in read_jsonl(resumed / "metrics.jsonl")] == [last + 1, last + 2,
-                                                                          last + 3]
-    assert manifest(resumed)["resumed_from"] == str(interrupted)
+    assert stderr.strip().splitlines()[-1] == "interrupted: checks interrupted by SIGTERM"
+    assert "Traceback" not in stderr
+    assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").iterdir())
 
 
 def test_resume_of_an_unknown_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -325,3 +386,264 @@ def test_engines_when_none_are_selected(capsys: pytest.CaptureFixture[str],
     assert result.returncode == 0
     assert result.stdout.startswith("no engines installed")
     assert json.loads(aworld_train_in_process(capsys, "engines", "--json").stdout) == []
+
+
+def test_check_with_a_run_path_that_is_a_file(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    job = write_job(tmp_path, run_path="results")
+    (tmp_path / "results").write_text("a file")
+    assert_one_line_error(aworld_train_in_process(capsys, "check", job),
+                          f"run path {tmp_path / 'results'} is a file, not a directory")
+
+
+@pytest.mark.parametrize(("text", "fragment"), [
+    ("{half", "invalid JSON"),
+    ('"a string"', "holds a JSON str, not an object"),
+])
+def test_resume_of_a_run_whose_manifest_is_damaged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, fragment: str
+) -> None:
+    job = write_job(tmp_path)
+    (tmp_path / "runs" / "old").mkdir(parents=True)
+    (tmp_path / "runs" / "old" / "manifest.json").write_text(text)
+    assert_one_line_error(aworld_train_in_process(capsys, "train", job, "--resume", "old"),
+                          "run manifest", "old/manifest.json", fragment)
+    assert [p.name for p in (tmp_path / "runs").iterdir()] == ["old"]
+
+
+def test_resume_of_a_run_that_is_still_running(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    job = write_job(tmp_path)
+    (tmp_path / "runs" / "live").mkdir(parents=True)
+    (tmp_path / "runs" / "live" / "manifest.json").write_text(json.dumps(
+        {"status": "running", "pid": os.getpid(), "host": socket.gethostname()}))
+    assert_one_line_error(aworld_train_in_process(capsys, "train", job, "--resume", "live"),
+                          f"is still running (pid {os.getpid()} on host {socket.gethostname()})")
+    assert [p.name for p in (tmp_path / "runs").iterdir()] == ["live"]
+
+
+def test_the_saved_job_re_runs_from_another_folder(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / "data").mkdir(parents=True)
+    job = write_job(project, train_dataset="data/train.jsonl", config="config.yaml")
+    (project / "train.jsonl").rename(project / "data" / "train.jsonl")
+    (project / "config.yaml").write_text("max_steps: 3\nbatch_size: 2\ntoy: {temperature: 0.7}\n")
+    first = aworld_train("train", job, "-o", "seed=7", cwd=project)
+    assert first.returncode == 0, first.stderr
+    run_dir = only_run_dir(project / "runs")
+    saved_job = run_dir / "job.yaml"
+    saved = yaml.safe_load(saved_job.read_text())
+    assert saved["train_dataset"] == str(project / "data" / "train.jsonl")
+    assert saved["reward"] == f"{project / 'rewards.py'}:score"
+    assert saved["config"] == {"algorithm": "grpo", "max_steps": 3, "batch_size": 2, "seed": 7,
+                               "resources": {"nnodes": 1}, "toy": {"temperature": 0.7}}, (
+        "the config file and -o inlined")
+    assert saved["run_path"] == str(project / "runs")
+    assert "resume" not in saved
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    checked = aworld_train("check", saved_job, cwd=elsewhere)
+    assert checked.returncode == 0, checked.stderr
+    again = aworld_train("train", saved_job, cwd=elsewhere)
+    assert again.returncode == 0, again.stderr
+    second = next(p for p in (project / "runs").iterdir() if p != run_dir)
+    assert yaml.safe_load((second / "job.yaml").read_text()) == saved, "the same settings"
+    assert read_jsonl(second / "metrics.jsonl") != [] and not list(elsewhere.iterdir())
+    first_rewards = [r["reward"] for r in read_jsonl(run_dir / "metrics.jsonl")]
+    assert [r["reward"] for r in read_jsonl(second / "metrics.jsonl")] == first_rewards, (
+        "the same seed and settings train the same steps")
+
+
+def test_an_engine_this_project_ships_but_not_installed_here(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job = write_job(tmp_path, engine="swift")
+    assert_one_line_error(aworld_train_in_process(capsys, "check", job),
+                          "unknown engine 'swift'", "pip install aworld-train-swift",
+                          "engines may live in separate virtual environments")
+
+
+def test_new_engine_prints_the_install_line_with_its_test_extra(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "my engine"
+    result = aworld_train_in_process(capsys, "new-engine", "mine", target)
+    assert result.returncode == 0, result.stderr
+    assert f"pip install -e '{target}[test]'" in result.stdout
+    assert "engine_section()" in (target / "aworld_train_mine" / "engine.py").read_text()
+
+
+def test_the_picked_engine_is_named_when_several_are_installed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    AgentTrainer.register_processor("verl", RecordingProcessor)
+    job = write_job(tmp_path, engine=None, config={"max_steps": 2})
+    result = aworld_train_in_process(capsys, "check", job)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines() == [
+        "engine: verl (installed: broken, mismatch, toy, twin, verl; choose one with --engine "
+        "or 'engine:' in the job)"]
+    assert "all checks passed" in result.stdout
+    result = aworld_train_in_process(capsys, "check", job, "--engine", "toy")
+    assert result.returncode == 0 and result.stderr == "", "named: nothing to say"
+
+
+BUGGY_ENGINE = """
+from aworld_train import hookimpl
+
+
+@hookimpl
+def check_config(config):
+    raise RuntimeError("schema table missing")
+
+
+@hookimpl
+def train(ctx):
+    return None
+"""
+
+
+def test_an_engine_bug_is_one_line_and_debug_shows_the_traceback(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    lay_out_distribution(site, "aworld-train-buggy", "[aworld_train.engines]\n"
+                         "buggy = aworld_train_buggy\n", "aworld_train_buggy", BUGGY_ENGINE,
+                         version="1.0")
+    lay_out_distribution(site, "aworld-train-idle", "[aworld_train.engines]\n"
+                         "idle = aworld_train_idle\n", "aworld_train_idle", "")
+    env = clean_env(PYTHONPATH=str(site))
+    job = write_job(tmp_path)
+    assert_one_line_error(aworld_train("check", job, "--engine", "buggy", env=env),
+                          "error: engine 'buggy' (aworld-train-buggy 1.0) check_config raised "
+                          "RuntimeError: schema table missing")
+    debug = aworld_train("check", job, "--engine", "buggy", "--debug", env=env)
+    assert debug.returncode == 2
+    assert "Traceback" in debug.stderr and "schema table missing" in debug.stderr
+    assert_one_line_error(aworld_train("check", job, "--engine", "idle", env=env),
+                          "engine 'idle' from aworld-train-idle implements no train hook")
+
+    listed = aworld_train("engines", "--json", "--check", env=env)
+    status = {row["name"]: row["status"] for row in json.loads(listed.stdout)}
+    assert status["idle"] == "broken: engine 'idle' from aworld-train-idle implements no train hook"
+    assert status["buggy"] == "ok", "a bug inside a hook shows when the hook runs"
+
+
+def test_an_unreachable_mcp_server_is_named_without_its_credentials(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://alice:hunter2-planted@127.0.0.1:{port}/mcp"
+    job = write_job(tmp_path, agent={"name": "a", "mcp_config": {"mcpServers": {
+        "remote": {"type": "streamable-http", "url": url, "timeout": 5}}}})
+    result = aworld_train_in_process(capsys, "check", job)
+    line = assert_one_line_error(result, "MCP server 'remote'", "unreachable")
+    assert "hunter2-planted" not in result.stdout + result.stderr, line
+
+
+class ToyWithTools(TrainerProcessor):
+    """The toy engine, as a processor that takes an agent with tools (and leaves them be)."""
+
+    def check_agent(self, agent: Any) -> Any:
+        return None
+
+    def check_dataset(self, dataset: Any, test_dataset: Any = None) -> Any:
+        from aworld_train_toy import engine
+
+        return engine.check_dataset(dataset, test_dataset, self.context)
+
+    def check_reward(self, reward_func: Any) -> Any:
+        from aworld_train_toy import engine
+
+        return engine.check_reward(reward_func, self.context)
+
+    def check_config(self, config: Any) -> Any:
+        from aworld_train_toy import engine
+
+        return engine.check_config(config, self.context)
+
+    def train(self) -> Any:
+        from aworld_train_toy import engine
+
+        return engine.train(self.context)
+
+
+PLANTED = {
+    "agent llm_api_key": "sk-agent-planted-2222",
+    "llm_base_url password": "pw-planted-3333",
+    "MCP args --api-key": "mcp-arg-planted-4444",
+    "MCP env value": "mcp-env-planted-5555",
+    "MCP url password": "url-planted-6666",
+    "engine section token": "hf-planted-7777",
+    "environment API key": "sk-env-planted-1111",
+}
+
+
+def test_no_planted_secret_reaches_the_run_directory_or_the_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("SEARCH_API_KEY", PLANTED["environment API key"])
+    AgentTrainer.register_processor("toolsy", ToyWithTools)
+    server = Path(__file__).parent / "mcp_servers" / "fragile.py"
+    agent = {
+        "name": "adder",
+        "system_prompt": f"Never say {PLANTED['environment API key']}.",
+        "llm_api_key": PLANTED["agent llm_api_key"],
+        "llm_base_url": f"https://alice:{PLANTED['llm_base_url password']}@llm.example/v1",
+        "mcp_servers": ["fragile"],
+        "mcp_config": {"mcpServers": {
+            "fragile": {"command": sys.executable,
+                        "args": [str(server), "--api-key", PLANTED["MCP args --api-key"]],
+                        "env": {"SERVICE_TOKEN": PLANTED["MCP env value"]}},
+            "remote": {"url": f"https://bob:{PLANTED['MCP url password']}@mcp.example/mcp",
+                       "disabled": True},
+        }},
+    }
+    job = write_job(tmp_path, engine="toolsy", agent=agent, config={
+        "max_steps": 3, "batch_size": 2, "trl": {"hub_token": PLANTED["engine section token"]}})
+    with caplog.at_level(logging.DEBUG):
+        result = aworld_train_in_process(capsys, "train", job)
+    assert result.returncode == 0, result.stderr
+    run_dir = only_run_dir(tmp_path / "runs")
+    assert manifest(run_dir)["status"] == "completed"
+    assert "fragile" in result.stdout, "the check table shows the MCP server that was used"
+    files = [path for path in run_dir.rglob("*") if path.is_file()]
+    assert {"job.yaml", "manifest.json", "metrics.jsonl", "reward.png"} <= {p.name for p in files}
+    for what, secret in PLANTED.items():
+        leaks = [path.name for path in files if secret.encode() in path.read_bytes()]
+        assert not leaks, f"{what} written to {leaks}"
+        for stream, text in (("stdout", result.stdout), ("stderr", result.stderr),
+                             ("log", caplog.text)):
+            assert secret not in text, f"{what} printed on {stream}"
+    saved = yaml.safe_load((run_dir / "job.yaml").read_text())
+    assert saved["agent"]["llm_api_key"] == "***"
+    assert saved["agent"]["mcp_config"]["mcpServers"]["fragile"]["args"][1:] == [
+        "--api-key", "***"]
+
+
+def test_a_secret_in_a_training_error_reaches_neither_the_manifest_nor_the_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SEARCH_API_KEY", "sk-env-planted-8888")
+    job = write_job(tmp_path, reward="rewards.py:leaky")
+    (tmp_path / "rewards.py").write_text(REWARDS + """
+
+calls = 0
+
+
+def leaky(data_source, solution_str, ground_truth, extra_info=None):
+    global calls
+    calls += 1
+    if calls > 2:  # past the sample row, in training
+        raise RuntimeError("denied for key " + __import__("os").environ["SEARCH_API_KEY"])
+    return 1.0
+""")
+    result = aworld_train_in_process(capsys, "train", job)
+    assert_one_line_error(result, "RuntimeError: denied for key ***")
+    data = manifest(only_run_dir(tmp_path / "runs"))
+    assert data["status"] == "failed"
+    assert data["error"].endswith("denied for key ***")
+    assert "sk-env-planted-8888" not in result.stdout + result.stderr

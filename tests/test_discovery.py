@@ -212,3 +212,96 @@ def test_installed_versions_reads_metadata_and_skips_what_is_missing() -> None:
 
     versions = installed_versions("pluggy", "no-such-distribution-here")
     assert versions == {"pluggy": metadata.version("pluggy")}
+
+
+@pytest.mark.parametrize("source", [
+    "",  # no hooks at all
+    "from aworld_train import hookimpl\n\n@hookimpl\ndef check_config(config):\n    return None\n",
+], ids=["no hooks", "checks only"])
+def test_an_engine_without_a_train_hook_is_refused(
+    source: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, toy_job: dict[str, Any]
+) -> None:
+    lay_out_distribution(tmp_path, "aworld-train-idle", "[aworld_train.engines]\n"
+                         "idle = aworld_train_idle\n", "aworld_train_idle", source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    message = "engine 'idle' from aworld-train-idle implements no train hook"
+    assert plugins.check_engine(plugins.find_engine("idle")).status == f"broken: {message}"
+    toy_job["train_engine_name"] = "idle"
+    for check_only in (True, False):
+        with pytest.raises(PluginError) as raised:
+            AgentTrainer(**toy_job, check_only=check_only)
+        assert str(raised.value) == message
+    assert not toy_job["run_path"].exists() or not list(toy_job["run_path"].iterdir())
+
+
+RAISING_ENGINE = '''
+from aworld_train import hookimpl
+
+
+@hookimpl
+def check_config(config):
+    raise RuntimeError("the engine's schema is broken")
+
+
+@hookimpl
+def train(ctx):
+    return None
+'''
+
+
+def test_an_engine_hook_raising_a_bug_names_the_engine_its_distribution_and_the_hook(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, toy_job: dict[str, Any]
+) -> None:
+    lay_out_distribution(tmp_path, "aworld-train-raising", "[aworld_train.engines]\n"
+                         "raising = aworld_train_raising\n", "aworld_train_raising",
+                         RAISING_ENGINE, version="1.0")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    toy_job["train_engine_name"] = "raising"
+    with pytest.raises(PluginError) as raised:
+        AgentTrainer(**toy_job, check_only=True)
+    assert str(raised.value) == ("engine 'raising' (aworld-train-raising 1.0) check_config "
+                                 "raised RuntimeError: the engine's schema is broken")
+
+
+RENAMED_ENGINE = '''
+from aworld_train import hookimpl
+
+
+@hookimpl
+def check_config(config):
+    return config.engine_section("original")
+
+
+@hookimpl
+def train(ctx):
+    return None
+'''
+
+
+def test_an_engine_reading_its_section_under_another_name_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, toy_job: dict[str, Any]
+) -> None:
+    lay_out_distribution(tmp_path, "aworld-train-renamed", "[aworld_train.engines]\n"
+                         "renamed = aworld_train_renamed\n", "aworld_train_renamed",
+                         RENAMED_ENGINE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    toy_job["train_engine_name"] = "renamed"
+    with pytest.raises(PluginError, match="engine 'renamed' reads the 'original' section, but "
+                                          "it is installed as 'renamed'"):
+        AgentTrainer(**toy_job, check_only=True)
+
+
+@pytest.mark.parametrize("name", ["swift", "trl", "verl"])
+def test_an_engine_this_project_ships_but_not_installed_here_says_how_to_install_it(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWORLD_TRAIN_LOAD_PLUGINS", "aworld-train-toy")
+    with pytest.raises(PluginError) as raised:
+        plugins.find_engine(name)
+    assert str(raised.value) == (
+        f"unknown engine '{name}'; installed: toy, twin; install it with pip install "
+        f"aworld-train-{name} (engines may live in separate virtual environments: run "
+        "aworld-train from the one that has it)")
+    with pytest.raises(PluginError) as raised:
+        plugins.find_engine("tyo")
+    assert "pip install" not in str(raised.value), "no install line for a name nobody ships"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import logging
 import platform
 import re
 from collections.abc import Callable
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import RecordingProcessor, manifest, read_jsonl
+from helpers import RecordingProcessor, lay_out_distribution, manifest, read_jsonl
 
 from aworld_train import AgentTrainer, hookspecs
 from aworld_train.agent import AgentSpec
@@ -161,3 +162,65 @@ def test_hook_report_metrics(toy_job: dict[str, Any]) -> None:
     assert [r["step"] for r in reported] == [r["step"] for r in logged] == [1, 2, 3, 4, 5, 6]
     for record, report in zip(logged, reported):
         assert report["metrics"] == {k: v for k, v in record.items() if k not in ("step", "time")}
+
+
+FAILING_TRACKER = '''
+from aworld_train import hookimpl
+
+
+@hookimpl
+def report_metrics(step, metrics):
+    raise RuntimeError(f"tracker down at step {step}")
+'''
+
+
+def test_an_extension_plugin_whose_report_metrics_raises_never_fails_the_run(
+    toy_job: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture
+) -> None:
+    lay_out_distribution(tmp_path, "aworld-train-tracker", "[aworld_train.plugins]\n"
+                         "tracker = aworld_train_tracker\n", "aworld_train_tracker",
+                         FAILING_TRACKER)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with caplog.at_level(logging.DEBUG, logger="aworld_train"):
+        trainer = AgentTrainer(**toy_job)
+        trainer.train()
+    assert manifest(trainer.run_dir.path)["status"] == "completed"
+    reported = [r["step"] for r in read_jsonl(trainer.run_dir.path / "recorded.jsonl")
+                if r["hook"] == "report_metrics"]
+    assert reported == [1, 2, 3, 4, 5, 6], "the other plugins hear every step"
+    failures = [r for r in caplog.records if "report_metrics" in r.getMessage()]
+    assert [r.levelno for r in failures] == [logging.WARNING] + [logging.DEBUG] * 5, (
+        "warned once, then quietly")
+    assert failures[0].getMessage() == (
+        "plugin 'tracker' failed in report_metrics at step 1 (the run goes on): "
+        "RuntimeError: tracker down at step 1")
+
+
+LOUD_ENGINE = '''
+from aworld_train import hookimpl
+
+
+@hookimpl
+def train(ctx):
+    ctx.metrics.log(1, {"reward": 1.0})
+    return {"reward": 1.0}
+
+
+@hookimpl
+def report_metrics(step):
+    raise RuntimeError("the engine's own dashboard is down")
+'''
+
+
+def test_the_engines_own_report_metrics_raising_fails_the_run(
+    toy_job: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lay_out_distribution(tmp_path, "aworld-train-loud", "[aworld_train.engines]\n"
+                         "loud = aworld_train_loud\n", "aworld_train_loud", LOUD_ENGINE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    toy_job["train_engine_name"] = "loud"
+    trainer = AgentTrainer(**toy_job)
+    with pytest.raises(RuntimeError, match="dashboard is down"):
+        trainer.train()
+    assert manifest(trainer.run_dir.path)["status"] == "failed"

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
+import pytest
 from helpers import read_jsonl
 
 from aworld_train.metrics import MetricsReporter
@@ -49,3 +51,60 @@ def test_curves_are_drawn_for_the_metrics_that_were_logged(tmp_path: Path) -> No
     assert [path.name for path in plot_run(tmp_path)] == ["reward.png"]
     assert (tmp_path / "reward.png").read_bytes()[:4] == b"\x89PNG"
     assert not (tmp_path / "loss.png").exists()
+
+
+PROGRESS_LINE = re.compile(
+    r"training  step (\d+)/(\d+) \((\d+)%\)  reward [\d.]+  loss [\d.]+  "
+    r"elapsed \d+:\d\d:\d\d  ETA \d+:\d\d:\d\d")
+
+
+def test_without_a_terminal_progress_is_a_line_every_five_percent(
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    reporter = MetricsReporter(None, show_progress=True)
+    reporter.start(None)  # the core, before the engine knows the total
+    reporter.start(200)
+    for step in range(1, 201):
+        reporter.log(step, {"reward": step / 200, "loss": 1.0, "lr": 1e-6})
+    reporter.stop()
+    lines = capsys.readouterr().out.splitlines()
+    assert all(PROGRESS_LINE.fullmatch(line) for line in lines), lines
+    steps = [int(PROGRESS_LINE.fullmatch(line)[1]) for line in lines]
+    assert steps == [1, *range(10, 201, 10)], "the first step, then every 5% of 200"
+    assert lines[-1].startswith("training  step 200/200 (100%)  reward 1  loss 1  ")
+
+
+def test_progress_lines_while_the_total_is_unknown(capsys: pytest.CaptureFixture[str]) -> None:
+    reporter = MetricsReporter(None, show_progress=True)
+    reporter.start(None)
+    for step in range(1, 46):
+        reporter.log(step, {"reward": 0.5})
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split("  ")[1] for line in lines] == ["step 1", "step 20", "step 40"]
+    assert all("ETA" not in line and "reward 0.5" in line for line in lines)
+
+
+def test_a_resumed_run_opens_with_its_parents_records(tmp_path: Path) -> None:
+    parent = [{"step": step, "time": 0.0, "reward": step / 10} for step in range(1, 13)]
+    reporter = MetricsReporter(tmp_path / "metrics.jsonl", show_progress=False,
+                               inherited=parent)
+    reporter.start(None)  # as the core does, before the engine knows where it resumes
+    assert not (tmp_path / "metrics.jsonl").exists()
+    reporter.start(20, completed=10)  # the engine resumes from its checkpoint of step 10
+    reporter.log(11, {"reward": 2.0})
+    records = read_jsonl(tmp_path / "metrics.jsonl")
+    assert records[:10] == parent[:10], "up to the checkpoint, not the steps after it"
+    assert [r["step"] for r in records] == list(range(1, 12))
+    assert reporter.last()["reward"] == 2.0
+    assert [p.name for p in plot_run(tmp_path)] == ["reward.png"]
+
+
+def test_without_a_resume_step_the_parents_records_before_the_first_new_step_are_kept(
+    tmp_path: Path
+) -> None:
+    parent = [{"step": step, "time": 0.0, "loss": 1.0} for step in (5, 10, 15)]
+    reporter = MetricsReporter(tmp_path / "metrics.jsonl", show_progress=False,
+                               inherited=parent)
+    reporter.log(11, {"loss": 0.5})
+    reporter.log(12, {"loss": 0.4})
+    assert [r["step"] for r in read_jsonl(tmp_path / "metrics.jsonl")] == [5, 10, 11, 12]
