@@ -218,16 +218,14 @@ def _other_readings(value: Any) -> list[Any]:
 
 
 def _describe(error: Any) -> str:
-    """pydantic's complaint in a few words: ``should be a valid integer or None``."""
-    parts: list[str] = []
+    """pydantic's complaint in a few words: ``should be a valid integer``, ``item 2 should be a
+    valid string`` (the first item only, when several share the complaint)."""
+    parts: dict[str, str] = {}
     for item in error.errors():
         message = item["msg"].replace("Input should be", "should be", 1)
         items = [step for step in item["loc"] if isinstance(step, int)]
-        if items:  # the position inside a list
-            message = f"item {items[0]} {message}"
-        if message not in parts:
-            parts.append(message)
-    return " or ".join(parts)
+        parts.setdefault(message, f"item {items[0]} {message}" if items else message)
+    return " or ".join(parts.values())
 
 
 def _finite(value: Any) -> bool:
