@@ -39,6 +39,8 @@ class VerlAgent:
     :ivar max_turns: the most model turns of one episode.
     :ivar aworld_agent: the AWorld ``Agent`` that runs each episode, pickled when it was checked
         (:func:`dump_aworld_agent`), or ``None``.
+    :ivar trust_remote_code: whether code from the model folder may run (config
+        ``trust_remote_code``).
     """
 
     model: str
@@ -47,6 +49,7 @@ class VerlAgent:
     tools: ToolSet | None = None
     max_turns: int = 1
     aworld_agent: bytes | None = None
+    trust_remote_code: bool = False
 
     @property
     def agent_name(self) -> str | None:
@@ -62,10 +65,14 @@ def model_path(agent: AgentSpec | None, config: TrainConfig) -> str:
     return str(model)
 
 
-def load_tokenizer(model: str) -> Any:
+def load_tokenizer(model: str, trust_remote_code: bool = False) -> Any:
     """The model's tokenizer, loaded by VeRL's own ``hf_tokenizer`` as its workers load it.
 
-    :raises AgentError: when the folder is missing or holds no loadable tokenizer.
+    The core's model preflight has checked the folder; a hub id passes it, but this check reads
+    the tokenizer offline.
+
+    :param trust_remote_code: config ``trust_remote_code``: whether code from the folder may run.
+    :raises AgentError: when the model is not a local folder or its tokenizer does not load.
     """
     if not Path(model).expanduser().is_dir():
         raise AgentError(
@@ -75,7 +82,7 @@ def load_tokenizer(model: str) -> Any:
     from verl.utils import hf_tokenizer
 
     try:
-        return hf_tokenizer(str(Path(model).expanduser()), trust_remote_code=False)
+        return hf_tokenizer(str(Path(model).expanduser()), trust_remote_code=trust_remote_code)
     except Exception as error:  # noqa: BLE001 - transformers raises many kinds here
         raise AgentError(f"model '{model}': its tokenizer does not load: {error}") from error
 
@@ -96,7 +103,7 @@ def check_agent(agent: AgentSpec, config: TrainConfig, tools: ToolSet | None = N
             f"or the CLI, which resolve the tools before the engine's checks"
         )
     model = model_path(agent, config)
-    tokenizer = load_tokenizer(model)
+    tokenizer = load_tokenizer(model, config.trust_remote_code)
     if not getattr(tokenizer, "chat_template", None):
         raise AgentError(
             f"model '{model}': its tokenizer has no chat template; VeRL renders every prompt "
@@ -111,8 +118,6 @@ def check_agent(agent: AgentSpec, config: TrainConfig, tools: ToolSet | None = N
         overrides["data.max_response_length"] = agent.llm_max_tokens
     if tools:
         _check_tools_render(tokenizer, tools, model)
-        if agent.max_turns < 1:
-            raise AgentError(f"agent '{agent.name}': max_turns must be at least 1, not {agent.max_turns}")
     return VerlAgent(
         model=str(Path(model).expanduser().resolve()),
         system_prompt=agent.system_prompt,
@@ -120,6 +125,7 @@ def check_agent(agent: AgentSpec, config: TrainConfig, tools: ToolSet | None = N
         tools=tools or None,
         max_turns=agent.max_turns,
         aworld_agent=aworld_agent,
+        trust_remote_code=config.trust_remote_code,
     )
 
 

@@ -27,12 +27,21 @@ if TYPE_CHECKING:
     from aworld_train.config import TrainConfig
 
 CONFIG_NAME = "ppo_trainer"
+SECTION = "verl"  # the section's name when the config names no engine (one built by hand)
 SAVED_CONFIG_NAME = "verl_config"
 
 # The common ``algorithm`` values and VeRL's advantage estimator for each; any other value is
 # passed through and must be one of VeRL's own estimators.
 ALGORITHMS = {"grpo": "grpo", "ppo": "gae"}
 NOT_RL = ("sft", "dpo")
+
+# Where VeRL reads whether a model folder's own code may run: the common key
+# ``trust_remote_code`` sets them all, and the ``verl:`` section may not turn them on alone.
+TRUST_REMOTE_CODE_KEYS = (
+    "actor_rollout_ref.model.trust_remote_code",
+    "critic.model.trust_remote_code",
+    "data.trust_remote_code",
+)
 
 # Choices VeRL leaves mandatory or sizes for an 8-GPU node; a job that names none of them
 # starts on one GPU with these.
@@ -83,12 +92,12 @@ def flatten(section: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     """``{"a": {"b": 1}}`` → ``{"a.b": 1}``; dotted keys in the mapping are kept as they are.
 
     A mapping value is descended into, except under a key starting with ``+`` (a new key, whose
-    value is the mapping itself).
+    value is the mapping itself); an empty mapping sets nothing.
     """
     flat: dict[str, Any] = {}
     for key, value in section.items():
         dotted = f"{prefix}{key}"
-        if isinstance(value, Mapping) and value and not dotted.startswith("+"):
+        if isinstance(value, Mapping) and not dotted.startswith("+"):
             flat.update(flatten(value, dotted + "."))
         else:
             flat[dotted] = value
@@ -122,6 +131,8 @@ def common_overrides(config: TrainConfig) -> dict[str, Any]:
     out: dict[str, Any] = {"algorithm.adv_estimator": ALGORITHMS.get(algorithm, algorithm)}
     if config.model is not None:
         out.update(model_overrides(config.model))
+    for key in TRUST_REMOTE_CODE_KEYS:
+        out[key] = config.trust_remote_code
     if config.learning_rate is not None:
         out["actor_rollout_ref.actor.optim.lr"] = config.learning_rate
     if config.max_steps is not None:
@@ -260,33 +271,18 @@ def _check_keys(user: dict[str, str], base: DictConfig) -> None:
             )
 
 
-def _check_types(values: dict[str, Any], origins: dict[str, str], base: DictConfig) -> None:
-    from omegaconf import OmegaConf
-
-    for key, value in values.items():
-        if key.startswith("+") or value is None or key not in origins:
-            continue
-        current = OmegaConf.select(base, key, throw_on_missing=False, throw_on_resolution_failure=False)
-        if current is None or isinstance(current, str) and current.startswith("${"):
-            continue
-        expected: tuple[type, ...]
-        if isinstance(current, bool):
-            expected = (bool,)
-        elif isinstance(current, int):
-            expected = (int,)
-        elif isinstance(current, float):
-            expected = (int, float)
-        else:
-            continue
-        if not isinstance(value, expected) or (expected != (bool,) and isinstance(value, bool)):
+def _check_remote_code(section: Mapping[str, Any], origins: Mapping[str, str], config: TrainConfig) -> None:
+    """Code from a model folder runs only when the job says so with the common key."""
+    for key in section:
+        if key.lstrip("+").endswith("trust_remote_code") and section[key] is True and not config.trust_remote_code:
             raise ConfigError(
-                f"{origins[key]}: '{key}' must be {'/'.join(t.__name__ for t in expected)} "
-                f"like VeRL's default {current!r}, got {value!r}"
+                f"{origins[key]}: VeRL would run code from the model folder; set the config key "
+                f"'trust_remote_code: true' instead, if you trust that code"
             )
 
 
 def job_overrides(
-    config: TrainConfig, run_dir: Path, engine: str = "verl", inputs: Mapping[str, Any] | None = None
+    config: TrainConfig, run_dir: Path, inputs: Mapping[str, Any] | None = None
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """The dotted overrides of a job, and where each key of the ``verl:`` section came from.
 
@@ -294,14 +290,18 @@ def job_overrides(
     ``inputs`` (what the earlier checks produced: the model, data files, the wired reward), the
     common keys, then the ``verl:`` section.
 
-    :raises ConfigError: for an unknown key of the section (with a suggestion) or a value whose
-        type cannot be the key's.
+    :raises ConfigError: for an unknown key of the section (with a suggestion), a value VeRL
+        would reject (:func:`aworld_train_verl.schema.check_values`), or a model folder's code
+        turned on without the common key ``trust_remote_code``.
     """
-    section = flatten(config.engine_section(engine))
-    origins = {key: f"config key '{engine}.{key}'" for key in section}
+    from aworld_train_verl.schema import check_values
+
+    section = flatten(config.engine_section())
+    origins = {key: f"config key '{config.engine or SECTION}.{key}'" for key in section}
     base = base_config()
     _check_keys(origins, base)
-    _check_types(section, origins, base)
+    _check_remote_code(section, origins, config)
+    check_values(section, origins, base)
     overrides: dict[str, Any] = {
         **DEFAULTS,
         "trainer.experiment_name": run_dir.name,
@@ -317,16 +317,12 @@ def job_overrides(
     return overrides, origins
 
 
-def preview(
-    config: TrainConfig, run_dir: Path, engine: str = "verl", inputs: Mapping[str, Any] | None = None
-) -> DictConfig:
+def preview(config: TrainConfig, run_dir: Path, inputs: Mapping[str, Any] | None = None) -> DictConfig:
     """The job's composed config, for the checks that run before :func:`resolve`; not validated."""
-    return compose_config(job_overrides(config, run_dir, engine, inputs)[0])
+    return compose_config(job_overrides(config, run_dir, inputs)[0])
 
 
-def resolve(
-    config: TrainConfig, run_dir: Path, engine: str = "verl", inputs: Mapping[str, Any] | None = None
-) -> VerlConfig:
+def resolve(config: TrainConfig, run_dir: Path, inputs: Mapping[str, Any] | None = None) -> VerlConfig:
     """Compose VeRL's config for a job, validate it with VeRL's own code, and save it as
     ``run_dir/verl_config.yaml``.
 
@@ -336,18 +332,23 @@ def resolve(
     """
     from omegaconf import OmegaConf
 
-    overrides, _ = job_overrides(config, run_dir, engine, inputs)
+    overrides, origins = job_overrides(config, run_dir, inputs)
     composed = compose_config(overrides)
-    _validate(composed)
+    _validate(composed, origins)
     run_dir.mkdir(parents=True, exist_ok=True)
     path = run_dir / f"{SAVED_CONFIG_NAME}.yaml"
     OmegaConf.save(composed, path)
     return VerlConfig(config=composed, path=path, overrides=overrides)
 
 
-def _validate(composed: DictConfig) -> None:
+def _validate(composed: DictConfig, origins: Mapping[str, str]) -> None:
     """Run what ``main_ppo`` runs before it starts Ray: ``validate_config`` and the conversion of
-    the typed sections into VeRL's config dataclasses."""
+    the typed sections into VeRL's config dataclasses (whose ``__post_init__`` checks choices
+    such as ``loss_agg_mode``).
+
+    :param origins: the keys the user set, and where; a rejection that names one of them is
+        reported as that key's.
+    """
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
     from verl.utils.config import omega_conf_to_dataclass, validate_config
 
@@ -371,7 +372,47 @@ def _validate(composed: DictConfig) -> None:
                 warnings.simplefilter("ignore")
                 step()
         except Exception as error:  # noqa: BLE001 - VeRL raises asserts, ValueError, KeyError, ...
-            raise ConfigError(f"VeRL's {where} rejects the config: {_one_line(error)}") from error
+            text = _one_line(_root_cause(error))
+            raise ConfigError(f"{_named_origin(text, origins)}VeRL's {where} rejects the config: {text}") from error
+    _check_model_len(composed, origins)
+
+
+def _check_model_len(composed: DictConfig, origins: Mapping[str, str]) -> None:
+    """VeRL's rollout server refuses at start-up a ``rollout.max_model_len`` past the model's
+    positions (unset, it takes the positions)."""
+    from aworld_train.model import max_positions
+
+    key = "actor_rollout_ref.rollout.max_model_len"
+    max_model_len = composed.actor_rollout_ref.rollout.max_model_len
+    folder = Path(str(composed.actor_rollout_ref.model.path))
+    found = max_positions(folder) if max_model_len is not None and folder.is_dir() else None
+    if found is not None and max_model_len > found[0]:
+        origin = origins.get(key, f"VeRL key '{key}'")
+        raise ConfigError(
+            f"{origin}: {max_model_len} is past the model's {found[0]} positions ({found[1]} in "
+            f"{folder / 'config.json'}), which VeRL's rollout refuses at start-up; lower it or leave it unset"
+        )
+
+
+def _root_cause(error: BaseException) -> BaseException:
+    """The error VeRL's own code raised, beneath Hydra's instantiation wrapper."""
+    from hydra.errors import InstantiationException
+
+    while isinstance(error, InstantiationException) and error.__cause__ is not None:
+        error = error.__cause__
+    return error
+
+
+def _named_origin(text: str, origins: Mapping[str, str]) -> str:
+    """``"config key 'verl.x.y': "`` for the first key the user set whose name the message
+    mentions, else nothing."""
+    import re
+
+    for key, origin in origins.items():
+        name = key.lstrip("+").rsplit(".", 1)[-1]
+        if re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text) or key.lstrip("+") in text:
+            return f"{origin}: "
+    return ""
 
 
 def _one_line(error: BaseException) -> str:

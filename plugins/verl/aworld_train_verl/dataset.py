@@ -113,16 +113,16 @@ def write_parquet(rows: list[dict[str, Any]], path: Path) -> Path:
 
 def overlong_rows(
     rows: list[dict[str, Any]], tokenizer: Any, max_prompt_length: int, tools: list[dict[str, Any]] | None = None
-) -> list[int]:
-    """The indices of rows whose prompt, rendered as the rollout renders it (with the agent's
-    tool schemas, if any), exceeds the limit."""
-    too_long = []
+) -> dict[int, int]:
+    """The rows whose prompt, rendered as the rollout renders it (chat template, the agent's
+    system prompt and tool schemas), exceeds the limit: row index → its tokens."""
+    too_long = {}
     for index, row in enumerate(rows):
         ids = tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True, tokenize=True, tools=tools)
         if hasattr(ids, "keys"):
             ids = ids["input_ids"]
         if len(ids) > max_prompt_length:
-            too_long.append(index)
+            too_long[index] = len(ids)
     return too_long
 
 
@@ -162,12 +162,16 @@ def load_back(path: Path, tokenizer: Any, data_config: Any, expected_rows: int) 
         raise DatasetError(f"{path}: VeRL's RLHFDataset reads row 0's prompt as {type(first['raw_prompt']).__name__}, not chat messages")
 
 
-def describe_overlong(indices: list[int], max_prompt_length: int, role: str) -> str:
+def describe_overlong(too_long: dict[int, int], max_prompt_length: int, role: str, tools: bool) -> str:
+    """``train_dataset row 3: the prompt ... is 80 tokens, past data.max_prompt_length=64 (2 rows: 3, 17)``."""
+    first = next(iter(too_long))
+    indices = list(too_long)
     shown = ", ".join(str(i) for i in indices[:SHOWN_INDICES])
     more = f" and {len(indices) - SHOWN_INDICES} more" if len(indices) > SHOWN_INDICES else ""
+    rendered = "with the chat template, system prompt and tool schemas" if tools else "with the chat template and system prompt"
     return (
-        f"{role}: {len(indices)} prompt(s) longer than max_prompt_length={max_prompt_length} tokens "
-        f"(rows {shown}{more})"
+        f"{role} row {first}: the prompt ({rendered}) is {too_long[first]} tokens, past "
+        f"data.max_prompt_length={max_prompt_length} ({len(indices)} row(s): {shown}{more})"
     )
 
 
@@ -201,20 +205,22 @@ def convert(
         rows = verl_rows(dataset, split, system_prompt, agent_name)
         too_long = overlong_rows(rows, tokenizer, max_prompt_length, tools)
         if too_long:
-            message = describe_overlong(too_long, max_prompt_length, f"{split}_dataset")
+            message = describe_overlong(too_long, max_prompt_length, f"{split}_dataset", bool(tools))
             if not data_config.filter_overlong_prompts:
                 raise DatasetError(
-                    f"{message}; VeRL cannot train on them: shorten them, raise config key "
-                    f"'max_prompt_length', or set verl.data.filter_overlong_prompts=true to drop them"
+                    f"{message}; VeRL would drop or cut them: shorten them, raise config key "
+                    f"'max_prompt_length', or set verl.data.filter_overlong_prompts: true to drop them"
                 )
+            if len(too_long) == len(rows):
+                raise DatasetError(f"{message}; that is every row, and VeRL drops them all "
+                                   f"(data.filter_overlong_prompts): raise config key 'max_prompt_length'")
             logger.warning("%s; VeRL drops them (data.filter_overlong_prompts=true)", message)
         path = write_parquet(rows, folder / f"{split}.parquet")
         load_back(path, tokenizer, data_config, expected_rows=len(rows))
         files[split] = path
         if split == "train":
-            overlong = too_long
-            dropped = set(too_long)
-            samples = [row for index, row in enumerate(rows) if index not in dropped][:SAMPLE_ROWS]
+            overlong = list(too_long)
+            samples = [row for index, row in enumerate(rows) if index not in too_long][:SAMPLE_ROWS]
     assert files["train"] is not None
     return VerlData(
         train_file=files["train"],
@@ -223,3 +229,31 @@ def convert(
         overlong=overlong,
         samples=samples,
     )
+
+
+def check_response_room(
+    agent: Any, datasets_by_role: dict[str, datasets.Dataset | None], budget: int, core_budget: int | None
+) -> None:
+    """The core compared each prompt plus the completion budget it knows (config
+    ``max_completion_length``, else the agent's ``llm_max_tokens``) with the model's positions;
+    VeRL generates up to ``data.max_response_length`` tokens, which its default or the
+    ``verl:`` section may set otherwise: then compare again with VeRL's budget.
+
+    :raises ModelError: naming the row, as the core's check does, and VeRL's key.
+    """
+    from aworld_train.errors import ModelError
+    from aworld_train.model import check_lengths
+
+    if budget == core_budget:
+        return
+    present = {role: dataset for role, dataset in datasets_by_role.items() if dataset is not None}
+    try:
+        check_lengths(
+            agent.model, present, agent.system_prompt, agent.tools.schemas() if agent.tools is not None else [],
+            budget, agent.max_turns, agent.trust_remote_code,
+        )
+    except ModelError as error:
+        raise ModelError(
+            f"{error} (VeRL generates up to data.max_response_length={budget} tokens: set config key "
+            f"'max_completion_length')"
+        ) from None

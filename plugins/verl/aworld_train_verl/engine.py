@@ -48,18 +48,25 @@ def check_agent(agent: AgentSpec, ctx: RunContext) -> Any:
 
 @hookimpl
 def check_dataset(
-    train_dataset: datasets.Dataset, test_dataset: datasets.Dataset | None, ctx: RunContext
+    train_dataset: datasets.Dataset | None, test_dataset: datasets.Dataset | None, ctx: RunContext
 ) -> Any:
+    from aworld_train.errors import DatasetError
+
     from aworld_train_verl import config as verl_config
     from aworld_train_verl import dataset as verl_dataset
     from aworld_train_verl.agent import load_tokenizer
 
+    if train_dataset is None:
+        raise DatasetError(
+            "no train_dataset: the verl engine trains on the prompts of a dataset; set "
+            "'train_dataset' in the job (a .jsonl, .json, .csv or .parquet file)"
+        )
     agent = _agent(ctx)
-    composed = verl_config.preview(ctx.config, ctx.run_dir, engine=ctx.engine, inputs=agent.overrides)
-    return verl_dataset.convert(
+    composed = verl_config.preview(ctx.config, ctx.run_dir, inputs=agent.overrides)
+    data = verl_dataset.convert(
         train_dataset,
         test_dataset,
-        tokenizer=load_tokenizer(agent.model),
+        tokenizer=load_tokenizer(agent.model, agent.trust_remote_code),
         data_config=composed.data,
         system_prompt=agent.system_prompt,
         folder=ctx.run_dir / "data",
@@ -67,25 +74,41 @@ def check_dataset(
         agent_name=agent.agent_name,
         tools=agent.tools.schemas() if agent.tools is not None else None,
     )
+    verl_dataset.check_response_room(
+        agent, {"train_dataset": train_dataset, "test_dataset": test_dataset},
+        int(composed.data.max_response_length),
+        core_budget=ctx.config.max_completion_length or agent.overrides.get("data.max_response_length"),
+    )
+    return data
 
 
 @hookimpl
-def check_reward(reward: RewardSpec, ctx: RunContext) -> Any:
+def check_reward(reward: RewardSpec | None, ctx: RunContext) -> Any:
     from aworld_train.errors import RewardError
 
     from aworld_train_verl import config as verl_config
     from aworld_train_verl import reward as verl_reward
     from aworld_train_verl.agent import load_tokenizer
+    from aworld_train_verl.dataset import VerlData
 
+    if reward is None:
+        raise RewardError(
+            "no reward: the verl engine scores every rollout with a reward function; set 'reward' "
+            "in the job (file.py:function, package.module:function or a built-in name)"
+        )
+    data = ctx.results.get("dataset")
+    if not isinstance(data, VerlData) or not data.samples:
+        raise RewardError(
+            "the verl engine checks the reward on the rows its check_dataset converted, and it "
+            "converted none: check_dataset runs before check_reward"
+        )
     agent = _agent(ctx)
     wired = verl_reward.wire(reward, ctx.run_dir, episodes=agent.agent_name is not None)
-    data = ctx.results.get("dataset")
-    if data is None or not data.samples:
-        raise RewardError("the verl engine scores sample rows of the dataset: run check_dataset first")
-    composed = verl_config.preview(
-        ctx.config, ctx.run_dir, engine=ctx.engine, inputs={**agent.overrides, **wired.overrides}
+    composed = verl_config.preview(ctx.config, ctx.run_dir, inputs={**agent.overrides, **wired.overrides})
+    verl_reward.score_with_reward_manager(
+        composed, load_tokenizer(agent.model, agent.trust_remote_code), data.samples[:1],
+        timeout=ctx.config.reward_timeout,
     )
-    verl_reward.score_with_reward_manager(composed, load_tokenizer(agent.model), data.samples)
     return wired
 
 
@@ -105,7 +128,7 @@ def check_config(config: TrainConfig, ctx: RunContext) -> Any:
         result = ctx.results.get(key)
         if result is not None and hasattr(result, "overrides"):
             inputs.update(result.overrides)
-    resolved = verl_config.resolve(config, ctx.run_dir, engine=ctx.engine, inputs=inputs)
+    resolved = verl_config.resolve(config, ctx.run_dir, inputs=inputs)
     write_launch_script(ctx.run_dir)
     return resolved
 

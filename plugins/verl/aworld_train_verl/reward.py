@@ -12,6 +12,7 @@ episode the agent loop records as failed (``agent_failure`` in its extra fields)
 from __future__ import annotations
 
 import json
+import math
 import numbers
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +26,8 @@ if TYPE_CHECKING:
 MODULE_NAME = "verl_reward.py"
 PICKLE_NAME = "verl_reward_functions.pkl"
 FUNCTION_NAME = "compute_score"
-SAMPLE_ROWS = 4
+#: Seconds VeRL's loader may take to load the reward and build its reward manager in the child.
+LOAD_SECONDS = 20.0
 
 _MODULE_TEMPLATE = '''"""The reward of this run as VeRL calls it: the weighted sum of the job's reward functions.
 
@@ -180,11 +182,37 @@ def sample_batch(rows: list[dict[str, Any]], tokenizer: Any) -> Any:
     )
 
 
-def score_with_reward_manager(config: Any, tokenizer: Any, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Load the reward through VeRL's own loader and score ``rows`` with its reward manager.
+def score_with_reward_manager(
+    config: Any, tokenizer: Any, rows: list[dict[str, Any]], timeout: float = 5.0
+) -> list[dict[str, Any]]:
+    """Load the reward through VeRL's own loader and score ``rows`` with its reward manager, in a
+    child process (:func:`aworld_train.isolation.call_isolated`): the reward is the user's code,
+    and one that hangs, exits or crashes must fail the check, not stall or end it.
 
+    :param timeout: seconds the reward may take on each row (config ``reward_timeout``); VeRL's
+        loading gets :data:`LOAD_SECONDS` more.
     :raises RewardError: naming the function and row, when loading or scoring fails.
     """
+    from aworld_train.isolation import call_isolated
+
+    # Imported here, before the fork, so that the child spends its time on the reward.
+    from verl.trainer.ppo.reward import load_reward_manager  # noqa: F401
+
+    reference = f"{config.reward.custom_reward_function.path}:{config.reward.custom_reward_function.name}"
+    return call_isolated(
+        lambda: _score(config, tokenizer, rows),
+        timeout=LOAD_SECONDS + timeout * len(rows),
+        what=f"reward {reference} in VeRL's reward manager on row {_row_index(rows[0], 0)}",
+        error=RewardError,
+        hint="set config reward_timeout to allow more",
+    )
+
+
+def _row_index(row: dict[str, Any], position: int) -> Any:
+    return row["extra_info"].get("index", position)
+
+
+def _score(config: Any, tokenizer: Any, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     from verl.trainer.ppo.reward import load_reward_manager
 
     path = config.reward.custom_reward_function.path
@@ -193,7 +221,7 @@ def score_with_reward_manager(config: Any, tokenizer: Any, rows: list[dict[str, 
         manager = load_reward_manager(config, tokenizer)
     except Exception as error:  # noqa: BLE001 - VeRL raises FileNotFoundError, RuntimeError, AttributeError
         cause = error.__cause__ or error
-        raise RewardError(f"VeRL cannot load the reward {path}:{name}: {cause}") from error
+        raise RewardError(f"VeRL cannot load the reward {path}:{name}: {cause}") from None
     batch = sample_batch(rows, tokenizer)
     results = []
     for i, row in enumerate(rows):
@@ -202,12 +230,12 @@ def score_with_reward_manager(config: Any, tokenizer: Any, rows: list[dict[str, 
         except Exception as error:  # noqa: BLE001 - the user's reward raises anything
             raise RewardError(
                 f"reward {path}:{name} fails in VeRL's {type(manager).__name__} on row "
-                f"{row['extra_info'].get('index', i)}: {type(error).__name__}: {error}"
-            ) from error
+                f"{_row_index(row, i)}: {type(error).__name__}: {error}"
+            ) from None
         score = results[-1]["reward_score"]
-        if not isinstance(score, numbers.Real) or isinstance(score, bool):
+        if not isinstance(score, numbers.Real) or isinstance(score, bool) or not math.isfinite(score):
             raise RewardError(
-                f"reward {path}:{name} returns {score!r} on row {row['extra_info'].get('index', i)} "
-                f"in VeRL's {type(manager).__name__}; return a number or a dict with a numeric 'score'"
+                f"reward {path}:{name} returns {score!r} on row {_row_index(row, i)} in VeRL's "
+                f"{type(manager).__name__}; return a finite number or a dict with a numeric 'score'"
             )
     return results

@@ -35,9 +35,11 @@ def wordy(data_source, solution_str, ground_truth, extra_info=None):
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Keep the Hugging Face datasets cache VeRL's RLHFDataset fills, and the log files AWorld
-    writes as soon as it is imported (default: ./logs), out of the home and working folders."""
+    """Keep the Hugging Face datasets cache VeRL's RLHFDataset fills, the cached VeRL schema
+    (under $XDG_CACHE_HOME), and the log files AWorld writes as soon as it is imported (default:
+    ./logs), out of the home and working folders."""
     config._verl_scratch = tempfile.mkdtemp(prefix="verl-tests-")  # type: ignore[attr-defined]
+    os.environ["XDG_CACHE_HOME"] = os.path.join(config._verl_scratch, "cache")  # type: ignore[attr-defined]
     os.environ["HF_DATASETS_CACHE"] = os.path.join(config._verl_scratch, "datasets")  # type: ignore[attr-defined]
     os.environ.setdefault("AWORLD_LOG_PATH", os.path.join(config._verl_scratch, "aworld-logs"))  # type: ignore[attr-defined]
 
@@ -84,7 +86,9 @@ def make_ctx(run_dir: Path, model: Path | None, **config: Any) -> RunContext:
     defaults: dict[str, Any] = {"batch_size": 4, "num_generations": 2, "max_steps": 2, "max_prompt_length": 64,
                                 "max_completion_length": 8}
     sections = {"verl": config.pop("verl")} if "verl" in config else {}
-    train_config = TrainConfig(model=str(model) if model else None, sections=sections, **{**defaults, **config})
+    train_config = TrainConfig(
+        model=str(model) if model else None, sections=sections, engine="verl", **{**defaults, **config}
+    )
     return RunContext(
         engine="verl",
         run_dir=run_dir,

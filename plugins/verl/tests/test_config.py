@@ -125,7 +125,7 @@ def test_a_new_key_is_accepted_with_a_plus(tmp_path: Path, tiny_model: Path) -> 
 
 
 def test_a_value_of_the_wrong_type_is_rejected(tmp_path: Path, tiny_model: Path) -> None:
-    with pytest.raises(ConfigError, match=r"'verl\.trainer\.total_epochs'.*must be int.*got 'many'"):
+    with pytest.raises(ConfigError, match=r"'verl\.trainer\.total_epochs': must be int \(the type of VeRL's default 30\), not 'many'"):
         resolved(tmp_path, tiny_model, verl={"trainer": {"total_epochs": "many"}})
 
 

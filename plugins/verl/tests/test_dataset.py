@@ -63,7 +63,8 @@ def test_overlong_prompts_are_an_error_naming_their_rows(tmp_path: Path, tiny_mo
     for index in (3, 17):
         rows[index]["prompt"] = "Repeat: " + "x" * 200
     ctx = checked_ctx(tmp_path, tiny_model)
-    with pytest.raises(DatasetError, match=r"train_dataset: 2 prompt\(s\) longer than max_prompt_length=64 tokens \(rows 3, 17\)"):
+    with pytest.raises(DatasetError, match=r"^train_dataset row 3: the prompt \(with the chat template and system prompt\) is \d+ tokens, "
+                       r"past data.max_prompt_length=64 \(2 row\(s\): 3, 17\)"):
         engine.check_dataset(dataset(rows), None, ctx)
 
 
@@ -77,7 +78,7 @@ def test_overlong_prompts_are_counted_when_verl_is_told_to_drop_them(
         data = engine.check_dataset(dataset(rows), None, ctx)
     assert data.overlong == [5]
     assert data.rows == 7
-    assert "1 prompt(s) longer than max_prompt_length=64 tokens (rows 5)" in caplog.text
+    assert "train_dataset row 5: the prompt" in caplog.text and "(1 row(s): 5)" in caplog.text
     assert all(row["extra_info"]["index"] != 5 for row in data.samples)
 
 
@@ -85,5 +86,5 @@ def test_a_long_list_of_overlong_rows_is_shortened(tmp_path: Path, tiny_model: P
     rows = repeat_rows(30)
     for row in rows[:25]:
         row["prompt"] = "x" * 200
-    with pytest.raises(DatasetError, match=r"25 prompt\(s\).*rows 0, 1, 2, 3, 4, 5, 6, 7, 8, 9 and 15 more"):
+    with pytest.raises(DatasetError, match=r"\(25 row\(s\): 0, 1, 2, 3, 4, 5, 6, 7, 8, 9 and 15 more\)"):
         engine.check_dataset(dataset(rows), None, checked_ctx(tmp_path, tiny_model))

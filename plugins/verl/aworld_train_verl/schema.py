@@ -1,0 +1,400 @@
+"""The values the ``verl:`` section may hold: each key's type, read from the dataclass VeRL turns
+its config node into (the node's ``_target_``, e.g. ``verl.workers.config.RolloutConfig``), and
+the names VeRL looks up in its registries (rollout backends, advantage estimators, ...).
+
+Reading them means importing VeRL (seconds), yet they depend only on the installed VeRL and the
+``verl.plugins`` that register more names: they are kept as JSON under
+``~/.cache/aworld-train/`` (``$XDG_CACHE_HOME``) per VeRL version, so checking values needs
+neither VeRL nor torch once the cache exists.
+
+Types are stored as small JSON terms (``"int"``, ``{"union": [...]}``, ``{"literal": [...]}``,
+``{"list": ...}``) and checked with pydantic's ``TypeAdapter`` in strict mode: an int is
+accepted where VeRL declares a float, a bool never where it declares an int, and NaN or an
+infinity nowhere. A key no dataclass declares is checked against the type of its default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+import math
+import os
+import typing
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aworld_train.errors import ConfigError, did_you_mean
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
+
+#: Bumped when the JSON this module writes changes shape.
+FORMAT = 1
+
+#: The keys VeRL resolves by name, and what the names are: each is read from VeRL's own registry.
+REGISTRIES = {
+    "algorithm.adv_estimator": "advantage estimators",
+    "actor_rollout_ref.actor.policy_loss.loss_mode": "policy losses",
+    "actor_rollout_ref.rollout.name": "rollout backends",
+    "reward.reward_manager.name": "reward managers",
+}
+
+# A registry that applies only while another key has a value: (that key, the value).
+REGISTRY_CONDITIONS = {"reward.reward_manager.name": ("reward.reward_manager.source", "register")}
+
+# Counts and rates VeRL takes without a range check and fails on later (in Ray, on the GPU):
+# (what the key's last part ends with, the lowest value, whether the lowest is allowed, the
+# highest value or None). The first rule that matches applies.
+RANGES: tuple[tuple[str, float, bool, float | None], ...] = (
+    ("batch_size", 1, True, None),
+    ("batch_size_per_gpu", 1, True, None),
+    ("ppo_epochs", 1, True, None),
+    ("total_epochs", 1, True, None),
+    ("nnodes", 1, True, None),
+    ("n_gpus_per_node", 1, True, None),
+    ("rollout.n", 1, True, None),
+    ("temperature", 0, True, None),
+    ("top_p", 0, False, 1),
+    ("gpu_memory_utilization", 0, False, 1),
+    ("optim.lr", 0, True, None),
+)
+
+
+@dataclass(frozen=True)
+class Schema:
+    """What VeRL's code says of its config keys.
+
+    :ivar types: each key's type as a JSON term (see :func:`type_term`), for the keys a
+        dataclass declares.
+    :ivar owners: for the same keys, the dataclass and field that declare it (for messages).
+    :ivar choices: the names each key of :data:`REGISTRIES` accepts.
+    """
+
+    types: dict[str, Any]
+    owners: dict[str, str]
+    choices: dict[str, list[str]]
+
+
+def cache_file() -> Path:
+    """Where the schema of the installed VeRL is kept: one file per VeRL version, plugin set and
+    format."""
+    from importlib.metadata import entry_points, version
+
+    plugins = sorted(f"{ep.name}={ep.value}" for ep in entry_points(group="verl.plugins"))
+    key = json.dumps([FORMAT, version("verl"), version("aworld-train-verl"), plugins])
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return root / "aworld-train" / f"verl-{version('verl')}-schema-{digest}.json"
+
+
+@functools.lru_cache(maxsize=1)
+def schema(base: DictConfig | None = None) -> Schema:
+    """The schema of the installed VeRL: read from the cache, else built (importing VeRL) and
+    cached.
+
+    :param base: VeRL's composed default config (composed here when not given).
+    """
+    path = cache_file()
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return Schema(types=data["types"], owners=data["owners"], choices=data["choices"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    if base is None:
+        from aworld_train_verl.config import base_config
+
+        base = base_config()
+    built = build(base)
+    _write_quietly(path, json.dumps(dataclasses.asdict(built), sort_keys=True))
+    return built
+
+
+def _write_quietly(path: Path, text: str) -> None:
+    """Write the cache atomically; a cache that cannot be written is only slower next time."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{path.name}.{os.getpid()}")
+        partial.write_text(text, encoding="utf-8")
+        partial.replace(path)
+    except OSError:
+        pass
+
+
+def build(base: DictConfig) -> Schema:
+    """Read each key's type and the registries' names from VeRL's code (imports VeRL)."""
+    types: dict[str, Any] = {}
+    owners: dict[str, str] = {}
+    for key, owner, hint in _declared(base):
+        term = type_term(hint)
+        if term is not None:
+            types[key] = term
+            owners[key] = owner
+    return Schema(types=types, owners=owners, choices=registry_names())
+
+
+def _declared(base: DictConfig) -> Iterator[tuple[str, str, Any]]:
+    """Each leaf key of ``base`` that a VeRL dataclass declares: its key, ``Class.field`` and
+    type hint. A node names its dataclass with ``_target_``; a node without one inherits it from
+    its parent's field type."""
+    from omegaconf import DictConfig
+
+    def walk(node: DictConfig, prefix: str, cls: type | None) -> Iterator[tuple[str, str, Any]]:
+        target = node.get("_target_") if "_target_" in node else None
+        if isinstance(target, str):
+            cls = _dataclass(target)
+        hints = _hints(cls) if cls is not None else {}
+        for name in node.keys():
+            name = str(name)
+            if name == "_target_":
+                continue
+            try:
+                child = node._get_node(name)
+            except Exception:  # noqa: BLE001 - a node that cannot be read has no type here
+                continue
+            hint = hints.get(name)
+            if isinstance(child, DictConfig):
+                yield from walk(child, f"{prefix}{name}.", _nested_dataclass(hint))
+            elif hint is not None and cls is not None:
+                yield f"{prefix}{name}", f"{cls.__name__}.{name}", hint
+
+    yield from walk(base, "", None)
+
+
+def _dataclass(target: str) -> type | None:
+    from hydra.utils import get_class
+
+    try:
+        cls = get_class(target)
+    except Exception:  # noqa: BLE001 - a target that does not import declares nothing here
+        return None
+    return cls if dataclasses.is_dataclass(cls) else None
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception:  # noqa: BLE001 - an annotation that does not resolve declares nothing
+        return {}
+    return {f.name: hints[f.name] for f in dataclasses.fields(cls) if f.name in hints}
+
+
+def _nested_dataclass(hint: Any) -> type | None:
+    """The dataclass a field holds (``X`` or ``Optional[X]``), or ``None``."""
+    for candidate in (hint, *typing.get_args(hint)):
+        if isinstance(candidate, type) and dataclasses.is_dataclass(candidate):
+            return candidate
+    return None
+
+
+def type_term(hint: Any) -> Any:
+    """A type hint as a JSON term, or ``None`` when it cannot be checked here (``Any``, a
+    dataclass, a class of VeRL's own)."""
+    import enum
+    import types as pytypes
+
+    scalars = {int: "int", float: "float", str: "str", bool: "bool", type(None): "null"}
+    if hint in scalars:
+        return scalars[hint]
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return {"literal": [member.value for member in hint]}
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin is typing.Literal:
+        return {"literal": list(args)} if all(isinstance(a, (str, int, bool)) for a in args) else None
+    if origin in (typing.Union, pytypes.UnionType):
+        terms = [type_term(arg) for arg in args]
+        return None if any(t is None for t in terms) else {"union": terms}
+    if hint in (list, tuple) or origin in (list, tuple):
+        return {"list": None}
+    if hint is dict or origin is dict:
+        return {"dict": None}
+    return None
+
+
+def python_type(term: Any) -> Any:
+    """The type hint a JSON term stands for (the inverse of :func:`type_term`)."""
+    scalars = {"int": int, "float": float, "str": str, "bool": bool, "null": type(None)}
+    if isinstance(term, str):
+        return scalars[term]
+    if "literal" in term:
+        return typing.Literal[tuple(term["literal"])]
+    if "union" in term:
+        return typing.Union[tuple(python_type(t) for t in term["union"])]
+    if "list" in term:
+        return list[Any]
+    return dict[Any, Any]
+
+
+def registry_names() -> dict[str, list[str]]:
+    """The names VeRL's registries hold now, for each key of :data:`REGISTRIES` (imports VeRL,
+    which also loads the ``verl.plugins`` that register more)."""
+    from verl.experimental.reward_loop.reward_manager.registry import REWARD_MANAGER
+    from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, POLICY_LOSS_REGISTRY, AdvantageEstimator
+    from verl.workers.rollout.replica import RolloutReplicaRegistry
+
+    import verl.experimental.reward_loop.reward_manager  # noqa: F401 - registers the built-in managers
+
+    names = {
+        "algorithm.adv_estimator": {e.value for e in AdvantageEstimator} | set(ADV_ESTIMATOR_REGISTRY),
+        "actor_rollout_ref.actor.policy_loss.loss_mode": set(POLICY_LOSS_REGISTRY),
+        "actor_rollout_ref.rollout.name": set(RolloutReplicaRegistry._registry),
+        "reward.reward_manager.name": set(REWARD_MANAGER),
+    }
+    return {key: sorted(str(n) for n in found) for key, found in names.items() if found}
+
+
+def check_values(values: Mapping[str, Any], origins: Mapping[str, str], base: DictConfig) -> None:
+    """Check each value the user set: its type (VeRL's dataclass field, else its default's),
+    the names VeRL's registries accept, finite numbers, and the ranges of :data:`RANGES`.
+
+    :param values: dotted key → value, as the overrides will apply them.
+    :param origins: dotted key → where the user set it (only these keys are checked).
+    :param base: VeRL's composed default config.
+    :raises ConfigError: naming the first key whose value VeRL would reject.
+    """
+    known = schema(base)
+    for key, origin in origins.items():
+        if key.startswith("+") or key not in values:
+            continue
+        value = values[key]
+        _check_finite(value, origin)
+        section = _section_keys(base, key)
+        if section is not None:
+            raise ConfigError(f"{origin}: '{key}' is a section of VeRL's config, not a value; set its keys "
+                              f"({', '.join(section[:5])}{', ...' if len(section) > 5 else ''})")
+        if key in known.types:
+            _check_type(value, python_type(known.types[key]), origin, f"as VeRL's {known.owners[key]} declares")
+        else:
+            _check_default_type(value, key, origin, base)
+        if key in known.choices and value is not None and _registry_applies(key, values, base):
+            _check_choice(value, key, known.choices[key], origin)
+        _check_range(value, key, origin)
+
+
+def _registry_applies(key: str, values: Mapping[str, Any], base: DictConfig) -> bool:
+    """A registry's names apply unless another key says where the name is looked up instead."""
+    from omegaconf import OmegaConf
+
+    condition = REGISTRY_CONDITIONS.get(key)
+    if condition is None:
+        return True
+    other, expected = condition
+    current = values.get(other, OmegaConf.select(base, other, throw_on_missing=False))
+    return current == expected
+
+
+def check_choice(value: Any, key: str, origin: str, base: DictConfig) -> None:
+    """Check a value set by a common key against VeRL's registry of ``key``."""
+    choices = schema(base).choices.get(key)
+    if choices is not None:
+        _check_choice(value, key, choices, origin)
+
+
+def _check_finite(value: Any, origin: str) -> None:
+    for number in _numbers(value):
+        if not math.isfinite(number):
+            raise ConfigError(f"{origin}: {number!r} is not a finite number; give a finite value")
+
+
+def _numbers(value: Any) -> Iterator[float]:
+    if isinstance(value, float):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _numbers(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _numbers(item)
+
+
+@functools.lru_cache(maxsize=None)
+def _adapter(hint: Any) -> Any:
+    from pydantic import ConfigDict, TypeAdapter
+
+    return TypeAdapter(hint, config=ConfigDict(strict=True, allow_inf_nan=False))
+
+
+def _check_type(value: Any, hint: Any, origin: str, because: str) -> None:
+    from pydantic import ValidationError
+
+    try:
+        _adapter(hint).validate_python(value)
+    except ValidationError:
+        raise ConfigError(f"{origin}: must be {describe_type(hint)} ({because}), not {value!r}") from None
+
+
+def describe_type(hint: Any) -> str:
+    """``int``, ``float or null``, ``one of 'a', 'b'``: a type hint in words."""
+    if typing.get_origin(hint) is typing.Literal:
+        return "one of " + ", ".join(repr(a) for a in typing.get_args(hint))
+    if typing.get_origin(hint) is typing.Union:
+        return " or ".join(describe_type(arg) for arg in typing.get_args(hint))
+    if hint is type(None):
+        return "null"
+    if typing.get_origin(hint) in (list, dict):
+        return "a list" if typing.get_origin(hint) is list else "a mapping"
+    return getattr(hint, "__name__", str(hint))
+
+
+def _check_default_type(value: Any, key: str, origin: str, base: DictConfig) -> None:
+    """No dataclass declares ``key``: its value must be of its default's type (an int where the
+    default is a float), or null."""
+    from omegaconf import ListConfig, OmegaConf
+
+    if value is None:
+        return
+    current = OmegaConf.select(base, key, throw_on_missing=False, throw_on_resolution_failure=False)
+    if current is None or isinstance(current, str) and current.startswith("${"):
+        return
+    hint: Any = None
+    for kind, accepted in ((bool, bool), (int, int), (float, float), (str, str), (ListConfig, list[Any])):
+        if isinstance(current, kind):
+            hint = accepted
+            break
+    if hint is not None:
+        _check_type(value, hint, origin, f"the type of VeRL's default {current!r}")
+
+
+def _check_choice(value: Any, key: str, choices: list[str], origin: str) -> None:
+    if value not in choices:
+        what = REGISTRIES.get(key, "choices")
+        raise ConfigError(f"{origin}: {value!r} is not one of VeRL's {what}{did_you_mean(str(value), choices)}; "
+                          f"choose from {', '.join(choices)}")
+
+
+def _check_range(value: Any, key: str, origin: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return
+    for suffix, low, inclusive, high in RANGES:
+        if not (key == suffix or key.endswith("." + suffix) or key.endswith("_" + suffix)):
+            continue
+        too_low = value < low if inclusive else value <= low
+        if too_low or (high is not None and value > high):
+            bound = f"at least {low:g}" if inclusive else f"above {low:g}"
+            bound += f" and at most {high:g}" if high is not None else ""
+            raise ConfigError(f"{origin}: must be {bound}, not {value!r}")
+        return
+
+
+def _node(base: DictConfig, key: str) -> Any:
+    """The config node at ``key`` (a section or a value node), or ``None``."""
+    from omegaconf import DictConfig, OmegaConf
+
+    parent, _, name = key.rpartition(".")
+    owner = OmegaConf.select(base, parent, throw_on_missing=False, throw_on_resolution_failure=False) if parent else base
+    try:
+        return owner._get_node(name) if isinstance(owner, DictConfig) else None
+    except Exception:  # noqa: BLE001 - a key that cannot be read has no node
+        return None
+
+
+def _section_keys(base: DictConfig, key: str) -> list[str] | None:
+    """The keys of the section at ``key``, or ``None`` when ``key`` holds a value."""
+    from omegaconf import DictConfig
+
+    node = _node(base, key)
+    return [str(k) for k in node.keys() if str(k) != "_target_"] if isinstance(node, DictConfig) else None
