@@ -1,0 +1,446 @@
+"""Bad jobs every engine must refuse in ``aworld-train check``: one ``error:`` line, exit 2.
+
+The README promises that every mistake in a job is found by ``check`` in seconds, before any
+model load. This module holds the mistakes a user can make whatever the engine (a value out of
+range, a reward that hangs or exits, a bad row, a model folder that is not one, a hostile file)
+as data, and a pytest class that runs each through the real CLI. In an engine's own tests::
+
+    from aworld_train.testing.bad_jobs import BadJobSuite
+
+    class TestMyEngineBadJobs(BadJobSuite):
+        engine_name = "mine"
+        engine_section = {"some_setting": 1}      # the engine's section for the valid job
+        model_required = True                       # the valid job names the tiny model
+
+Each case starts from a valid job in its own folder, changes one thing, and asserts that
+``aworld-train check`` exits 2 with exactly one line on stderr starting with ``error:`` that
+matches the case's pattern (the key, file, row or reward it names), no traceback, and no run
+directory.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+_REWARDS = '''
+import math, os, sys, time
+
+
+def score(data_source, solution_str, ground_truth, extra_info=None):
+    return 1.0 if ground_truth in solution_str else 0.0
+
+
+def raises(data_source, solution_str, ground_truth, extra_info=None):
+    raise RuntimeError("planted failure")
+
+
+def text(data_source, solution_str, ground_truth, extra_info=None):
+    return "high"
+
+
+def nan(data_source, solution_str, ground_truth, extra_info=None):
+    return math.nan
+
+
+def no_score(data_source, solution_str, ground_truth, extra_info=None):
+    return {"accuracy": 1.0}
+
+
+def sleeps(data_source, solution_str, ground_truth, extra_info=None):
+    time.sleep(60)
+    return 1.0
+
+
+def exits(data_source, solution_str, ground_truth, extra_info=None):
+    sys.exit(3)
+
+
+def hard_exit(data_source, solution_str, ground_truth, extra_info=None):
+    os._exit(0)
+
+
+def two_args(solution, truth):
+    return 1.0
+'''
+
+
+@dataclass
+class JobFolder:
+    """A valid job in its own folder, for one case to break.
+
+    :ivar root: the folder; the job file is ``root / "job.yaml"``.
+    :ivar job: the job as a mapping, written as YAML unless :attr:`job_text` is set.
+    :ivar job_text: the job file's raw text, for cases that break the YAML itself.
+    :ivar args: extra command-line arguments for ``check``.
+    """
+
+    root: Path
+    job: dict[str, Any]
+    job_text: str | None = None
+    args: list[str] = field(default_factory=list)
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return self.job["config"]
+
+    def write(self, name: str, text: str) -> Path:
+        path = self.root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    def rows(self, rows: list[Any]) -> None:
+        self.write("train.jsonl", "".join(json.dumps(row) + "\n" for row in rows))
+
+    def loop(self, name: str) -> str:
+        """A symlink loop called ``name`` (a ↔ b); returns the name."""
+        (self.root / name).symlink_to(self.root / f"{name}.other")
+        (self.root / f"{name}.other").symlink_to(self.root / name)
+        return name
+
+    def model_folder(self, config: Any = None, weights: bool = True, extra: dict[str, str] | None = None) -> str:
+        """A model folder with the given ``config.json`` (a mapping, or raw text)."""
+        folder = self.root / "model"
+        folder.mkdir()
+        if config is not None:
+            text = config if isinstance(config, str) else json.dumps(config)
+            (folder / "config.json").write_text(text, encoding="utf-8")
+        if weights:
+            (folder / "model.safetensors").write_bytes(b"\0" * 16)
+        for name, text in (extra or {}).items():
+            (folder / name).write_text(text, encoding="utf-8")
+        return str(folder)
+
+
+@dataclass(frozen=True)
+class BadJob:
+    """One mistake: its id, how it breaks a valid job, and what the error line must match."""
+
+    id: str
+    edit: Callable[[JobFolder], None]
+    expect: str
+
+
+def _set(**changes: Any) -> Callable[[JobFolder], None]:
+    """Set common config keys (dotted keys reach into ``resources``)."""
+
+    def edit(job: JobFolder) -> None:
+        for key, value in changes.items():
+            node = job.config
+            *parents, last = key.split("__")
+            for parent in parents:
+                node = node.setdefault(parent, {})
+            node[last] = value
+
+    return edit
+
+
+def _job(**changes: Any) -> Callable[[JobFolder], None]:
+    def edit(job: JobFolder) -> None:
+        job.job.update(changes)
+
+    return edit
+
+
+def _agent(**changes: Any) -> Callable[[JobFolder], None]:
+    def edit(job: JobFolder) -> None:
+        job.job["agent"] = dict(job.job["agent"], **changes)
+
+    return edit
+
+
+def _override(*items: str) -> Callable[[JobFolder], None]:
+    def edit(job: JobFolder) -> None:
+        for item in items:
+            job.args += ["-o", item]
+
+    return edit
+
+
+def _reward(reference: str, **config: Any) -> Callable[[JobFolder], None]:
+    def edit(job: JobFolder) -> None:
+        job.job["reward"] = reference
+        job.config.update(config)
+
+    return edit
+
+
+def _text(text: str) -> Callable[[JobFolder], None]:
+    def edit(job: JobFolder) -> None:
+        job.job_text = text
+
+    return edit
+
+
+def _rows(*rows: Any) -> Callable[[JobFolder], None]:
+    def edit(job: JobFolder) -> None:
+        job.rows(list(rows))
+
+    return edit
+
+
+def _model(**kwargs: Any) -> Callable[[JobFolder], None]:
+    def edit(job: JobFolder) -> None:
+        job.config["model"] = job.model_folder(**kwargs)
+
+    return edit
+
+
+def _dataset_line(line: str) -> Callable[[JobFolder], None]:
+    def edit(job: JobFolder) -> None:
+        job.write("train.jsonl", (job.root / "train.jsonl").read_text() + line + "\n")
+
+    return edit
+
+
+def _duplicate_key(job: JobFolder) -> None:
+    job.job_text = "engine: {engine}\nreward: rewards.py:score\nreward: exact_match\n" \
+        "train_dataset: train.jsonl\n"
+
+
+def _alias_bomb(job: JobFolder) -> None:
+    lines = ['a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    for level in range(1, 10):
+        previous = f"*a{level - 1}"
+        lines.append(f"a{level}: &a{level} [{', '.join([previous] * 9)}]")
+    job.write("bomb.yaml", "\n".join(lines) + "\n")
+    job.job["config"] = "bomb.yaml"
+
+
+def _deep_config(job: JobFolder) -> None:
+    job.write("deep.yaml", "seed: " + "[" * 5000 + "]" * 5000 + "\n")
+    job.job["config"] = "deep.yaml"
+
+
+def _deep_row(job: JobFolder) -> None:
+    job.write("train.jsonl", '{"prompt": "hi", "ground_truth": "1", "extra_info": {"x": '
+              + "[" * 100_000 + "]" * 100_000 + "}}\n")
+
+
+def _reward_loop(job: JobFolder) -> None:
+    job.job["reward"] = f"{job.loop('loop.py')}:score"
+
+
+def _dataset_loop(job: JobFolder) -> None:
+    job.job["train_dataset"] = job.loop("loop.jsonl")
+
+
+def _run_path_file(job: JobFolder) -> None:
+    job.write("runs-file", "not a folder\n")
+    job.job["run_path"] = "runs-file"
+
+
+def _import_exit(job: JobFolder) -> None:
+    job.write("exiting.py", "import sys\nsys.exit(4)\n")
+    job.job["reward"] = "exiting.py:score"
+
+
+def _syntax_error(job: JobFolder) -> None:
+    job.write("broken.py", "def score(:\n")
+    job.job["reward"] = "broken.py:score"
+
+
+def _model_typo(job: JobFolder) -> None:
+    (job.root / "build" / "model").mkdir(parents=True)
+    job.config["model"] = "build/modle"
+
+
+def _model_is_file(job: JobFolder) -> None:
+    job.config["model"] = str(job.write("model.bin", "weights"))
+
+
+_AUTO_MAP = {"model_type": "evil", "architectures": ["EvilForCausalLM"],
+             "auto_map": {"AutoConfig": "configuration_evil.EvilConfig"}}
+_EVIL_CODE = ("from pathlib import Path\n"
+              "Path(__file__).with_name('EXECUTED').write_text('code from the model folder ran')\n")
+
+#: Mistakes any engine must refuse in ``check``, each with a pattern its error line matches.
+CASES: tuple[BadJob, ...] = (
+    # Common config values out of range, in the file and through -o.
+    BadJob("batch_size_zero", _set(batch_size=0), "batch_size"),
+    BadJob("batch_size_text", _set(batch_size="many"), "batch_size"),
+    BadJob("batch_size_float", _set(batch_size=2.5), "batch_size"),
+    BadJob("learning_rate_negative", _set(learning_rate=-1), "learning_rate"),
+    BadJob("learning_rate_nan", _set(learning_rate=float("nan")), "learning_rate"),
+    BadJob("learning_rate_inf", _set(learning_rate=float("inf")), "learning_rate"),
+    BadJob("learning_rate_nan_override", _override("learning_rate=.nan"), "learning_rate"),
+    BadJob("learning_rate_text", _set(learning_rate="fast"), "learning_rate"),
+    BadJob("max_steps_negative", _set(max_steps=-5), "max_steps"),
+    BadJob("max_steps_zero_override", _override("max_steps=0"), "max_steps"),
+    BadJob("max_completion_length_zero", _set(max_completion_length=0), "max_completion_length"),
+    BadJob("max_prompt_length_negative", _set(max_prompt_length=-8), "max_prompt_length"),
+    BadJob("num_generations_zero", _set(num_generations=0), "num_generations"),
+    BadJob("num_epochs_negative", _set(num_epochs=-1), "num_epochs"),
+    BadJob("seed_too_big", _set(seed=1e20), "seed"),
+    BadJob("seed_negative", _set(seed=-1), "seed"),
+    BadJob("save_steps_negative", _set(save_steps=-3), "save_steps"),
+    BadJob("logging_steps_zero", _set(logging_steps=0), "logging_steps"),
+    BadJob("gpus_per_node_negative", _set(resources__gpus_per_node=-2), "gpus_per_node"),
+    BadJob("nnodes_zero", _set(resources__nnodes=0), "nnodes"),
+    BadJob("resources_not_mapping", _set(resources=5), "resources"),
+    BadJob("resources_unknown_key", _set(resources__gpus=1), "resources.gpus"),
+    BadJob("unknown_key_misspelled", _set(learning_rat=0.1), "learning_rat.*learning_rate"),
+    BadJob("algorithm_misspelled", _set(algorithm="grpoo"), "algorithm|grpoo"),
+    BadJob("trust_remote_code_text", _set(trust_remote_code="yes"), "trust_remote_code"),
+    BadJob("reward_timeout_zero", _set(reward_timeout=0), "reward_timeout"),
+    BadJob("override_without_value", _override("max_steps"), "max_steps"),
+    BadJob("config_not_mapping", _job(config=7), "config"),
+    # The job file itself.
+    BadJob("engine_not_text", _job(engine=7), "engine"),
+    BadJob("run_path_list", _job(run_path=["a", "b"]), "run_path"),
+    BadJob("run_path_is_file", _run_path_file, "runs-file"),
+    BadJob("job_field_misspelled", _job(trian_dataset="train.jsonl"), "trian_dataset"),
+    BadJob("job_duplicate_key", _duplicate_key, "reward.*(twice|duplicate)|(twice|duplicate).*reward"),
+    BadJob("job_not_mapping", _text("- engine\n- trl\n"), "job.yaml"),
+    BadJob("job_invalid_yaml", _text("engine: [trl\n"), "job.yaml"),
+    BadJob("config_alias_bomb", _alias_bomb, "bomb.yaml"),
+    BadJob("config_deeply_nested", _deep_config, "deep.yaml"),
+    BadJob("columns_not_mapping", _job(columns=["prompt"]), "columns"),
+    BadJob("columns_unknown_canonical", _job(columns={"promt": "question"}), "promt"),
+    BadJob("columns_missing_column", _job(columns={"prompt": "question"}), "question"),
+    # Rewards: wrong, hostile, missing.
+    BadJob("reward_raises", _reward("rewards.py:raises"), "rewards.py:raises.*planted failure"),
+    BadJob("reward_returns_text", _reward("rewards.py:text"), "rewards.py:text"),
+    BadJob("reward_returns_nan", _reward("rewards.py:nan"), "rewards.py:nan"),
+    BadJob("reward_dict_without_score", _reward("rewards.py:no_score"), "rewards.py:no_score"),
+    BadJob("reward_hangs", _reward("rewards.py:sleeps", reward_timeout=1), "rewards.py:sleeps"),
+    BadJob("reward_calls_sys_exit", _reward("rewards.py:exits"), "rewards.py:exits"),
+    BadJob("reward_calls_os_exit", _reward("rewards.py:hard_exit"), "rewards.py:hard_exit"),
+    BadJob("reward_wrong_signature", _reward("rewards.py:two_args"), "two_args"),
+    BadJob("reward_function_missing", _reward("rewards.py:nope"), "nope"),
+    BadJob("reward_file_missing", _reward("missing.py:score"), "missing.py"),
+    BadJob("reward_file_syntax_error", _syntax_error, "broken.py"),
+    BadJob("reward_file_exits_on_import", _import_exit, "exiting.py"),
+    BadJob("reward_file_symlink_loop", _reward_loop, "loop.py"),
+    BadJob("reward_builtin_misspelled", _reward("exact_mach"), "exact_mach.*exact_match"),
+    BadJob("reward_weight_nan", _job(reward={"name": "exact_match", "weight": float("nan")}),
+           "weight"),
+    BadJob("reward_weight_text", _job(reward={"name": "exact_match", "weight": "heavy"}), "weight"),
+    # Datasets.
+    BadJob("dataset_missing", _job(train_dataset="nowhere.jsonl"), "nowhere.jsonl"),
+    BadJob("dataset_symlink_loop", _dataset_loop, "loop.jsonl"),
+    BadJob("dataset_unsupported_format", _job(train_dataset="rewards.py"), "rewards.py"),
+    BadJob("dataset_empty", _rows(), "train.jsonl"),
+    BadJob("dataset_row_without_truth", _dataset_line('{"prompt": "Repeat: 1"}'),
+           "train.jsonl:9.*ground_truth"),
+    BadJob("dataset_invalid_json_line", _dataset_line('{"prompt": '), "train.jsonl:9"),
+    BadJob("dataset_row_not_object", _dataset_line('[1, 2]'), "train.jsonl:9"),
+    BadJob("dataset_empty_prompt", _dataset_line('{"prompt": " ", "ground_truth": "1"}'),
+           "train.jsonl:9.*prompt"),
+    BadJob("dataset_bad_role", _dataset_line(
+        '{"prompt": [{"role": "wizard", "content": "hi"}], "ground_truth": "1"}'),
+        "train.jsonl:9.*prompt"),
+    BadJob("dataset_truth_is_list", _dataset_line('{"prompt": "hi", "ground_truth": [1]}'),
+           "train.jsonl:9.*ground_truth"),
+    BadJob("dataset_deeply_nested_row", _deep_row, "train.jsonl"),
+    BadJob("test_dataset_missing", _job(test_dataset="absent.jsonl"), "absent.jsonl"),
+    # The agent.
+    BadJob("agent_top_p_out_of_range", _agent(llm_top_p=7.5), "llm_top_p"),
+    BadJob("agent_temperature_negative", _agent(llm_temperature=-1), "llm_temperature"),
+    BadJob("agent_max_turns_zero", _agent(max_turns=0), "max_turns"),
+    BadJob("agent_key_misspelled", _agent(system_promt="hi"), "system_promt"),
+    BadJob("agent_file_missing", _job(agent="absent-agent.yaml"), "absent-agent.yaml"),
+    # Model folders: checked without running their code.
+    BadJob("model_folder_typo", _model_typo, "build/modle"),
+    BadJob("model_is_a_file", _model_is_file, "model.bin"),
+    BadJob("model_config_broken", _model(config="{not json"), "config.json"),
+    BadJob("model_config_missing", _model(config=None), "config.json"),
+    BadJob("model_without_weights", _model(config={"model_type": "qwen2"}, weights=False),
+           "weights"),
+    BadJob("model_needs_remote_code", _model(config=_AUTO_MAP,
+                                             extra={"configuration_evil.py": _EVIL_CODE}),
+           "trust_remote_code"),
+)
+
+
+class BadJobSuite:
+    """Runs every case of :data:`CASES` through ``aworld-train check`` on one engine."""
+
+    #: The engine's name.
+    engine_name: ClassVar[str] = ""
+    #: The engine's own config section for the valid job.
+    engine_section: ClassVar[dict[str, Any]] = {}
+    #: Whether the valid job names the tiny model (engines that train a model need one).
+    model_required: ClassVar[bool] = True
+    #: Common config keys of the valid job.
+    common_config: ClassVar[dict[str, Any]] = {
+        "algorithm": "grpo",
+        "max_steps": 2,
+        "batch_size": 4,
+        "num_generations": 2,
+        "learning_rate": 1e-3,
+        "max_prompt_length": 64,
+        "max_completion_length": 4,
+        "logging_steps": 1,
+        "save_steps": 2,
+    }
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def valid_model(cls, tmp_path_factory: pytest.TempPathFactory) -> Path | None:
+        if not cls.model_required:
+            return None
+        from aworld_train.testing import build_tiny_model
+
+        return build_tiny_model(tmp_path_factory.mktemp("tiny-model"))
+
+    @pytest.fixture
+    def job_folder(self, tmp_path: Path, valid_model: Path | None) -> JobFolder:
+        config = dict(self.common_config)
+        if valid_model is not None:
+            config["model"] = str(valid_model)
+        if self.engine_section:
+            config[self.engine_name] = json.loads(json.dumps(self.engine_section))
+        job = JobFolder(tmp_path, {
+            "engine": self.engine_name,
+            "agent": {"name": "bad-jobs", "system_prompt": "Answer with the digit."},
+            "train_dataset": "train.jsonl",
+            "reward": "rewards.py:score",
+            "config": config,
+            "run_path": "runs",
+        })
+        job.rows([{"prompt": [{"role": "user", "content": f"Repeat: {d}"}],
+                   "ground_truth": str(d)} for d in range(8)])
+        job.write("rewards.py", _REWARDS)
+        return job
+
+    def run_check(self, job: JobFolder, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+        """Write the job, run ``aworld-train check`` in this process; exit code and stderr."""
+        import yaml
+
+        from aworld_train.cli import main
+
+        text = job.job_text if job.job_text is not None else yaml.safe_dump(job.job)
+        (job.root / "job.yaml").write_text(text.replace("{engine}", self.engine_name))
+        capsys.readouterr()
+        try:
+            main(["check", str(job.root / "job.yaml"), "--engine", self.engine_name, *job.args])
+            code = 0
+        except SystemExit as exit_:
+            code = exit_.code if isinstance(exit_.code, int) else 1
+        return code, capsys.readouterr().err
+
+    def test_valid_job_passes(self, job_folder: JobFolder,
+                              capsys: pytest.CaptureFixture[str]) -> None:
+        code, err = self.run_check(job_folder, capsys)
+        assert code == 0, err
+
+    @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
+    def test_bad_job_fails_check_in_one_line(self, case: BadJob, job_folder: JobFolder,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+        case.edit(job_folder)
+        code, err = self.run_check(job_folder, capsys)
+        errors = [line for line in err.splitlines() if line.startswith("error:")]
+        assert code == 2, f"exit {code}; stderr:\n{err}"
+        assert len(errors) == 1, err
+        assert "Traceback" not in err, err
+        assert re.search(case.expect, errors[0], re.IGNORECASE), errors[0]
+        assert not (job_folder.root / "runs").exists(), "check wrote a run directory"
+        assert not (job_folder.root / "model" / "EXECUTED").exists(), "check ran model code"
