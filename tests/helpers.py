@@ -7,6 +7,8 @@ import json
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +53,37 @@ def lay_out_distribution(site: Path, name: str, entry_points: str, module: str,
     info.mkdir()
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
     (info / "entry_points.txt").write_text(entry_points)
+
+
+def engine_source(check_config: str = "return None") -> str:
+    """The hook module of a minimal engine: ``check_config`` runs the given line, ``train``
+    does nothing."""
+    return ("from aworld_train import hookimpl\n\n\n@hookimpl\ndef check_config(config):\n"
+            f"    {check_config}\n\n\n@hookimpl\ndef train(ctx):\n    return None\n")
+
+
+def lay_out_engine(site: Path, name: str, source: str, version: str = "0.1.0") -> None:
+    """Install the engine ``name`` (hook module ``source``) as ``aworld-train-<name>``."""
+    lay_out_distribution(site, f"aworld-train-{name}", f"[aworld_train.engines]\n{name} = "
+                         f"aworld_train_{name}\n", f"aworld_train_{name}", source, version)
+
+
+def signal_when(process: subprocess.Popen[str], ready: Callable[[], bool],
+                signum: int) -> tuple[str, str]:
+    """Send ``signum`` to ``process`` once ``ready()`` (polled for up to 60 s), then return its
+    output; the process is killed if it outlives the test."""
+    try:
+        deadline = time.monotonic() + 60
+        while not ready():
+            assert process.poll() is None, f"exited {process.returncode}: {process.communicate()}"
+            assert time.monotonic() < deadline, "not ready within 60 s"
+            time.sleep(0.1)
+        process.send_signal(signum)
+        return process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
 
 
 def write_model_folder(folder: Path, **config: Any) -> Path:

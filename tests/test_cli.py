@@ -25,11 +25,13 @@ from helpers import (
     ARITHMETIC,
     ENV_VARS,
     RecordingProcessor,
-    lay_out_distribution,
+    engine_source,
+    lay_out_engine,
     manifest,
     only_run_dir,
     read_jsonl,
     run_python,
+    signal_when,
     write_jsonl,
 )
 
@@ -300,24 +302,16 @@ def test_sigterm_interrupts_training_and_the_printed_command_resumes(tmp_path: P
     process = subprocess.Popen([str(EXECUTABLE), "train", str(job), "-o", "toy.temperature=1.5"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                env=clean_env())
-    try:
-        deadline = time.monotonic() + 60
-        saved: list[Path] = []
-        while time.monotonic() < deadline and process.poll() is None and not saved:
-            saved = list((tmp_path / "runs").glob("*/checkpoint-5/policy.json"))
-            time.sleep(0.1)
-        assert saved, f"no checkpoint within 60 s; exit {process.poll()}"
-        process.send_signal(signal.SIGTERM)
-        stdout, stderr = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
+    stdout, stderr = signal_when(
+        process, lambda: any((tmp_path / "runs").glob("*/checkpoint-5/policy.json")),
+        signal.SIGTERM)
     assert process.returncode == 130, stderr
     assert "interrupted: training interrupted by SIGTERM" in stderr
     interrupted = only_run_dir(tmp_path / "runs")
     assert f"run directory: {interrupted}" in stdout
     assert manifest(interrupted)["status"] == "interrupted"
-    last = max(int(p.parent.name.split("-")[1]) for p in interrupted.glob("checkpoint-*/policy.json"))
+    last = max(int(p.parent.name.split("-")[1])
+               for p in interrupted.glob("checkpoint-*/policy.json"))
     parent = read_jsonl(interrupted / "metrics.jsonl")
 
     command = (f"aworld-train train {job} -o toy.temperature=1.5 --resume {interrupted}")
@@ -343,18 +337,7 @@ def test_sigterm_during_the_checks_interrupts_them_and_leaves_nothing(
                     config={"max_steps": 5, "reward_timeout": 120})
     process = subprocess.Popen([str(EXECUTABLE), command, str(job)], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, env=clean_env(), cwd=tmp_path)
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and process.poll() is None:
-            if (tmp_path / "reward-started").exists():
-                break
-            time.sleep(0.1)
-        assert (tmp_path / "reward-started").exists(), process.communicate(timeout=60)
-        process.send_signal(signal.SIGTERM)
-        _, stderr = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
+    _, stderr = signal_when(process, (tmp_path / "reward-started").exists, signal.SIGTERM)
     assert process.returncode == 130, stderr
     assert stderr.strip().splitlines()[-1] == "interrupted: checks interrupted by SIGTERM"
     assert "Traceback" not in stderr
@@ -489,29 +472,12 @@ def test_the_picked_engine_is_named_when_several_are_installed(
     assert result.returncode == 0 and result.stderr == "", "named: nothing to say"
 
 
-BUGGY_ENGINE = """
-from aworld_train import hookimpl
-
-
-@hookimpl
-def check_config(config):
-    raise RuntimeError("schema table missing")
-
-
-@hookimpl
-def train(ctx):
-    return None
-"""
-
-
 def test_an_engine_bug_is_one_line_and_debug_shows_the_traceback(tmp_path: Path) -> None:
     site = tmp_path / "site"
     site.mkdir()
-    lay_out_distribution(site, "aworld-train-buggy", "[aworld_train.engines]\n"
-                         "buggy = aworld_train_buggy\n", "aworld_train_buggy", BUGGY_ENGINE,
-                         version="1.0")
-    lay_out_distribution(site, "aworld-train-idle", "[aworld_train.engines]\n"
-                         "idle = aworld_train_idle\n", "aworld_train_idle", "")
+    lay_out_engine(site, "buggy", engine_source('raise RuntimeError("schema table missing")'),
+                   version="1.0")
+    lay_out_engine(site, "idle", "")
     env = clean_env(PYTHONPATH=str(site))
     job = write_job(tmp_path)
     assert_one_line_error(aworld_train("check", job, "--engine", "buggy", env=env),
@@ -647,3 +613,23 @@ def leaky(data_source, solution_str, ground_truth, extra_info=None):
     assert data["status"] == "failed"
     assert data["error"].endswith("denied for key ***")
     assert "sk-env-planted-8888" not in result.stdout + result.stderr
+
+
+def test_sigterm_before_the_checks_ends_the_command_as_ctrl_c_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from aworld_train import job as job_module
+
+    real_load_job = job_module.load_job
+
+    def load_job_then_terminated(*args: Any, **kwargs: Any) -> Any:
+        loaded = real_load_job(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGTERM)
+        return loaded
+
+    monkeypatch.setattr(job_module, "load_job", load_job_then_terminated)
+    before = signal.getsignal(signal.SIGTERM)
+    result = aworld_train_in_process(capsys, "check", write_job(tmp_path))
+    assert result.returncode == 130
+    assert result.stderr.strip().splitlines()[-1] == "interrupted"
+    assert signal.getsignal(signal.SIGTERM) == before, "the handler is put back"

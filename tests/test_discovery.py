@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import lay_out_distribution, run_python
+from helpers import engine_source, lay_out_distribution, lay_out_engine, run_python
 
 from aworld_train import AgentTrainer, plugins
 from aworld_train.errors import AgentError, PluginError
@@ -221,8 +221,7 @@ def test_installed_versions_reads_metadata_and_skips_what_is_missing() -> None:
 def test_an_engine_without_a_train_hook_is_refused(
     source: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, toy_job: dict[str, Any]
 ) -> None:
-    lay_out_distribution(tmp_path, "aworld-train-idle", "[aworld_train.engines]\n"
-                         "idle = aworld_train_idle\n", "aworld_train_idle", source)
+    lay_out_engine(tmp_path, "idle", source)
     monkeypatch.syspath_prepend(str(tmp_path))
     message = "engine 'idle' from aworld-train-idle implements no train hook"
     assert plugins.check_engine(plugins.find_engine("idle")).status == f"broken: {message}"
@@ -234,27 +233,11 @@ def test_an_engine_without_a_train_hook_is_refused(
     assert not toy_job["run_path"].exists() or not list(toy_job["run_path"].iterdir())
 
 
-RAISING_ENGINE = '''
-from aworld_train import hookimpl
-
-
-@hookimpl
-def check_config(config):
-    raise RuntimeError("the engine's schema is broken")
-
-
-@hookimpl
-def train(ctx):
-    return None
-'''
-
-
 def test_an_engine_hook_raising_a_bug_names_the_engine_its_distribution_and_the_hook(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, toy_job: dict[str, Any]
 ) -> None:
-    lay_out_distribution(tmp_path, "aworld-train-raising", "[aworld_train.engines]\n"
-                         "raising = aworld_train_raising\n", "aworld_train_raising",
-                         RAISING_ENGINE, version="1.0")
+    lay_out_engine(tmp_path, "raising", engine_source(
+        'raise RuntimeError("the engine\'s schema is broken")'), version="1.0")
     monkeypatch.syspath_prepend(str(tmp_path))
     toy_job["train_engine_name"] = "raising"
     with pytest.raises(PluginError) as raised:
@@ -263,27 +246,10 @@ def test_an_engine_hook_raising_a_bug_names_the_engine_its_distribution_and_the_
                                  "raised RuntimeError: the engine's schema is broken")
 
 
-RENAMED_ENGINE = '''
-from aworld_train import hookimpl
-
-
-@hookimpl
-def check_config(config):
-    return config.engine_section("original")
-
-
-@hookimpl
-def train(ctx):
-    return None
-'''
-
-
 def test_an_engine_reading_its_section_under_another_name_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, toy_job: dict[str, Any]
 ) -> None:
-    lay_out_distribution(tmp_path, "aworld-train-renamed", "[aworld_train.engines]\n"
-                         "renamed = aworld_train_renamed\n", "aworld_train_renamed",
-                         RENAMED_ENGINE)
+    lay_out_engine(tmp_path, "renamed", engine_source('return config.engine_section("original")'))
     monkeypatch.syspath_prepend(str(tmp_path))
     toy_job["train_engine_name"] = "renamed"
     with pytest.raises(PluginError, match="engine 'renamed' reads the 'original' section, but "

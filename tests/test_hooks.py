@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import RecordingProcessor, lay_out_distribution, manifest, read_jsonl
+from helpers import RecordingProcessor, lay_out_distribution, lay_out_engine, manifest, read_jsonl
 
 from aworld_train import AgentTrainer, hookspecs
 from aworld_train.agent import AgentSpec
@@ -216,8 +216,7 @@ def report_metrics(step):
 def test_the_engines_own_report_metrics_raising_fails_the_run(
     toy_job: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    lay_out_distribution(tmp_path, "aworld-train-loud", "[aworld_train.engines]\n"
-                         "loud = aworld_train_loud\n", "aworld_train_loud", LOUD_ENGINE)
+    lay_out_engine(tmp_path, "loud", LOUD_ENGINE)
     monkeypatch.syspath_prepend(str(tmp_path))
     toy_job["train_engine_name"] = "loud"
     trainer = AgentTrainer(**toy_job)

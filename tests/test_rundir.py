@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
-from helpers import RecordingProcessor, manifest, only_run_dir, read_jsonl
+from helpers import RecordingProcessor, manifest, only_run_dir, read_jsonl, signal_when
 
 from aworld_train import AgentTrainer
 from aworld_train.agent import AgentSpec
@@ -163,31 +163,23 @@ trainer.train()
 """
 
 
-def start_slow_training(runs: Path) -> tuple[subprocess.Popen[str], Path]:
-    """A training process on the toy engine, once it has logged a step, and its run."""
-    process = subprocess.Popen([sys.executable, "-c", SLOW_TRAINING, str(runs)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and process.poll() is None:
-        found = list(runs.glob("*/metrics.jsonl"))
-        if found and found[0].stat().st_size > 0:
-            return process, found[0].parent
-        time.sleep(0.1)
-    process.kill()
-    raise AssertionError(f"no step logged within 60 s: {process.communicate()[1]}")
+def slow_training(runs: Path) -> subprocess.Popen[str]:
+    """A training process on the toy engine that runs for minutes."""
+    return subprocess.Popen([sys.executable, "-c", SLOW_TRAINING, str(runs)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def logged_a_step(runs: Path) -> bool:
+    return any(path.stat().st_size > 0 for path in runs.glob("*/metrics.jsonl"))
 
 
 def test_sigterm_to_a_training_process_marks_the_run_interrupted(tmp_path: Path) -> None:
-    process, run_dir = start_slow_training(tmp_path / "runs")
-    try:
-        process.send_signal(signal.SIGTERM)
-        _, stderr = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
+    runs = tmp_path / "runs"
+    process = slow_training(runs)
+    _, stderr = signal_when(process, lambda: logged_a_step(runs), signal.SIGTERM)
     assert process.returncode != 0
     assert "interrupted by SIGTERM" in stderr
-    data = manifest(run_dir)
+    data = manifest(only_run_dir(runs))
     assert data["status"] == "interrupted"
     assert data["error"] == "Interrupted: training interrupted by SIGTERM"
     assert data["final_metrics"]["step"] >= 1
@@ -363,14 +355,18 @@ def test_resume_of_a_run_whose_manifest_is_damaged(
 
 def test_a_killed_run_reads_crashed_and_resumes(toy_job: dict[str, Any], tmp_path: Path) -> None:
     runs = tmp_path / "runs"
-    process, run_dir = start_slow_training(runs)
-    try:
+    process = slow_training(runs)
+
+    def refused_while_alive() -> bool:
+        if not logged_a_step(runs):
+            return False
         with pytest.raises(RunDirectoryError, match=f"still running \\(pid {process.pid} on host"):
-            AgentTrainer(**toy_job, resume=run_dir)
-        assert list(runs.iterdir()) == [run_dir], "a refused resume leaves nothing"
-    finally:
-        process.kill()
-        process.wait()
+            AgentTrainer(**toy_job, resume=only_run_dir(runs))
+        assert len(list(runs.iterdir())) == 1, "a refused resume leaves nothing"
+        return True
+
+    signal_when(process, refused_while_alive, signal.SIGKILL)
+    run_dir = only_run_dir(runs)
     assert manifest(run_dir)["status"] == "running", "kill -9 leaves the manifest as it was"
     assert read_manifest(run_dir)["status"] == "crashed"
     rows = [{"prompt": f"q{i}", "ground_truth": str(i)} for i in range(4)]

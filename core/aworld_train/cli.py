@@ -6,10 +6,14 @@ traceback instead.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
+import signal
 import sys
+import threading
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,23 +28,39 @@ EXIT_INTERRUPTED = 130
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
     args = sys.argv[1:] if argv is None else argv
+    with _sigterm_as_sigint():
+        try:
+            cli.main(args=args, prog_name="aworld-train", standalone_mode=False)
+        except click.exceptions.Abort as exc:  # click turns KeyboardInterrupt into Abort
+            reason = exc.__cause__
+            click.echo(f"interrupted: {reason}" if reason and str(reason) else "interrupted",
+                       err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        except click.ClickException as exc:  # usage errors: one line too
+            click.echo(f"error: {_one_line(exc.format_message())}", err=True)
+            sys.exit(EXIT_BAD_INPUT)
+        except AWorldTrainError as exc:
+            if "--debug" in args:
+                traceback.print_exc()
+            click.echo(f"error: {_one_line(str(exc))}", err=True)
+            sys.exit(EXIT_BAD_INPUT)
+        except KeyboardInterrupt:  # before click took over
+            click.echo("interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+
+
+@contextlib.contextmanager
+def _sigterm_as_sigint() -> Iterator[None]:
+    """SIGTERM (``kill``, a scheduler, CI) ends the command as Ctrl-C does, whatever it is
+    doing; the trainer names the signal in the phases it handles itself."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
-        cli.main(args=args, prog_name="aworld-train", standalone_mode=False)
-    except click.exceptions.Abort as exc:  # click turns KeyboardInterrupt into Abort
-        reason = exc.__cause__
-        click.echo(f"interrupted: {reason}" if reason and str(reason) else "interrupted", err=True)
-        sys.exit(EXIT_INTERRUPTED)
-    except click.ClickException as exc:  # usage errors: one line too
-        click.echo(f"error: {_one_line(exc.format_message())}", err=True)
-        sys.exit(EXIT_BAD_INPUT)
-    except AWorldTrainError as exc:
-        if "--debug" in args:
-            traceback.print_exc()
-        click.echo(f"error: {_one_line(str(exc))}", err=True)
-        sys.exit(EXIT_BAD_INPUT)
-    except KeyboardInterrupt:  # before click took over
-        click.echo("interrupted", err=True)
-        sys.exit(EXIT_INTERRUPTED)
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

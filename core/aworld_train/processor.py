@@ -23,8 +23,9 @@ class TrainerProcessor(abc.ABC):
     Each ``check_*`` method receives what the core resolved and validated (an ``AgentSpec``,
     ``datasets.Dataset`` objects, a callable ``RewardSpec``, a ``TrainConfig``), or ``None``
     for an agent, dataset or reward the user did not give (the processor decides whether it
-    needs one), and returns the engine-ready form or ``None``. ``self.run_path`` is the run directory; ``self.context`` is
-    the :class:`~aworld_train.context.RunContext` once the checks start.
+    needs one), and returns the engine-ready form or ``None``. ``self.run_path`` is the run
+    directory; ``self.context`` is the :class:`~aworld_train.context.RunContext` once the
+    checks start.
     """
 
     def __init__(self, run_path: str) -> None:

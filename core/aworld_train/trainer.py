@@ -100,13 +100,10 @@ class AgentTrainer:
         on_check: Callable[[CheckResult], None] | None = None,
     ) -> None:
         from aworld_train.redaction import install_secret_filter, remember_secrets
-        from aworld_train.rundir import RunDirectory, check_run_path, resolve_resume
 
         # Before anything can print a secret: an error line, a log record.
         remember_secrets({"agent": agent, "config": config})
         install_secret_filter()
-        given = _Given(agent, config, reward_func, train_dataset, test_dataset, columns,
-                       overrides, base_dir)
         self.train_engine_name = plugins.default_engine(train_engine_name)
         self.engine_info = plugins.find_engine(self.train_engine_name)
         self.check_only = check_only
@@ -115,30 +112,12 @@ class AgentTrainer:
         self._on_check = on_check
         self._failed_reporters: set[str] = set()
         self.run_path = Path(run_path if run_path is not None else "runs")
-        progress = not check_only if show_progress is None else show_progress
-
+        given = _Given(agent, config, reward_func, train_dataset, test_dataset, columns,
+                       overrides, base_dir)
         with _signals_interrupt("checks"):
-            resume_from = resolve_resume(resume, self.run_path) if resume is not None else None
-            check_run_path(self.run_path)
-            # The checks run in the run's own directory, since engines write converted inputs
-            # there and keep their absolute paths: it could not be renamed afterwards. It
-            # becomes a run when its manifest is written, once every check passed, and is
-            # removed when a check fails or is interrupted. A check-only run uses a temporary
-            # directory, always removed.
-            if check_only:
-                self.run_dir = RunDirectory.scratch()
-            else:
-                self.run_dir = RunDirectory.create(self.run_path, self.train_engine_name)
-            try:
-                spec = self._check(given, resume_from, progress)
-                if not check_only:
-                    self._start_run(given, spec, resume_from)
-            except BaseException:
-                self.run_dir.discard()
-                raise
+            self._check_in_run_directory(
+                given, resume, not check_only if show_progress is None else show_progress)
         self.initialized = True
-        if check_only:
-            self.run_dir.discard()
 
     def train(self) -> dict[str, Any]:
         """Train on the engine; returns the final metrics.
@@ -174,6 +153,34 @@ class AgentTrainer:
         plugins.unregister_processor(train_engine_name)
 
     # --- The checks, in the order the hooks are called -----------------------------------------
+
+    def _check_in_run_directory(self, given: _Given, resume: str | Path | None,
+                                progress: bool) -> None:
+        """Run every check, then start the run.
+
+        The checks run in the run's own directory, since engines write converted inputs there
+        and keep their absolute paths: it could not be renamed afterwards. It becomes a run
+        when its manifest is written, once every check passed, and is removed when a check
+        fails or is interrupted, so a failed ``train`` or ``--resume`` leaves nothing. A
+        check-only run uses a temporary directory, always removed.
+        """
+        from aworld_train.rundir import RunDirectory, check_run_path, resolve_resume
+
+        resume_from = resolve_resume(resume, self.run_path) if resume is not None else None
+        check_run_path(self.run_path)
+        if self.check_only:
+            self.run_dir = RunDirectory.scratch()
+        else:
+            self.run_dir = RunDirectory.create(self.run_path, self.train_engine_name)
+        try:
+            spec = self._check(given, resume_from, progress)
+            if not self.check_only:
+                self._start_run(given, spec, resume_from)
+        except BaseException:
+            self.run_dir.discard()
+            raise
+        if self.check_only:
+            self.run_dir.discard()
 
     def _check(self, given: _Given, resume_from: Path | None, progress: bool) -> AgentSpec:
         """Run every check; returns the agent as the core resolved it."""
@@ -303,9 +310,11 @@ class AgentTrainer:
         """Call the engine's ``check_<key>`` hook and keep its result (or the core's form)."""
         started = time.perf_counter()
         result = self._call_engine(f"check_{key}", run)
-        detail = "kept the core's form" if result is None else f"converted ({type(result).__name__})"
-        self.context.results[key] = core_form if result is None else result
-        self._record(CheckResult(key, self.train_engine_name, detail, time.perf_counter() - started))
+        kept = result is None
+        detail = "kept the core's form" if kept else f"converted ({type(result).__name__})"
+        self.context.results[key] = core_form if kept else result
+        seconds = time.perf_counter() - started
+        self._record(CheckResult(key, self.train_engine_name, detail, seconds))
 
     def _call_engine(self, hook: str, run: Callable[[], Any]) -> Any:
         """Call an engine hook; anything it raises besides an ``AWorldTrainError`` is a bug in
