@@ -46,6 +46,44 @@ def test_grpo_trains_reports_checkpoints_and_saves(job: dict[str, Any], tmp_path
     assert not (run_dir / "model" / "optimizer.pt").exists()
 
 
+def test_the_hub_token_reaches_swift_only_through_the_environment_and_output_stays_in_the_log(
+    job: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """swift logs in to ModelScope with the token it finds; here that login records the token
+    instead of contacting the hub. The token must never be written: swift saves its arguments
+    to args.json and pickles them into every training_args.bin."""
+    import os
+
+    from swift.hub.hub import MSHub
+
+    token = "ms-planted-token-2b7e151628aed2a6"
+    logins: list[str | None] = []
+
+    def try_login(cls: type, token: str | None = None) -> bool:
+        logins.append(token or os.environ.get("MODELSCOPE_API_TOKEN"))
+        return False
+
+    monkeypatch.setattr(MSHub, "try_login", classmethod(try_login))
+    monkeypatch.delenv("MODELSCOPE_API_TOKEN", raising=False)
+    job["config"] = dict(job["config"], max_steps=2, swift={"template": "qwen", "hub_token": token})
+    trainer = AgentTrainer(**job)
+    assert token not in logins  # the check built swift's arguments without it
+    trainer.train()
+    run_dir = trainer.run_dir.path
+
+    assert token in logins
+    assert (run_dir / "checkpoints" / "checkpoint-2" / "training_args.bin").is_file()
+    written = [path for path in run_dir.rglob("*") if path.is_file()]
+    assert [path for path in written if token.encode() in path.read_bytes()] == []
+    # The terminal gets no swift log lines, per-step dicts or library progress bars ...
+    out, err = capfd.readouterr()
+    for noise in ("[INFO:swift]", "'loss':", "Loading weights", "Map", "Writing model shards"):
+        assert noise not in out + err
+    # ... which the run's swift.log keeps.
+    log = (run_dir / "swift.log").read_text()
+    assert "[INFO:swift]" in log and "'loss':" in log
+
+
 def test_sft_with_lora_trains_an_adapter_and_evaluates(job: dict[str, Any], tmp_path: Path) -> None:
     from peft import PeftModel
     from transformers import AutoModelForCausalLM
