@@ -235,6 +235,16 @@ def test_chat_prompt_without_a_chat_template_names_the_row() -> None:
         datasets_to_trl(rows, None, _agent(conversational=False), "grpo")
 
 
+def test_conversion_draws_no_progress_bar(capsys: pytest.CaptureFixture[str]) -> None:
+    from datasets.utils import are_progress_bars_disabled
+
+    from aworld_train_trl.data import datasets_to_trl
+
+    datasets_to_trl(_canonical(), _canonical(), _agent(), "grpo")
+    assert capsys.readouterr().err == ""
+    assert not are_progress_bars_disabled()  # the user's own setting is left as it was
+
+
 def test_no_train_dataset_is_one_error() -> None:
     from aworld_train_trl.data import datasets_to_trl
 
