@@ -115,11 +115,11 @@ def test_agent_unknown_key_suggests_the_right_one(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("key", "value"), [
     ("max_turns", 0), ("max_turns", "3"), ("tools", "math:sqrt"), ("llm_temperature", "hot"),
-    ("llm_temperature", -0.5), ("llm_top_p", -1), ("llm_max_tokens", 0),
-    ("name", ""), ("model", 7),
+    ("llm_temperature", -0.5), ("llm_temperature", float("nan")), ("llm_top_p", -1),
+    ("llm_top_p", 7.5), ("llm_max_tokens", 0), ("name", ""), ("model", 7),
 ])
 def test_agent_key_with_an_invalid_value(key: str, value: object) -> None:
-    with pytest.raises(AgentError, match=f"agent key '{key}' has an invalid value"):
+    with pytest.raises(AgentError, match=f"agent key '{key}' must be "):
         load_agent({"name": "solver", key: value})
 
 

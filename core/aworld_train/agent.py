@@ -150,28 +150,37 @@ def from_aworld(agent: Any) -> AgentSpec:
 
 
 def _validate(spec: AgentSpec, where: str) -> None:
+    # key -> (whether the value is valid, what a valid value is)
     checks = {
-        "name": isinstance(spec.name, str) and bool(spec.name),
-        "model": spec.model is None or isinstance(spec.model, str),
-        "system_prompt": spec.system_prompt is None or isinstance(spec.system_prompt, str),
-        "tools": isinstance(spec.tools, list),
-        "mcp_config": isinstance(spec.mcp_config, dict),
-        "mcp_servers": isinstance(spec.mcp_servers, list),
-        "max_turns": isinstance(spec.max_turns, int) and not isinstance(spec.max_turns, bool)
-        and spec.max_turns >= 1,
+        "name": (isinstance(spec.name, str) and bool(spec.name), "a non-empty string"),
+        "model": (spec.model is None or isinstance(spec.model, str), "a folder or a hub id"),
+        "system_prompt": (spec.system_prompt is None or isinstance(spec.system_prompt, str),
+                          "a string"),
+        "tools": (isinstance(spec.tools, list), "a list"),
+        "mcp_config": (isinstance(spec.mcp_config, dict), "a mapping"),
+        "mcp_servers": (isinstance(spec.mcp_servers, list), "a list of server names"),
+        "max_turns": (_whole_number(spec.max_turns), "an integer >= 1"),
         # Sampling settings become every engine's generation settings: check their range once.
-        "llm_temperature": spec.llm_temperature is None or _number_at_least(spec.llm_temperature, 0),
-        "llm_top_p": spec.llm_top_p is None or _number_at_least(spec.llm_top_p, 0),
-        "llm_max_tokens": spec.llm_max_tokens is None
-        or (isinstance(spec.llm_max_tokens, int) and spec.llm_max_tokens >= 1),
+        "llm_temperature": (spec.llm_temperature is None
+                            or _number_within(spec.llm_temperature, 0, 100), "a number from 0 to 100"),
+        "llm_top_p": (spec.llm_top_p is None or _number_within(spec.llm_top_p, 0, 1),
+                      "a number from 0 to 1"),
+        "llm_max_tokens": (spec.llm_max_tokens is None or _whole_number(spec.llm_max_tokens),
+                           "an integer >= 1"),
     }
-    for key, ok in checks.items():
+    for key, (ok, expected) in checks.items():
         if not ok:
-            raise AgentError(f"{where}: agent key '{key}' has an invalid value {getattr(spec, key)!r}")
+            raise AgentError(f"{where}: agent key '{key}' must be {expected}, "
+                             f"got {getattr(spec, key)!r}")
 
 
-def _number_at_least(value: Any, low: float) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value >= low
+def _whole_number(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _number_within(value: Any, low: float, high: float) -> bool:
+    # NaN compares false both ways, so it is refused too.
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and low <= value <= high
 
 
 def _is_aworld_agent(obj: Any) -> bool:

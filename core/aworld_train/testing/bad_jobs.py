@@ -113,7 +113,8 @@ class JobFolder:
             text = config if isinstance(config, str) else json.dumps(config)
             (folder / "config.json").write_text(text, encoding="utf-8")
         if weights:
-            (folder / "model.safetensors").write_bytes(b"\0" * 16)
+            # An empty but well-formed safetensors file: an 8-byte header length, then "{}".
+            (folder / "model.safetensors").write_bytes(len(b"{}").to_bytes(8, "little") + b"{}")
         for name, text in (extra or {}).items():
             (folder / name).write_text(text, encoding="utf-8")
         return str(folder)
