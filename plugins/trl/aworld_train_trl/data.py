@@ -60,7 +60,11 @@ def datasets_to_trl(
 @contextlib.contextmanager
 def _no_progress_bars() -> Iterator[None]:
     """Keep ``datasets``' "Map" bars off the terminal while ``check`` prints its table."""
-    from datasets.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+    from datasets.utils import (
+        are_progress_bars_disabled,
+        disable_progress_bars,
+        enable_progress_bars,
+    )
 
     was_disabled = are_progress_bars_disabled()
     disable_progress_bars()
