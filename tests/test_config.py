@@ -126,7 +126,8 @@ def test_unknown_resources_key() -> None:
     ({"learning_rate": "fast"}, "config 'learning_rate' must be a finite number > 0, "
                                 "got str 'fast'"),
     ({"learning_rate": False}, "config 'learning_rate' must be a finite number > 0, got bool"),
-    ({"algorithm": 3}, "config 'algorithm' must be one of grpo, ppo, sft, dpo, got int 3"),
+    ({"algorithm": 3}, "config 'algorithm' must be an algorithm name such as grpo, ppo, sft, dpo, "
+                       "got int 3"),
     ({"model": ["a"]}, "config 'model' must be a model folder or hub id (a non-empty string)"),
     ({"model": "  "}, "config 'model' must be a model folder or hub id"),
     ({"resources": {"nnodes": "two"}}, "config 'resources.nnodes' must be an integer >= 1"),
@@ -231,12 +232,13 @@ def test_the_safety_keys_default_and_stay_out_of_a_saved_job() -> None:
     assert load_config(changed.to_dict()) == changed
 
 
-def test_an_unknown_algorithm_suggests_one() -> None:
-    with pytest.raises(ConfigError, match=r"^config 'algorithm' must be one of grpo, ppo, sft, "
-                                          r"dpo, got str 'grop' \(did you mean 'grpo'\?\)$"):
-        load_config({"algorithm": "grop"})
+def test_the_core_checks_an_algorithms_form_and_leaves_the_choice_to_the_engine() -> None:
+    # VeRL trains any of its advantage estimators by name; each engine refuses the rest.
+    assert load_config({"algorithm": "rloo"}).algorithm == "rloo"
     with pytest.raises(ConfigError, match=r"got str 'GRPO' \(did you mean 'grpo'\?\)"):
         load_config({"algorithm": "GRPO"})
+    with pytest.raises(ConfigError, match=r"^config 'algorithm' must be an algorithm name"):
+        load_config({"algorithm": "g r p o"})
 
 
 def test_a_key_that_is_not_a_name() -> None:

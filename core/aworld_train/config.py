@@ -299,7 +299,7 @@ def _number_types() -> tuple[Any, Any, Any]:
 @functools.cache
 def _common_schema() -> Any:
     """The common keys' types and ranges; ``description`` is how an error line words each."""
-    from typing import Annotated, Literal
+    from typing import Annotated
 
     from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
@@ -309,8 +309,10 @@ def _common_schema() -> Any:
     class CommonKeys(BaseModel):
         model_config = ConfigDict(strict=True, extra="forbid")
 
-        algorithm: Literal[ALGORITHMS] = Field(  # type: ignore[valid-type]
-            "grpo", description="one of " + ", ".join(ALGORITHMS))
+        # The form only: which algorithms an engine trains is the engine's to say (VeRL takes
+        # any of its advantage estimators by name), and each engine refuses the rest.
+        algorithm: Annotated[StrictStr, Field(pattern=r"^[a-z][a-z0-9_]*$")] = Field(
+            "grpo", description="an algorithm name such as " + ", ".join(ALGORITHMS))
         model: Annotated[StrictStr, Field(pattern=r"\S")] | None = Field(
             None, description="a model folder or hub id (a non-empty string)")
         learning_rate: Annotated[finite, Field(gt=0)] | None = Field(
