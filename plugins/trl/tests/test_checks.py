@@ -319,3 +319,16 @@ def test_several_weighted_rewards_become_one_trl_reward(job: dict[str, Any]) -> 
                     log_metric=logged.__setitem__)
     assert scores == [1.5, 0.0]
     assert logged == {"rewards/score": 0.5, "rewards/exact_match": 0.5}
+
+
+def test_trainer_choices_are_the_ones_trls_help_lists() -> None:
+    """The choices TRL checks only in its trainer are kept by hand: each must still be named in
+    the installed TRL's own help for the field, so an upgrade that renames one fails here."""
+    from trl import GRPOConfig
+
+    from aworld_train_trl.schema import GRPO_CHOICES, field_metadata
+
+    for key, choices in GRPO_CHOICES.items():
+        help_text = field_metadata(GRPOConfig)[key]["help"]
+        missing = [c for c in choices if isinstance(c, str) and c not in help_text]
+        assert missing == [], f"{key}: {missing}"
