@@ -95,7 +95,7 @@ def _open(source: Any, base_dir: Path | None, role: str) -> _Rows:
             )
         return _Rows(str(path), path.stem, _guarded(path, readers[suffix]), suffix == ".jsonl")
     if isinstance(source, list):
-        return _Rows(role, role, _shallow(source, role))
+        return _Rows(role, role, _list_rows(source, role))
     if type(source).__name__ == "Dataset" and hasattr(source, "to_list"):
         return _Rows(role, role, enumerate(_dataset_rows(source)))
     raise DatasetError(
@@ -176,7 +176,7 @@ def _dataset_rows(dataset: datasets.Dataset) -> Iterator[dict[str, Any]]:
             yield dict(zip(names, values))
 
 
-def _shallow(rows: list[Any], role: str) -> Iterator[tuple[int, Any]]:
+def _list_rows(rows: list[Any], role: str) -> Iterator[tuple[int, Any]]:
     """Rows given in Python, each checked for depth first: Arrow crashes on deep nesting,
     which a file cannot reach (the JSON reader stops far earlier)."""
     for index, row in enumerate(rows):
@@ -205,16 +205,18 @@ def _canonical_rows(
     """The source's rows, each checked and made canonical as it is read."""
     first_is_text: bool | None = None
     for index, (position, raw) in enumerate(source.rows):
-        where = source.where(position)
-        row = _canonical_row(raw, index, where, mapping, source.default_source)
+        try:
+            row = _canonical_row(raw, index, mapping, source.default_source)
+        except _RowError as exc:
+            raise DatasetError(f"{source.where(position)}: {exc}") from None
         is_text = isinstance(row["prompt"], str)
         if first_is_text is None:
             first_is_text = is_text
         elif is_text != first_is_text:
             kinds = ("a string", "a message list") if first_is_text else ("a message list", "a string")
             raise DatasetError(
-                f"{where}: column 'prompt' is {kinds[1]} but row 0's is {kinds[0]}; "
-                "use one form for every row"
+                f"{source.where(position)}: column 'prompt' is {kinds[1]} but row 0's is "
+                f"{kinds[0]}; use one form for every row"
             )
         yield position, row
 
@@ -308,40 +310,45 @@ def _column_mapping(columns: dict[str, str] | None) -> dict[str, str]:
     return {user: canonical for canonical, user in columns.items()}
 
 
+class _RowError(Exception):
+    """What is wrong with one row; the caller adds which row it is."""
+
+
 def _canonical_row(
-    row: Any, index: int, where: str, mapping: dict[str, str], default_source: str
+    row: Any, index: int, mapping: dict[str, str], default_source: str
 ) -> dict[str, Any]:
+    """The row renamed, checked and filled in.
+
+    :raises _RowError: saying what is wrong with it.
+    """
     if not isinstance(row, dict):
-        raise DatasetError(f"{where}: a row must be an object, got {type(row).__name__}")
+        raise _RowError(f"a row must be an object, got {type(row).__name__}")
     row = {mapping.get(key, key): value for key, value in row.items()} if mapping else dict(row)
     for required in ("prompt", "ground_truth"):
         if required not in row or row[required] is None:
             user = next((u for u, c in mapping.items() if c == required), None)
             named = f"'{required}'" + (f" (mapped from '{user}')" if user else "")
-            raise DatasetError(
-                f"{where}: missing column {named}; map your column with "
+            raise _RowError(
+                f"missing column {named}; map your column with "
                 f"columns: {{{required}: <your column>}}"
             )
-    _check_prompt(row["prompt"], where)
+    _check_prompt(row["prompt"])
     truth = row["ground_truth"]
     if isinstance(truth, bool) or not isinstance(truth, (str, int, float)):
-        raise DatasetError(
-            f"{where}: column 'ground_truth' must be a string or a number, "
-            f"got {type(truth).__name__}"
+        raise _RowError(
+            f"column 'ground_truth' must be a string or a number, got {type(truth).__name__}"
         )
     row["ground_truth"] = str(truth)
     source = row.get("data_source")
     if source is None:
         row["data_source"] = default_source
     elif not isinstance(source, str):
-        raise DatasetError(f"{where}: column 'data_source' must be a string")
+        raise _RowError("column 'data_source' must be a string")
     extra = row.get("extra_info")
     if extra is None:
         extra = {}
     if not isinstance(extra, dict):
-        raise DatasetError(
-            f"{where}: column 'extra_info' must be an object, got {type(extra).__name__}"
-        )
+        raise _RowError(f"column 'extra_info' must be an object, got {type(extra).__name__}")
     row["extra_info"] = {"index": index, **extra}
     return row
 
@@ -349,10 +356,10 @@ def _canonical_row(
 _ROLES = ("system", "user", "assistant", "tool")
 
 
-def _check_prompt(prompt: Any, where: str) -> None:
+def _check_prompt(prompt: Any) -> None:
     if isinstance(prompt, str):
         if not prompt.strip():
-            raise DatasetError(f"{where}: column 'prompt' is empty")
+            raise _RowError("column 'prompt' is empty")
         return
     if isinstance(prompt, list) and prompt:
         for position, message in enumerate(prompt):
@@ -361,13 +368,13 @@ def _check_prompt(prompt: Any, where: str) -> None:
                 and message.get("role") in _ROLES
                 and isinstance(message.get("content"), str)
             ):
-                raise DatasetError(
-                    f"{where}: column 'prompt' message {position} must be "
+                raise _RowError(
+                    f"column 'prompt' message {position} must be "
                     f"{{role: {'|'.join(_ROLES)}, content: <string>}}, got {message!r}"
                 )
         return
-    raise DatasetError(
-        f"{where}: column 'prompt' must be a string or a list of {{role, content}} messages, "
+    raise _RowError(
+        f"column 'prompt' must be a string or a list of {{role, content}} messages, "
         f"got {type(prompt).__name__}"
     )
 

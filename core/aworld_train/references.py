@@ -110,7 +110,8 @@ def load_file(path: Path, error: type[AWorldTrainError], what: str) -> Any:
         del sys.modules[module_name]
         raise error(f"{what} file {path} {_failed(exc, ' on import')}") from exc
     finally:
-        sys.path.remove(folder)
+        if folder in sys.path:  # the file may have taken it off itself
+            sys.path.remove(folder)
         if folder not in sys.path:
             sys.path.append(folder)
     return module
