@@ -9,11 +9,13 @@ agent loop that runs the agent, named in an ``agent_loop.yaml`` written into the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aworld_train.errors import AgentError
+
+from aworld_train_verl.vault import Vault
 
 if TYPE_CHECKING:
     from aworld_train.agent import AgentSpec
@@ -41,6 +43,7 @@ class VerlAgent:
         (:func:`dump_aworld_agent`), or ``None``.
     :ivar trust_remote_code: whether code from the model folder may run (config
         ``trust_remote_code``).
+    :ivar vault: the job's secrets, kept out of the files written for VeRL's workers.
     """
 
     model: str
@@ -50,6 +53,7 @@ class VerlAgent:
     max_turns: int = 1
     aworld_agent: bytes | None = None
     trust_remote_code: bool = False
+    vault: Vault = field(default_factory=Vault, repr=False)
 
     @property
     def agent_name(self) -> str | None:
@@ -95,8 +99,9 @@ def check_agent(agent: AgentSpec, config: TrainConfig, tools: ToolSet | None = N
         template does not render them, an AWorld agent that cannot be shipped to VeRL's workers,
         a missing model, or a tokenizer without a chat template.
     """
+    vault = Vault()
     # An AWorld agent must reach VeRL's workers: pickle it now, so a failure shows in the check.
-    aworld_agent = dump_aworld_agent(agent.source) if agent.source is not None else None
+    aworld_agent = dump_aworld_agent(agent.source, vault) if agent.source is not None else None
     if agent.uses_tools and not tools:
         raise AgentError(
             f"agent '{agent.name}' uses tools, but none were resolved; run it through AgentTrainer "
@@ -118,6 +123,8 @@ def check_agent(agent: AgentSpec, config: TrainConfig, tools: ToolSet | None = N
         overrides["data.max_response_length"] = agent.llm_max_tokens
     if tools:
         _check_tools_render(tokenizer, tools, model)
+        # Their ${VAR} references were expanded after the core saw the job.
+        vault.remember(tools.servers)
     return VerlAgent(
         model=str(Path(model).expanduser().resolve()),
         system_prompt=agent.system_prompt,
@@ -126,6 +133,7 @@ def check_agent(agent: AgentSpec, config: TrainConfig, tools: ToolSet | None = N
         max_turns=agent.max_turns,
         aworld_agent=aworld_agent,
         trust_remote_code=config.trust_remote_code,
+        vault=vault,
     )
 
 
@@ -159,19 +167,17 @@ def write_agent_loop(agent: VerlAgent, run_dir: Path) -> dict[str, Any]:
         agent_file = _write_private(run_dir / AWORLD_AGENT_FILE, agent.aworld_agent)
         loop = {"_target_": "aworld_train_verl.aworld_loop.AWorldAgentLoop", "agent_file": str(agent_file)}
     else:
-        tools_file = _write_private(run_dir / TOOLS_FILE, _pickle_tools(agent.tools))
+        tools_file = _write_private(run_dir / TOOLS_FILE, _pickle_tools(agent.tools, agent.vault))
         loop = {"_target_": "aworld_train_verl.agent_loop.ToolAgentLoop", "tools_file": str(tools_file)}
     config_file = run_dir / AGENT_LOOP_FILE
     OmegaConf.save(OmegaConf.create([{"name": AGENT_LOOP_NAME, **loop, "max_turns": agent.max_turns}]), config_file)
-    _load_back(config_file)
+    _load_back(config_file, agent.vault.environment)
     return {"actor_rollout_ref.rollout.agent.agent_loop_config_path": str(config_file)}
 
 
-def _pickle_tools(tools: ToolSet | None) -> bytes:
-    import cloudpickle
-
+def _pickle_tools(tools: ToolSet | None, vault: Vault) -> bytes:
     try:
-        return cloudpickle.dumps(tools)
+        return vault.dumps(tools)
     except Exception as error:  # noqa: BLE001 - pickling fails in many ways
         raise AgentError(
             f"the agent's tools cannot be shipped to VeRL's agent-loop workers: {error}; "
@@ -179,17 +185,16 @@ def _pickle_tools(tools: ToolSet | None) -> bytes:
         ) from error
 
 
-def dump_aworld_agent(agent: Any) -> bytes:
+def dump_aworld_agent(agent: Any, vault: Vault) -> bytes:
     """The AWorld agent pickled for VeRL's workers.
 
     Its LLM API key is left out: the workers point the agent at the policy being trained. Its
     sandbox (the MCP servers' runtime) is pickled as its configuration: a live one holds open
     log files and is registered under its id, so each copy the workers unpickle builds its own.
+    The secrets of its MCP servers and LLM endpoint are kept in ``vault``, not in the bytes.
 
     :raises AgentError: when the agent cannot be pickled.
     """
-    import io
-
     import cloudpickle
     from aworld.sandbox import Sandbox
 
@@ -200,17 +205,17 @@ def dump_aworld_agent(agent: Any) -> bytes:
             return super().reducer_override(obj)
 
     llm = agent.conf.llm_config
+    vault.remember({"mcp_config": getattr(agent, "mcp_config", None), "llm_base_url": llm.llm_base_url,
+                    "llm_api_key": llm.llm_api_key})
     key, llm.llm_api_key = llm.llm_api_key, None
-    buffer = io.BytesIO()
     try:
-        Pickler(buffer).dump(agent)
+        return vault.dumps(agent, pickler=Pickler)
     except Exception as error:  # noqa: BLE001 - pickling fails in many ways
         raise AgentError(
             f"AWorld agent '{agent.name()}' cannot be shipped to VeRL's agent-loop workers: {error}"
         ) from error
     finally:
         llm.llm_api_key = key
-    return buffer.getvalue()
 
 
 #: What an AWorld sandbox is built from (its constructor's keywords, read back as properties).
@@ -231,24 +236,23 @@ def _write_private(path: Path, payload: bytes) -> Path:
     return path
 
 
-def _load_back(config_file: Path) -> None:
+def _load_back(config_file: Path, environment: dict[str, str]) -> None:
     """Read the agent loop's config as VeRL's workers do: the class imports and is an agent loop,
-    and what it runs unpickles."""
+    and what it runs unpickles (with the job's secrets from ``environment``, as the workers get
+    them)."""
     from hydra.utils import get_class
     from omegaconf import OmegaConf
 
     from verl.experimental.agent_loop.agent_loop import AgentLoopBase
 
+    from aworld_train_verl.vault import loads
+
     for loop in OmegaConf.load(config_file):
         if not issubclass(get_class(loop["_target_"]), AgentLoopBase):
             raise AgentError(f"{config_file}: {loop['_target_']} is not a VeRL AgentLoopBase")
         if "agent_file" in loop:
-            from aworld_train_verl.aworld_loop import _agent_bytes, load_agent_copy
-
-            _agent_bytes.cache_clear()
-            load_agent_copy(str(loop["agent_file"]))
+            loads(Path(loop["agent_file"]).read_bytes(), environment)
         else:
-            from aworld_train_verl.agent_loop import load_tools
+            from aworld_train_verl.agent_loop import as_tools
 
-            load_tools.cache_clear()
-            load_tools(str(loop["tools_file"]))
+            as_tools(loads(Path(loop["tools_file"]).read_bytes(), environment), str(loop["tools_file"]))

@@ -43,11 +43,16 @@ logger = logging.getLogger(__name__)
 
 @functools.lru_cache(maxsize=None)
 def load_tools(path: str) -> ToolSet:
-    """The pickled tool set at ``path``, loaded once per worker process."""
-    import cloudpickle
+    """The pickled tool set at ``path``, loaded once per worker process (its secrets from the
+    environment, see :mod:`aworld_train_verl.vault`)."""
+    from aworld_train_verl.vault import loads
 
     with open(path, "rb") as handle:
-        tools = cloudpickle.load(handle)
+        return as_tools(loads(handle.read()), path)
+
+
+def as_tools(tools: Any, path: str) -> ToolSet:
+    """``tools``, checked to be the tool set the file at ``path`` should hold."""
     if not isinstance(tools, ToolSet):
         raise TypeError(f"{path} holds a {type(tools).__name__}, not an aworld_train ToolSet")
     return tools

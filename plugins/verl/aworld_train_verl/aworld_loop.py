@@ -34,7 +34,6 @@ import functools
 import json
 import logging
 import os
-import pickle
 import threading
 import time
 from pathlib import Path
@@ -45,6 +44,7 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutp
 
 from aworld_train_verl.chat_endpoint import shared_endpoint
 from aworld_train_verl.trajectory import Trajectory, assistant_message, describe_failure, parse_tool_calls
+from aworld_train_verl.vault import loads
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ def _agent_bytes(path: str) -> bytes:
 
 def load_agent_copy(path: str, base_url: str | None = None) -> Any:
     """A fresh copy of the pickled AWorld agent at ``path``, its LLM pointed at ``base_url``."""
-    agent = pickle.loads(_agent_bytes(path))
+    agent = loads(_agent_bytes(path))
     # AWorld keeps an agent's memory by its id: copies running at once need ids of their own.
     agent._id = f"{agent.name()}---uuid{uuid4().hex[:6]}uuid"
     if base_url is not None:

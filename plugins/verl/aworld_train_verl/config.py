@@ -15,7 +15,7 @@ import math
 import os
 import warnings
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from omegaconf import DictConfig
 
     from aworld_train.config import TrainConfig
+
+    from aworld_train_verl.vault import Vault
 
 CONFIG_NAME = "ppo_trainer"
 SECTION = "verl"  # the section's name when the config names no engine (one built by hand)
@@ -66,11 +68,14 @@ class VerlConfig:
     :ivar config: the composed config.
     :ivar path: where it was saved; ``main_ppo`` reads it with ``--config-path``/``--config-name``.
     :ivar overrides: the dotted overrides it was composed with, in order.
+    :ivar environment: the job's secrets, by the environment variable VeRL's processes read
+        each from (the saved files reference them, :mod:`aworld_train_verl.vault`).
     """
 
     config: DictConfig
     path: Path
     overrides: dict[str, Any]
+    environment: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def total_steps(self) -> int | None:
@@ -322,23 +327,62 @@ def preview(config: TrainConfig, run_dir: Path, inputs: Mapping[str, Any] | None
     return compose_config(job_overrides(config, run_dir, inputs)[0])
 
 
-def resolve(config: TrainConfig, run_dir: Path, inputs: Mapping[str, Any] | None = None) -> VerlConfig:
+def resolve(
+    config: TrainConfig, run_dir: Path, inputs: Mapping[str, Any] | None = None, vault: Vault | None = None
+) -> VerlConfig:
     """Compose VeRL's config for a job, validate it with VeRL's own code, and save it as
-    ``run_dir/verl_config.yaml``.
+    ``run_dir/verl_config.yaml``, each secret in it replaced by a reference to the environment.
 
     :param inputs: dotted VeRL keys the earlier checks produced.
+    :param vault: the job's secrets so far (a new one when not given); the result carries them.
     :raises ConfigError: for an unknown key (with a suggestion), a value of the wrong type, or
         a config VeRL's own checks reject.
     """
     from omegaconf import OmegaConf
 
+    from aworld_train_verl.vault import Vault
+
+    vault = vault or Vault()
     overrides, origins = job_overrides(config, run_dir, inputs)
     composed = compose_config(overrides)
     _validate(composed, origins)
     run_dir.mkdir(parents=True, exist_ok=True)
     path = run_dir / f"{SAVED_CONFIG_NAME}.yaml"
-    OmegaConf.save(composed, path)
-    return VerlConfig(config=composed, path=path, overrides=overrides)
+    OmegaConf.save(_without_secrets(composed, overrides, vault), path)
+    return VerlConfig(config=composed, path=path, overrides=overrides, environment=vault.environment)
+
+
+def _without_secrets(composed: DictConfig, overrides: Mapping[str, Any], vault: Vault) -> DictConfig:
+    """``composed`` as it is saved: each override that holds a secret (by its value, or by its
+    key: ``...env_vars.HF_TOKEN``) as ``${oc.env:NAME}``, which VeRL resolves when it starts."""
+    import copy
+
+    from omegaconf import OmegaConf
+
+    vault.remember(unflatten(overrides))
+    saved = composed
+    for key, value in overrides.items():
+        hidden = vault.hide(value)
+        if hidden != value:
+            if saved is composed:
+                saved = copy.deepcopy(composed)
+            OmegaConf.update(saved, key.lstrip("+"), hidden, force_add=True)
+    return saved
+
+
+def unflatten(flat: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"a.b": 1}`` → ``{"a": {"b": 1}}`` (a leading ``+`` dropped), so that key names count."""
+    nested: dict[str, Any] = {}
+    for key, value in flat.items():
+        *parents, last = key.lstrip("+").split(".")
+        node = nested
+        for part in parents:
+            child = node.get(part)
+            if not isinstance(child, dict):
+                child = node[part] = {}
+            node = child
+        node[last] = value
+    return nested
 
 
 def _validate(composed: DictConfig, origins: Mapping[str, str]) -> None:

@@ -103,11 +103,11 @@ def check_reward(reward: RewardSpec | None, ctx: RunContext) -> Any:
             "converted none: check_dataset runs before check_reward"
         )
     agent = _agent(ctx)
-    wired = verl_reward.wire(reward, ctx.run_dir, episodes=agent.agent_name is not None)
+    wired = verl_reward.wire(reward, ctx.run_dir, episodes=agent.agent_name is not None, vault=agent.vault)
     composed = verl_config.preview(ctx.config, ctx.run_dir, inputs={**agent.overrides, **wired.overrides})
     verl_reward.score_with_reward_manager(
         composed, load_tokenizer(agent.model, agent.trust_remote_code), data.samples[:1],
-        timeout=ctx.config.reward_timeout,
+        timeout=ctx.config.reward_timeout, environment=agent.vault.environment,
     )
     return wired
 
@@ -128,8 +128,8 @@ def check_config(config: TrainConfig, ctx: RunContext) -> Any:
         result = ctx.results.get(key)
         if result is not None and hasattr(result, "overrides"):
             inputs.update(result.overrides)
-    resolved = verl_config.resolve(config, ctx.run_dir, inputs=inputs)
-    write_launch_script(ctx.run_dir)
+    resolved = verl_config.resolve(config, ctx.run_dir, inputs=inputs, vault=agent.vault)
+    write_launch_script(ctx.run_dir, secrets=sorted(resolved.environment))
     return resolved
 
 
@@ -154,7 +154,8 @@ def train(ctx: RunContext) -> dict[str, Any] | None:
         extra += launch.resume_overrides(checkpoint)
     data = ctx.results.get("dataset")
     ctx.metrics.start(resolved.total_steps or _steps(resolved, data), completed=completed)
-    launch.run(launch.main_ppo_command(ctx.run_dir, extra), ctx.run_dir, ctx.metrics.log)
+    launch.run(launch.main_ppo_command(ctx.run_dir, extra), ctx.run_dir, ctx.metrics.log,
+               environment=resolved.environment)
     return ctx.metrics.last()
 
 

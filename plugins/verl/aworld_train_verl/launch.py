@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -49,14 +49,25 @@ def main_ppo_command(run_dir: Path, extra: Iterable[str] = (), python: str | Non
     ]
 
 
-def write_launch_script(run_dir: Path) -> Path:
-    """Write ``launch.sh``: the job as plain VeRL, for users who submit to a scheduler themselves."""
+def write_launch_script(run_dir: Path, secrets: Iterable[str] = ()) -> Path:
+    """Write ``launch.sh``: the job as plain VeRL, for users who submit to a scheduler themselves.
+
+    :param secrets: the environment variables that carry the job's secrets (the run's files
+        reference them); the script refuses to start without them.
+    """
     path = run_dir / LAUNCH_SCRIPT
+    needed = "".join(
+        f'if [[ -z "${{{name}:-}}" ]]; then echo "launch.sh: set {name}: it carries a secret of the job" >&2; exit 2; fi\n'
+        for name in secrets
+    )
     path.write_text(
         "#!/usr/bin/env bash\n"
         "# Trains this run's job with VeRL directly, on this machine's GPUs or on the Ray cluster\n"
         "# named by RAY_ADDRESS. Extra arguments are Hydra overrides, e.g. trainer.n_gpus_per_node=8.\n"
+        "# The job's secrets are not in the run's files: they reference AWORLD_TRAIN_SECRET_<n>\n"
+        "# environment variables, which aworld-train sets when it trains.\n"
         "set -euo pipefail\n"
+        f"{needed}"
         'RUN_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"\n'
         'cd "$RUN_DIR"\n'
         f'export VERL_FILE_LOGGER_PATH="$RUN_DIR/{METRICS_NAME}"\n'
@@ -169,15 +180,22 @@ def run(
     run_dir: Path,
     on_step: Callable[[int, dict[str, float]], None],
     echo: Callable[[str], None] = print,
+    environment: Mapping[str, str] | None = None,
 ) -> None:
     """Run ``command`` in ``run_dir``, streaming its output to ``echo`` and ``verl_train.log`` and
     each step's metrics to ``on_step``.
 
+    :param environment: the job's secrets (:mod:`aworld_train_verl.vault`), set in the child's
+        environment only; its output is redacted, since VeRL prints its resolved config.
     :raises TrainingError: when it exits with an error, with the end of its output.
     :raises KeyboardInterrupt: after SIGINT or SIGTERM was forwarded and the child stopped.
     """
+    from aworld_train.redaction import redact_text, remember_secrets
+
+    remember_secrets({"env": dict(environment or {})})  # every value is one
     env = {
         **os.environ,
+        **(environment or {}),
         "PYTHONUNBUFFERED": "1",
         "HYDRA_FULL_ERROR": "1",
         "VERL_FILE_LOGGER_PATH": str(run_dir / METRICS_NAME),
@@ -203,7 +221,8 @@ def run(
         previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
             assert child.stdout is not None
-            for line in child.stdout:
+            for raw in child.stdout:
+                line = redact_text(raw)
                 log.write(line)
                 tail.append(line.rstrip())
                 echo(line.rstrip())

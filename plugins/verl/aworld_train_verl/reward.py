@@ -14,11 +14,14 @@ from __future__ import annotations
 import json
 import math
 import numbers
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aworld_train.errors import RewardError
+
+from aworld_train_verl.vault import Vault
 
 if TYPE_CHECKING:
     from aworld_train.reward import RewardFunction, RewardSpec
@@ -44,10 +47,9 @@ EPISODES = {episodes}
 
 def _load(ref, index):
     if ref is None:
-        import cloudpickle
+        from aworld_train_verl.vault import loads
 
-        with open(Path(__file__).with_name({pickle_name!r}), "rb") as handle:
-            return cloudpickle.load(handle)[index]
+        return loads(Path(__file__).with_name({pickle_name!r}).read_bytes())[index]
     target, name = ref.rsplit(":", 1)
     if target.endswith(".py"):
         spec = importlib.util.spec_from_file_location(f"verl_reward_{{index}}", target)
@@ -105,10 +107,11 @@ def _direct(function: RewardFunction) -> VerlReward | None:
     return VerlReward(path=f"pkg://{target}", name=name)
 
 
-def wire(spec: RewardSpec, run_dir: Path, episodes: bool = False) -> VerlReward:
+def wire(spec: RewardSpec, run_dir: Path, episodes: bool = False, vault: Vault | None = None) -> VerlReward:
     """Point VeRL at the job's reward, writing a combining module into ``run_dir`` when needed.
 
     :param episodes: the rollout runs the plugin's agent loop, whose failed episodes score 0.
+    :param vault: keeps the job's secrets out of the pickled callables.
     :raises RewardError: when a callable can be neither imported nor pickled.
     """
     if len(spec.functions) == 1 and not episodes:
@@ -118,10 +121,8 @@ def wire(spec: RewardSpec, run_dir: Path, episodes: bool = False) -> VerlReward:
     run_dir.mkdir(parents=True, exist_ok=True)
     unimportable = [f for f in spec.functions if f.ref is None]
     if unimportable:
-        import cloudpickle
-
         try:
-            payload = cloudpickle.dumps([f.fn if f.ref is None else None for f in spec.functions])
+            payload = (vault or Vault()).dumps([f.fn if f.ref is None else None for f in spec.functions])
         except Exception as error:  # noqa: BLE001 - pickling fails in many ways
             raise RewardError(
                 f"reward '{unimportable[0].name}' cannot be shipped to VeRL's reward workers: "
@@ -183,7 +184,11 @@ def sample_batch(rows: list[dict[str, Any]], tokenizer: Any) -> Any:
 
 
 def score_with_reward_manager(
-    config: Any, tokenizer: Any, rows: list[dict[str, Any]], timeout: float = 5.0
+    config: Any,
+    tokenizer: Any,
+    rows: list[dict[str, Any]],
+    timeout: float = 5.0,
+    environment: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """Load the reward through VeRL's own loader and score ``rows`` with its reward manager, in a
     child process (:func:`aworld_train.isolation.call_isolated`): the reward is the user's code,
@@ -191,6 +196,8 @@ def score_with_reward_manager(
 
     :param timeout: seconds the reward may take on each row (config ``reward_timeout``); VeRL's
         loading gets :data:`LOAD_SECONDS` more.
+    :param environment: the job's secrets, which pickled rewards read from the environment
+        (set in the child only).
     :raises RewardError: naming the function and row, when loading or scoring fails.
     """
     from aworld_train.isolation import call_isolated
@@ -199,8 +206,12 @@ def score_with_reward_manager(
     from verl.trainer.ppo.reward import load_reward_manager  # noqa: F401
 
     reference = f"{config.reward.custom_reward_function.path}:{config.reward.custom_reward_function.name}"
+    def score() -> list[dict[str, Any]]:
+        os.environ.update(environment or {})
+        return _score(config, tokenizer, rows)
+
     return call_isolated(
-        lambda: _score(config, tokenizer, rows),
+        score,
         timeout=LOAD_SECONDS + timeout * len(rows),
         what=f"reward {reference} in VeRL's reward manager on row {_row_index(rows[0], 0)}",
         error=RewardError,

@@ -35,7 +35,8 @@ def build_tool_model(folder: Path) -> Path:
     spec = importlib.util.spec_from_file_location("calculator_prepare", EXAMPLE / "prepare.py")
     prepare = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(prepare)
-    model = build_tiny_model(folder, extra_tokens=("<tool_call>", "</tool_call>", "<answer>", "</answer>"))
+    model = build_tiny_model(folder, extra_tokens=("<tool_call>", "</tool_call>", "<answer>", "</answer>"),
+                             max_positions=4096)
     tokenizer = AutoTokenizer.from_pretrained(model)
     tokenizer.chat_template = prepare.CHAT_TEMPLATE
     tokenizer.save_pretrained(model)

@@ -209,7 +209,7 @@ def test_train_passes_resume_and_cpus_to_main_ppo(checked: Any, monkeypatch: pyt
     checked.resume_from = old
     seen: dict[str, Any] = {}
     monkeypatch.setattr(launch, "preflight", lambda config, num_cpus: None)
-    monkeypatch.setattr(launch, "run", lambda command, run_dir, on_step: seen.update(command=command) or on_step(1, {"reward": 0.5}))
+    monkeypatch.setattr(launch, "run", lambda command, run_dir, on_step, environment: seen.update(command=command) or on_step(1, {"reward": 0.5}))
     result = engine.train(checked)
     assert f"trainer.resume_from_path={old / 'checkpoints' / 'global_step_2'}" in seen["command"]
     assert f"ray_kwargs.ray_init.num_cpus={os.cpu_count()}" in seen["command"]
@@ -222,6 +222,6 @@ def test_train_joining_a_cluster_skips_the_local_checks_and_the_cpu_count(
 ) -> None:
     seen: dict[str, Any] = {}
     monkeypatch.setenv("RAY_ADDRESS", "ray://head:10001")
-    monkeypatch.setattr(launch, "run", lambda command, run_dir, on_step: seen.update(command=command))
+    monkeypatch.setattr(launch, "run", lambda command, run_dir, on_step, environment: seen.update(command=command))
     engine.train(checked)
     assert "ray_kwargs.ray_init.num_cpus=null" in seen["command"]
