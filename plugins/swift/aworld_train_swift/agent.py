@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 from aworld_train.errors import AgentError
 
-from aworld_train_swift.config import ALGORITHMS
 from aworld_train_swift.schema import validate_section
 
 if TYPE_CHECKING:
@@ -74,10 +73,8 @@ def agent_to_swift(agent: AgentSpec, config: TrainConfig) -> SwiftAgent:
             f"agent '{agent.name}' names no model: set `model` in the agent or in the config "
             "(a local model folder or a hub id)"
         )
-    section = config.engine_section()
-    if config.algorithm in ALGORITHMS:
-        # The section names the model type and template: a misspelt key must say so here.
-        section = validate_section(section, config.algorithm)
+    # The section names the model type and template: a misspelt key must say so here.
+    section = validate_section(config.engine_section(), config.algorithm)
     model, local, model_type, template = resolve_model(
         str(model), section.get("model_type"), section.get("template")
     )

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.errors import AWorldTrainError, ConfigError, did_you_mean
+from aworld_train.errors import AWorldTrainError, ConfigError
 
 from aworld_train_swift.remote_code import model_code
 from aworld_train_swift.schema import SECRETS, arguments_class, validate_section
@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from aworld_train_swift.dataset import SwiftDatasets
     from aworld_train_swift.rewards import SwiftReward
 
-ALGORITHMS = ("sft", "grpo", "dpo")
 # Where swift's outputs, its caches and its log lines go inside the run directory.
 CHECKPOINTS = "checkpoints"
 CACHE = "cache"
@@ -81,11 +80,6 @@ def config_to_swift(
     :raises ConfigError: naming the key that is wrong.
     """
     algorithm = config.algorithm
-    if algorithm not in ALGORITHMS:
-        raise ConfigError(
-            f"config key 'algorithm': the swift engine trains {list(ALGORITHMS)}, not "
-            f"'{algorithm}'" + did_you_mean(algorithm, ALGORITHMS)
-        )
     section = validate_section(config.engine_section(), algorithm)
 
     arguments: dict[str, Any] = {

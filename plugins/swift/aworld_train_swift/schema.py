@@ -21,6 +21,8 @@ from typing import Any
 
 from aworld_train.errors import ConfigError, did_you_mean
 
+# The algorithms this engine trains.
+ALGORITHMS = ("sft", "grpo", "dpo")
 # Arguments this engine sets from the job itself; the section may not set them.
 MANAGED = {
     "model": "the config's `model` key or the agent's model",
@@ -79,11 +81,17 @@ def arguments_class(algorithm: str) -> type:
 def validate_section(section: dict[str, Any], algorithm: str) -> dict[str, Any]:
     """Check every key and value of the ``swift:`` section.
 
-    :param algorithm: ``sft``, ``grpo`` or ``dpo``.
+    :param algorithm: the config's ``algorithm``: ``sft``, ``grpo`` or ``dpo``.
     :returns: the section with its values as swift takes them (a number YAML read as text,
         ``1e-4``, becomes a number; one item where a list is expected becomes a list).
-    :raises ConfigError: naming the key, with a suggestion or the accepted values.
+    :raises ConfigError: naming the key, with a suggestion or the accepted values; for an
+        algorithm this engine does not train.
     """
+    if algorithm not in ALGORITHMS:
+        raise ConfigError(
+            f"config key 'algorithm': the swift engine trains {list(ALGORITHMS)}, not "
+            f"'{algorithm}'" + did_you_mean(algorithm, ALGORITHMS)
+        )
     cls = arguments_class(algorithm)
     fields = section_fields(algorithm)
     plugins = any(section.get(key) for key in _PLUGIN_KEYS)

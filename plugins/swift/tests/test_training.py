@@ -127,14 +127,16 @@ def test_interrupted_run_resumes_from_its_last_checkpoint(
         first.train()
     first_dir = first.run_dir.path
     assert _manifest(first_dir)["status"] == "interrupted"
-    steps_before = [m["step"] for m in read_jsonl(first_dir / "metrics.jsonl")]
-    assert steps_before[-1] == 2
+    before = [m for m in read_jsonl(first_dir / "metrics.jsonl") if "reward" in m]
+    assert [m["step"] for m in before] == [1, 2]
 
     job["config"] = dict(job["config"], max_steps=6)
     second = AgentTrainer(**job, resume=first_dir)
     second.train()
-    resumed = [m["step"] for m in read_jsonl(second.run_dir.path / "metrics.jsonl") if "reward" in m]
-    assert resumed == [3, 4, 5, 6]
+    resumed = [m for m in read_jsonl(second.run_dir.path / "metrics.jsonl") if "reward" in m]
+    # The parent's steps open the resumed run's metrics as they were; training went on from 3.
+    assert [m["step"] for m in resumed] == [1, 2, 3, 4, 5, 6]
+    assert resumed[:2] == before
     assert _manifest(second.run_dir.path)["status"] == "completed"
     assert (second.run_dir.path / "checkpoints" / "checkpoint-6").is_dir()
 
