@@ -1,0 +1,593 @@
+"""The policy model, checked before any engine loads it.
+
+:func:`preflight_model` tells a local model folder from a hub id and checks the folder the way a
+reviewer would, without running anything from it: ``config.json`` and the other JSON files are
+parsed as data, weights are found by name and their headers read, and a folder whose
+``auto_map`` names its own Python code is refused unless the job sets ``trust_remote_code``.
+Only then is the tokenizer loaded, when ``transformers`` is installed. A hub id is returned as
+given: nothing here contacts a hub.
+
+:func:`check_lengths` renders the longest prompts of each dataset as training renders them and
+compares them, with the completion budget, to the model's positions.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import importlib.util
+import json
+import os
+import re
+import struct
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aworld_train.errors import ModelError
+
+if TYPE_CHECKING:
+    import datasets
+    import numpy as np
+
+# A hub repository id as huggingface_hub accepts one: an optional namespace and a name, each of
+# word characters, '-' and '.' (a trailing '.git', '--' and '..' are refused below).
+_HUB_ID = re.compile(r"^(?:[A-Za-z0-9][\w.-]{0,95}/)?[A-Za-z0-9][\w.-]{0,95}$")
+
+#: The JSON files of a model folder whose ``auto_map`` makes transformers import the folder's code.
+REMOTE_CODE_FILES = ("config.json", "tokenizer_config.json", "processor_config.json",
+                     "preprocessor_config.json")
+
+# The weights transformers' from_pretrained loads: a single file, or an index naming its shards.
+_WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "tf_model.h5", "flax_model.msgpack",
+                 "model.ckpt.index")
+_WEIGHT_INDEXES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
+
+# Where config.json gives the longest sequence, by model family; multimodal models nest it.
+_POSITION_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length",
+                  "max_sequence_length", "n_ctx")
+
+# A folder close to a missing one by this much is taken for a typo of it, not for a hub id.
+_TYPO_CUTOFF = 0.8
+
+_FIX = "point `model` at a folder written by save_pretrained, or at a hub id 'organisation/name'"
+_RESAVE = "write the folder again with save_pretrained, or download it again"
+
+
+def preflight_model(model: str | os.PathLike[str] | None, base_dir: Path | None = None,
+                    trust_remote_code: bool = False) -> str | None:
+    """Check the model before any engine loads it, without running code from its folder.
+
+    A local folder (absolute, or relative to ``base_dir``, then to the current directory) must
+    hold a ``config.json`` object with a ``model_type``, weights transformers can load (complete
+    safetensors files, not Git LFS pointers; every shard an index names), no ``auto_map`` unless
+    ``trust_remote_code``, and a tokenizer that loads offline when ``transformers`` is installed.
+    A relative path that is not there and looks like a path (``./x``, ``a/b/c``, a first folder
+    that exists, or a close typo of a folder there) is reported with a did-you-mean instead of
+    being sent to a hub; anything else of the form ``organisation/name`` is a hub id.
+
+    :param model: the config's or the agent's ``model``; ``None`` when neither names one.
+    :param base_dir: the job file's folder, which relative folders are looked up in first.
+    :param trust_remote_code: the job's ``trust_remote_code``: allow a folder's own code, and
+        pass the flag to the tokenizer.
+    :returns: ``None`` for ``None``, the folder as an absolute path, or the hub id as given.
+    :raises ModelError: one line naming the folder (or the path as written) and the fix.
+    """
+    if model is None:
+        return None
+    given = os.fspath(model)
+    folder = _local_folder(given, base_dir)
+    if folder is None:
+        return given
+    files = _ModelFiles(folder)
+    config = files.config()
+    _check_weights(folder, files)
+    remote_code = _check_remote_code(folder, files, trust_remote_code)
+    if _transformers_available():
+        if not remote_code:
+            _check_model_type(folder, config)
+        _checked_tokenizer(folder, trust_remote_code)
+    return str(folder)
+
+
+def load_tokenizer(folder: str | os.PathLike[str], trust_remote_code: bool = False) -> Any:
+    """The tokenizer of a local model folder, loaded once per process and flag (no hub
+    contacted): the checks and an engine's own loading share it.
+
+    The object is shared by every caller: copy it before changing it.
+
+    :param folder: a model folder, as :func:`preflight_model` returns it.
+    :param trust_remote_code: passed to transformers; true only when the job sets it.
+    """
+    return _cached_tokenizer(str(Path(folder).resolve()), bool(trust_remote_code))
+
+
+def _checked_tokenizer(folder: Path, trust_remote_code: bool) -> Any:
+    """:func:`load_tokenizer`, with a failure as one line naming the folder."""
+    try:
+        return load_tokenizer(folder, trust_remote_code)
+    except Exception as exc:  # transformers and tokenizers raise many kinds
+        raise ModelError(f"model {folder}: its tokenizer does not load offline: "
+                         f"{_first_line(exc)}") from None
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_tokenizer(folder: str, trust_remote_code: bool) -> Any:
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(folder, trust_remote_code=trust_remote_code,
+                                         local_files_only=True)
+
+
+def check_lengths(
+    model: str,
+    datasets: dict[str, datasets.Dataset | None],
+    system_prompt: str | None,
+    tool_schemas: list[dict[str, Any]],
+    max_completion_length: int | None,
+    max_turns: int = 1,
+    trust_remote_code: bool = False,
+) -> None:
+    """Check that every prompt, rendered as training renders it, fits the model with its
+    completion.
+
+    A prompt is rendered as the engines render it: the system prompt prepended as a system
+    message (unless the row starts with its own), ``tools=tool_schemas`` given to the chat
+    template, and the generation prompt added; a tokenizer without a chat template gets the
+    plain text (``system_prompt``, a blank line, the prompt). Its tokens plus
+    ``max_completion_length`` must fit the model's positions (``max_position_embeddings``, or
+    ``n_positions``, ``max_seq_len``... in ``config.json``).
+
+    Room for tool results: ``max_completion_length`` is the budget of the whole completion, so
+    with tools it counts every turn, every tool call and every tool result with its chat-template
+    framing together, as TRL and VeRL bound an episode (TRL drops a tool result that would pass
+    either the budget or the positions). A prompt that fits with the whole budget therefore never
+    loses a tool result to the positions; ``max_turns`` only shares the budget out.
+
+    Finding the long prompts cheaply, a batch of rows at a time: every row gets an upper bound
+    of its tokens without rendering it, the template's framing (measured once: system prompt,
+    tool schemas, the markup of each message) plus the UTF-8 bytes of its text, read from the
+    Arrow column, since a byte-level BPE tokenizer never makes more tokens than bytes. Rows whose
+    bound fits are done. The rest get a tighter bound, their text tokenized in one batch without
+    the template; only rows still in doubt are rendered, longest bound first, and the first that
+    does not fit is reported. On data well within the model's positions nothing is tokenized.
+
+    :param model: the model as :func:`preflight_model` returned it; a hub id is not checked.
+    :param datasets: each dataset by the role messages name it by (``train_dataset``); a
+        ``None`` dataset is skipped.
+    :param tool_schemas: the agent's OpenAI-style tool schemas (empty without tools).
+    :param max_completion_length: the completion budget in tokens; ``None`` checks the prompt
+        alone (the engine's default is not known here).
+    :param max_turns: the agent's most model turns, named in the message when there are tools.
+    :param trust_remote_code: passed to the tokenizer.
+    :raises ModelError: naming the dataset and row, the lengths and the config key; or the
+        budget alone when it leaves no room for a prompt.
+    """
+    folder = Path(model)
+    if not folder.is_dir() or not _transformers_available():
+        return
+    found = max_positions(folder)
+    if found is None:
+        return
+    positions, key = found
+    budget = max_completion_length or 0
+    where = f"{key} in {folder / 'config.json'}"
+    if budget >= positions:
+        raise ModelError(f"max_completion_length {budget} leaves no room for a prompt within the "
+                         f"model's {positions} positions ({where}): lower max_completion_length")
+    renderer = _Renderer(_checked_tokenizer(folder, trust_remote_code), system_prompt,
+                         tool_schemas, str(folder))
+    for role, dataset in datasets.items():
+        if dataset is None or "prompt" not in dataset.column_names or not len(dataset):
+            continue
+        too_long = _first_too_long(dataset, renderer, positions - budget, role)
+        if too_long is None:
+            continue
+        row, tokens = too_long
+        if budget:
+            shared = " for every turn and tool result" if tool_schemas and max_turns > 1 else ""
+            total = f"; with max_completion_length {budget}{shared} that is {tokens + budget}"
+            fix = "shorten the prompt or max_completion_length"
+        else:
+            total, fix = "", "shorten the prompt"
+        raise ModelError(f"{role} row {row}: the prompt ({renderer.describe()}) is {tokens} tokens"
+                         f"{total}, past the model's {positions} positions ({where}): {fix}")
+
+
+def max_positions(folder: Path) -> tuple[int, str] | None:
+    """The longest sequence the model in ``folder`` takes, and the ``config.json`` key that
+    says so (``text_config.max_position_embeddings`` for a multimodal model); ``None`` when
+    the config names none."""
+    config = _ModelFiles(folder).config()
+    for section, prefix in ((config, ""), (config.get("text_config"), "text_config.")):
+        if not isinstance(section, dict):
+            continue
+        for key in _POSITION_KEYS:
+            value = section.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value, prefix + key
+    return None
+
+
+# --- where the model is ----------------------------------------------------------------------
+
+
+def _local_folder(model: str, base_dir: Path | None) -> Path | None:
+    """The model's folder, absolute; ``None`` for a hub id.
+
+    :raises ModelError: for a path that is not a folder, or one that looks local but is not
+        there (with a did-you-mean), or a name that is neither.
+    """
+    path = Path(model).expanduser()
+    roots = _roots(base_dir)
+    candidates = [path] if path.is_absolute() else [root / path for root in roots]
+    try:
+        for candidate in candidates:
+            if candidate.is_dir():
+                return candidate.resolve()
+            if candidate.exists():
+                raise ModelError(f"model {model} is a file ({candidate}), not a model folder: "
+                                 f"{_FIX}")
+        local = path.is_absolute() or _looks_local(model, roots)
+    except OSError as exc:  # a name too long for the file system, a loop of links
+        raise ModelError(f"model {model!r} cannot be looked up as a folder: "
+                         f"{exc.strerror or exc}") from None
+    if not local and _is_hub_id(model):
+        return None
+    if not local:
+        raise ModelError(f"model {model!r} is neither a local folder nor a hub id "
+                         f"'organisation/name': {_FIX}")
+    places = " or ".join(str(root) for root in roots)
+    where = "" if path.is_absolute() else f" in {places}"
+    suggestion = _suggest(path, roots)
+    if suggestion:
+        hint = " (a hub id is written 'organisation/name')" if "/" not in model else ""
+        raise ModelError(f"model folder {model} not found{where} (did you mean {suggestion}?)"
+                         f"{hint}")
+    raise ModelError(f"model folder {model} not found{where}: {_FIX}")
+
+
+def _roots(base_dir: Path | None) -> list[Path]:
+    """The folders a relative model path is looked up in: the job's, then the current one."""
+    roots = [Path(base_dir).resolve()] if base_dir is not None else []
+    cwd = Path.cwd().resolve()
+    return roots if cwd in roots else [*roots, cwd]
+
+
+def _looks_local(model: str, roots: list[Path]) -> bool:
+    """Whether a name that is not there was meant as a local folder rather than a hub id."""
+    if model.startswith(("./", "../", "~", ".\\", "..\\")) or model in (".", "..") or "\\" in model:
+        return True
+    if model.count("/") > 1:
+        return True
+    first = model.split("/")[0]
+    return any((root / first).is_dir() or difflib.get_close_matches(
+        first, _subfolders(root), n=1, cutoff=_TYPO_CUTOFF) for root in roots)
+
+
+def _is_hub_id(model: str) -> bool:
+    return bool(_HUB_ID.match(model)) and "--" not in model and ".." not in model \
+        and not model.endswith(".git")
+
+
+def _suggest(path: Path, roots: list[Path]) -> str | None:
+    """The existing folder ``path`` most likely meant, written as ``path`` is (relative or
+    absolute), fixing each missing component by its closest sibling; ``None`` if none is close."""
+    starts = [Path(path.anchor)] if path.is_absolute() else roots
+    parts = path.parts[1:] if path.is_absolute() else [p for p in path.parts if p != "."]
+    for start in starts:
+        current, fixed = start, []
+        for part in parts:
+            if part == ".." or (current / part).is_dir():
+                current, name = current / part, part
+            else:
+                close = difflib.get_close_matches(part, _subfolders(current), n=1, cutoff=0.6)
+                if not close:
+                    break
+                current, name = current / close[0], close[0]
+            fixed.append(name)
+        else:
+            if fixed:
+                return str(Path(path.anchor, *fixed)) if path.is_absolute() else "/".join(fixed)
+    return None
+
+
+def _subfolders(folder: Path) -> list[str]:
+    try:
+        with os.scandir(folder) as entries:
+            return [entry.name for entry in entries if entry.is_dir()]
+    except OSError:
+        return []
+
+
+# --- what the folder holds -------------------------------------------------------------------
+
+
+class _ModelFiles:
+    """The JSON files of a model folder, each read once, as data."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._read: dict[str, dict[str, Any] | None] = {}
+
+    def config(self) -> dict[str, Any]:
+        """``config.json``, which must be an object with a ``model_type``."""
+        config = self.json("config.json")
+        if config is None:
+            raise ModelError(f"model folder {self.folder} has no config.json: {_FIX}")
+        if not isinstance(config.get("model_type"), str) or not config["model_type"]:
+            raise ModelError(f"model {self.folder}: config.json has no model_type, so "
+                             f"transformers cannot tell which model it is: {_RESAVE}")
+        return config
+
+    def json(self, name: str) -> dict[str, Any] | None:
+        """The JSON object in ``name``, or ``None`` when the folder has no such file.
+
+        :raises ModelError: for a file that is not a JSON object.
+        """
+        if name not in self._read:
+            self._read[name] = self._parse(name)
+        return self._read[name]
+
+    def _parse(self, name: str) -> dict[str, Any] | None:
+        from aworld_train.files import parse_json_text, read_text
+
+        path = self.folder / name
+        if not path.exists():
+            return None
+        try:
+            data = parse_json_text(read_text(path, ModelError, "model file"), str(path), ModelError)
+        except ModelError as exc:
+            raise ModelError(f"model {self.folder}: {exc}; {_RESAVE}") from None
+        if not isinstance(data, dict):
+            raise ModelError(f"model {self.folder}: {name} holds a JSON {type(data).__name__}, "
+                             f"not an object: {_RESAVE}")
+        return data
+
+
+def _check_weights(folder: Path, files: _ModelFiles) -> None:
+    """Weights transformers can load: a complete single file, or an index and all its shards.
+
+    :raises ModelError: naming the missing, truncated or placeholder file.
+    """
+    for index_name in _WEIGHT_INDEXES:
+        index = files.json(index_name)
+        if index is None:
+            continue
+        weight_map = index.get("weight_map")
+        if not isinstance(weight_map, dict) or not weight_map:
+            raise ModelError(f"model {folder}: {index_name} has no weight_map: {_RESAVE}")
+        shards = sorted({str(shard) for shard in weight_map.values()})
+        missing = [shard for shard in shards if not (folder / shard).is_file()]
+        if missing:
+            raise ModelError(f"model {folder}: {index_name} names {len(shards)} weight files, "
+                             f"{len(missing)} missing ({', '.join(missing[:3])}"
+                             f"{', ...' if len(missing) > 3 else ''}): finish the download")
+        _check_weight_files(folder, [folder / shard for shard in shards])
+        return
+    present = [folder / name for name in _WEIGHT_FILES if (folder / name).is_file()]
+    if not present:
+        raise ModelError(f"model folder {folder} has no weights (model.safetensors, "
+                         f"pytorch_model.bin, or a *.index.json and its shards): {_RESAVE}")
+    _check_weight_files(folder, present)
+
+
+def _check_weight_files(folder: Path, paths: Iterable[Path]) -> None:
+    for path in paths:
+        problem = _weight_file_problem(path)
+        if problem:
+            raise ModelError(f"model {folder}: {path.name} {problem}")
+
+
+def _weight_file_problem(path: Path) -> str | None:
+    """What is wrong with a weight file, read from its first bytes and, for safetensors, its
+    header (a JSON table of every tensor's byte range); ``None`` when nothing is."""
+    size = path.stat().st_size
+    with open(path, "rb") as handle:
+        head = handle.read(8)
+        if head.startswith(b"version "):  # "version https://git-lfs.github.com/spec/v1"
+            return "is a Git LFS pointer, not the weights: run `git lfs pull` in the folder"
+        if size == 0:
+            return f"is empty: {_RESAVE}"
+        if path.suffix != ".safetensors":
+            return None
+        if len(head) < 8:
+            return f"is truncated ({size} bytes): {_RESAVE}"
+        (header_size,) = struct.unpack("<Q", head)
+        if header_size > size - 8:
+            return f"is truncated or not a safetensors file: {_RESAVE}"
+        try:
+            header = json.loads(handle.read(header_size))
+            ends = [int(t["data_offsets"][1]) for k, t in header.items() if k != "__metadata__"]
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+            return f"has a damaged header: {_RESAVE}"
+    expected = 8 + header_size + max(ends, default=0)
+    if size < expected:
+        return f"is truncated ({size:,} of {expected:,} bytes): {_RESAVE}"
+    return None
+
+
+def _check_remote_code(folder: Path, files: _ModelFiles, trust_remote_code: bool) -> bool:
+    """Whether the folder brings its own code (an ``auto_map``), refused unless trusted.
+
+    :raises ModelError: for an ``auto_map`` without ``trust_remote_code``, or, with it, one
+        that names a module the folder lacks.
+    """
+    remote = False
+    for name in REMOTE_CODE_FILES:
+        auto_map = (files.json(name) or {}).get("auto_map")
+        if not auto_map:
+            continue
+        if not trust_remote_code:
+            raise ModelError(f"model {folder} needs code from its own folder (auto_map in {name}); "
+                             "aworld-train does not run it unless you set config "
+                             "trust_remote_code: true")
+        remote = True
+        for module in _modules(auto_map):
+            if not (folder / f"{module}.py").is_file():
+                raise ModelError(f"model {folder}: auto_map in {name} names {module}.py, which "
+                                 f"the folder lacks: {_RESAVE}")
+    return remote
+
+
+def _modules(auto_map: Any) -> set[str]:
+    """The folder's modules an ``auto_map`` names (``configuration_x.XConfig``, or a list of
+    them for a tokenizer); references to another repository (``org/repo--module.Class``) are
+    left to transformers."""
+    values = auto_map.values() if isinstance(auto_map, dict) else [auto_map]
+    references = [v for value in values for v in (value if isinstance(value, list) else [value])]
+    return {reference.rsplit(".", 1)[0] for reference in references
+            if isinstance(reference, str) and "." in reference and "--" not in reference}
+
+
+def _check_model_type(folder: Path, config: dict[str, Any]) -> None:
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+    model_type = config["model_type"]
+    if model_type not in CONFIG_MAPPING_NAMES:
+        import transformers
+
+        raise ModelError(f"model {folder}: config.json has model_type '{model_type}', which "
+                         f"transformers {transformers.__version__} does not know: upgrade "
+                         "transformers, or fix model_type")
+
+
+def _transformers_available() -> bool:
+    return importlib.util.find_spec("transformers") is not None
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return (lines[0] if lines else type(exc).__name__)[:300]
+
+
+# --- prompt lengths --------------------------------------------------------------------------
+
+
+@dataclass
+class _Renderer:
+    """Counts a prompt's tokens as training renders it."""
+
+    tokenizer: Any
+    system_prompt: str | None
+    tools: list[dict[str, Any]]
+    folder: str
+
+    @property
+    def chat(self) -> bool:
+        return bool(getattr(self.tokenizer, "chat_template", None))
+
+    def describe(self) -> str:
+        """What the count includes: ``system prompt, 3 tool schemas, chat template``."""
+        parts = ["system prompt"] if self.system_prompt else []
+        if self.tools:
+            parts.append(f"{len(self.tools)} tool schema{'s' if len(self.tools) > 1 else ''}")
+        parts.append("chat template" if self.chat else "plain text")
+        return ", ".join(parts)
+
+    def count(self, prompt: Any) -> int:
+        """The prompt's tokens: chat messages (or a string) rendered with the system prompt,
+        the tool schemas and the generation prompt."""
+        if not self.chat:
+            text = _text(prompt)
+            return len(self.tokenizer(f"{self.system_prompt}\n\n{text}" if self.system_prompt
+                                      else text)["input_ids"])
+        return len(self.tokenizer.apply_chat_template(
+            self._messages(prompt), tools=self.tools or None, add_generation_prompt=True,
+            tokenize=True, return_dict=True)["input_ids"])
+
+    def framing(self) -> tuple[int, int]:
+        """The tokens a prompt has besides its text: those of a one-message prompt with empty
+        text (system prompt, tool schemas, markup, generation prompt), and those each further
+        message adds (the first message's, when the template renders no pair of messages)."""
+        first = self.count("")
+        try:
+            pair = self.count([{"role": "user", "content": ""},
+                               {"role": "assistant", "content": ""}])
+        except Exception:  # a template that wants other roles or order: a generous figure
+            return first, first
+        return first, max(pair - first, 1)
+
+    def content_tokens(self, prompts: list[Any]) -> list[int]:
+        """Each prompt's text tokenized alone, in one batch."""
+        encoded = self.tokenizer([_text(prompt) for prompt in prompts], add_special_tokens=False)
+        return [len(ids) for ids in encoded["input_ids"]]
+
+    def _messages(self, prompt: Any) -> list[dict[str, Any]]:
+        messages = ([{"role": "user", "content": prompt}] if isinstance(prompt, str)
+                    else [{"role": m["role"], "content": m["content"]} for m in prompt])
+        if self.system_prompt and (not messages or messages[0]["role"] != "system"):
+            messages.insert(0, {"role": "system", "content": self.system_prompt})
+        return messages
+
+
+def _text(prompt: Any) -> str:
+    if isinstance(prompt, str):
+        return prompt
+    return "\n\n".join(str(message.get("content") or "") for message in prompt)
+
+
+# Rows are read, and those in doubt tokenized without the template, this many at a time.
+_BATCH_ROWS = 8192
+
+
+def _first_too_long(dataset: datasets.Dataset, renderer: _Renderer, room: int,
+                    role: str) -> tuple[int, int] | None:
+    """A row whose rendered prompt passes ``room`` tokens (the longest of the first batch of
+    rows that has one), and its exact count; ``None`` when every prompt fits. See
+    :func:`check_lengths`."""
+    import numpy as np
+
+    first, each = _rendered(lambda: renderer.framing(), renderer, f"{role}: the prompts")
+    offset = 0
+    for table in dataset.with_format("arrow").iter(batch_size=_BATCH_ROWS):
+        column = table["prompt"]
+        sizes, messages = _prompt_sizes(column)
+        # A message's text may join its markup into fewer tokens, never more: one to spare each.
+        frame = first + each * (messages - 1) + messages
+        doubtful = np.flatnonzero(sizes + frame > room)
+        if doubtful.size:
+            prompts = column.take(doubtful).to_pylist()
+            bounds = np.asarray(renderer.content_tokens(prompts)) + frame[doubtful]
+            for at in np.argsort(-bounds, kind="stable"):
+                if bounds[at] <= room:
+                    break
+                row = offset + int(doubtful[at])
+                tokens = _rendered(lambda: renderer.count(prompts[at]), renderer,
+                                   f"{role} row {row}: the prompt")
+                if tokens > room:
+                    return row, tokens
+        offset += len(table)
+    return None
+
+
+def _rendered(count: Callable[[], Any], renderer: _Renderer, what: str) -> Any:
+    """``count()``, with a failure of the chat template (the model's own Jinja code) as one
+    line naming what was rendered."""
+    try:
+        return count()
+    except Exception as exc:  # jinja2 and transformers raise many kinds
+        raise ModelError(f"{what} cannot be rendered with the chat template of "
+                         f"{renderer.folder}: {_first_line(exc)}") from None
+
+
+def _prompt_sizes(column: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Each prompt's text in UTF-8 bytes (every message's content; the messages joined by a
+    blank line, as :func:`_text` joins them) and its number of messages, from an Arrow column
+    of strings or of lists of messages."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+        sizes = pc.fill_null(pc.binary_length(column), 0).to_numpy(zero_copy_only=False)
+        return sizes.astype(np.int64), np.ones(len(column), dtype=np.int64)
+    count = pc.fill_null(pc.list_value_length(column), 0).to_numpy(zero_copy_only=False)
+    content = pc.list_flatten(column).field("content")
+    length = pc.fill_null(pc.binary_length(content), 0).to_numpy(zero_copy_only=False)
+    parents = pc.list_parent_indices(column).to_numpy(zero_copy_only=False)
+    total = np.bincount(parents, weights=length, minlength=len(column)).astype(np.int64)
+    count = count.astype(np.int64)
+    return total + 2 * np.maximum(count - 1, 0), count

@@ -1,0 +1,416 @@
+"""The model preflight and the prompt-length check: folders checked as data (config, weights,
+auto_map) without running their code, typos kept from the hub, hub ids never contacted, and
+prompts rendered as training renders them against the model's positions.
+
+The file-level checks run everywhere; the tokenizer and length checks need transformers (and
+torch, to build the tiny model) and are skipped where they are not installed.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aworld_train import model as model_module
+from aworld_train.errors import AgentError, ModelError
+from aworld_train.model import check_lengths, load_tokenizer, max_positions, preflight_model
+
+# --- folders written by hand: the file-level checks ------------------------------------------
+
+
+def write_safetensors(path: Path, tensors: int = 1) -> None:
+    """A valid safetensors file: an 8-byte header length, a JSON header, then the data."""
+    header = {f"w{i}": {"dtype": "F32", "shape": [1], "data_offsets": [4 * i, 4 * i + 4]}
+              for i in range(tensors)}
+    encoded = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(encoded)) + encoded + b"\0" * 4 * tensors)
+
+
+def write_folder(folder: Path, config: Any = None) -> Path:
+    """A model folder that passes the file-level checks: a config and one weights file."""
+    folder.mkdir(parents=True, exist_ok=True)
+    config = {"model_type": "qwen2", "max_position_embeddings": 64} if config is None else config
+    (folder / "config.json").write_text(json.dumps(config))
+    write_safetensors(folder / "model.safetensors")
+    return folder
+
+
+@pytest.fixture
+def files_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The checks as in an environment without transformers: files only, no tokenizer."""
+    monkeypatch.setattr(model_module, "_transformers_available", lambda: False)
+
+
+def refusal(model: str | Path, base_dir: Path | None = None, trust: bool = False) -> str:
+    with pytest.raises(ModelError) as error:
+        preflight_model(model, base_dir, trust)
+    message = str(error.value)
+    assert "\n" not in message
+    return message
+
+
+def test_model_error_is_an_agent_error() -> None:
+    assert issubclass(ModelError, AgentError)
+
+
+def test_no_model_stays_none() -> None:
+    assert preflight_model(None) is None
+
+
+def test_a_folder_is_found_beside_the_job_then_in_the_current_folder_and_made_absolute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files_only: None
+) -> None:
+    job, elsewhere = tmp_path / "job", tmp_path / "elsewhere"
+    beside = write_folder(job / "build" / "model")
+    in_cwd = write_folder(elsewhere / "weights")
+    monkeypatch.chdir(elsewhere)
+    assert preflight_model("build/model", job) == str(beside)
+    assert preflight_model("./build/model", job) == str(beside)
+    assert preflight_model("weights", job) == str(in_cwd)
+    assert preflight_model(in_cwd) == str(in_cwd)  # a Path, absolute
+
+
+def test_a_typo_of_a_local_folder_is_never_taken_for_a_hub_id(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_folder(tmp_path / "build" / "model")
+    monkeypatch.chdir(tmp_path)
+    assert refusal("build/modle", tmp_path) == (
+        f"model folder build/modle not found in {tmp_path} (did you mean build/model?)")
+    assert refusal("biuld/model", tmp_path).endswith("(did you mean build/model?)")
+    assert refusal("./build/mdl", tmp_path).endswith("(did you mean build/model?)")
+    # One name, a close typo of a folder there: not a hub id either.
+    (tmp_path / "model").mkdir()
+    assert refusal("modle", tmp_path) == (
+        f"model folder modle not found in {tmp_path} (did you mean model?) "
+        "(a hub id is written 'organisation/name')")
+    # Paths by their form: nothing close to suggest, so the fix is said instead.
+    for path in ("./weights", "runs/a/model", "~/no-such-model-folder-here"):
+        message = refusal(path, tmp_path)
+        assert message.startswith(f"model folder {path} not found")
+        assert message.endswith("point `model` at a folder written by save_pretrained, or at a "
+                                "hub id 'organisation/name'")
+    assert refusal(tmp_path / "gone").startswith(f"model folder {tmp_path / 'gone'} not found")
+
+
+def test_a_hub_id_is_returned_as_given_and_nothing_is_contacted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+    def no_network(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("the preflight opened a connection")
+
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    monkeypatch.setattr(socket, "create_connection", no_network)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data").mkdir()
+    for hub_id in ("Qwen/Qwen2.5-0.5B-Instruct", "gpt2", "HuggingFaceTB/SmolLM2-135M"):
+        assert preflight_model(hub_id, tmp_path) == hub_id
+    assert refusal("Qwen Qwen", tmp_path) == (
+        "model 'Qwen Qwen' is neither a local folder nor a hub id 'organisation/name': point "
+        "`model` at a folder written by save_pretrained, or at a hub id 'organisation/name'")
+
+
+def test_a_file_is_not_a_model_folder(tmp_path: Path) -> None:
+    (tmp_path / "model.safetensors").write_bytes(b"")
+    assert refusal("model.safetensors", tmp_path).startswith(
+        "model model.safetensors is a file (")
+
+
+@pytest.mark.parametrize(("config", "expected"), [
+    (None, "has no config.json: point `model` at a folder written by save_pretrained"),
+    ('{"model_type": "qwen2",', "config.json: invalid JSON: Expecting property name"),
+    ("[1, 2]", "config.json holds a JSON list, not an object"),
+    ('{"hidden_size": 64}', "config.json has no model_type, so transformers cannot tell which "
+                            "model it is"),
+])
+def test_a_broken_config_json_is_named(tmp_path: Path, config: str | None, expected: str) -> None:
+    folder = write_folder(tmp_path / "model")
+    if config is None:
+        (folder / "config.json").unlink()
+    else:
+        (folder / "config.json").write_text(config)
+    message = refusal(folder)
+    assert str(folder) in message and expected in message
+
+
+def test_weights_must_be_there_whole(tmp_path: Path, files_only: None) -> None:
+    folder = write_folder(tmp_path / "model")
+    (folder / "model.safetensors").unlink()
+    (folder / "adapter_model.safetensors").write_bytes(b"")  # not what from_pretrained loads
+    assert refusal(folder) == (
+        f"model folder {folder} has no weights (model.safetensors, pytorch_model.bin, or a "
+        "*.index.json and its shards): write the folder again with save_pretrained, or "
+        "download it again")
+    # A clone without Git LFS holds pointers where the weights should be.
+    (folder / "model.safetensors").write_text(
+        "version https://git-lfs.github.com/spec/v1\noid sha256:abc\nsize 1000\n")
+    assert refusal(folder).endswith("model.safetensors is a Git LFS pointer, not the weights: "
+                                    "run `git lfs pull` in the folder")
+    write_safetensors(folder / "model.safetensors", tensors=3)
+    whole = (folder / "model.safetensors").read_bytes()
+    (folder / "model.safetensors").write_bytes(whole[:-5])
+    assert f"model.safetensors is truncated ({len(whole) - 5:,} of {len(whole):,} bytes)" in (
+        refusal(folder))
+    (folder / "model.safetensors").write_bytes(whole)
+    assert preflight_model(folder) == str(folder)
+
+
+def test_sharded_weights_need_every_shard(tmp_path: Path, files_only: None) -> None:
+    folder = write_folder(tmp_path / "model")
+    (folder / "model.safetensors").unlink()
+    shards = [f"model-0000{i}-of-00003.safetensors" for i in (1, 2, 3)]
+    index = {"metadata": {}, "weight_map": {f"layer{i}": shard for i, shard in enumerate(shards)}}
+    (folder / "model.safetensors.index.json").write_text(json.dumps(index))
+    write_safetensors(folder / shards[0])
+    assert refusal(folder) == (
+        f"model {folder}: model.safetensors.index.json names 3 weight files, 2 missing "
+        f"({shards[1]}, {shards[2]}): finish the download")
+    for shard in shards[1:]:
+        write_safetensors(folder / shard)
+    assert preflight_model(folder) == str(folder)
+
+
+EVIL = """\
+from pathlib import Path
+
+Path({marker!r}).write_text("the model folder's code ran")
+
+
+class EvilConfig:
+    model_type = "evil"
+"""
+
+
+def evil_folder(tmp_path: Path, where: str = "config.json") -> tuple[Path, Path]:
+    """A model folder whose auto_map (in ``where``) points at its own module, which writes a
+    marker file when imported; and the marker's path."""
+    folder = write_folder(tmp_path / "evil")
+    marker = tmp_path / "MARKER"
+    (folder / "configuration_evil.py").write_text(EVIL.format(marker=str(marker)))
+    auto_map = {"AutoConfig": "configuration_evil.EvilConfig"}
+    if where == "tokenizer_config.json":
+        auto_map = {"AutoTokenizer": ["configuration_evil.EvilConfig", None]}
+    data = json.loads((folder / where).read_text()) if (folder / where).exists() else {}
+    (folder / where).write_text(json.dumps({**data, "auto_map": auto_map}))
+    return folder, marker
+
+
+@pytest.mark.parametrize("where", ["config.json", "tokenizer_config.json"])
+def test_a_folder_that_brings_its_own_code_is_refused_and_its_code_never_runs(
+    tmp_path: Path, where: str
+) -> None:
+    folder, marker = evil_folder(tmp_path, where)
+    assert refusal(folder) == (
+        f"model {folder} needs code from its own folder (auto_map in {where}); aworld-train does "
+        "not run it unless you set config trust_remote_code: true")
+    assert not marker.exists()
+
+
+def test_trust_remote_code_lifts_the_refusal_for_code_the_folder_has(
+    tmp_path: Path, files_only: None
+) -> None:
+    folder, marker = evil_folder(tmp_path)
+    assert preflight_model(folder, trust_remote_code=True) == str(folder)
+    assert not marker.exists()  # the preflight itself imports nothing from the folder
+    (folder / "configuration_evil.py").unlink()
+    assert refusal(folder, trust=True).startswith(
+        f"model {folder}: auto_map in config.json names configuration_evil.py, which the folder "
+        "lacks")
+
+
+def test_max_positions_reads_the_families_keys(tmp_path: Path) -> None:
+    assert max_positions(write_folder(tmp_path / "a")) == (64, "max_position_embeddings")
+    gpt2 = write_folder(tmp_path / "b", {"model_type": "gpt2", "n_positions": 1024})
+    assert max_positions(gpt2) == (1024, "n_positions")
+    vlm = write_folder(tmp_path / "c", {"model_type": "llava",
+                                        "text_config": {"max_position_embeddings": 4096}})
+    assert max_positions(vlm) == (4096, "text_config.max_position_embeddings")
+    assert max_positions(write_folder(tmp_path / "d", {"model_type": "x"})) is None
+
+
+# --- a real tiny model: tokenizer and lengths (transformers and torch) ------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("transformers")
+    pytest.importorskip("torch")
+    from aworld_train.testing import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model",
+                            extra_tokens=("<answer>",), max_positions=128)
+
+
+@pytest.fixture
+def tiny(tiny_model: Path, tmp_path: Path) -> Iterator[Path]:
+    """A copy of the tiny model of this test's own (128 positions), to change freely."""
+    folder = Path(shutil.copytree(tiny_model, tmp_path / "model"))
+    yield folder
+    model_module._cached_tokenizer.cache_clear()
+
+
+def set_positions(folder: Path, positions: int) -> None:
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "max_position_embeddings": positions}))
+
+
+# Renders tools as the calculator example's template does: their schemas enter the prompt.
+TOOLS_TEMPLATE = (
+    "{% if tools %}{{ '<|im_start|>system\\n' }}{% for tool in tools %}{{ tool | tojson }}"
+    "{% endfor %}{{ '<|im_end|>\\n' }}{% endif %}"
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+
+TOOLS = [{"type": "function", "function": {"name": "add", "description": "Add a and b.",
+                                           "parameters": {"type": "object", "properties": {}}}}]
+
+
+def rows(*prompts: Any) -> Any:
+    import datasets
+
+    return datasets.Dataset.from_list([{"prompt": p, "ground_truth": "1"} for p in prompts])
+
+
+def rendered(folder: Path, messages: list[dict[str, str]], tools: Any = None) -> int:
+    tokenizer = load_tokenizer(str(folder))
+    return len(tokenizer.apply_chat_template(messages, tools=tools, add_generation_prompt=True,
+                                             tokenize=True, return_dict=True)["input_ids"])
+
+
+def too_long(folder: Path, datasets: dict[str, Any], **kwargs: Any) -> str:
+    arguments = {"system_prompt": None, "tool_schemas": [], "max_completion_length": 16, **kwargs}
+    with pytest.raises(ModelError) as error:
+        check_lengths(str(folder), datasets, **arguments)
+    assert "\n" not in str(error.value)
+    return str(error.value)
+
+
+def test_a_real_model_passes_and_its_tokenizer_is_loaded_once(tiny: Path) -> None:
+    assert preflight_model(tiny) == str(tiny)
+    assert load_tokenizer(str(tiny)) is load_tokenizer(str(tiny), False)
+
+
+def test_a_tokenizer_that_does_not_load_is_one_line(tiny: Path) -> None:
+    (tiny / "tokenizer.json").write_text('{"version": "1.0", "model": {"type": "Nonsense"}}')
+    assert refusal(tiny).startswith(f"model {tiny}: its tokenizer does not load offline: ")
+
+
+def test_a_model_type_transformers_does_not_know_is_named(tiny: Path) -> None:
+    config = json.loads((tiny / "config.json").read_text())
+    (tiny / "config.json").write_text(json.dumps({**config, "model_type": "qwen9"}))
+    assert "config.json has model_type 'qwen9', which transformers " in refusal(tiny)
+
+
+def test_the_longest_prompt_with_its_completion_past_the_positions_names_the_row(
+    tiny: Path,
+) -> None:
+    system = "Answer with the number."
+    empty = rendered(tiny, [{"role": "system", "content": system}, {"role": "user", "content": ""}])
+    long_row = "1 + " * ((120 - empty) // 4)  # one token per byte: 120 tokens or a little less
+    data = rows("What is 1 + 1?", "What is 2 + 2?", long_row, "Hi")
+    tokens = rendered(tiny, [{"role": "system", "content": system},
+                             {"role": "user", "content": long_row}])
+    assert tokens + 16 > 128 >= tokens  # the completion is what tips it over
+    assert too_long(tiny, {"train_dataset": data}, system_prompt=system) == (
+        f"train_dataset row 2: the prompt (system prompt, chat template) is {tokens} tokens; "
+        f"with max_completion_length 16 that is {tokens + 16}, past the model's 128 positions "
+        f"(max_position_embeddings in {tiny}/config.json): shorten the prompt or "
+        "max_completion_length")
+    # The same rows fit with a smaller completion, or without the system prompt.
+    check_lengths(str(tiny), {"train_dataset": data}, system, [], 128 - tokens)
+    check_lengths(str(tiny), {"train_dataset": data}, None, [], 16)
+
+
+def test_tool_schemas_count_and_tool_results_share_the_completion(tiny: Path) -> None:
+    (tiny / "chat_template.jinja").write_text(TOOLS_TEMPLATE)
+    set_positions(tiny, 256)
+    prompt = "What is 12 * 34?"
+    alone = rendered(tiny, [{"role": "user", "content": prompt}])
+    with_tools = rendered(tiny, [{"role": "user", "content": prompt}], TOOLS)
+    budget = 256 - rendered(tiny, [{"role": "user", "content": "Hi"}], TOOLS)  # "Hi" fits
+    data = {"train_dataset": rows("Hi"), "test_dataset": rows("Hello", prompt)}
+    assert alone + budget <= 256 < with_tools + budget
+    check_lengths(str(tiny), data, None, [], budget)  # without the schemas, every row fits
+    assert too_long(tiny, data, tool_schemas=TOOLS, max_completion_length=budget, max_turns=3) == (
+        f"test_dataset row 1: the prompt (1 tool schema, chat template) is {with_tools} tokens; "
+        f"with max_completion_length {budget} for every turn and tool result that is "
+        f"{with_tools + budget}, past the model's 256 positions (max_position_embeddings in "
+        f"{tiny}/config.json): shorten the prompt or max_completion_length")
+
+
+def test_the_row_longest_in_tokens_is_found_not_the_longest_in_bytes(tiny: Path) -> None:
+    # "<answer>" is one token of eight bytes: the row with the most bytes is short in tokens.
+    data = rows("<answer>" * 40, "x" * 100, "<answer>" * 39)
+    message = too_long(tiny, {"train_dataset": data}, max_completion_length=20)
+    assert message.startswith("train_dataset row 1: the prompt (chat template) is ")
+
+
+def test_chat_message_prompts_keep_their_own_system_message(tiny: Path) -> None:
+    own = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "y" * 60}]
+    tokens = rendered(tiny, own)
+    data = rows([{"role": "user", "content": "Hi"}], own)
+    message = too_long(tiny, {"train_dataset": data}, system_prompt="s" * 40,
+                       max_completion_length=128 - tokens + 1)
+    assert message.startswith(f"train_dataset row 1: the prompt (system prompt, chat template) "
+                              f"is {tokens} tokens")
+
+
+def test_only_the_rows_in_doubt_are_rendered(tiny: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rendered_rows = []
+    count = model_module._Renderer.count
+
+    def counting(self: Any, prompt: Any) -> int:
+        rendered_rows.append(prompt)
+        return count(self, prompt)
+
+    monkeypatch.setattr(model_module._Renderer, "count", counting)
+    prompts = [f"What is {i} + {i}?" for i in range(3000)]
+    check_lengths(str(tiny), {"train_dataset": rows(*prompts)}, None, [], 64)
+    assert len(rendered_rows) <= 2  # the framing, measured once; no row was in doubt
+    prompts[1234] = "z" * 120
+    rendered_rows.clear()
+    assert too_long(tiny, {"train_dataset": rows(*prompts)}, max_completion_length=64).startswith(
+        "train_dataset row 1234: ")
+    assert len(rendered_rows) <= 3
+
+
+def test_a_plain_text_tokenizer_gets_the_prompt_as_text(tiny: Path) -> None:
+    (tiny / "chat_template.jinja").unlink()
+    data = rows("q" * 100)
+    tokens = len("Be brief.\n\n" + "q" * 100)  # one token per byte, no template
+    assert too_long(tiny, {"train_dataset": data}, system_prompt="Be brief.",
+                    max_completion_length=20).startswith(
+        f"train_dataset row 0: the prompt (system prompt, plain text) is {tokens} tokens")
+
+
+def test_a_completion_as_long_as_the_model_leaves_no_room(tiny: Path) -> None:
+    assert too_long(tiny, {"train_dataset": rows("Hi")}, max_completion_length=128) == (
+        f"max_completion_length 128 leaves no room for a prompt within the model's 128 "
+        f"positions (max_position_embeddings in {tiny}/config.json): lower max_completion_length")
+
+
+def test_hub_ids_and_missing_datasets_are_not_checked(tiny: Path) -> None:
+    check_lengths("Qwen/Qwen2.5-0.5B", {"train_dataset": rows("x" * 10_000)}, None, [], 10**6)
+    check_lengths(str(tiny), {"train_dataset": rows("Hi"), "test_dataset": None}, None, [], None)
+
+
+def test_a_chat_template_that_fails_is_one_line_naming_the_row(tiny: Path) -> None:
+    (tiny / "chat_template.jinja").write_text(
+        "{% for m in messages %}{% if 'boom' in m['content'] %}"
+        "{{ raise_exception('roles must alternate') }}{% endif %}{{ m['content'] }}{% endfor %}")
+    data = rows("a" * 200, "boom" + "b" * 200)
+    with pytest.raises(ModelError, match=r"^train_dataset row 1: the prompt cannot be rendered "
+                                         r"with the chat template of .*: roles must alternate$"):
+        check_lengths(str(tiny), {"train_dataset": data}, None, [], 10)
