@@ -103,17 +103,10 @@ def resolve_model(
     from swift.model import MODEL_MAPPING
     from swift.model.model_meta import get_matched_model_meta, get_matched_model_types
 
-    folder = Path(model).expanduser()
+    # The core has checked a local folder (config.json, weights, no code of its own unless
+    # trusted) and made it absolute; anything else is a hub id.
+    folder = Path(model)
     local = folder.is_dir()
-    if local:
-        if not (folder / "config.json").is_file():
-            raise AgentError(
-                f"model folder {folder} has no config.json: point `model` at a folder written "
-                "by save_pretrained"
-            )
-        model = str(folder.resolve())
-    elif model.startswith((".", "/", "~")):
-        raise AgentError(f"model folder {model} does not exist")
 
     meta = MODEL_MAPPING[model_type] if model_type else get_matched_model_meta(model)
     if meta is None and local:
