@@ -327,3 +327,17 @@ def test_a_large_datasets_dataset_streams(monkeypatch: pytest.MonkeyPatch) -> No
     loaded = load_dataset(given, COLUMNS)
     assert loaded["prompt"] == [f"q{i}" for i in range(9, -1, -1)], "the selection, in order"
     assert [row["extra_info"]["index"] for row in loaded] == list(range(10))
+
+
+def test_a_mapping_must_rename_a_column_the_row_has(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "qa.jsonl", [{"prompt": "2+2?", "ground_truth": "4"}])
+    with pytest.raises(DatasetError) as raised:
+        load_dataset(path, {"prompt": "question"})
+    assert str(raised.value) == (f"{path}:1: columns: {{prompt: question}} but the row has no "
+                                 "column 'question' (it has 'prompt' itself); drop the mapping "
+                                 "or fix the name")
+    with pytest.raises(DatasetError, match=r"^train_dataset row 0: columns: \{ground_truth: "
+                                           r"answer\} but the row has both 'answer' and "
+                                           r"'ground_truth'"):
+        load_dataset([{"prompt": "q", "answer": "4", "ground_truth": "5"}],
+                     {"ground_truth": "answer"})

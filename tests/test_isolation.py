@@ -145,7 +145,8 @@ def test_from_a_thread_while_an_event_loop_runs_in_another() -> None:
     loop_thread = threading.Thread(target=loop.run_forever, daemon=True)
     loop_thread.start()
     try:
-        assert asyncio.run_coroutine_threadsafe(asyncio.sleep(0, "alive"), loop).result(5) == "alive"
+        alive = asyncio.run_coroutine_threadsafe(asyncio.sleep(0, "alive"), loop)
+        assert alive.result(5) == "alive"
         results: list[Any] = []
 
         def call() -> None:
@@ -159,7 +160,8 @@ def test_from_a_thread_while_an_event_loop_runs_in_another() -> None:
         worker.start()
         worker.join(60)
         assert results == [4, "reward 'r' on row 0 called sys.exit(3)"]
-        assert asyncio.run_coroutine_threadsafe(asyncio.sleep(0, "still"), loop).result(5) == "still"
+        still = asyncio.run_coroutine_threadsafe(asyncio.sleep(0, "still"), loop)
+        assert still.result(5) == "still", "the event loop thread runs on"
     finally:
         loop.call_soon_threadsafe(loop.stop)
         loop_thread.join(5)

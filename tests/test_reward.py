@@ -243,7 +243,9 @@ def test_unknown_builtin_suggests_one() -> None:
 @pytest.mark.parametrize(("reward", "message"), [
     (None, "no reward given"),
     ([], "no reward given"),
-    ({"name": "exact_match", "weight": "high"}, "weight must be a number, got 'high'"),
+    ({"name": "exact_match", "weight": "high"}, "weight must be a finite number, got 'high'"),
+    ({"name": "exact_match", "weight": float("nan")}, "weight must be a finite number, got nan"),
+    ({"name": "exact_match", "weight": float("-inf")}, "must be a finite number, got -inf"),
     ({"weight": 1}, "must be {name: <reward>, weight: <number>}"),
     ({"name": "exact_match", "scale": 2}, "must be {name: <reward>, weight: <number>}"),
     (42, "reward 42 is not a built-in"),

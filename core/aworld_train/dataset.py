@@ -213,7 +213,9 @@ def _canonical_rows(
         if first_is_text is None:
             first_is_text = is_text
         elif is_text != first_is_text:
-            kinds = ("a string", "a message list") if first_is_text else ("a message list", "a string")
+            kinds = ("a string", "a message list")
+            if not first_is_text:
+                kinds = kinds[::-1]
             raise DatasetError(
                 f"{source.where(position)}: column 'prompt' is {kinds[1]} but row 0's is "
                 f"{kinds[0]}; use one form for every row"
@@ -268,7 +270,9 @@ def _batch_table(
         if len(kinds) > 1 and not kinds <= {int, float}:
             raise DatasetError(_type_clash(batch, before, source))
         if first is None and kinds:
-            columns[column] = next((type(v), p) for (p, _), v in zip(batch, values) if v is not None)
+            columns[column] = next(
+                (type(value), position) for (position, _), value in zip(batch, values)
+                if value is not None)
         arrays[column] = values
     try:
         table = pyarrow.table({column: pyarrow.array(values) for column, values in arrays.items()})
@@ -277,8 +281,8 @@ def _batch_table(
             f"{source.name}: columns hold values of different types across rows: {exc}"
         ) from None
     if any(_type_depth(field.type) > MAX_DEPTH for field in table.schema):
-        position = next(position for position, row in batch if _too_deep(row))
-        raise DatasetError(f"{source.where(position)}: {TOO_DEEP}")
+        deep = next(position for position, row in batch if _too_deep(row))
+        raise DatasetError(f"{source.where(deep)}: {TOO_DEEP}")
     return table
 
 
@@ -323,6 +327,8 @@ def _canonical_row(
     """
     if not isinstance(row, dict):
         raise _RowError(f"a row must be an object, got {type(row).__name__}")
+    if mapping:
+        _check_mapped(row, mapping)
     row = {mapping.get(key, key): value for key, value in row.items()} if mapping else dict(row)
     for required in ("prompt", "ground_truth"):
         if required not in row or row[required] is None:
@@ -351,6 +357,18 @@ def _canonical_row(
         raise _RowError(f"column 'extra_info' must be an object, got {type(extra).__name__}")
     row["extra_info"] = {"index": index, **extra}
     return row
+
+
+def _check_mapped(row: dict[str, Any], mapping: dict[str, str]) -> None:
+    """A mapping must rename a column the row has, and not onto one it has already."""
+    for user, canonical in mapping.items():
+        if user == canonical or canonical not in row:
+            continue
+        if user in row:
+            raise _RowError(f"columns: {{{canonical}: {user}}} but the row has both '{user}' "
+                            f"and '{canonical}'; rename one of them")
+        raise _RowError(f"columns: {{{canonical}: {user}}} but the row has no column '{user}' "
+                        f"(it has '{canonical}' itself); drop the mapping or fix the name")
 
 
 _ROLES = ("system", "user", "assistant", "tool")

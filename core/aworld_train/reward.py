@@ -162,8 +162,10 @@ def _resolve_one(item: Any, base_dir: Path | None) -> RewardFunction:
                 f"reward entry {item!r} must be {{name: <reward>, weight: <number>}}"
             )
         weight = item.get("weight", 1.0)
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)):
-            raise RewardError(f"reward '{item['name']}': weight must be a number, got {weight!r}")
+        if not _is_number(weight):
+            raise RewardError(
+                f"reward '{item['name']}': weight must be a finite number, got {weight!r}"
+            )
         item = item["name"]
     if callable(item):
         name = getattr(item, "__name__", type(item).__name__)
@@ -236,7 +238,8 @@ def _call(
 
 
 def _where(function: RewardFunction, row: int | None) -> str:
-    return f"reward '{function.ref or function.name}'" + (f" on row {row}" if row is not None else "")
+    named = f"reward '{function.ref or function.name}'"
+    return named if row is None else f"{named} on row {row}"
 
 
 def _plain(value: float | dict[str, Any]) -> float | dict[str, float]:
