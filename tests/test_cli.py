@@ -263,7 +263,9 @@ def test_train_flags_replace_the_job_fields(tmp_path: Path, capsys: pytest.Captu
     job = write_job(tmp_path, engine="twin", reward="nope.py:score")
     other = tmp_path / "other"
     other.mkdir()
-    write_jsonl(other / "plain.jsonl", ARITHMETIC[:2])
+    # The job's columns mapping (question/answer) still applies to the dataset the flag names.
+    write_jsonl(other / "plain.jsonl", [{"question": row["prompt"], "answer": row["ground_truth"]}
+                                        for row in ARITHMETIC[:2]])
     (other / "config.yaml").write_text("max_steps: 3\nbatch_size: 2\n")
     (tmp_path / "agent.json").write_text(json.dumps({"name": "from-flag"}))
     monkeypatch.chdir(other)

@@ -70,7 +70,7 @@ def to_examples(dataset: datasets.Dataset) -> list[Example]:
             ground_truth=row["ground_truth"],
             extra_info=dict(row["extra_info"] or {}),
         )
-        for row in dataset
+        for row in dataset.to_list()  # one Arrow conversion, not one per row
     ]
 
 
