@@ -77,6 +77,11 @@ def config_to_swift(
 ) -> SwiftConfig:
     """Map ``config`` onto swift's arguments and validate them.
 
+    :param config: the job's config; its ``swift:`` section wins over the mapped keys.
+    :param agent: the checked agent (model, template, system prompt, sampling).
+    :param data: the converted datasets, or ``None``.
+    :param reward: the registered rewards, or ``None``.
+    :param run_dir: where swift's outputs, caches and log file go.
     :raises ConfigError: naming the key that is wrong.
     """
     algorithm = config.algorithm
@@ -164,7 +169,9 @@ def check_arguments(config: SwiftConfig) -> None:
     :raises ConfigError: with swift's message when it rejects the arguments.
     """
     arguments = {k: v for k, v in config.arguments.items() if k not in _NETWORK_KEYS}
-    no_credentials: dict[str, str | None] = {name: None for names in SECRETS.values() for name in names}
+    no_credentials: dict[str, str | None] = {
+        name: None for names in SECRETS.values() for name in names
+    }
     build_arguments(dataclasses.replace(config, arguments=arguments), environment=no_credentials)
 
 
@@ -175,7 +182,8 @@ def secret_environment(section: dict[str, Any], arguments: dict[str, Any]) -> di
     :param section: the validated ``swift:`` section.
     :param arguments: swift's arguments; ``use_hf`` picks the Hugging Face Hub's variable.
     """
-    hub = 1 if arguments.get("use_hf") or os.environ.get("USE_HF", "").lower() in ("1", "true") else 0
+    use_hf = arguments.get("use_hf") or os.environ.get("USE_HF", "").lower() in ("1", "true")
+    hub = 1 if use_hf else 0
     return {SECRETS[key][hub]: str(value) for key, value in section.items()
             if key in SECRETS and value}
 

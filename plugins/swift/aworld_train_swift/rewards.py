@@ -54,7 +54,8 @@ def make_orm(function: RewardFunction, name: str) -> type:
     def __call__(self: Any, completions: list[Any], **columns: Any) -> list[float]:
         return score_batch(spec, completions, columns)
 
-    return type(name, (ORM,), {"__call__": __call__, "__doc__": f"aworld-train reward {function.name}"})
+    doc = f"aworld-train reward {function.name}"
+    return type(name, (ORM,), {"__call__": __call__, "__doc__": doc})
 
 
 def score_batch(spec: RewardSpec, completions: list[Any], columns: dict[str, Any]) -> list[float]:

@@ -41,6 +41,9 @@ SECRETS = {
     "hub_token": ("MODELSCOPE_API_TOKEN", "HF_TOKEN"),  # ModelScope, or the Hub with use_hf
     "swanlab_token": ("SWANLAB_API_KEY", "SWANLAB_API_KEY"),
 }
+# Credentials swift takes only as arguments (no environment variable reads them): they would be
+# written to args.json and pickled into every checkpoint, so they are refused.
+_UNSAFE = ("swanlab_secret", "swanlab_webhook_url")
 # The loss types ms-swift 4.6's trainers branch on. They are not listed anywhere importable
 # (an unknown one fails in the first training step), so they are stated here.
 LOSS_TYPES = {
@@ -98,7 +101,14 @@ def validate_section(section: dict[str, Any], algorithm: str) -> dict[str, Any]:
     checked = {}
     for key, value in section.items():
         if key in MANAGED:
-            raise ConfigError(f"config key 'swift.{key}' is set by aworld-train from {MANAGED[key]}")
+            raise ConfigError(
+                f"config key 'swift.{key}' is set by aworld-train from {MANAGED[key]}"
+            )
+        if key in _UNSAFE:
+            raise ConfigError(
+                f"config key 'swift.{key}' holds a credential that ms-swift would write to "
+                "args.json and into every checkpoint; aworld-train does not pass it on"
+            )
         if key not in fields:
             raise ConfigError(
                 f"config key 'swift.{key}' is not an argument of ms-swift's {cls.__name__}"

@@ -125,6 +125,8 @@ SWIFT_CASES: tuple[BadJob, ...] = (
     BadJob("reserved_reward_funcs", _swift(reward_funcs=["accuracy"]), r"swift\.reward_funcs"),
     BadJob("reserved_rlhf_type", _swift(rlhf_type="ppo"), r"swift\.rlhf_type"),
     BadJob("section_not_mapping", _common(swift=5), r"swift"),
+    BadJob("credential_swift_would_write", _swift(swanlab_secret="s3cr3t-value"),
+           r"swift\.swanlab_secret.*credential"),
     # What one algorithm takes and another does not.
     BadJob("grpo_key_in_sft", _sft(num_generations=4), r"swift\.num_generations.*SftArguments"),
     BadJob("sft_loss_type_misspelled", _sft(loss_type="cross_entropyy"), r"swift\.loss_type"),
@@ -186,7 +188,9 @@ class TestSwiftBadJobs(BadJobSuite):
         assert connects == []
 
 
-def test_swift_never_runs_code_from_an_untrusted_model_folder(tmp_path: Path, tiny_model: Path) -> None:
+def test_swift_never_runs_code_from_an_untrusted_model_folder(
+    tmp_path: Path, tiny_model: Path
+) -> None:
     """Past the core's refusal of an ``auto_map``, swift's own loading still runs none of the
     folder's code: swift passes trust_remote_code=True to transformers itself."""
     import json

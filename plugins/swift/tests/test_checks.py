@@ -135,11 +135,13 @@ def test_weighted_rewards_become_one_swift_reward_each(job: dict[str, Any]) -> N
 def test_the_engine_check_registers_rewards_without_calling_them() -> None:
     calls: list[str] = []
 
-    def reward(data_source: str, solution_str: str, ground_truth: str, extra_info: Any = None) -> float:
+    def reward(data_source: str, solution_str: str, ground_truth: str,
+               extra_info: Any = None) -> float:
         calls.append(solution_str)
         return 1.0
 
-    swift_reward = reward_to_swift(RewardSpec([RewardFunction("rewards.py:reward", reward)]), "grpo")
+    spec = RewardSpec([RewardFunction("rewards.py:reward", reward)])
+    swift_reward = reward_to_swift(spec, "grpo")
     assert swift_reward is not None and swift_reward.names == ["aworld_reward"]
     assert calls == []
 
@@ -156,7 +158,8 @@ def test_a_misspelt_swift_key_fails_with_a_suggestion(job: dict[str, Any]) -> No
 
 
 def test_a_swift_value_of_the_wrong_type_fails(job: dict[str, Any]) -> None:
-    with pytest.raises(ConfigError, match=r"'swift\.lora_rank' should be a valid integer, got 'eight'"):
+    with pytest.raises(ConfigError,
+                       match=r"'swift\.lora_rank' should be a valid integer, got 'eight'"):
         _check(job, swift={"template": "qwen", "tuner_type": "lora", "lora_rank": "eight"})
 
 
