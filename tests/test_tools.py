@@ -347,7 +347,7 @@ def test_secrets_in_a_servers_url_and_arguments_never_reach_its_error() -> None:
         resolve_tools(spec)
     message = str(error.value)
     assert message.startswith("MCP server 'remote' (streamable-http: http://***@127.0.0.1:")
-    assert "is unreachable" in message and "api_key=***" in message
+    assert "/mcp?api_key=***&x=1) is unreachable" in message
     assert "pw-hunter22" not in message and "sk-query-9731" not in message
     spec = servers_agent("exits_at_start", "--api-key", "sk-arg-5521")
     with pytest.raises(AgentError) as error:

@@ -278,15 +278,18 @@ class MCPServer:
         if ended and not _timed_out(exc):
             reason = ended
         stdout = f"; {self._noise(noise[0])}" if noise else ""
-        return AgentError(redact_text(f"{what}MCP server '{self.name}' ({self.describe()}) "
-                                      f"{reason}{last}{stdout}"))
+        return AgentError(f"{what}{self._named()} {redact_text(reason + last + stdout)}")
 
     def noise_error(self, noise: str) -> AgentError:
         """The error for a server that sends what is not an MCP message, with the fix."""
         fix = ("a stdio server keeps stdout for MCP messages: make it log to stderr"
                if self.transport == "stdio" else "check the URL points at an MCP endpoint")
-        return AgentError(redact_text(f"MCP server '{self.name}' ({self.describe()}) "
-                                      f"{self._noise(noise)}; {fix}"))
+        return AgentError(f"{self._named()} {redact_text(self._noise(noise))}; {fix}")
+
+    def _named(self) -> str:
+        # describe() redacts the URL and arguments itself: redacting the whole line again
+        # would read its closing parenthesis as part of a redacted query value.
+        return f"MCP server '{self.name}' ({self.describe()})"
 
     def _noise(self, noise: str) -> str:
         where = "wrote to stdout" if self.transport == "stdio" else "sent"
