@@ -133,6 +133,10 @@ def common_overrides(config: TrainConfig) -> dict[str, Any]:
             f"config key 'algorithm': the verl engine trains with RL (grpo, ppo or one of VeRL's "
             f"advantage estimators), not '{config.algorithm}'; use the trl or swift engine for it"
         )
+    if algorithm not in ALGORITHMS:
+        from aworld_train_verl.schema import check_choice
+
+        check_choice(algorithm, "algorithm.adv_estimator", "config key 'algorithm'", base_config())
     out: dict[str, Any] = {"algorithm.adv_estimator": ALGORITHMS.get(algorithm, algorithm)}
     if config.model is not None:
         out.update(model_overrides(config.model))

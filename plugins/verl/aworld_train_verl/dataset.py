@@ -232,14 +232,19 @@ def convert(
 
 
 def check_response_room(
-    agent: Any, datasets_by_role: dict[str, datasets.Dataset | None], budget: int, core_budget: int | None
+    agent: Any,
+    datasets_by_role: dict[str, datasets.Dataset | None],
+    budget: int,
+    core_budget: int | None,
+    origin: str,
 ) -> None:
     """The core compared each prompt plus the completion budget it knows (config
     ``max_completion_length``, else the agent's ``llm_max_tokens``) with the model's positions;
     VeRL generates up to ``data.max_response_length`` tokens, which its default or the
     ``verl:`` section may set otherwise: then compare again with VeRL's budget.
 
-    :raises ModelError: naming the row, as the core's check does, and VeRL's key.
+    :param origin: where VeRL's budget comes from, for the message.
+    :raises ModelError: the core's message (naming the row), after ``origin``.
     """
     from aworld_train.errors import ModelError
     from aworld_train.model import check_lengths
@@ -253,7 +258,4 @@ def check_response_room(
             budget, agent.max_turns, agent.trust_remote_code,
         )
     except ModelError as error:
-        raise ModelError(
-            f"{error} (VeRL generates up to data.max_response_length={budget} tokens: set config key "
-            f"'max_completion_length')"
-        ) from None
+        raise ModelError(f"{origin}: {error}") from None

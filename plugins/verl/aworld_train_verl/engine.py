@@ -74,12 +74,23 @@ def check_dataset(
         agent_name=agent.agent_name,
         tools=agent.tools.schemas() if agent.tools is not None else None,
     )
+    budget = int(composed.data.max_response_length)
     verl_dataset.check_response_room(
-        agent, {"train_dataset": train_dataset, "test_dataset": test_dataset},
-        int(composed.data.max_response_length),
+        agent, {"train_dataset": train_dataset, "test_dataset": test_dataset}, budget,
         core_budget=ctx.config.max_completion_length or agent.overrides.get("data.max_response_length"),
+        origin=_budget_origin(ctx.config, budget),
     )
     return data
+
+
+def _budget_origin(config: TrainConfig, budget: int) -> str:
+    """Where VeRL's completion budget ``data.max_response_length`` comes from, in words."""
+    from aworld_train_verl.config import SECTION, flatten
+
+    if "data.max_response_length" in flatten(config.engine_section()):
+        return f"config key '{config.engine or SECTION}.data.max_response_length' ({budget} tokens)"
+    return (f"VeRL's default data.max_response_length ({budget} tokens; set config key "
+            f"'max_completion_length' to choose)")
 
 
 @hookimpl
