@@ -62,6 +62,8 @@ def test_model_error_is_an_agent_error() -> None:
 
 def test_no_model_stays_none() -> None:
     assert preflight_model(None) is None
+    assert preflight_model("") is None
+    assert refusal(7) == "model must be a local folder or a hub id 'organisation/name', not int 7"
 
 
 def test_a_folder_is_found_beside_the_job_then_in_the_current_folder_and_made_absolute(
@@ -112,7 +114,9 @@ def test_a_hub_id_is_returned_as_given_and_nothing_is_contacted(
     monkeypatch.setattr(socket, "create_connection", no_network)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "data").mkdir()
-    for hub_id in ("Qwen/Qwen2.5-0.5B-Instruct", "gpt2", "HuggingFaceTB/SmolLM2-135M"):
+    (tmp_path / "meta-llama-runs" / "run1").mkdir(parents=True)  # an organisation's look-alike
+    for hub_id in ("Qwen/Qwen2.5-0.5B-Instruct", "gpt2", "HuggingFaceTB/SmolLM2-135M",
+                   "meta-llama/Llama-3.2-1B"):
         assert preflight_model(hub_id, tmp_path) == hub_id
     assert refusal("Qwen Qwen", tmp_path) == (
         "model 'Qwen Qwen' is neither a local folder nor a hub id 'organisation/name': point "

@@ -67,15 +67,19 @@ def preflight_model(model: str | os.PathLike[str] | None, base_dir: Path | None 
     that exists, or a close typo of a folder there) is reported with a did-you-mean instead of
     being sent to a hub; anything else of the form ``organisation/name`` is a hub id.
 
-    :param model: the config's or the agent's ``model``; ``None`` when neither names one.
+    :param model: the config's or the agent's ``model``; ``None`` (or ``""``) when neither
+        names one.
     :param base_dir: the job file's folder, which relative folders are looked up in first.
     :param trust_remote_code: the job's ``trust_remote_code``: allow a folder's own code, and
         pass the flag to the tokenizer.
     :returns: ``None`` for ``None``, the folder as an absolute path, or the hub id as given.
     :raises ModelError: one line naming the folder (or the path as written) and the fix.
     """
-    if model is None:
+    if model is None or model == "":
         return None
+    if not isinstance(model, (str, os.PathLike)):
+        raise ModelError(f"model must be a local folder or a hub id 'organisation/name', not "
+                         f"{type(model).__name__} {model!r}")
     given = os.fspath(model)
     folder = _local_folder(given, base_dir)
     if folder is None:
@@ -259,11 +263,11 @@ def _looks_local(model: str, roots: list[Path]) -> bool:
     """Whether a name that is not there was meant as a local folder rather than a hub id."""
     if model.startswith(("./", "../", "~", ".\\", "..\\")) or model in (".", "..") or "\\" in model:
         return True
-    if model.count("/") > 1:
+    if model.count("/") > 1 or any((root / model.split("/")[0]).is_dir() for root in roots):
         return True
-    first = model.split("/")[0]
-    return any((root / first).is_dir() or difflib.get_close_matches(
-        first, _subfolders(root), n=1, cutoff=_TYPO_CUTOFF) for root in roots)
+    # A typo: each part close to a folder there (an organisation named like a local folder
+    # alone does not make a hub id local).
+    return _suggest(Path(model), roots, _TYPO_CUTOFF) is not None
 
 
 def _is_hub_id(model: str) -> bool:
@@ -271,9 +275,10 @@ def _is_hub_id(model: str) -> bool:
         and not model.endswith(".git")
 
 
-def _suggest(path: Path, roots: list[Path]) -> str | None:
+def _suggest(path: Path, roots: list[Path], cutoff: float = 0.6) -> str | None:
     """The existing folder ``path`` most likely meant, written as ``path`` is (relative or
-    absolute), fixing each missing component by its closest sibling; ``None`` if none is close."""
+    absolute), each missing part replaced by the closest folder there (by ``difflib``'s ratio,
+    at least ``cutoff``); ``None`` if a part has none close enough."""
     starts = [Path(path.anchor)] if path.is_absolute() else roots
     parts = path.parts[1:] if path.is_absolute() else [p for p in path.parts if p != "."]
     for start in starts:
@@ -282,7 +287,7 @@ def _suggest(path: Path, roots: list[Path]) -> str | None:
             if part == ".." or (current / part).is_dir():
                 current, name = current / part, part
             else:
-                close = difflib.get_close_matches(part, _subfolders(current), n=1, cutoff=0.6)
+                close = difflib.get_close_matches(part, _subfolders(current), n=1, cutoff=cutoff)
                 if not close:
                     break
                 current, name = current / close[0], close[0]
