@@ -31,6 +31,18 @@ def broken(data_source, solution_str, ground_truth, extra_info=None):
 
 def wordy(data_source, solution_str, ground_truth, extra_info=None):
     return "great"
+
+
+def exits(data_source, solution_str, ground_truth, extra_info=None):
+    import sys
+
+    sys.exit(3)
+
+
+def hard_exit(data_source, solution_str, ground_truth, extra_info=None):
+    import os
+
+    os._exit(0)
 '''
 
 

@@ -53,6 +53,9 @@ def resolved(tmp_path: Path, model: Path, **config: Any) -> Any:
         ({"resources": Resources(nnodes=2, gpus_per_node=4), "batch_size": 16}, "trainer.n_gpus_per_node", 4),
         ({"resources": Resources(ray_address="ray://head:10001")}, "ray_kwargs.ray_init.address", "ray://head:10001"),
         ({"resources": Resources(ray_address="ray://head:10001")}, "ray_kwargs.ray_init.num_cpus", None),
+        ({}, "actor_rollout_ref.model.trust_remote_code", False),
+        ({"trust_remote_code": True}, "actor_rollout_ref.model.trust_remote_code", True),
+        ({"trust_remote_code": True}, "data.trust_remote_code", True),
     ],
 )
 def test_common_keys_map_onto_verl_keys(

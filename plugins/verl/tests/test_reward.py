@@ -111,3 +111,15 @@ def test_a_missing_function_is_reported_by_verls_loader(ctx: Any, reward_file: P
     spec = RewardSpec([RewardFunction("rewards.py:gone", lambda *a: 0.0, 1.0, f"{reward_file}:gone")])
     with pytest.raises(RewardError, match=r"VeRL cannot load the reward .*rewards.py:gone.*gone"):
         engine.check_reward(spec, ctx)
+
+
+@pytest.mark.parametrize("name", ["exits", "hard_exit"])
+def test_a_reward_that_ends_its_process_in_verls_manager_fails_the_check(
+    ctx: Any, reward_file: Path, name: str
+) -> None:
+    """VeRL's reward manager calls the user's reward in a child process: sys.exit or os._exit
+    there fails the check in one line and leaves this process running."""
+    fn = getattr(load(reward_file), name)
+    spec = RewardSpec([RewardFunction(f"rewards.py:{name}", fn, 1.0, f"{reward_file}:{name}")])
+    with pytest.raises(RewardError, match=rf"^reward .*rewards.py:{name} in VeRL's reward manager on row 0 "):
+        engine.check_reward(spec, ctx)
