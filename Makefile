@@ -47,8 +47,9 @@ $(VENVS)/%/.ready: pyproject.toml plugins/%/pyproject.toml constraints.txt
 	$(if $(TEST_EXTRAS_$*),$(VENVS)/$*/bin/pip install $(PIP_FLAGS) -c constraints.txt $(TEST_EXTRAS_$*))
 	touch $@
 
-# The scaffold's generated engine trains with torch, so its test runs in the TRL venv.
-EXTRA_TESTS_trl := tests/scaffold
+# The scaffold's generated engine trains with torch, so its test runs in the TRL venv, and so
+# do the model checks that load a real tokenizer.
+EXTRA_TESTS_trl := tests/scaffold tests/test_model.py
 
 test-core: $(VENVS)/core/.ready
 	$(VENVS)/core/bin/python -m pytest tests --ignore=tests/scaffold --ignore=tests/with_aworld

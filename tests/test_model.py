@@ -34,11 +34,13 @@ def write_safetensors(path: Path, tensors: int = 1) -> None:
 
 
 def write_folder(folder: Path, config: Any = None) -> Path:
-    """A model folder that passes the file-level checks: a config and one weights file."""
+    """A model folder that passes the file-level checks: a config, one weights file and a
+    tokenizer file."""
     folder.mkdir(parents=True, exist_ok=True)
     config = {"model_type": "qwen2", "max_position_embeddings": 64} if config is None else config
     (folder / "config.json").write_text(json.dumps(config))
     write_safetensors(folder / "model.safetensors")
+    (folder / "tokenizer.json").write_text("{}")
     return folder
 
 
@@ -418,3 +420,11 @@ def test_a_chat_template_that_fails_is_one_line_naming_the_row(tiny: Path) -> No
     with pytest.raises(ModelError, match=r"^train_dataset row 1: the prompt cannot be rendered "
                                          r"with the chat template of .*: roles must alternate$"):
         check_lengths(str(tiny), {"train_dataset": data}, None, [], 10)
+
+
+def test_a_folder_without_a_tokenizer_is_refused(tmp_path: Path, files_only: None) -> None:
+    # transformers 5 would build an empty tokenizer from model_type and load it silently.
+    folder = write_folder(tmp_path / "model")
+    (folder / "tokenizer.json").unlink()
+    with pytest.raises(ModelError, match=r"model folder .*/model has no tokenizer \(tokenizer.json"):
+        preflight_model(str(folder))

@@ -275,3 +275,8 @@ def test_scan_finds_planted_secrets_in_binary_files_and_none_once_redacted(tmp_p
     (tmp_path / "job.yaml").write_text(yaml.safe_dump(redact(job)))
     (tmp_path / "args.bin").write_bytes(pickle.dumps(redact(job)))
     assert scan_for_secrets(tmp_path, SECRETS) == []
+
+
+def test_a_secret_query_value_ends_where_the_url_ends_in_prose() -> None:
+    text = redact_text("server (https://h/mcp?token=abc123) failed, 'https://h/?api_key=k9k9k9';")
+    assert text == "server (https://h/mcp?token=***) failed, 'https://h/?api_key=***';"

@@ -86,8 +86,9 @@ def preflight_model(model: str | os.PathLike[str] | None, base_dir: Path | None 
         return given
     files = _ModelFiles(folder)
     config = files.config()
-    _check_weights(folder, files)
     remote_code = _check_remote_code(folder, files, trust_remote_code)
+    _check_weights(folder, files)
+    _check_tokenizer_files(folder)
     if _transformers_available():
         if not remote_code:
             _check_model_type(folder, config)
@@ -376,6 +377,22 @@ def _check_weights(folder: Path, files: _ModelFiles) -> None:
         raise ModelError(f"model folder {folder} has no weights (model.safetensors, "
                          f"pytorch_model.bin, or a *.index.json and its shards): {_RESAVE}")
     _check_weight_files(folder, present)
+
+
+# What tokenizer.save_pretrained writes, for the tokenizer kinds transformers loads.
+_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "vocab.txt",
+                    "tokenizer.model", "spiece.model")
+
+
+def _check_tokenizer_files(folder: Path) -> None:
+    """A tokenizer saved in the folder: without one, transformers 5 builds an empty tokenizer
+    from ``model_type`` and loads it without a word, and training then fails or learns nothing.
+
+    :raises ModelError: naming the folder and the files looked for.
+    """
+    if not any((folder / name).is_file() for name in _TOKENIZER_FILES):
+        raise ModelError(f"model folder {folder} has no tokenizer ({', '.join(_TOKENIZER_FILES)}): "
+                         "save it there with tokenizer.save_pretrained")
 
 
 def _check_weight_files(folder: Path, paths: Iterable[Path]) -> None:

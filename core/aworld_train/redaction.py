@@ -41,7 +41,8 @@ _ENV_KEYS = {"env", "envs", "environment", "env_vars", "environment_variables"}
 _ENV_SECRET = re.compile(r"(?:^|_)(?:API_KEY|ACCESS_KEY|SECRET_KEY|TOKEN|SECRET)$|PASSWORD|PASSWD")
 
 _URL_USER = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^\s/?#]+)@")
-_QUERY = re.compile(r"(?P<lead>[?&;](?P<name>[^=&#\s?]+)=)(?P<value>[^&#\s]+)")
+# A value ends where a URL's query value does, or at punctuation that closes the URL in prose.
+_QUERY = re.compile(r"(?P<lead>[?&;](?P<name>[^=&#\s?]+)=)(?P<value>[^&#\s)'\"<>,;]+)")
 _FLAG_VALUE = re.compile(
     r"(?P<lead>(?<![\w-])--?(?P<name>[A-Za-z][\w.-]*)=)(?P<value>[^\s&\"',;]+)")
 _FLAG = re.compile(r"--?(?P<name>[A-Za-z][\w.-]*)")

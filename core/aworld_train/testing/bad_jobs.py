@@ -105,18 +105,23 @@ class JobFolder:
         (self.root / f"{name}.other").symlink_to(self.root / name)
         return name
 
-    def model_folder(self, config: Any = None, weights: bool = True, extra: dict[str, str] | None = None) -> str:
+    def model_folder(self, config: Any = None, weights: bool = True,
+                     extra: dict[str, str | None] | None = None) -> str:
         """A model folder with the given ``config.json`` (a mapping, or raw text)."""
         folder = self.root / "model"
         folder.mkdir()
         if config is not None:
             text = config if isinstance(config, str) else json.dumps(config)
             (folder / "config.json").write_text(text, encoding="utf-8")
+        (folder / "tokenizer.json").write_text("{}", encoding="utf-8")
         if weights:
             # An empty but well-formed safetensors file: an 8-byte header length, then "{}".
             (folder / "model.safetensors").write_bytes(len(b"{}").to_bytes(8, "little") + b"{}")
-        for name, text in (extra or {}).items():
-            (folder / name).write_text(text, encoding="utf-8")
+        for name, text in (extra or {}).items():  # None removes a file
+            if text is None:
+                (folder / name).unlink()
+            else:
+                (folder / name).write_text(text, encoding="utf-8")
         return str(folder)
 
 
@@ -355,6 +360,8 @@ CASES: tuple[BadJob, ...] = (
     BadJob("model_config_missing", _model(config=None), "config.json"),
     BadJob("model_without_weights", _model(config={"model_type": "qwen2"}, weights=False),
            "weights"),
+    BadJob("model_without_tokenizer", _model(config={"model_type": "qwen2"},
+                                             extra={"tokenizer.json": None}), "tokenizer"),
     BadJob("model_needs_remote_code", _model(config=_AUTO_MAP,
                                              extra={"configuration_evil.py": _EVIL_CODE}),
            "trust_remote_code"),

@@ -83,6 +83,7 @@ def agent_to_trl(agent: AgentSpec, config: TrainConfig, tools: ToolSet) -> TrlAg
     conversational = _has_chat_template(folder) if folder.is_dir() else True
     response_template = None
     if tools:
+        tools.as_functions()  # TRL calls tools as Python functions: refuse arguments they cannot take
         response_template = _tool_response_template(
             agent.name, model, conversational, config.trust_remote_code
         )

@@ -44,7 +44,7 @@ def run_training(ctx: RunContext) -> dict[str, Any]:
             on_start=lambda total, done: ctx.metrics.start(total, completed=done),
             on_log=ctx.metrics.log,
             checkpoint=checkpoint,
-            tools=[tool.as_function() for tool in ctx.results["tools"]],
+            tools=ctx.results["tools"].as_functions(),
         )
 
 

@@ -245,6 +245,19 @@ def test_tools_with_sft_are_refused(tool_job: dict[str, Any]) -> None:
         AgentTrainer(**tool_job, check_only=True)
 
 
+@pytest.mark.parametrize("tool", ["search", "route"])
+def test_a_tool_argument_trl_cannot_pass_by_name_fails_check(tool_job: dict[str, Any],
+                                                               tool: str) -> None:
+    # TRL calls each tool as a Python function: 'max-results' and 'from' cannot be keywords.
+    server = Path(__file__).resolve().parents[3] / "tests" / "mcp_servers" / "odd_arguments.py"
+    tool_job["agent"]["mcp_config"]["mcpServers"]["odd_arguments"] = {
+        "command": "python", "args": [str(server)]}
+    tool_job["agent"]["tools"] = [tool]
+    with pytest.raises(AgentError, match=f"tool '{tool}' of MCP server 'odd_arguments' takes an "
+                                         "argument"):
+        AgentTrainer(**tool_job, check_only=True)
+
+
 def test_tools_need_a_second_turn(tool_job: dict[str, Any]) -> None:
     tool_job["agent"]["max_turns"] = 1
     with pytest.raises(AgentError, match="max_turns >= 2"):
