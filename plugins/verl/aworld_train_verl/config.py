@@ -109,22 +109,6 @@ def flatten(section: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
-def hydra_value(value: Any) -> str:
-    """Render a Python value in Hydra's override grammar."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ",".join(hydra_value(item) for item in value) + "]"
-    if isinstance(value, Mapping):
-        return "{" + ",".join(f"{k}:{hydra_value(v)}" for k, v in value.items()) + "}"
-    text = str(value).replace("\\", "\\\\").replace("'", "\\'")
-    return f"'{text}'"
-
-
 def common_overrides(config: TrainConfig) -> dict[str, Any]:
     """The VeRL keys the engine-neutral config sets."""
     algorithm = config.algorithm.lower()
@@ -238,25 +222,45 @@ def _keys(node: Any, prefix: str = "") -> Iterator[str]:
 
 @functools.lru_cache(maxsize=1)
 def base_config() -> DictConfig:
-    """VeRL's ``ppo_trainer`` config as packaged, with no override (read it, never change it)."""
-    return compose_config({})
+    """VeRL's ``ppo_trainer`` config as packaged, with no override (read it, never change it).
+
+    Hydra composes it from VeRL's config folder once per installed VeRL; the result is kept as
+    YAML beside the schema (:func:`aworld_train_verl.schema.cached`).
+    """
+    from omegaconf import OmegaConf
+
+    from aworld_train_verl.schema import cached
+
+    def compose_packaged() -> str:
+        from hydra import compose
+
+        with _hydra():
+            return OmegaConf.to_yaml(compose(CONFIG_NAME))
+
+    base = OmegaConf.create(cached(f"{CONFIG_NAME}.yaml", compose_packaged, lambda text: "trainer:" in text))
+    OmegaConf.set_struct(base, True)
+    return base
 
 
 def compose_config(overrides: Mapping[str, Any]) -> DictConfig:
-    """Compose VeRL's ``ppo_trainer`` config with dotted overrides.
+    """VeRL's ``ppo_trainer`` config with dotted overrides applied as Hydra applies a
+    ``key=value`` override (``+key=value`` adds a key), to a copy of :func:`base_config`;
+    :func:`job_overrides` has checked the keys.
 
-    :raises ConfigError: when Hydra or OmegaConf reject an override.
+    :raises ConfigError: when OmegaConf rejects an override.
     """
-    from hydra import compose
-    from hydra.errors import HydraException
+    import copy
+
+    from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
-    hydra_overrides = [f"{key}={hydra_value(value)}" for key, value in overrides.items()]
-    try:
-        with _hydra():
-            return compose(CONFIG_NAME, overrides=hydra_overrides)
-    except (HydraException, OmegaConfBaseException) as error:
-        raise ConfigError(f"VeRL's {CONFIG_NAME} config rejects the overrides: {_one_line(error)}") from error
+    composed = copy.deepcopy(base_config())
+    for key, value in overrides.items():
+        try:
+            OmegaConf.update(composed, key.lstrip("+"), value, merge=True, force_add=key.startswith("+"))
+        except OmegaConfBaseException as error:
+            raise ConfigError(f"VeRL's {CONFIG_NAME} config rejects '{key}': {_one_line(error)}") from error
+    return composed
 
 
 def known_keys(config: DictConfig) -> set[str]:
@@ -264,11 +268,19 @@ def known_keys(config: DictConfig) -> set[str]:
     return set(_keys(config))
 
 
-def _check_keys(user: dict[str, str], base: DictConfig) -> None:
-    """Reject keys the composed config lacks, naming where each was set."""
+def _check_keys(section: Mapping[str, Any], origins: Mapping[str, str], base: DictConfig) -> None:
+    """Reject keys the composed config lacks, and keys added with ``+`` that it has (as Hydra
+    does), naming where each was set."""
+    from omegaconf import OmegaConf
+
     keys = known_keys(base)
-    for key, origin in user.items():
+    for key, origin in origins.items():
         if key.startswith("+"):
+            name = key.lstrip("+")
+            present = OmegaConf.select(base, name, throw_on_missing=False) is not None
+            if present and not isinstance(section[key], (Mapping, list)):
+                raise ConfigError(f"{origin}: '{name}' is already a key of VeRL's {CONFIG_NAME} config; "
+                                  f"set it without the '+'")
             continue
         if key not in keys:
             parent = key.rsplit(".", 1)[0] if "." in key else ""
@@ -308,7 +320,7 @@ def job_overrides(
     section = flatten(config.engine_section())
     origins = {key: f"config key '{config.engine or SECTION}.{key}'" for key in section}
     base = base_config()
-    _check_keys(origins, base)
+    _check_keys(section, origins, base)
     _check_remote_code(section, origins, config)
     check_values(section, origins, base)
     overrides: dict[str, Any] = {

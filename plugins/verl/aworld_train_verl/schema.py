@@ -22,7 +22,7 @@ import json
 import math
 import os
 import typing
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -79,8 +79,8 @@ class Schema:
     choices: dict[str, list[str]]
 
 
-def cache_file() -> Path:
-    """Where the schema of the installed VeRL is kept: one file per VeRL version, plugin set and
+def cache_file(name: str) -> Path:
+    """Where ``name`` is kept for the installed VeRL: one file per VeRL version, plugin set and
     format."""
     from importlib.metadata import entry_points, version
 
@@ -88,7 +88,22 @@ def cache_file() -> Path:
     key = json.dumps([FORMAT, version("verl"), version("aworld-train-verl"), plugins])
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return root / "aworld-train" / f"verl-{version('verl')}-schema-{digest}.json"
+    return root / "aworld-train" / f"verl-{version('verl')}-{digest}-{name}"
+
+
+def cached(name: str, make: Callable[[], str], valid: Callable[[str], bool] = lambda text: True) -> str:
+    """The text cached as ``name`` for the installed VeRL, made (and cached) when missing or not
+    ``valid``."""
+    path = cache_file(name)
+    try:
+        text = path.read_text(encoding="utf-8")
+        if valid(text):
+            return text
+    except (OSError, UnicodeDecodeError):
+        pass
+    text = make()
+    _write_quietly(path, text)
+    return text
 
 
 @functools.lru_cache(maxsize=1)
@@ -98,19 +113,19 @@ def schema(base: DictConfig | None = None) -> Schema:
 
     :param base: VeRL's composed default config (composed here when not given).
     """
-    path = cache_file()
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return Schema(types=data["types"], owners=data["owners"], choices=data["choices"])
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
-    if base is None:
+
+    def make() -> str:
         from aworld_train_verl.config import base_config
 
-        base = base_config()
-    built = build(base)
-    _write_quietly(path, json.dumps(dataclasses.asdict(built), sort_keys=True))
-    return built
+        return json.dumps(dataclasses.asdict(build(base if base is not None else base_config())), sort_keys=True)
+
+    def valid(text: str) -> bool:
+        try:
+            return set(json.loads(text)) == {f.name for f in dataclasses.fields(Schema)}
+        except ValueError:
+            return False
+
+    return Schema(**json.loads(cached("schema.json", make, valid)))
 
 
 def _write_quietly(path: Path, text: str) -> None:

@@ -19,7 +19,6 @@ from aworld_train_verl.config import (
     base_config,
     common_overrides,
     flatten,
-    hydra_value,
     model_overrides,
     resolve,
 )
@@ -161,14 +160,34 @@ def test_the_saved_config_is_what_main_ppo_composes(tmp_path: Path, tiny_model: 
     assert OmegaConf.to_container(reread) == OmegaConf.to_container(result.config)
 
 
-def test_every_base_key_is_known_and_flatten_and_values_render() -> None:
+def test_every_base_key_is_known_and_flatten_keeps_new_keys_whole() -> None:
     from aworld_train_verl.config import known_keys
 
     keys = known_keys(base_config())
     assert {"trainer.total_epochs", "actor_rollout_ref.rollout.n", "reward.custom_reward_function.path"} <= keys
-    assert flatten({"a": {"b": 1, "c.d": 2}, "+e": {"f": 3}}) == {"a.b": 1, "a.c.d": 2, "+e": {"f": 3}}
-    assert hydra_value(["console", "it's"]) == "['console','it\\'s']"
-    assert hydra_value({"k": None, "b": True}) == "{k:null,b:true}"
+    assert flatten({"a": {"b": 1, "c.d": 2}, "+e": {"f": 3}, "g": {}}) == {"a.b": 1, "a.c.d": 2, "+e": {"f": 3}}
+
+
+def test_the_cached_base_config_is_what_hydra_composes() -> None:
+    """The base config is composed by Hydra once per VeRL version and kept as YAML."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import OmegaConf
+
+    from aworld_train_verl.config import config_dir
+    from aworld_train_verl.schema import cache_file
+
+    assert cache_file("ppo_trainer.yaml").is_file()
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(config_dir()), version_base=None):
+        composed = compose("ppo_trainer")
+    assert OmegaConf.to_container(base_config()) == OmegaConf.to_container(composed)
+    assert OmegaConf.is_struct(base_config())
+
+
+def test_an_added_key_that_exists_is_refused(tmp_path: Path, tiny_model: Path) -> None:
+    with pytest.raises(ConfigError, match=r"config key 'verl\.\+trainer\.total_epochs': 'trainer\.total_epochs' is already a key"):
+        resolved(tmp_path, tiny_model, verl={"+trainer.total_epochs": 3})
 
 
 def test_the_entry_point_module_imports_nothing_heavy() -> None:
