@@ -88,11 +88,12 @@ def signal_when(process: subprocess.Popen[str], ready: Callable[[], bool],
 
 def write_model_folder(folder: Path, **config: Any) -> Path:
     """A model folder as save_pretrained leaves one, as far as the checks read it without
-    transformers: ``config.json`` and a complete (empty) safetensors file."""
+    transformers: ``config.json``, a complete (empty) safetensors file and a tokenizer file."""
     folder.mkdir(parents=True)
     (folder / "config.json").write_text(json.dumps({"model_type": "llama", **config}))
     header = b"{}"
     (folder / "model.safetensors").write_bytes(len(header).to_bytes(8, "little") + header)
+    (folder / "tokenizer.json").write_text("{}")
     return folder
 
 
