@@ -120,7 +120,7 @@ def common_overrides(config: TrainConfig) -> dict[str, Any]:
     if algorithm not in ALGORITHMS:
         from aworld_train_verl.schema import check_choice
 
-        check_choice(algorithm, "algorithm.adv_estimator", "config key 'algorithm'", base_config())
+        check_choice(algorithm, "algorithm.adv_estimator", "config key 'algorithm'")
     out: dict[str, Any] = {"algorithm.adv_estimator": ALGORITHMS.get(algorithm, algorithm)}
     if config.model is not None:
         out.update(model_overrides(config.model))

@@ -47,15 +47,15 @@ REGISTRIES = {
 REGISTRY_CONDITIONS = {"reward.reward_manager.name": ("reward.reward_manager.source", "register")}
 
 # Counts and rates VeRL takes without a range check and fails on later (in Ray, on the GPU):
-# (what the key's last part ends with, the lowest value, whether the lowest is allowed, the
-# highest value or None). The first rule that matches applies.
+# (what the key ends with, the lowest value, whether the lowest is allowed, the highest value or
+# None). The first rule that matches applies; every default of VeRL's config passes.
 RANGES: tuple[tuple[str, float, bool, float | None], ...] = (
     ("batch_size", 1, True, None),
     ("batch_size_per_gpu", 1, True, None),
     ("ppo_epochs", 1, True, None),
     ("total_epochs", 1, True, None),
-    ("nnodes", 1, True, None),
-    ("n_gpus_per_node", 1, True, None),
+    ("trainer.nnodes", 1, True, None),
+    ("trainer.n_gpus_per_node", 1, True, None),
     ("rollout.n", 1, True, None),
     ("temperature", 0, True, None),
     ("top_p", 0, False, 1),
@@ -107,17 +107,14 @@ def cached(name: str, make: Callable[[], str], valid: Callable[[str], bool] = la
 
 
 @functools.lru_cache(maxsize=1)
-def schema(base: DictConfig | None = None) -> Schema:
+def schema() -> Schema:
     """The schema of the installed VeRL: read from the cache, else built (importing VeRL) and
-    cached.
-
-    :param base: VeRL's composed default config (composed here when not given).
-    """
+    cached."""
 
     def make() -> str:
         from aworld_train_verl.config import base_config
 
-        return json.dumps(dataclasses.asdict(build(base if base is not None else base_config())), sort_keys=True)
+        return json.dumps(dataclasses.asdict(build(base_config())), sort_keys=True)
 
     def valid(text: str) -> bool:
         try:
@@ -271,11 +268,13 @@ def check_values(values: Mapping[str, Any], origins: Mapping[str, str], base: Di
     :param base: VeRL's composed default config.
     :raises ConfigError: naming the first key whose value VeRL would reject.
     """
-    known = schema(base)
+    known = schema()
     for key, origin in origins.items():
         if key.startswith("+") or key not in values:
             continue
         value = values[key]
+        if isinstance(value, str) and "${" in value:
+            continue  # an interpolation: VeRL's own checks see what it resolves to
         _check_finite(value, origin)
         section = _section_keys(base, key)
         if section is not None:
@@ -302,9 +301,9 @@ def _registry_applies(key: str, values: Mapping[str, Any], base: DictConfig) -> 
     return current == expected
 
 
-def check_choice(value: Any, key: str, origin: str, base: DictConfig) -> None:
+def check_choice(value: Any, key: str, origin: str) -> None:
     """Check a value set by a common key against VeRL's registry of ``key``."""
-    choices = schema(base).choices.get(key)
+    choices = schema().choices.get(key)
     if choices is not None:
         _check_choice(value, key, choices, origin)
 

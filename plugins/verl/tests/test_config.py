@@ -199,3 +199,23 @@ def test_the_entry_point_module_imports_nothing_heavy() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == []
+
+
+def test_every_default_of_verls_config_passes_the_value_checks() -> None:
+    """Set back to its default, no key is refused: the types come from VeRL's own dataclasses,
+    the ranges leave VeRL's defaults alone."""
+    from omegaconf import OmegaConf
+
+    from aworld_train_verl.schema import check_values, schema
+
+    defaults = flatten(OmegaConf.to_container(base_config(), resolve=False))
+    defaults = {key: value for key, value in defaults.items() if value != "???"}  # mandatory, unset
+    check_values(defaults, {key: f"config key 'verl.{key}'" for key in defaults}, base_config())
+    assert schema().types["actor_rollout_ref.rollout.top_p"] == "float"
+    assert "vllm" in schema().choices["actor_rollout_ref.rollout.name"]
+
+
+def test_an_interpolation_is_left_to_verl(tmp_path: Path, tiny_model: Path) -> None:
+    cfg = resolved(tmp_path, tiny_model, verl={
+        "critic.ppo_micro_batch_size_per_gpu": "${actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu}"}).config
+    assert cfg.critic.ppo_micro_batch_size_per_gpu == cfg.actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu
