@@ -5,12 +5,18 @@ model load. This module holds the mistakes a user can make whatever the engine (
 range, a reward that hangs or exits, a bad row, a model folder that is not one, a hostile file)
 as data, and a pytest class that runs each through the real CLI. In an engine's own tests::
 
-    from aworld_train.testing.bad_jobs import BadJobSuite
+    from aworld_train.testing.bad_jobs import BadJob, BadJobSuite, set_section
+
+    MY_CASES = (BadJob("setting_negative", set_section("mine", some_setting=-1), "some_setting"),)
 
     class TestMyEngineBadJobs(BadJobSuite):
         engine_name = "mine"
         engine_section = {"some_setting": 1}      # the engine's section for the valid job
         model_required = True                       # the valid job names the tiny model
+
+        @pytest.mark.parametrize("case", MY_CASES, ids=[case.id for case in MY_CASES])
+        def test_my_bad_job(self, case, job_folder, capsys):
+            self.assert_refused(case, job_folder, capsys)
 
 Each case starts from a valid job in its own folder, changes one thing, and asserts that
 ``aworld-train check`` exits 2 with exactly one line on stderr starting with ``error:`` that
@@ -134,8 +140,11 @@ class BadJob:
     expect: str
 
 
-def _set(**changes: Any) -> Callable[[JobFolder], None]:
-    """Set common config keys (dotted keys reach into ``resources``)."""
+Edit = Callable[[JobFolder], None]
+
+
+def set_config(**changes: Any) -> Edit:
+    """Set config keys; ``a__b`` reaches into the mapping ``a`` (``resources__nnodes``)."""
 
     def edit(job: JobFolder) -> None:
         for key, value in changes.items():
@@ -148,21 +157,45 @@ def _set(**changes: Any) -> Callable[[JobFolder], None]:
     return edit
 
 
-def _job(**changes: Any) -> Callable[[JobFolder], None]:
+def set_section(engine: str, **values: Any) -> Edit:
+    """Set keys of an engine's own section (``trl:``, ``swift:``, ...)."""
+
+    def edit(job: JobFolder) -> None:
+        job.config[engine] = {**(job.config.get(engine) or {}), **values}
+
+    return edit
+
+
+def set_job(**changes: Any) -> Edit:
+    """Set fields of the job file itself."""
+
     def edit(job: JobFolder) -> None:
         job.job.update(changes)
 
     return edit
 
 
-def _agent(**changes: Any) -> Callable[[JobFolder], None]:
+def without(field: str) -> Edit:
+    """Leave a field out of the job file."""
+
+    def edit(job: JobFolder) -> None:
+        del job.job[field]
+
+    return edit
+
+
+def set_agent(**changes: Any) -> Edit:
+    """Set keys of the job's inline agent."""
+
     def edit(job: JobFolder) -> None:
         job.job["agent"] = dict(job.job["agent"], **changes)
 
     return edit
 
 
-def _override(*items: str) -> Callable[[JobFolder], None]:
+def override(*items: str) -> Edit:
+    """Pass ``-o KEY=VALUE`` for each item."""
+
     def edit(job: JobFolder) -> None:
         for item in items:
             job.args += ["-o", item]
@@ -170,7 +203,7 @@ def _override(*items: str) -> Callable[[JobFolder], None]:
     return edit
 
 
-def _reward(reference: str, **config: Any) -> Callable[[JobFolder], None]:
+def _reward(reference: str, **config: Any) -> Edit:
     def edit(job: JobFolder) -> None:
         job.job["reward"] = reference
         job.config.update(config)
@@ -178,28 +211,28 @@ def _reward(reference: str, **config: Any) -> Callable[[JobFolder], None]:
     return edit
 
 
-def _text(text: str) -> Callable[[JobFolder], None]:
+def _text(text: str) -> Edit:
     def edit(job: JobFolder) -> None:
         job.job_text = text
 
     return edit
 
 
-def _rows(*rows: Any) -> Callable[[JobFolder], None]:
+def _rows(*rows: Any) -> Edit:
     def edit(job: JobFolder) -> None:
         job.rows(list(rows))
 
     return edit
 
 
-def _model(**kwargs: Any) -> Callable[[JobFolder], None]:
+def _model(**kwargs: Any) -> Edit:
     def edit(job: JobFolder) -> None:
         job.config["model"] = job.model_folder(**kwargs)
 
     return edit
 
 
-def _dataset_line(line: str) -> Callable[[JobFolder], None]:
+def _dataset_line(line: str) -> Edit:
     def edit(job: JobFolder) -> None:
         job.write("train.jsonl", (job.root / "train.jsonl").read_text() + line + "\n")
 
@@ -270,47 +303,47 @@ _EVIL_CODE = ("from pathlib import Path\n"
 #: Mistakes any engine must refuse in ``check``, each with a pattern its error line matches.
 CASES: tuple[BadJob, ...] = (
     # Common config values out of range, in the file and through -o.
-    BadJob("batch_size_zero", _set(batch_size=0), "batch_size"),
-    BadJob("batch_size_text", _set(batch_size="many"), "batch_size"),
-    BadJob("batch_size_float", _set(batch_size=2.5), "batch_size"),
-    BadJob("learning_rate_negative", _set(learning_rate=-1), "learning_rate"),
-    BadJob("learning_rate_nan", _set(learning_rate=float("nan")), "learning_rate"),
-    BadJob("learning_rate_inf", _set(learning_rate=float("inf")), "learning_rate"),
-    BadJob("learning_rate_nan_override", _override("learning_rate=.nan"), "learning_rate"),
-    BadJob("learning_rate_text", _set(learning_rate="fast"), "learning_rate"),
-    BadJob("max_steps_negative", _set(max_steps=-5), "max_steps"),
-    BadJob("max_steps_zero_override", _override("max_steps=0"), "max_steps"),
-    BadJob("max_completion_length_zero", _set(max_completion_length=0), "max_completion_length"),
-    BadJob("max_prompt_length_negative", _set(max_prompt_length=-8), "max_prompt_length"),
-    BadJob("num_generations_zero", _set(num_generations=0), "num_generations"),
-    BadJob("num_epochs_negative", _set(num_epochs=-1), "num_epochs"),
-    BadJob("seed_too_big", _set(seed=1e20), "seed"),
-    BadJob("seed_negative", _set(seed=-1), "seed"),
-    BadJob("save_steps_negative", _set(save_steps=-3), "save_steps"),
-    BadJob("logging_steps_zero", _set(logging_steps=0), "logging_steps"),
-    BadJob("gpus_per_node_negative", _set(resources__gpus_per_node=-2), "gpus_per_node"),
-    BadJob("nnodes_zero", _set(resources__nnodes=0), "nnodes"),
-    BadJob("resources_not_mapping", _set(resources=5), "resources"),
-    BadJob("resources_unknown_key", _set(resources__gpus=1), "resources.gpus"),
-    BadJob("unknown_key_misspelled", _set(learning_rat=0.1), "learning_rat.*learning_rate"),
-    BadJob("algorithm_misspelled", _set(algorithm="grpoo"), "algorithm|grpoo"),
-    BadJob("trust_remote_code_text", _set(trust_remote_code="yes"), "trust_remote_code"),
-    BadJob("reward_timeout_zero", _set(reward_timeout=0), "reward_timeout"),
-    BadJob("override_without_value", _override("max_steps"), "max_steps"),
-    BadJob("config_not_mapping", _job(config=7), "config"),
+    BadJob("batch_size_zero", set_config(batch_size=0), "batch_size"),
+    BadJob("batch_size_text", set_config(batch_size="many"), "batch_size"),
+    BadJob("batch_size_float", set_config(batch_size=2.5), "batch_size"),
+    BadJob("learning_rate_negative", set_config(learning_rate=-1), "learning_rate"),
+    BadJob("learning_rate_nan", set_config(learning_rate=float("nan")), "learning_rate"),
+    BadJob("learning_rate_inf", set_config(learning_rate=float("inf")), "learning_rate"),
+    BadJob("learning_rate_nan_override", override("learning_rate=.nan"), "learning_rate"),
+    BadJob("learning_rate_text", set_config(learning_rate="fast"), "learning_rate"),
+    BadJob("max_steps_negative", set_config(max_steps=-5), "max_steps"),
+    BadJob("max_steps_zero_override", override("max_steps=0"), "max_steps"),
+    BadJob("max_completion_length_zero", set_config(max_completion_length=0), "max_completion_length"),
+    BadJob("max_prompt_length_negative", set_config(max_prompt_length=-8), "max_prompt_length"),
+    BadJob("num_generations_zero", set_config(num_generations=0), "num_generations"),
+    BadJob("num_epochs_negative", set_config(num_epochs=-1), "num_epochs"),
+    BadJob("seed_too_big", set_config(seed=1e20), "seed"),
+    BadJob("seed_negative", set_config(seed=-1), "seed"),
+    BadJob("save_steps_negative", set_config(save_steps=-3), "save_steps"),
+    BadJob("logging_steps_zero", set_config(logging_steps=0), "logging_steps"),
+    BadJob("gpus_per_node_negative", set_config(resources__gpus_per_node=-2), "gpus_per_node"),
+    BadJob("nnodes_zero", set_config(resources__nnodes=0), "nnodes"),
+    BadJob("resources_not_mapping", set_config(resources=5), "resources"),
+    BadJob("resources_unknown_key", set_config(resources__gpus=1), "resources.gpus"),
+    BadJob("unknown_key_misspelled", set_config(learning_rat=0.1), "learning_rat.*learning_rate"),
+    BadJob("algorithm_misspelled", set_config(algorithm="grpoo"), "algorithm|grpoo"),
+    BadJob("trust_remote_code_text", set_config(trust_remote_code="yes"), "trust_remote_code"),
+    BadJob("reward_timeout_zero", set_config(reward_timeout=0), "reward_timeout"),
+    BadJob("override_without_value", override("max_steps"), "max_steps"),
+    BadJob("config_not_mapping", set_job(config=7), "config"),
     # The job file itself.
-    BadJob("engine_not_text", _job(engine=7), "engine"),
-    BadJob("run_path_list", _job(run_path=["a", "b"]), "run_path"),
+    BadJob("engine_not_text", set_job(engine=7), "engine"),
+    BadJob("run_path_list", set_job(run_path=["a", "b"]), "run_path"),
     BadJob("run_path_is_file", _run_path_file, "runs-file"),
-    BadJob("job_field_misspelled", _job(trian_dataset="train.jsonl"), "trian_dataset"),
+    BadJob("job_field_misspelled", set_job(trian_dataset="train.jsonl"), "trian_dataset"),
     BadJob("job_duplicate_key", _duplicate_key, "reward.*(twice|duplicate)|(twice|duplicate).*reward"),
     BadJob("job_not_mapping", _text("- engine\n- trl\n"), "job.yaml"),
     BadJob("job_invalid_yaml", _text("engine: [trl\n"), "job.yaml"),
     BadJob("config_alias_bomb", _alias_bomb, "bomb.yaml"),
     BadJob("config_deeply_nested", _deep_config, "deep.yaml"),
-    BadJob("columns_not_mapping", _job(columns=["prompt"]), "columns"),
-    BadJob("columns_unknown_canonical", _job(columns={"promt": "question"}), "promt"),
-    BadJob("columns_missing_column", _job(columns={"prompt": "question"}), "question"),
+    BadJob("columns_not_mapping", set_job(columns=["prompt"]), "columns"),
+    BadJob("columns_unknown_canonical", set_job(columns={"promt": "question"}), "promt"),
+    BadJob("columns_missing_column", set_job(columns={"prompt": "question"}), "question"),
     # Rewards: wrong, hostile, missing.
     BadJob("reward_raises", _reward("rewards.py:raises"), "rewards.py:raises.*planted failure"),
     BadJob("reward_returns_text", _reward("rewards.py:text"), "rewards.py:text"),
@@ -326,13 +359,13 @@ CASES: tuple[BadJob, ...] = (
     BadJob("reward_file_exits_on_import", _import_exit, "exiting.py"),
     BadJob("reward_file_symlink_loop", _reward_loop, "loop.py"),
     BadJob("reward_builtin_misspelled", _reward("exact_mach"), "exact_mach.*exact_match"),
-    BadJob("reward_weight_nan", _job(reward={"name": "exact_match", "weight": float("nan")}),
+    BadJob("reward_weight_nan", set_job(reward={"name": "exact_match", "weight": float("nan")}),
            "weight"),
-    BadJob("reward_weight_text", _job(reward={"name": "exact_match", "weight": "heavy"}), "weight"),
+    BadJob("reward_weight_text", set_job(reward={"name": "exact_match", "weight": "heavy"}), "weight"),
     # Datasets.
-    BadJob("dataset_missing", _job(train_dataset="nowhere.jsonl"), "nowhere.jsonl"),
+    BadJob("dataset_missing", set_job(train_dataset="nowhere.jsonl"), "nowhere.jsonl"),
     BadJob("dataset_symlink_loop", _dataset_loop, "loop.jsonl"),
-    BadJob("dataset_unsupported_format", _job(train_dataset="rewards.py"), "rewards.py"),
+    BadJob("dataset_unsupported_format", set_job(train_dataset="rewards.py"), "rewards.py"),
     BadJob("dataset_empty", _rows(), "train.jsonl"),
     BadJob("dataset_row_without_truth", _dataset_line('{"prompt": "Repeat: 1"}'),
            "train.jsonl:9.*ground_truth"),
@@ -346,13 +379,13 @@ CASES: tuple[BadJob, ...] = (
     BadJob("dataset_truth_is_list", _dataset_line('{"prompt": "hi", "ground_truth": [1]}'),
            "train.jsonl:9.*ground_truth"),
     BadJob("dataset_deeply_nested_row", _deep_row, "train.jsonl"),
-    BadJob("test_dataset_missing", _job(test_dataset="absent.jsonl"), "absent.jsonl"),
+    BadJob("test_dataset_missing", set_job(test_dataset="absent.jsonl"), "absent.jsonl"),
     # The agent.
-    BadJob("agent_top_p_out_of_range", _agent(llm_top_p=7.5), "llm_top_p"),
-    BadJob("agent_temperature_negative", _agent(llm_temperature=-1), "llm_temperature"),
-    BadJob("agent_max_turns_zero", _agent(max_turns=0), "max_turns"),
-    BadJob("agent_key_misspelled", _agent(system_promt="hi"), "system_promt"),
-    BadJob("agent_file_missing", _job(agent="absent-agent.yaml"), "absent-agent.yaml"),
+    BadJob("agent_top_p_out_of_range", set_agent(llm_top_p=7.5), "llm_top_p"),
+    BadJob("agent_temperature_negative", set_agent(llm_temperature=-1), "llm_temperature"),
+    BadJob("agent_max_turns_zero", set_agent(max_turns=0), "max_turns"),
+    BadJob("agent_key_misspelled", set_agent(system_promt="hi"), "system_promt"),
+    BadJob("agent_file_missing", set_job(agent="absent-agent.yaml"), "absent-agent.yaml"),
     # Model folders: checked without running their code.
     BadJob("model_folder_typo", _model_typo, "build/modle"),
     BadJob("model_is_a_file", _model_is_file, "model.bin"),
@@ -440,15 +473,20 @@ class BadJobSuite:
         code, err = self.run_check(job_folder, capsys)
         assert code == 0, err
 
+    def assert_refused(self, case: BadJob, job: JobFolder,
+                       capsys: pytest.CaptureFixture[str]) -> None:
+        """Break ``job`` as ``case`` says and assert ``check`` refuses it as the README promises:
+        exit 2, stderr exactly one ``error:`` line matching the case, no run directory, no code
+        from the model folder run. An engine's own cases call this too."""
+        case.edit(job)
+        code, err = self.run_check(job, capsys)
+        assert code == 2, f"exit {code}; stderr:\n{err}"
+        assert len(err.splitlines()) == 1 and err.startswith("error: "), err
+        assert re.search(case.expect, err, re.IGNORECASE), err
+        assert not (job.root / "runs").exists(), "check wrote a run directory"
+        assert not (job.root / "model" / "EXECUTED").exists(), "check ran model code"
+
     @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
     def test_bad_job_fails_check_in_one_line(self, case: BadJob, job_folder: JobFolder,
                                              capsys: pytest.CaptureFixture[str]) -> None:
-        case.edit(job_folder)
-        code, err = self.run_check(job_folder, capsys)
-        errors = [line for line in err.splitlines() if line.startswith("error:")]
-        assert code == 2, f"exit {code}; stderr:\n{err}"
-        assert len(errors) == 1, err
-        assert "Traceback" not in err, err
-        assert re.search(case.expect, errors[0], re.IGNORECASE), errors[0]
-        assert not (job_folder.root / "runs").exists(), "check wrote a run directory"
-        assert not (job_folder.root / "model" / "EXECUTED").exists(), "check ran model code"
+        self.assert_refused(case, job_folder, capsys)

@@ -7,6 +7,7 @@ the engine reserves, and what TRL cannot train.
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 from collections.abc import Callable
@@ -15,18 +16,18 @@ from typing import Any, ClassVar
 
 import pytest
 
-from aworld_train.testing.bad_jobs import BadJob, BadJobSuite, JobFolder
+from aworld_train.testing.bad_jobs import (
+    BadJob,
+    BadJobSuite,
+    Edit,
+    JobFolder,
+    override,
+    set_agent,
+    set_config,
+    set_section,
+)
 
-Edit = Callable[[JobFolder], None]
-
-
-def _trl(**values: Any) -> Edit:
-    """Set keys of the ``trl:`` section."""
-
-    def edit(job: JobFolder) -> None:
-        job.config["trl"] = dict(job.config.get("trl") or {}, **values)
-
-    return edit
+_trl = functools.partial(set_section, "trl")  # set keys of the trl: section
 
 
 def _sft(**section: Any) -> Edit:
@@ -34,28 +35,6 @@ def _sft(**section: Any) -> Edit:
 
     def edit(job: JobFolder) -> None:
         job.config.update(algorithm="sft", trl=section)
-
-    return edit
-
-
-def _config(**values: Any) -> Edit:
-    def edit(job: JobFolder) -> None:
-        job.config.update(values)
-
-    return edit
-
-
-def _override(*items: str) -> Edit:
-    def edit(job: JobFolder) -> None:
-        for item in items:
-            job.args += ["-o", item]
-
-    return edit
-
-
-def _agent(**values: Any) -> Edit:
-    def edit(job: JobFolder) -> None:
-        job.job["agent"] = dict(job.job["agent"], **values)
 
     return edit
 
@@ -120,7 +99,7 @@ TRL_CASES: tuple[BadJob, ...] = (
     # Choices TRL accepts: metadata, enums, and what GRPOTrainer compares at run time.
     BadJob("loss_type_typo", _trl(loss_type="dapoo"),
            r"trl\.loss_type: 'dapoo' is not one of grpo, dr_grpo, dapo.*did you mean 'dapo'"),
-    BadJob("loss_type_typo_override", _override("trl.loss_type=dapoo"), r"trl\.loss_type.*dapo"),
+    BadJob("loss_type_typo_override", override("trl.loss_type=dapoo"), r"trl\.loss_type.*dapo"),
     BadJob("sft_loss_type_of_grpo", _sft(loss_type="dapo"),
            r"trl\.loss_type: 'dapo' is not one of nll, dft"),
     BadJob("lr_scheduler_typo", _trl(lr_scheduler_type="cosin"),
@@ -140,7 +119,7 @@ TRL_CASES: tuple[BadJob, ...] = (
     BadJob("epsilon_inf", _trl(epsilon=float("inf")), r"trl\.epsilon.*finite"),
     BadJob("lr_scheduler_kwargs_nan", _trl(lr_scheduler_kwargs={"min_lr": float("nan")}),
            r"trl\.lr_scheduler_kwargs.*finite"),
-    BadJob("beta_nan_override", _override("trl.beta=.nan"), r"trl\.beta.*finite"),
+    BadJob("beta_nan_override", override("trl.beta=.nan"), r"trl\.beta.*finite"),
     # Out of range: counts, probabilities, seeds.
     BadJob("num_iterations_negative", _trl(num_iterations=-1), r"trl\.num_iterations: -1"),
     BadJob("gradient_accumulation_zero", _trl(gradient_accumulation_steps=0),
@@ -177,15 +156,15 @@ TRL_CASES: tuple[BadJob, ...] = (
     BadJob("auto_find_batch_size", _trl(auto_find_batch_size=True),
            r"GRPOConfig rejects it.*auto_find_batch_size"),
     BadJob("num_generations_one_in_section", _trl(num_generations=1), r"num_generations"),
-    BadJob("batch_not_divisible_by_generations", _config(batch_size=3),
+    BadJob("batch_not_divisible_by_generations", set_config(batch_size=3),
            r"divisible by num_generations 2"),
-    BadJob("algorithm_not_trained_here", _config(algorithm="dpo"), r"algorithm"),
+    BadJob("algorithm_not_trained_here", set_config(algorithm="dpo"), r"algorithm"),
     # What the engine cannot train.
-    BadJob("tools_with_sft", _both(_sft(), _agent(**_TOOLS)),
+    BadJob("tools_with_sft", _both(_sft(), set_agent(**_TOOLS)),
            r"agent 'bad-jobs' uses tools, which the trl engine trains with GRPO only"),
-    BadJob("tools_with_one_turn", _agent(tools=["os.path:join"], max_turns=1), r"max_turns"),
-    BadJob("turns_without_tools", _agent(max_turns=3), r"max_turns 3 but no tools"),
-    BadJob("tools_template_cannot_call", _agent(**_TOOLS), r"chat template .*tool call"),
+    BadJob("tools_with_one_turn", set_agent(tools=["os.path:join"], max_turns=1), r"max_turns"),
+    BadJob("turns_without_tools", set_agent(max_turns=3), r"max_turns 3 but no tools"),
+    BadJob("tools_template_cannot_call", set_agent(**_TOOLS), r"chat template .*tool call"),
     BadJob("reward_argument_column", _column("completions"),
            r"train_dataset column 'completions'"),
     # Model folders.
@@ -206,6 +185,5 @@ class TestTrlBadJobs(BadJobSuite):
     def test_trl_bad_job_fails_check_in_one_line(
         self, case: BadJob, job_folder: JobFolder, capsys: pytest.CaptureFixture[str]
     ) -> None:
-        # The shared test's assertions, on this engine's own cases.
-        self.test_bad_job_fails_check_in_one_line(case, job_folder, capsys)
+        self.assert_refused(case, job_folder, capsys)
 

@@ -9,14 +9,20 @@ run. Values VeRL's own dataclasses accept (``top_p: 1.0``, a float temperature) 
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from aworld_train.testing.bad_jobs import BadJob, BadJobSuite, JobFolder
+from aworld_train.testing.bad_jobs import (
+    BadJob,
+    BadJobSuite,
+    JobFolder,
+    override,
+    set_config,
+    without,
+)
 
 
 def _verl(section: dict[str, Any]) -> Any:
@@ -24,27 +30,6 @@ def _verl(section: dict[str, Any]) -> Any:
 
     def edit(job: JobFolder) -> None:
         job.config["verl"] = {**job.config.get("verl", {}), **section}
-
-    return edit
-
-
-def _common(**changes: Any) -> Any:
-    def edit(job: JobFolder) -> None:
-        job.config.update(changes)
-
-    return edit
-
-
-def _override(*items: str) -> Any:
-    def edit(job: JobFolder) -> None:
-        job.args += [arg for item in items for arg in ("-o", item)]
-
-    return edit
-
-
-def _without(field: str) -> Any:
-    def edit(job: JobFolder) -> None:
-        del job.job[field]
 
     return edit
 
@@ -119,7 +104,7 @@ VERL_CASES: tuple[BadJob, ...] = (
            r"'verl\.actor_rollout_ref\.actor\.optim\.lr': nan is not a finite number"),
     BadJob("clip_ratio_inf", _verl({"actor_rollout_ref.actor.clip_ratio": float("inf")}),
            r"'verl\.actor_rollout_ref\.actor\.clip_ratio': inf is not a finite number"),
-    BadJob("temperature_nan_override", _override("verl.actor_rollout_ref.rollout.temperature=.nan"),
+    BadJob("temperature_nan_override", override("verl.actor_rollout_ref.rollout.temperature=.nan"),
            r"verl\.actor_rollout_ref\.rollout\.temperature"),
     BadJob("train_batch_size_negative", _verl({"data.train_batch_size": -4}),
            r"'verl\.data\.train_batch_size': must be at least 1, not -4"),
@@ -158,14 +143,14 @@ VERL_CASES: tuple[BadJob, ...] = (
     BadJob("model_tokenizer_auto_map", _model_with_auto_map, r"trust_remote_code"),
     BadJob("remote_code_through_the_section", _verl({"actor_rollout_ref.model.trust_remote_code": True}),
            r"'verl\.actor_rollout_ref\.model\.trust_remote_code'.*'trust_remote_code: true'"),
-    BadJob("model_hub_id", _common(model="Qwen/Qwen2.5-0.5B-Instruct"), r"not a local folder"),
+    BadJob("model_hub_id", set_config(model="Qwen/Qwen2.5-0.5B-Instruct"), r"not a local folder"),
     # What VeRL needs of the job as a whole.
-    BadJob("no_train_dataset", _without("train_dataset"), r"train_dataset"),
-    BadJob("no_reward", _without("reward"), r"reward"),
-    BadJob("algorithm_sft", _common(algorithm="sft"), r"'algorithm'.*verl engine trains with RL"),
-    BadJob("algorithm_not_an_estimator", _common(algorithm="rlooo"),
+    BadJob("no_train_dataset", without("train_dataset"), r"train_dataset"),
+    BadJob("no_reward", without("reward"), r"reward"),
+    BadJob("algorithm_sft", set_config(algorithm="sft"), r"'algorithm'.*verl engine trains with RL"),
+    BadJob("algorithm_not_an_estimator", set_config(algorithm="rlooo"),
            r"config key 'algorithm': 'rlooo' is not one of VeRL's advantage estimators \(did you mean 'rloo'\?\)"),
-    BadJob("batch_size_not_whole_groups", _common(batch_size=6, num_generations=4),
+    BadJob("batch_size_not_whole_groups", set_config(batch_size=6, num_generations=4),
            r"'batch_size': 6 completions per step do not divide into groups of num_generations=4"),
 )
 
@@ -176,7 +161,7 @@ ACCEPTED: tuple[tuple[str, Any], ...] = (
     ("lr_int_where_float", _verl({"actor_rollout_ref.actor.optim.lr": 1})),
     ("max_model_len_int", _verl({"actor_rollout_ref.rollout.max_model_len": 1024})),
     ("estimator_in_the_section", _verl({"algorithm.adv_estimator": "rloo"})),
-    ("estimator_as_the_algorithm", _common(algorithm="rloo")),
+    ("estimator_as_the_algorithm", set_config(algorithm="rloo")),
     ("nested_mapping_and_new_key", _verl({"trainer": {"total_epochs": 2},
                                           "+ray_kwargs.ray_init.include_dashboard": False})),
 )
@@ -189,13 +174,7 @@ class TestVerlBadJobs(BadJobSuite):
     def test_verl_bad_job_fails_check_in_one_line(
         self, case: BadJob, job_folder: JobFolder, capsys: pytest.CaptureFixture[str]
     ) -> None:
-        case.edit(job_folder)
-        code, err = self.run_check(job_folder, capsys)
-        assert code == 2, f"exit {code}; stderr:\n{err}"
-        assert len(err.splitlines()) == 1 and err.startswith("error: "), err
-        assert re.search(case.expect, err), err
-        assert not (job_folder.root / "runs").exists(), "check wrote a run directory"
-        assert not (job_folder.root / "model" / "EXECUTED").exists(), "check ran code from the model folder"
+        self.assert_refused(case, job_folder, capsys)
 
     @pytest.mark.parametrize("edit", [edit for _, edit in ACCEPTED], ids=[name for name, _ in ACCEPTED])
     def test_values_verl_accepts_pass_check(
