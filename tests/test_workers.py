@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -77,3 +78,17 @@ def test_a_failing_launch_names_its_last_error(tmp_path: Path) -> None:
     with pytest.raises(TrainingError, match=r"2 test processes failed \(exit 3\): ValueError: planted"):
         run_workers([sys.executable, "-c", code], make_ctx(tmp_path), tmp_path / "w.log",
                     what="2 test processes")
+
+
+def test_scoped_environment_sets_unsets_and_restores(monkeypatch: pytest.MonkeyPatch) -> None:
+    from aworld_train.workers import scoped_environment
+
+    monkeypatch.setenv("AWORLD_TRAIN_KEPT", "before")
+    monkeypatch.delenv("AWORLD_TRAIN_NEW", raising=False)
+    with pytest.raises(RuntimeError):
+        with scoped_environment({"AWORLD_TRAIN_NEW": "secret", "AWORLD_TRAIN_KEPT": None}):
+            assert os.environ["AWORLD_TRAIN_NEW"] == "secret"
+            assert "AWORLD_TRAIN_KEPT" not in os.environ
+            raise RuntimeError("restored even when the block fails")
+    assert "AWORLD_TRAIN_NEW" not in os.environ
+    assert os.environ["AWORLD_TRAIN_KEPT"] == "before"

@@ -8,6 +8,7 @@ through. A ``columns:`` mapping ``{canonical: user_column}`` renames user column
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -32,6 +33,21 @@ MAX_LINE_CHARS = 32 * 2**20
 # levels), and Arrow, and code that walks rows recursively, crash on deep enough nesting.
 MAX_DEPTH = 64
 TOO_DEEP = f"a value is nested deeper than {MAX_DEPTH} levels"
+
+
+@contextlib.contextmanager
+def quiet_progress_bars() -> Iterator[None]:
+    """Keep the progress bars ``datasets`` draws (``Map``, ``Filter``) off the terminal for the
+    block: an engine's check converts datasets while ``check`` prints its table."""
+    from datasets.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+
+    was_disabled = are_progress_bars_disabled()
+    disable_progress_bars()
+    try:
+        yield
+    finally:
+        if not was_disabled:
+            enable_progress_bars()
 
 
 def load_dataset(

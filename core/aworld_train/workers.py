@@ -7,9 +7,11 @@ to the run's metrics reporter. Rewards reach the workers as importable reference
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +24,27 @@ if TYPE_CHECKING:
 # The main worker prints each event on one line starting with this marker.
 EVENT_MARKER = "@aworld-train-event "
 RENDEZVOUS = ("MASTER_ADDR", "MASTER_PORT", "NODE_RANK")
+
+
+@contextlib.contextmanager
+def scoped_environment(variables: Mapping[str, str | None]) -> Iterator[None]:
+    """Set ``variables`` in this process's environment for the block (``None`` unsets one),
+    then restore what was there: how secrets reach an engine without entering its arguments,
+    which engines pickle into checkpoints."""
+    saved = {name: os.environ.get(name) for name in variables}
+
+    def apply(values: Mapping[str, str | None]) -> None:
+        for name, value in values.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+    apply(variables)
+    try:
+        yield
+    finally:
+        apply(saved)
 
 
 def emit(event: str, **fields: Any) -> None:

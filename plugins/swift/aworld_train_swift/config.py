@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aworld_train.errors import AWorldTrainError, ConfigError
+from aworld_train.workers import scoped_environment
 
 from aworld_train_swift.remote_code import model_code
 from aworld_train_swift.schema import SECRETS, arguments_class, validate_section
@@ -223,20 +224,8 @@ def swift_environment(
         "HF_DATASETS_CACHE": str(cache / "huggingface" / "datasets"),
         **(environment or {}),
     }
-    saved = {key: os.environ.get(key) for key in wanted}
-    for key, value in wanted.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
-    try:
+    with scoped_environment(wanted):
         yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 def build_arguments(

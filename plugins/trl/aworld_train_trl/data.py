@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from aworld_train.dataset import quiet_progress_bars
 from aworld_train.errors import DatasetError
 
 if TYPE_CHECKING:
@@ -50,29 +49,12 @@ def datasets_to_trl(
             "list of dicts)"
         )
     convert = _to_sft if algorithm == "sft" else _to_grpo
-    with _no_progress_bars():
+    with quiet_progress_bars():
         return TrlDatasets(
             train=convert(train, agent, "train_dataset"),
             test=convert(test, agent, "test_dataset") if test is not None else None,
         )
 
-
-@contextlib.contextmanager
-def _no_progress_bars() -> Iterator[None]:
-    """Keep ``datasets``' "Map" bars off the terminal while ``check`` prints its table."""
-    from datasets.utils import (
-        are_progress_bars_disabled,
-        disable_progress_bars,
-        enable_progress_bars,
-    )
-
-    was_disabled = are_progress_bars_disabled()
-    disable_progress_bars()
-    try:
-        yield
-    finally:
-        if not was_disabled:
-            enable_progress_bars()
 
 
 def _to_grpo(dataset: datasets.Dataset, agent: TrlAgent, role: str) -> datasets.Dataset:

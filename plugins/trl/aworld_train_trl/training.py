@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aworld_train.errors import RunDirectoryError
 from aworld_train.metrics import LogFn, StartFn, trainer_callback
+from aworld_train.workers import scoped_environment
 
 if TYPE_CHECKING:
     from aworld_train.context import RunContext
@@ -30,7 +29,7 @@ def run_training(ctx: RunContext) -> dict[str, Any]:
     checkpoint = last_checkpoint(ctx.resume_from) if ctx.resume_from is not None else None
     # Credentials reach TRL through the environment (workers inherit it), never through its
     # config object, which the trainer pickles into training_args.bin.
-    with _environment(config.secret_env):
+    with scoped_environment(config.secret_env):
         if config.distributed:
             from aworld_train_trl.launch import launch
 
@@ -47,20 +46,6 @@ def run_training(ctx: RunContext) -> dict[str, Any]:
             tools=ctx.results["tools"].as_functions(),
         )
 
-
-@contextlib.contextmanager
-def _environment(variables: dict[str, str]) -> Iterator[None]:
-    """Set ``variables`` in this process's environment for the block, then restore it."""
-    saved = {name: os.environ.get(name) for name in variables}
-    os.environ.update(variables)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def last_checkpoint(run_dir: Path) -> Path:

@@ -236,10 +236,11 @@ def test_chat_prompt_without_a_chat_template_names_the_row() -> None:
 
 
 def test_conversion_draws_no_progress_bar(capsys: pytest.CaptureFixture[str]) -> None:
-    from datasets.utils import are_progress_bars_disabled
+    from datasets.utils import are_progress_bars_disabled, enable_progress_bars
 
     from aworld_train_trl.data import datasets_to_trl
 
+    enable_progress_bars()  # the user's setting, whatever an earlier test left
     datasets_to_trl(_canonical(), _canonical(), _agent(), "grpo")
     assert capsys.readouterr().err == ""
     assert not are_progress_bars_disabled()  # the user's own setting is left as it was

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from aworld_train.dataset import quiet_progress_bars
 from aworld_train.errors import DatasetError
 
 if TYPE_CHECKING:
@@ -88,25 +89,12 @@ def verl_rows(
     return rows
 
 
-@contextlib.contextmanager
-def _quiet_datasets() -> Iterator[None]:
-    """Hide the progress bars ``datasets`` draws while the check table is being printed."""
-    from datasets.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
-
-    was_disabled = are_progress_bars_disabled()
-    disable_progress_bars()
-    try:
-        yield
-    finally:
-        if not was_disabled:
-            enable_progress_bars()
-
 
 def write_parquet(rows: list[dict[str, Any]], path: Path) -> Path:
     import datasets
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    with _quiet_datasets():
+    with quiet_progress_bars():
         datasets.Dataset.from_list(rows).to_parquet(str(path))
     return path
 
@@ -151,7 +139,7 @@ def load_back(path: Path, tokenizer: Any, data_config: Any, expected_rows: int) 
 
     config = OmegaConf.merge(data_config, {"filter_overlong_prompts": False, "dataloader_num_workers": 0})
     try:
-        with contextlib.redirect_stdout(io.StringIO()), _private_datasets_cache(), _quiet_datasets():
+        with contextlib.redirect_stdout(io.StringIO()), _private_datasets_cache(), quiet_progress_bars():
             dataset = RLHFDataset(data_files=[str(path)], tokenizer=tokenizer, config=config)
             first = dataset[0] if len(dataset) else None
     except Exception as error:  # noqa: BLE001 - datasets and pyarrow raise many kinds
