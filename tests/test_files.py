@@ -39,7 +39,7 @@ def nested_json(depth: int) -> str:
 def test_a_plain_mapping_reads(tmp_path: Path) -> None:
     (tmp_path / "job.yaml").write_text("engine: trl\nconfig: {max_steps: 3, lr: 1e-3}\n")
     assert read_mapping(tmp_path / "job.yaml", JobError, "job file") == {
-        "engine": "trl", "config": {"max_steps": 3, "lr": "1e-3"}}
+        "engine": "trl", "config": {"max_steps": 3, "lr": 0.001}}
 
 
 def test_an_alias_bomb_is_refused_without_expanding_it(tmp_path: Path) -> None:
@@ -223,3 +223,11 @@ def test_a_file_that_is_not_a_mapping(tmp_path: Path) -> None:
         read_mapping(tmp_path / "job.yaml", JobError, "job file")
     (tmp_path / "empty.yaml").write_text("")
     assert read_mapping(tmp_path / "empty.yaml", JobError, "job file") == {}
+
+
+def test_a_number_with_an_exponent_and_no_dot_is_a_number(tmp_path: Path) -> None:
+    # YAML 1.1 reads 1e-4 as text; an engine's float field (trl.learning_rate) would refuse it.
+    path = tmp_path / "config.yaml"
+    path.write_text("learning_rate: 1e-4\nscale: -2E+3\nname: v1e5\nversion: 1e\n")
+    assert read_mapping(path, ConfigError, "config") == {
+        "learning_rate": 0.0001, "scale": -2000.0, "name": "v1e5", "version": "1e"}

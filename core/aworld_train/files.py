@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -183,6 +184,13 @@ def guarded_yaml_loader() -> type:
                 seen.add(key)
             return super().construct_mapping(node, deep=deep)
 
+    # YAML 1.1, which PyYAML follows, reads 1e-4 (an exponent without a dot) as a string; YAML
+    # 1.2 and every user read it as a number, and an engine's float field would refuse the text.
+    GuardedLoader.add_implicit_resolver(
+        "tag:yaml.org,2002:float",
+        re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+        list("-+0123456789"),
+    )
     return GuardedLoader
 
 

@@ -56,7 +56,6 @@ def datasets_to_trl(
         )
 
 
-
 def _to_grpo(dataset: datasets.Dataset, agent: TrlAgent, role: str) -> datasets.Dataset:
     for column in dataset.column_names:
         if column in REWARD_ARGUMENTS:

@@ -47,7 +47,6 @@ def run_training(ctx: RunContext) -> dict[str, Any]:
         )
 
 
-
 def last_checkpoint(run_dir: Path) -> Path:
     """The ``checkpoint-N`` with the highest N that an earlier run left in ``run_dir``.
 

@@ -9,6 +9,7 @@ agent loop that runs the agent, named in an ``agent_loop.yaml`` written into the
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -69,8 +70,10 @@ def model_path(agent: AgentSpec | None, config: TrainConfig) -> str:
     return str(model)
 
 
+@functools.lru_cache(maxsize=4)
 def load_tokenizer(model: str, trust_remote_code: bool = False) -> Any:
-    """The model's tokenizer, loaded by VeRL's own ``hf_tokenizer`` as its workers load it.
+    """The model's tokenizer, loaded by VeRL's own ``hf_tokenizer`` as its workers load it, once
+    per process: three checks read it. Shared by its callers, so none may change it.
 
     The core's model preflight has checked the folder; a hub id passes it, but this check reads
     the tokenizer offline.

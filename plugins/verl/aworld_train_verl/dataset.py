@@ -89,7 +89,6 @@ def verl_rows(
     return rows
 
 
-
 def write_parquet(rows: list[dict[str, Any]], path: Path) -> Path:
     import datasets
 

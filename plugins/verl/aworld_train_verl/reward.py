@@ -206,6 +206,7 @@ def score_with_reward_manager(
     from verl.trainer.ppo.reward import load_reward_manager  # noqa: F401
 
     reference = f"{config.reward.custom_reward_function.path}:{config.reward.custom_reward_function.name}"
+
     def score() -> list[dict[str, Any]]:
         os.environ.update(environment or {})
         return _score(config, tokenizer, rows)
