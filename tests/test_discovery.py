@@ -195,6 +195,18 @@ def test_trace_plugins_prints_every_hook_call(
     assert "[aworld-train trace]" not in capsys.readouterr().err
 
 
+def test_trace_plugins_shows_each_plugins_report_metrics_call(
+    toy_job: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("AWORLD_TRAIN_TRACE_PLUGINS", "1")
+    AgentTrainer(**dict(toy_job, config={"max_steps": 2, "batch_size": 4})).train()
+    calls = [line for line in capsys.readouterr().err.splitlines()
+             if line.startswith("[aworld-train trace] report_metrics(step=")]
+    # The recorder extension plugin implements it: one traced call per logged step.
+    assert [line.split("step=")[1].split(",")[0] for line in calls] == ["1", "2"]
+    assert all(line.endswith("-> [plugin:recorder]") for line in calls)
+
+
 def test_trace_plugins_reports_a_raising_hook(
     toy_job: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

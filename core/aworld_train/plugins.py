@@ -265,17 +265,19 @@ def report_metrics(manager: pluggy.PluginManager, engine: str, failed: set[str],
         debug level, so a broken plugin does not flood the terminal.
     :param kwargs: the hook's arguments (``step``, ``metrics``, ``ctx``).
     """
-    for impl in manager.hook.report_metrics.get_hookimpls():
-        if impl.hookwrapper or impl.wrapper:  # wraps nothing worth calling on its own
-            continue
-        arguments = [kwargs[name] for name in impl.argnames]
-        if impl.plugin_name == engine:
-            impl.function(*arguments)
+    plugins = dict(manager.list_name_plugin())
+    owners = dict.fromkeys(impl.plugin_name for impl in manager.hook.report_metrics.get_hookimpls())
+    for owner in owners:
+        # Through pluggy, so that tracing sees the call and the plugin's wrappers wrap it.
+        call = manager.subset_hook_caller(
+            "report_metrics", remove_plugins=[p for n, p in plugins.items() if n != owner])
+        if owner == engine:
+            call(**kwargs)
             continue
         try:
-            impl.function(*arguments)
+            call(**kwargs)
         except Exception as exc:  # a tracker's failure is not the run's
-            name = impl.plugin_name.removeprefix(PLUGIN_PREFIX)
+            name = owner.removeprefix(PLUGIN_PREFIX)
             level = logging.DEBUG if name in failed else logging.WARNING
             failed.add(name)
             logger.log(level, "plugin '%s' failed in report_metrics at step %s (the run goes on): "
