@@ -339,7 +339,7 @@ def test_a_running_run_whose_process_is_gone_reads_crashed(tmp_path: Path) -> No
 @pytest.mark.parametrize(("text", "message"), [
     ("{not json", r"run manifest .*manifest.json: invalid JSON"),
     ("[1, 2]", r"run manifest .*manifest.json: holds a JSON list, not an object"),
-    ("\xff\xfe", r"cannot read the manifest .*manifest.json"),
+    ("\xff\xfe", r"cannot read run manifest .*manifest.json: not UTF-8"),
 ])
 def test_resume_of_a_run_whose_manifest_is_damaged(
     toy_job: dict[str, Any], tmp_path: Path, text: str, message: str

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 # (metric, file, title, colour)
@@ -14,10 +13,9 @@ _CURVES = (
 
 def plot_run(run_dir: Path) -> list[Path]:
     """Draw every curve whose metric was logged; returns the files written."""
-    metrics_file = run_dir / "metrics.jsonl"
-    if not metrics_file.is_file():
-        return []
-    records = [json.loads(line) for line in metrics_file.read_text().splitlines() if line.strip()]
+    from aworld_train.rundir import read_metrics
+
+    records = read_metrics(run_dir)  # a line cut short by a killed run does not stop the plot
     written = []
     for metric, filename, title, colour in _CURVES:
         points = [(r["step"], r[metric]) for r in records if metric in r]

@@ -110,14 +110,11 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
 
     :raises RunDirectoryError: when the manifest cannot be read or is not a JSON object.
     """
-    from aworld_train.files import parse_json_text
+    from aworld_train.files import parse_json_text, read_text
 
     path = run_dir / MANIFEST
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RunDirectoryError(f"cannot read the manifest {path}: {exc}") from None
-    data = parse_json_text(text, f"run manifest {path}", RunDirectoryError)
+    data = parse_json_text(read_text(path, RunDirectoryError, "run manifest"),
+                           f"run manifest {path}", RunDirectoryError)
     if not isinstance(data, dict):
         raise RunDirectoryError(f"run manifest {path}: holds a JSON {type(data).__name__}, "
                                 "not an object")

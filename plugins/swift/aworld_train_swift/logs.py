@@ -62,27 +62,25 @@ def run_log(run_dir: Path) -> Any:
 def output_to_log(path: Path) -> Iterator[None]:
     """:func:`log_to_file`, and swift's per-step dicts too, for training; no progress bars of
     the libraries (model loading, dataset preparation, saving)."""
-    import datasets
     from transformers import trainer as hf_trainer
     from transformers.utils import logging as hf_logging
+
+    from aworld_train.dataset import quiet_progress_bars
 
     # The trainer adds one of these two by name when it is built; swift's patcher, imported by
     # steps_to_log, set both to its own.
     printer = steps_to_log()
     printers = hf_trainer.PrinterCallback, hf_trainer.DEFAULT_PROGRESS_CALLBACK
     hf_trainer.PrinterCallback = hf_trainer.DEFAULT_PROGRESS_CALLBACK = printer
-    bars = hf_logging.is_progress_bar_enabled(), datasets.is_progress_bar_enabled()
+    bar = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()
-    datasets.disable_progress_bars()
     try:
-        with log_to_file(path):
+        with quiet_progress_bars(), log_to_file(path):
             yield
     finally:
         hf_trainer.PrinterCallback, hf_trainer.DEFAULT_PROGRESS_CALLBACK = printers
-        if bars[0]:
+        if bar:
             hf_logging.enable_progress_bar()
-        if bars[1]:
-            datasets.enable_progress_bars()
 
 
 def steps_to_log() -> type:
