@@ -35,6 +35,8 @@ from typing import Any, ClassVar
 
 import pytest
 
+from aworld_train.testing.conformance import EngineConformance
+
 _REWARDS = '''
 import math, os, sys, time
 
@@ -410,18 +412,8 @@ class BadJobSuite:
     engine_section: ClassVar[dict[str, Any]] = {}
     #: Whether the valid job names the tiny model (engines that train a model need one).
     model_required: ClassVar[bool] = True
-    #: Common config keys of the valid job.
-    common_config: ClassVar[dict[str, Any]] = {
-        "algorithm": "grpo",
-        "max_steps": 2,
-        "batch_size": 4,
-        "num_generations": 2,
-        "learning_rate": 1e-3,
-        "max_prompt_length": 64,
-        "max_completion_length": 4,
-        "logging_steps": 1,
-        "save_steps": 2,
-    }
+    #: Common config keys of the valid job: the conformance suite's tiny job.
+    common_config: ClassVar[dict[str, Any]] = EngineConformance.common_config
 
     @pytest.fixture(scope="class")
     @classmethod
