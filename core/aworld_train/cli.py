@@ -20,6 +20,7 @@ from typing import Any
 import click
 
 from aworld_train.errors import AWorldTrainError
+from aworld_train.redaction import redact_text
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
@@ -40,8 +41,8 @@ def main(argv: list[str] | None = None) -> None:
             click.echo(f"error: {_one_line(exc.format_message())}", err=True)
             sys.exit(EXIT_BAD_INPUT)
         except AWorldTrainError as exc:
-            if "--debug" in args:
-                traceback.print_exc()
+            if "--debug" in args:  # the traceback, secrets hidden as everywhere else
+                click.echo(redact_text(traceback.format_exc()), err=True)
             click.echo(f"error: {_one_line(str(exc))}", err=True)
             sys.exit(EXIT_BAD_INPUT)
         except KeyboardInterrupt:  # before click took over
@@ -195,8 +196,6 @@ def _picked_engine() -> str:
 def _resume_command(job: Path | None, engine: str | None, overrides: tuple[str, ...],
                     fields: dict[str, Any], run_path: str | None, run_dir: Path) -> str:
     """The command that continues ``run_dir``: the one that started it, with ``--resume``."""
-    from aworld_train.redaction import redact_text
-
     words = ["aworld-train", "train", *([str(job)] if job is not None else [])]
     if engine:
         words += ["--engine", engine]
@@ -215,7 +214,6 @@ def _run_checks(kwargs: dict[str, Any], check_only: bool, resume: str | None = N
     from rich.console import Console
     from rich.table import Table
 
-    from aworld_train.redaction import redact_text
     from aworld_train.trainer import AgentTrainer
 
     checks: list[Any] = []
@@ -233,8 +231,6 @@ def _run_checks(kwargs: dict[str, Any], check_only: bool, resume: str | None = N
 
 def _one_line(text: str) -> str:
     """An error as the one line the CLI prints: whitespace folded, secrets hidden."""
-    from aworld_train.redaction import redact_text
-
     return redact_text(" ".join(text.split()))
 
 
