@@ -231,3 +231,10 @@ def test_a_number_with_an_exponent_and_no_dot_is_a_number(tmp_path: Path) -> Non
     path.write_text("learning_rate: 1e-4\nscale: -2E+3\nname: v1e5\nversion: 1e\n")
     assert read_mapping(path, ConfigError, "config") == {
         "learning_rate": 0.0001, "scale": -2000.0, "name": "v1e5", "version": "1e"}
+
+
+def test_a_key_given_twice_in_a_json_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text('{"max_steps": 2, "trl": {"beta": 0.0}, "max_steps": 9}')
+    with pytest.raises(ConfigError, match=r"config\.json: key 'max_steps' is given twice$"):
+        read_mapping(path, ConfigError, "config")

@@ -325,3 +325,21 @@ def test_a_reward_file_that_ends_its_import(tmp_path: Path, code: str, message: 
     with pytest.raises(RewardError) as raised:
         resolve_reward("quits.py:score", base_dir=tmp_path)
     assert str(raised.value) == f"reward file {(tmp_path / 'quits.py').resolve()} {message}"
+
+
+@pytest.mark.parametrize(("code", "message"), [
+    ("import os\nos._exit(0)\n", "ended the process (exit 0) without returning"),
+    ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n", "was killed by signal SIGKILL"),
+    ("import time\ntime.sleep(60)\n", "did not return within 0.5 s"),
+])
+def test_a_reward_file_that_ends_or_stalls_the_process_on_import(
+        tmp_path: Path, code: str, message: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Tried in a child process first: here it would end or stall check without a word.
+    from aworld_train import references
+
+    monkeypatch.setattr(references, "IMPORT_SECONDS", 0.5)
+    (tmp_path / "hostile.py").write_text(code + "def score(**kwargs):\n    return 1.0\n")
+    with pytest.raises(RewardError) as raised:
+        resolve_reward("hostile.py:score", base_dir=tmp_path)
+    path = (tmp_path / "hostile.py").resolve()
+    assert str(raised.value) == f"reward file {path}, on import, {message}"

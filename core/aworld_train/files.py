@@ -114,12 +114,15 @@ def parse_json_text(text: str, where: str, error: type[AWorldTrainError],
 
     :param where: how messages name the text (a file name, ``data.jsonl:3``).
     :param max_chars: the longest text accepted; None for no limit.
-    :raises error: for invalid or too deeply nested JSON, one line starting with ``where``.
+    :raises error: for invalid or too deeply nested JSON, or a key given twice in one object,
+        one line starting with ``where``.
     """
     _check_length(text, where, error, max_chars)
     text = text.removeprefix("\ufeff")
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_unique_keys)
+    except _GivenTwice as exc:  # json would keep the last silently
+        raise error(f"{where}: key '{exc.args[0]}' is given twice") from None
     except json.JSONDecodeError as exc:
         line = f":{exc.lineno}" if "\n" in text.strip() else ""
         raise error(f"{where}{line}: invalid JSON: {exc.msg}") from None
@@ -128,6 +131,19 @@ def parse_json_text(text: str, where: str, error: type[AWorldTrainError],
     # Only text with more brackets than the limit can be nested past it; most never is walked.
     if text.count("[") + text.count("{") > MAX_DEPTH and _deeper_than(data, MAX_DEPTH):
         raise error(_too_deep(where))
+    return data
+
+
+class _GivenTwice(Exception):
+    """A JSON object names one key twice."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in data:
+            raise _GivenTwice(key)
+        data[key] = value
     return data
 
 

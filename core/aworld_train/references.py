@@ -82,18 +82,36 @@ def require_file(path: Path, error: type[AWorldTrainError], what: str) -> None:
         raise error(f"{what} {path} is not a regular file (a FIFO, socket or device)")
 
 
+#: Seconds a user's file may take to import (a reward file may import torch) before check
+#: gives up on it.
+IMPORT_SECONDS = 60.0
+
+
 def load_file(path: Path, error: type[AWorldTrainError], what: str) -> Any:
     """Import a Python file as a module of its own.
+
+    The file is imported first in a child process with a time limit: a file that ends the
+    process (``os._exit``) or never finishes on import would otherwise end or stall the check
+    without a word. Only once that import returned is the file imported here.
 
     The file's folder comes first on ``sys.path`` while the file runs, so it imports the
     modules beside it as ``python file.py`` would. The folder then stays on ``sys.path``, at
     the end: reward functions often import such a module lazily, at their first call, and
     at the end the user's file names cannot shadow the libraries imported after it.
     """
+    from aworld_train.isolation import call_isolated
+
     require_file(path, error, f"{what} file")
     module_name = f"aworld_train_user_{abs(hash(str(path)))}"
     if module_name in sys.modules:
         return sys.modules[module_name]
+    call_isolated(lambda: bool(_execute(path, module_name, error, what)),
+                  timeout=IMPORT_SECONDS, what=f"{what} file {path}, on import,", error=error)
+    return _execute(path, module_name, error, what)
+
+
+def _execute(path: Path, module_name: str, error: type[AWorldTrainError], what: str) -> Any:
+    """Run the file as the module ``module_name`` in this process."""
     spec = importlib.util.spec_from_file_location(module_name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

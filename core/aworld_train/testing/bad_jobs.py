@@ -283,6 +283,16 @@ def _import_exit(job: JobFolder) -> None:
     job.job["reward"] = "exiting.py:score"
 
 
+def _import_ends_process(job: JobFolder) -> None:
+    job.write("ending.py", "import os\nos._exit(0)\n")
+    job.job["reward"] = "ending.py:score"
+
+
+def _json_duplicate_key(job: JobFolder) -> None:
+    job.write("config.json", json.dumps(job.config)[:-1] + ', "max_steps": 9}')
+    job.job["config"] = "config.json"
+
+
 def _syntax_error(job: JobFolder) -> None:
     job.write("broken.py", "def score(:\n")
     job.job["reward"] = "broken.py:score"
@@ -343,6 +353,7 @@ CASES: tuple[BadJob, ...] = (
     BadJob("job_invalid_yaml", _text("engine: [trl\n"), "job.yaml"),
     BadJob("config_alias_bomb", _alias_bomb, "bomb.yaml"),
     BadJob("config_deeply_nested", _deep_config, "deep.yaml"),
+    BadJob("config_json_duplicate_key", _json_duplicate_key, "max_steps.*twice"),
     BadJob("columns_not_mapping", set_job(columns=["prompt"]), "columns"),
     BadJob("columns_unknown_canonical", set_job(columns={"promt": "question"}), "promt"),
     BadJob("columns_missing_column", set_job(columns={"prompt": "question"}), "question"),
@@ -359,6 +370,7 @@ CASES: tuple[BadJob, ...] = (
     BadJob("reward_file_missing", _reward("missing.py:score"), "missing.py"),
     BadJob("reward_file_syntax_error", _syntax_error, "broken.py"),
     BadJob("reward_file_exits_on_import", _import_exit, "exiting.py"),
+    BadJob("reward_file_ends_the_process_on_import", _import_ends_process, "ending.py"),
     BadJob("reward_file_symlink_loop", _reward_loop, "loop.py"),
     BadJob("reward_builtin_misspelled", _reward("exact_mach"), "exact_mach.*exact_match"),
     BadJob("reward_weight_nan", set_job(reward={"name": "exact_match", "weight": float("nan")}),
