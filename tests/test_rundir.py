@@ -374,6 +374,7 @@ def test_a_killed_run_reads_crashed_and_resumes(toy_job: dict[str, Any], tmp_pat
                            train_engine_name="toy", config={"max_steps": 3, "batch_size": 1},
                            resume=run_dir.name)
     assert resumed.context.resume_from == run_dir
+    assert manifest(run_dir)["status"] == "crashed", "written down once a resume found it"
 
 
 def test_nothing_is_written_outside_the_run_directory(

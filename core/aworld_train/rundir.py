@@ -8,6 +8,7 @@ model. A folder under the run path without ``manifest.json`` is not a run.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -142,7 +143,19 @@ def resolve_resume(run: str | Path, run_path: str | Path) -> Path:
             f"run {path} is still running (pid {data.get('pid')} on host {data.get('host')}); "
             "stop it before resuming it"
         )
+    if status == "crashed":
+        _record_crash(path, data)
     return path.resolve()
+
+
+def _record_crash(path: Path, manifest: dict[str, Any]) -> None:
+    """Write down that a run whose manifest says ``running`` ended without a word (its process
+    is gone), so the run stops looking alive to anyone who reads the file. Best effort: the
+    run may sit where this process cannot write."""
+    run = RunDirectory(path)
+    run.manifest = manifest
+    with contextlib.suppress(OSError):
+        run.write_manifest()
 
 
 def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
