@@ -304,3 +304,13 @@ def test_yaml_is_read_safely(tmp_path: Path) -> None:
     (tmp_path / "unsafe.yaml").write_text("max_steps: !!python/object/apply:os.getcwd []\n")
     with pytest.raises(ConfigError, match="invalid YAML"):
         load_config(tmp_path / "unsafe.yaml")
+
+
+def test_first_non_finite_looks_inside_mappings_lists_and_tuples() -> None:
+    from aworld_train.config import first_non_finite
+
+    assert first_non_finite({"a": [1, 2.5, "x"], "b": (0.0,), "c": None}) is None
+    assert first_non_finite(float("inf")) == float("inf")
+    found = first_non_finite({"kwargs": {"min_lr": [1.0, float("nan")]}})
+    assert found is not None and found != found  # NaN
+    assert first_non_finite(("ok", -float("inf"))) == -float("inf")

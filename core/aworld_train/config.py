@@ -8,7 +8,9 @@ checked before any engine code runs, so ``batch_size: 0`` or ``learning_rate: .n
 from __future__ import annotations
 
 import functools
+import math
 import reprlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -111,6 +113,17 @@ COMMON_KEYS = tuple(
 )
 RESOURCE_KEYS = tuple(f.name for f in fields(Resources))
 _OMIT_AT_DEFAULT = ("trust_remote_code", "reward_timeout")
+
+
+def first_non_finite(value: Any) -> float | None:
+    """The first NaN or infinity anywhere in ``value`` (mappings, lists and tuples walked), or
+    ``None``: what every engine refuses in its own section, whatever the field's type."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else value
+    items = value.values() if isinstance(value, Mapping) else value
+    if isinstance(value, (Mapping, list, tuple)):
+        return next((bad for item in items if (bad := first_non_finite(item)) is not None), None)
+    return None
 
 
 def describe_value(value: Any) -> str:

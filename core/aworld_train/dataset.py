@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aworld_train.errors import DatasetError, did_you_mean
+from aworld_train.files import MAX_DEPTH, deeper_than
 
 if TYPE_CHECKING:
     import datasets
@@ -31,7 +32,6 @@ BATCH_ROWS = 10_000
 MAX_LINE_CHARS = 32 * 2**20
 # Values nested deeper than this are refused: no real row comes close (a chat prompt is 3
 # levels), and Arrow, and code that walks rows recursively, crash on deep enough nesting.
-MAX_DEPTH = 64
 TOO_DEEP = f"a value is nested deeper than {MAX_DEPTH} levels"
 
 
@@ -196,23 +196,10 @@ def _list_rows(rows: list[Any], role: str) -> Iterator[tuple[int, Any]]:
     """Rows given in Python, each checked for depth first: Arrow crashes on deep nesting,
     which a file cannot reach (the JSON reader stops far earlier)."""
     for index, row in enumerate(rows):
-        if _too_deep(row):
+        if deeper_than(row, MAX_DEPTH):
             raise DatasetError(f"{role} row {index}: {TOO_DEEP}")
         yield index, row
 
-
-def _too_deep(value: Any) -> bool:
-    """Whether ``value`` nests lists and dicts deeper than ``MAX_DEPTH`` (a walk without
-    recursion, which the deep value it looks for would exhaust)."""
-    stack = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, (list, tuple, dict)):
-            if depth >= MAX_DEPTH:
-                return True
-            stack.extend((child, depth + 1)
-                         for child in (item.values() if isinstance(item, dict) else item))
-    return False
 
 
 def _canonical_rows(
@@ -297,7 +284,7 @@ def _batch_table(
             f"{source.name}: columns hold values of different types across rows: {exc}"
         ) from None
     if any(_type_depth(field.type) > MAX_DEPTH for field in table.schema):
-        deep = next(position for position, row in batch if _too_deep(row))
+        deep = next(position for position, row in batch if deeper_than(row, MAX_DEPTH))
         raise DatasetError(f"{source.where(deep)}: {TOO_DEEP}")
     return table
 

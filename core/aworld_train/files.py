@@ -129,7 +129,7 @@ def parse_json_text(text: str, where: str, error: type[AWorldTrainError],
     except RecursionError:  # the C parser recurses once per level
         raise error(_too_deep(where)) from None
     # Only text with more brackets than the limit can be nested past it; most never is walked.
-    if text.count("[") + text.count("{") > MAX_DEPTH and _deeper_than(data, MAX_DEPTH):
+    if text.count("[") + text.count("{") > MAX_DEPTH and deeper_than(data, MAX_DEPTH):
         raise error(_too_deep(where))
     return data
 
@@ -256,12 +256,13 @@ def _expanded_size(node: Any, depth: int, seen: dict[int, tuple[int, int]]) -> t
     return size, height
 
 
-def _deeper_than(data: Any, limit: int) -> bool:
-    """Whether lists and dicts in ``data`` nest more than ``limit`` levels (without recursing)."""
+def deeper_than(data: Any, limit: int) -> bool:
+    """Whether lists, tuples and dicts in ``data`` nest more than ``limit`` levels (a walk
+    without recursion, which the deep value it looks for would exhaust)."""
     stack = [(data, 1)]
     while stack:
         value, depth = stack.pop()
-        if not isinstance(value, (dict, list)):
+        if not isinstance(value, (dict, list, tuple)):
             continue
         if depth > limit:
             return True

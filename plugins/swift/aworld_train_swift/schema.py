@@ -13,12 +13,12 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
-import math
 import types
 import typing
 from dataclasses import dataclass
 from typing import Any
 
+from aworld_train.config import first_non_finite
 from aworld_train.errors import ConfigError, did_you_mean
 
 # The algorithms this engine trains.
@@ -129,7 +129,7 @@ def validate_value(field: Field, value: Any) -> Any:
     from pydantic import ConfigDict, TypeAdapter, ValidationError
 
     where = f"config key 'swift.{field.name}'"
-    if not _finite(value):
+    if first_non_finite(value) is not None:
         raise ConfigError(f"{where} may not hold NaN or infinity, got {value!r}")
     # A type no job file can hold (transformers' GenerationConfig) is checked with isinstance.
     config = ConfigDict(strict=True, allow_inf_nan=False, arbitrary_types_allowed=True)
@@ -245,13 +245,3 @@ def _describe(error: Any) -> str:
         parts.setdefault(message, f"item {items[0]} {message}" if items else message)
     return " or ".join(parts.values())
 
-
-def _finite(value: Any) -> bool:
-    """Whether no float inside ``value`` (a mapping or list included) is NaN or infinite."""
-    if isinstance(value, float):
-        return math.isfinite(value)
-    if isinstance(value, dict):
-        return all(_finite(item) for item in value.values())
-    if isinstance(value, (list, tuple)):
-        return all(_finite(item) for item in value)
-    return True

@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 
+from aworld_train.config import first_non_finite
 from aworld_train.errors import ConfigError, did_you_mean
 
 # GRPOConfig fields typed ``str`` whose values TRL 1.16 compares against a fixed set only inside
@@ -94,7 +95,9 @@ def check_value(args_class: type, key: str, value: Any) -> None:
     :raises ConfigError: one line naming the key, the value and what the field accepts.
     """
     where = f"config trl.{key}"
-    _check_finite(where, value)
+    bad = first_non_finite(value)
+    if bad is not None:
+        raise ConfigError(f"{where}: {_yaml_repr(bad)} is not a finite number")
     choices = field_choices(args_class, key)
     if choices:
         if any(value == c and type(value) is type(c) for c in choices):
@@ -193,18 +196,6 @@ def _union_members(field_type: Any) -> tuple[Any, ...]:
     if typing.get_origin(field_type) in (typing.Union, types.UnionType):
         return typing.get_args(field_type)
     return (field_type,)
-
-
-def _check_finite(where: str, value: Any) -> None:
-    """NaN and infinity anywhere in the value, nested mappings included."""
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ConfigError(f"{where}: {_yaml_repr(value)} is not a finite number")
-    if isinstance(value, dict):
-        for item in value.values():
-            _check_finite(where, item)
-    elif isinstance(value, list):
-        for item in value:
-            _check_finite(where, item)
 
 
 def _yaml_repr(value: Any) -> str:

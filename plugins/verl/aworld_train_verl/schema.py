@@ -19,7 +19,6 @@ import dataclasses
 import functools
 import hashlib
 import json
-import math
 import os
 import typing
 from collections.abc import Callable, Iterator, Mapping
@@ -27,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from aworld_train.config import first_non_finite
 from aworld_train.errors import ConfigError, did_you_mean
 
 if TYPE_CHECKING:
@@ -275,7 +275,9 @@ def check_values(values: Mapping[str, Any], origins: Mapping[str, str], base: Di
         value = values[key]
         if isinstance(value, str) and "${" in value:
             continue  # an interpolation: VeRL's own checks see what it resolves to
-        _check_finite(value, origin)
+        number = first_non_finite(value)
+        if number is not None:
+            raise ConfigError(f"{origin}: {number!r} is not a finite number; give a finite value")
         section = _section_keys(base, key)
         if section is not None:
             raise ConfigError(f"{origin}: '{key}' is a section of VeRL's config, not a value; set its keys "
@@ -306,23 +308,6 @@ def check_choice(value: Any, key: str, origin: str) -> None:
     choices = schema().choices.get(key)
     if choices is not None:
         _check_choice(value, key, choices, origin)
-
-
-def _check_finite(value: Any, origin: str) -> None:
-    for number in _numbers(value):
-        if not math.isfinite(number):
-            raise ConfigError(f"{origin}: {number!r} is not a finite number; give a finite value")
-
-
-def _numbers(value: Any) -> Iterator[float]:
-    if isinstance(value, float):
-        yield value
-    elif isinstance(value, Mapping):
-        for item in value.values():
-            yield from _numbers(item)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _numbers(item)
 
 
 @functools.lru_cache(maxsize=None)
