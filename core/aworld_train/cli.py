@@ -165,10 +165,7 @@ def new_engine(name: str, directory: Path | None) -> None:
 def _trainer_kwargs(job: Path | None, engine: str | None, overrides: tuple[str, ...],
                     fields: dict[str, Any], run_path: str | None = None) -> dict[str, Any]:
     from aworld_train.job import load_job
-    from aworld_train.redaction import remember_secrets
-
     loaded = load_job(job, engine=engine, **fields)
-    remember_secrets({"agent": loaded.agent, "config": loaded.config, "reward": loaded.reward})
     if run_path is not None:
         root = Path(run_path).resolve()
     else:  # a job's run_path is relative to the job file

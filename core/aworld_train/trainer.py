@@ -102,7 +102,7 @@ class AgentTrainer:
         from aworld_train.redaction import install_secret_filter, remember_secrets
 
         # Before anything can print a secret: an error line, a log record.
-        remember_secrets({"agent": agent, "config": config})
+        remember_secrets({"agent": agent, "config": config, "reward": reward_func})
         install_secret_filter()
         self.train_engine_name = plugins.default_engine(train_engine_name)
         self.engine_info = plugins.find_engine(self.train_engine_name)

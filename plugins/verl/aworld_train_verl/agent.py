@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aworld_train.errors import AgentError
+from aworld_train.redaction import remember_secrets
 
 from aworld_train_verl.vault import Vault
 
@@ -126,8 +127,6 @@ def check_agent(agent: AgentSpec, config: TrainConfig, tools: ToolSet | None = N
         overrides["data.max_response_length"] = agent.llm_max_tokens
     if tools:
         _check_tools_render(tokenizer, tools, model)
-        # Their ${VAR} references were expanded after the core saw the job.
-        vault.remember(tools.servers)
     return VerlAgent(
         model=str(Path(model).expanduser().resolve()),
         system_prompt=agent.system_prompt,
@@ -208,8 +207,8 @@ def dump_aworld_agent(agent: Any, vault: Vault) -> bytes:
             return super().reducer_override(obj)
 
     llm = agent.conf.llm_config
-    vault.remember({"mcp_config": getattr(agent, "mcp_config", None), "llm_base_url": llm.llm_base_url,
-                    "llm_api_key": llm.llm_api_key})
+    remember_secrets({"mcp_config": getattr(agent, "mcp_config", None), "llm_base_url": llm.llm_base_url,
+                      "llm_api_key": llm.llm_api_key})
     key, llm.llm_api_key = llm.llm_api_key, None
     try:
         return vault.dumps(agent, pickler=Pickler)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aworld_train.errors import ConfigError, did_you_mean
+from aworld_train.redaction import remember_secrets
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig
@@ -375,7 +376,7 @@ def _without_secrets(composed: DictConfig, overrides: Mapping[str, Any], vault: 
 
     from omegaconf import OmegaConf
 
-    vault.remember(unflatten(overrides))
+    remember_secrets(unflatten(overrides))
     saved = composed
     for key, value in overrides.items():
         hidden = vault.hide(value)

@@ -37,13 +37,6 @@ class Vault:
         """What the processes that read the run's files need in their environment."""
         return {name: value for value, name in self._names.items()}
 
-    def remember(self, value: Any) -> None:
-        """Learn the secrets in ``value`` (mappings, lists, dataclasses), e.g. MCP servers whose
-        ``${VAR}`` references were expanded after the core saw the job."""
-        from aworld_train.redaction import remember_secrets
-
-        remember_secrets(value)
-
     def reference(self, text: str) -> str | None:
         """The variable that carries ``text`` when ``text`` holds a secret, else ``None``."""
         from aworld_train.redaction import redact_text
