@@ -341,3 +341,124 @@ def test_a_mapping_must_rename_a_column_the_row_has(tmp_path: Path) -> None:
                                            r"'ground_truth'"):
         load_dataset([{"prompt": "q", "answer": "4", "ground_truth": "5"}],
                      {"ground_truth": "answer"})
+
+
+GAIA_ROWS = [
+    {"prompt": [{"role": "user", "content": "How many moons has Mars?"}],
+     "data_source": "gaia", "ability": "agi",
+     "reward_model": {"style": "GAIA", "ground_truth": "2"},
+     "extra_info": {"index": 7, "task_id": "t-7", "level": 1},
+     "agent_name": "gaia_agent"},
+    {"prompt": [{"role": "user", "content": "What is the capital of France?"}],
+     "data_source": "gaia", "ability": "agi",
+     "reward_model": {"style": "GAIA", "ground_truth": "Paris"},
+     "extra_info": {"index": 8, "task_id": "t-8", "level": 2},
+     "agent_name": "gaia_agent"},
+]
+
+
+def write_verl_parquet(path: Path, rows: list[dict[str, Any]]) -> Path:
+    """Parquet as VeRL's data scripts write it: ``datasets``, nested fields as struct columns."""
+    import datasets
+
+    datasets.Dataset.from_list(rows).to_parquet(str(path))
+    return path
+
+
+def test_verl_layout_parquet_loads_as_it_is(tmp_path: Path) -> None:
+    """VeRL-layout rows: reward_model.ground_truth is the ground truth, nothing mapped."""
+    import pyarrow
+    import pyarrow.parquet
+
+    path = write_verl_parquet(tmp_path / "gaia.parquet", GAIA_ROWS)
+    assert pyarrow.types.is_struct(pyarrow.parquet.read_schema(path).field("reward_model").type)
+    loaded = load_dataset(path)
+    assert loaded["ground_truth"] == ["2", "Paris"]
+    assert loaded[0]["prompt"] == GAIA_ROWS[0]["prompt"]
+    assert loaded[1]["extra_info"] == {"index": 8, "task_id": "t-8", "level": 2}
+    assert loaded[1]["reward_model"] == {"style": "GAIA", "ground_truth": "Paris"}
+    assert loaded["ability"] == ["agi", "agi"] and loaded["agent_name"] == ["gaia_agent"] * 2
+    assert loaded["data_source"] == ["gaia", "gaia"]
+
+
+def test_verl_layout_with_a_text_prompt_and_a_ground_truth_column(tmp_path: Path) -> None:
+    """A ground_truth column of its own wins over reward_model's: nothing is guessed."""
+    rows = [dict(row, prompt=row["prompt"][0]["content"], ground_truth=f"own {index}")
+            for index, row in enumerate(GAIA_ROWS)]
+    loaded = load_dataset(write_verl_parquet(tmp_path / "gaia.parquet", rows))
+    assert loaded["ground_truth"] == ["own 0", "own 1"]
+    assert loaded[0]["prompt"] == "How many moons has Mars?"
+
+
+def test_columns_take_dotted_paths_into_nested_fields(tmp_path: Path) -> None:
+    """columns: values may be dotted paths; the column holding the field stays."""
+    rows = [{"question": {"text": "2+2?", "lang": "en"}, "meta": {"answer": {"value": 4}},
+             "answer.text": "four"}]
+    path = write_jsonl(tmp_path / "nested.jsonl", rows)
+    loaded = load_dataset(path, {"prompt": "question.text", "ground_truth": "meta.answer.value"})
+    assert loaded[0]["prompt"] == "2+2?" and loaded[0]["ground_truth"] == "4"
+    assert loaded[0]["question"] == {"text": "2+2?", "lang": "en"}
+    dotted_name = load_dataset(path, {"prompt": "question.text", "ground_truth": "answer.text"})
+    assert dotted_name[0]["ground_truth"] == "four", "a column named with a dot is that column"
+    parquet = write_verl_parquet(tmp_path / "gaia.parquet", GAIA_ROWS)
+    mapped = load_dataset(parquet, {"ground_truth": "reward_model.ground_truth"})
+    assert mapped["ground_truth"] == ["2", "Paris"]
+
+
+@pytest.mark.parametrize(("second", "columns", "message"), [
+    ({"prompt": "q", "reward_model": {"style": "GAIA"}}, {},
+     "missing column 'ground_truth' (read from 'reward_model.ground_truth', as in VeRL's "
+     "layout): 'reward_model' has no field 'ground_truth'"),
+    ({"prompt": "q", "reward_model": {"ground_truht": "1"}}, {},
+     "'reward_model' has no field 'ground_truth' (did you mean 'ground_truht'?)"),
+    ({"prompt": "q", "reward_model": None}, {"ground_truth": "reward_model.ground_truth"},
+     "missing column 'ground_truth' (mapped from 'reward_model.ground_truth'): "
+     "'reward_model' is null"),
+    ({"prompt": "q", "reward_model": "GAIA"}, {"ground_truth": "reward_model.ground_truth"},
+     "'reward_model' is str, not an object"),
+    ({"prompt": "q", "reward_model": {"ground_truth": None}}, {},
+     "missing column 'ground_truth' (read from 'reward_model.ground_truth'"),
+])
+def test_a_row_without_the_nested_path_names_row_and_path(
+    tmp_path: Path, second: dict[str, Any], columns: dict[str, str], message: str
+) -> None:
+    """A row missing a dotted path: one error naming the file, the row and the path."""
+    first = {"prompt": "p", "reward_model": {"style": "GAIA", "ground_truth": "0"}}
+    path = write_jsonl(tmp_path / "qa.jsonl", [first, second])
+    with pytest.raises(DatasetError) as raised:
+        load_dataset(path, columns)
+    assert str(raised.value).startswith(f"{path}:2: ")
+    assert message in str(raised.value)
+
+
+def test_a_null_nested_field_in_parquet_names_the_row(tmp_path: Path) -> None:
+    """A struct column's missing field reads back as null: the row and path are named."""
+    rows = [dict(GAIA_ROWS[0]), dict(GAIA_ROWS[1], reward_model={"style": "GAIA"})]
+    path = write_verl_parquet(tmp_path / "gaia.parquet", rows)
+    with pytest.raises(DatasetError, match=r"gaia\.parquet row 1: missing column 'ground_truth' "
+                                           r"\(read from 'reward_model\.ground_truth'"):
+        load_dataset(path)
+
+
+def test_a_dotted_mapping_beside_the_canonical_column_is_ambiguous() -> None:
+    """Mapping a nested field onto a column the row has already is refused, as a rename is."""
+    with pytest.raises(DatasetError, match=r"^train_dataset row 0: columns: \{ground_truth: "
+                                           r"reward_model\.ground_truth\} but the row has both"):
+        load_dataset([{"prompt": "q", "ground_truth": "1",
+                       "reward_model": {"ground_truth": "2"}}],
+                     {"ground_truth": "reward_model.ground_truth"})
+    with pytest.raises(DatasetError, match=r"has no column 'reward_model\.ground_truth' \(it has "
+                                           r"'ground_truth' itself\)"):
+        load_dataset([{"prompt": "q", "ground_truth": "1"}],
+                     {"ground_truth": "reward_model.ground_truth"})
+
+
+def test_a_typo_in_a_dotted_path_suggests_the_column(tmp_path: Path) -> None:
+    """A dotted path whose top-level part is misspelt gets a did-you-mean over the columns."""
+    path = write_verl_parquet(tmp_path / "gaia.parquet", GAIA_ROWS)
+    with pytest.raises(DatasetError) as raised:
+        load_dataset(path, {"ground_truth": "reward_modle.ground_truth"})
+    assert str(raised.value) == (
+        f"{path} row 0: missing column 'ground_truth' (mapped from 'reward_modle.ground_truth'): "
+        "the row has no column 'reward_modle' (did you mean 'reward_model'?); map your column "
+        "with columns: {ground_truth: <your column>}")
