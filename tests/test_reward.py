@@ -343,3 +343,101 @@ def test_a_reward_file_that_ends_or_stalls_the_process_on_import(
         resolve_reward("hostile.py:score", base_dir=tmp_path)
     path = (tmp_path / "hostile.py").resolve()
     assert str(raised.value) == f"reward file {path}, on import, {message}"
+
+
+GAIA_REWARD_FILE = '''
+import re
+
+from aworld_train.rewards import exact_match  # imported, not defined here: not a candidate
+
+ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+
+
+def _squash(text):
+    return " ".join(text.split())
+
+
+def normalise(text):
+    return _squash(text).lower().rstrip(".")
+
+
+def question_scorer(model_answer, ground_truth):
+    return normalise(model_answer) == normalise(ground_truth)
+
+
+def gaia_reward_func(data_source, solution_str, ground_truth, extra_info=None):
+    found = ANSWER.search(solution_str)
+    if found is None:
+        return 0.0
+    return 1.0 if question_scorer(found.group(1), ground_truth) else 0.0
+'''
+
+
+def test_a_bare_reward_file_with_one_reward_function(tmp_path: Path) -> None:
+    """A reward file named without :function is accepted when it defines one reward function;
+    functions it imports, helpers of other signatures and private ones do not count."""
+    (tmp_path / "reward").mkdir()
+    (tmp_path / "reward" / "gaia_reward_function.py").write_text(GAIA_REWARD_FILE)
+    spec = resolve_reward("reward/gaia_reward_function.py", base_dir=tmp_path)
+    function = spec.functions[0]
+    path = (tmp_path / "reward" / "gaia_reward_function.py").resolve()
+    assert (function.name, function.ref) == ("gaia_reward_func", f"{path}:gaia_reward_func")
+    assert score_of(spec, "Thinking... <answer> 4. </answer>") == 1.0
+    assert score_of(spec, "4") == 0.0, "no <answer> tags"
+    assert check_reward_on_row(spec, ROW).score == 0.0, "run in a child process, untagged"
+    weighted = resolve_reward([{"name": str(path), "weight": 2}])
+    assert weighted.score("gaia", "<answer>4</answer>", "4").score == 2.0
+
+
+def test_a_bare_reward_file_with_several_reward_functions(reward_dir: Path) -> None:
+    """A bare reward file with several reward functions: one line listing them."""
+    (reward_dir / "reward.py").write_text(
+        "def score(data_source, solution_str, ground_truth, extra_info=None):\n    return 1.0\n\n"
+        "def helper(text):\n    return text\n\n"
+        "def bonus(data_source, solution_str, ground_truth, extra_info=None):\n    return 0.5\n")
+    with pytest.raises(RewardError) as raised:
+        resolve_reward("reward.py", base_dir=reward_dir)
+    assert str(raised.value) == ("reward file reward.py defines score and bonus: name one, "
+                                 "e.g. reward.py:score")
+    with pytest.raises(RewardError, match=r"defines score, detailed, raising, words, nothing, "
+                                          r"not_finite, no_score, flexible, sleeping, .* and counted"):
+        resolve_reward("my_rewards.py", base_dir=reward_dir)
+    assert resolve_reward("reward.py:bonus", base_dir=reward_dir).functions[0].name == "bonus"
+
+
+def test_a_bare_reward_file_without_a_reward_function(tmp_path: Path) -> None:
+    """A bare reward file with no reward function: one line naming what it does define."""
+    (tmp_path / "helpers.py").write_text(
+        "from aworld_train.rewards import answer_match\n\n"
+        "def question_scorer(model_answer, ground_truth):\n    return 1.0\n")
+    with pytest.raises(RewardError) as raised:
+        resolve_reward("helpers.py", base_dir=tmp_path)
+    assert str(raised.value) == (
+        "reward file helpers.py defines no function reward(data_source, solution_str, "
+        "ground_truth, extra_info=None) (it defines question_scorer(model_answer, ground_truth)); "
+        "define one, or name one as helpers.py:function")
+    (tmp_path / "empty.py").write_text("")
+    with pytest.raises(RewardError, match=r"^reward file empty\.py defines no function reward\(.*\); "
+                                          r"define one, or name one as empty\.py:function$"):
+        resolve_reward("empty.py", base_dir=tmp_path)
+    with pytest.raises(RewardError, match=r"^reward file not found: .*missing\.py$"):
+        resolve_reward("missing.py", base_dir=tmp_path)
+
+
+def test_a_bare_reward_file_stays_one_in_the_saved_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The saved job.yaml names a bare reward file by its absolute path, so a re-run from
+    another folder finds it and still picks its one reward function."""
+    from aworld_train.rundir import rerunnable_job
+
+    (tmp_path / "job" / "reward").mkdir(parents=True)
+    (tmp_path / "job" / "reward" / "gaia_reward_function.py").write_text(GAIA_REWARD_FILE)
+    saved = rerunnable_job(
+        engine="trl", agent=None, agent_spec=None, train_dataset=None, test_dataset=None,
+        reward="reward/gaia_reward_function.py", columns=None, config={},
+        run_path=tmp_path / "run", base_dir=tmp_path / "job")
+    path = (tmp_path / "job" / "reward" / "gaia_reward_function.py").resolve()
+    assert saved["reward"] == str(path)
+    monkeypatch.chdir(tmp_path)
+    assert resolve_reward(saved["reward"]).functions[0].ref == f"{path}:gaia_reward_func"

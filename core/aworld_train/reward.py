@@ -103,8 +103,9 @@ class RewardSpec:
 
 def resolve_reward(reward: Any, base_dir: Path | None = None) -> RewardSpec:
     """Resolve a reward given as a callable, ``path/to/file.py:function``,
-    ``package.module:function``, a built-in name, ``{name: <any of these>, weight: w}``, or a
-    list of these; then check each function's signature.
+    ``path/to/file.py`` (a file that defines one reward function), ``package.module:function``,
+    a built-in name, ``{name: <any of these>, weight: w}``, or a list of these; then check each
+    function's signature.
 
     :raises RewardError: naming the file, module or function that is wrong.
     """
@@ -112,7 +113,7 @@ def resolve_reward(reward: Any, base_dir: Path | None = None) -> RewardSpec:
         return reward
     if reward is None or reward == []:
         raise RewardError("no reward given: name a built-in (exact_match, answer_match), "
-                          "a file.py:function or a package.module:function")
+                          "a file.py[:function] or a package.module:function")
     items = reward if isinstance(reward, list) else [reward]
     return RewardSpec([_resolve_one(item, base_dir) for item in items])
 
@@ -176,16 +177,17 @@ def _resolve_one(item: Any, base_dir: Path | None) -> RewardFunction:
     elif isinstance(item, str) and item in BUILTIN_REWARDS:
         fn = BUILTIN_REWARDS[item]
         function = RewardFunction(item, fn, float(weight), f"aworld_train.rewards:{item}")
-    elif isinstance(item, str) and ":" in item:
-        fn = import_object(item, RewardError, "reward", base_dir)
-        target, attr = split_reference(item)
-        ref = f"{resolve_path(target, base_dir)}:{attr}" if target.endswith(".py") else item
+    elif isinstance(item, str) and (":" in item or item.endswith(".py")):
+        reference = item if ":" in item else f"{item}:{_sole_reward(item, base_dir)}"
+        fn = import_object(reference, RewardError, "reward", base_dir)
+        target, attr = split_reference(reference)
+        ref = f"{resolve_path(target, base_dir)}:{attr}" if target.endswith(".py") else reference
         function = RewardFunction(attr, fn, float(weight), ref)
     else:
         hint = did_you_mean(item, BUILTIN_REWARDS) if isinstance(item, str) else ""
         raise RewardError(
             f"reward {item!r}{hint} is not a built-in ({', '.join(BUILTIN_REWARDS)}), "
-            "a path/to/file.py:function or a package.module:function"
+            "a path/to/file.py[:function] or a package.module:function"
         )
     if not callable(function.fn):
         raise RewardError(f"reward '{function.name}' is not callable")
@@ -193,18 +195,54 @@ def _resolve_one(item: Any, base_dir: Path | None) -> RewardFunction:
     return function
 
 
+def _sole_reward(path: str, base_dir: Path | None) -> str:
+    """The name of the one reward function a file given without ``:function`` defines: of
+    the public functions defined in the file itself (not those it imports), the one that
+    takes the canonical arguments.
+
+    :raises RewardError: naming the file and its functions when it defines none or several.
+    """
+    from aworld_train.references import load_file, resolve_path
+
+    module = load_file(resolve_path(path, base_dir), RewardError, "reward")
+    defined: dict[str, Callable[..., Any]] = {}
+    for name, value in vars(module).items():
+        if (inspect.isfunction(value) and value.__module__ == module.__name__
+                and not name.startswith("_") and value not in defined.values()):
+            defined[name] = value
+    candidates = [name for name, fn in defined.items() if _takes_reward_arguments(fn)]
+    if len(candidates) == 1:
+        return candidates[0]
+    if candidates:
+        listed = f"{', '.join(candidates[:-1])} and {candidates[-1]}"
+        raise RewardError(f"reward file {path} defines {listed}: name one, "
+                          f"e.g. {path}:{candidates[0]}")
+    others = ", ".join(f"{name}{inspect.signature(fn)}" for name, fn in defined.items())
+    raise RewardError(f"reward file {path} defines no function {CANONICAL_SIGNATURE}"
+                      + (f" (it defines {others})" if others else "")
+                      + f"; define one, or name one as {path}:function")
+
+
+def _takes_reward_arguments(fn: Callable[..., Any]) -> bool:
+    """Whether ``fn`` can be called with the canonical reward arguments by name."""
+    try:
+        inspect.signature(fn).bind(data_source="", solution_str="", ground_truth="",
+                                   extra_info=None)
+    except TypeError:
+        return False
+    return True
+
+
 def _check_signature(function: RewardFunction) -> None:
     try:
         signature = inspect.signature(function.fn)
     except (TypeError, ValueError):
         return  # a builtin without introspectable signature: the sample row will tell
-    try:
-        signature.bind(data_source="", solution_str="", ground_truth="", extra_info=None)
-    except TypeError:
+    if not _takes_reward_arguments(function.fn):
         raise RewardError(
             f"reward '{function.ref or function.name}' has signature {signature}; "
             f"expected {CANONICAL_SIGNATURE}"
-        ) from None
+        )
 
 
 def _call(

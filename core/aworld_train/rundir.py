@@ -259,15 +259,17 @@ def _saved_reward(reward: Any, base_dir: Path | None) -> Any:
 
 
 def _absolute_reference(reference: Any, base_dir: Path | None) -> Any:
-    """``path/to/file.py:name`` with the file made absolute; anything else (a built-in name,
+    """``path/to/file.py:name`` or a bare ``path/to/file.py`` (a reward file with one reward
+    function) with the file made absolute; anything else (a built-in name,
     ``package.module:name``) as it is."""
     from aworld_train.references import resolve_path, split_reference
 
     if not isinstance(reference, str):
         return describe_source(reference)
     target, name = split_reference(reference)
-    if name and target.endswith(".py"):
-        return f"{resolve_path(target, base_dir)}:{name}"
+    if target.endswith(".py"):
+        path = resolve_path(target, base_dir)
+        return f"{path}:{name}" if name else str(path)
     return reference
 
 
