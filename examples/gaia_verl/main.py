@@ -10,6 +10,8 @@ Build the data and the tiny offline model first: ``python examples/gaia_verl/cre
 Training needs a GPU; without one every check passes and ``train()`` says why it cannot start.
 """
 
+from __future__ import annotations
+
 import os
 import sys
 from pathlib import Path
@@ -56,7 +58,7 @@ def build_agent() -> Agent:
     )
 
 
-def main():
+def main() -> None:
     os.chdir(HERE)
     agent = build_agent()
 
