@@ -6,6 +6,10 @@ field's type, strictly (``"8"`` is not an integer, ``true`` is not a number, ``.
 ``.inf`` are refused), and, where swift takes a name, against the names swift accepts: a
 ``Literal``, an enum, a field's ``choices`` metadata, or one of swift's registries (model types,
 templates, tuners, callbacks, optimizers, loss types, ...).
+
+An ms-swift config file (the arguments at its top level, ``model`` naming the model) may be a
+job's whole ``config:``: :func:`section_keys` names what the core moves into the ``swift:``
+section, and :data:`MODEL_KEY` is one of the places that name the job's model.
 """
 
 from __future__ import annotations
@@ -23,7 +27,10 @@ from aworld_train.errors import ConfigError, did_you_mean
 
 # The algorithms this engine trains.
 ALGORITHMS = ("sft", "grpo", "dpo")
-# Arguments this engine sets from the job itself; the section may not set them.
+# The argument that names the policy model in an ms-swift config file.
+MODEL_KEY = "model"
+# Arguments this engine sets from the job itself: the section may leave them null (as an
+# ms-swift config file may) but not give them a value.
 MANAGED = {
     "model": "the config's `model` key or the agent's model",
     "dataset": "the job's train_dataset",
@@ -81,6 +88,34 @@ def arguments_class(algorithm: str) -> type:
     return RLHFArguments
 
 
+def section_keys() -> frozenset[str]:
+    """The top-level keys of an ms-swift config file that belong in the ``swift:`` section: the
+    arguments of every dataclass this engine parses an algorithm into.
+
+    ``columns``, an argument but also a field of the job file, is left out: at the top of a
+    job's config it is a misplaced job field, not swift's column mapping. Reading the names
+    imports swift's argument classes (no model, no GPU), with swift's import-time log lines
+    kept off the terminal; the core asks once per job.
+    """
+    import os
+    from pathlib import Path
+
+    from aworld_train.job import JOB_FIELDS
+
+    from aworld_train_swift.logs import log_to_file
+
+    with log_to_file(Path(os.devnull)):
+        names = frozenset().union(*(argument_names(algorithm) for algorithm in ALGORITHMS))
+    return names - set(JOB_FIELDS)
+
+
+@functools.cache
+def argument_names(algorithm: str) -> frozenset[str]:
+    """The arguments (``__init__`` fields) of swift's dataclass for ``algorithm``."""
+    return frozenset(item.name for item in dataclasses.fields(arguments_class(algorithm))
+                     if item.init)
+
+
 def validate_section(section: dict[str, Any], algorithm: str) -> dict[str, Any]:
     """Check every key and value of the ``swift:`` section.
 
@@ -98,11 +133,17 @@ def validate_section(section: dict[str, Any], algorithm: str) -> dict[str, Any]:
     cls = arguments_class(algorithm)
     fields = section_fields(algorithm)
     plugins = any(section.get(key) for key in _PLUGIN_KEYS)
+    # What the engine itself sets a managed argument to, where a config file may repeat it.
+    wired = {"rlhf_type": algorithm}
     checked = {}
     for key, value in section.items():
         if key in MANAGED:
+            if value is None or wired.get(key) == value:
+                continue  # the engine fills it in
+            engine_value = f" ({wired[key]!r})" if key in wired else ""
             raise ConfigError(
-                f"config key 'swift.{key}' is set by aworld-train from {MANAGED[key]}"
+                f"config key 'swift.{key}' is {value!r}, but aworld-train sets it from "
+                f"{MANAGED[key]}{engine_value}; leave it out or null"
             )
         if key in _UNSAFE:
             raise ConfigError(

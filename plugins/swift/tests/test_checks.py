@@ -169,7 +169,9 @@ def test_a_number_yaml_read_as_text_is_taken_as_a_number(job: dict[str, Any]) ->
 
 
 def test_swift_keys_the_job_sets_are_refused(job: dict[str, Any]) -> None:
-    with pytest.raises(ConfigError, match=r"'swift\.dataset' is set by aworld-train"):
+    with pytest.raises(ConfigError, match=(r"^config key 'swift\.dataset' is \['other\.jsonl'\], "
+                                           r"but aworld-train sets it from the job's train_dataset; "
+                                           r"leave it out or null$")):
         _check(job, swift={"template": "qwen", "dataset": ["other.jsonl"]})
 
 

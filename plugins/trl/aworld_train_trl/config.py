@@ -1,4 +1,10 @@
-"""check_config: the common keys and the ``trl:`` section become ``GRPOConfig`` / ``SFTConfig``."""
+"""check_config: the common keys and the ``trl:`` section become ``GRPOConfig`` / ``SFTConfig``.
+
+A TRL config file (what ``trl grpo --config grpo.yaml`` reads: trainer config fields and
+``model_name_or_path`` at its top level) may be a job's whole ``config:``: :func:`section_keys`
+names what the core moves into the ``trl:`` section, and ``model_name_or_path`` is one of the
+places that name the job's model.
+"""
 
 from __future__ import annotations
 
@@ -17,8 +23,11 @@ if TYPE_CHECKING:
     from aworld_train_trl.agent import TrlAgent
 
 ALGORITHMS = ("grpo", "sft")
+# TRL's ModelConfig key for the policy model, at the top level of a TRL config file.
+MODEL_KEY = "model_name_or_path"
 # Set by the engine itself: the run directory owns the output, the job's top-level key decides
-# whether code from a model folder may run.
+# whether code from a model folder may run. Null (as a TRL config file may leave them) means the
+# engine fills them in.
 _RESERVED = {
     "output_dir": "the engine writes checkpoints under the run directory",
     "trust_remote_code": "set the job's top-level `trust_remote_code: true` to run code from the "
@@ -67,6 +76,18 @@ def trainer_args_class(algorithm: str) -> type:
     return GRPOConfig
 
 
+def section_keys() -> frozenset[str]:
+    """The top-level keys of a TRL config file that belong in the ``trl:`` section: the fields
+    of every trainer config this engine maps an algorithm to, and ``model_name_or_path``.
+
+    Reading them imports TRL's config classes (no model, no GPU); the core asks once per job.
+    """
+    from aworld_train_trl.schema import field_names
+
+    fields = (field_names(trainer_args_class(algorithm)) for algorithm in ALGORITHMS)
+    return frozenset().union(*fields, {MODEL_KEY})
+
+
 def config_to_trl(
     config: TrainConfig,
     agent: TrlAgent,
@@ -86,6 +107,8 @@ def config_to_trl(
     """
     import torch
 
+    from aworld_train_trl.schema import field_names
+
     logger = logger or logging.getLogger("aworld_train")
     algorithm = config.algorithm
     if algorithm not in ALGORITHMS:
@@ -93,10 +116,9 @@ def config_to_trl(
             f"config algorithm: the trl engine trains {' or '.join(ALGORITHMS)}, not "
             f"'{algorithm}'{did_you_mean(str(algorithm), ALGORITHMS)}"
         )
-    section = config.engine_section()
     args_class = trainer_args_class(algorithm)
-    fields = {f.name for f in dataclasses.fields(args_class) if f.init}
-    check_section(section, args_class, fields)
+    fields = field_names(args_class)
+    section = check_section(config.engine_section(), args_class, fields)
     secret_env = {
         variable: section.pop(key)
         for key, variable in SECRET_FIELDS.items()
@@ -137,17 +159,26 @@ def config_to_trl(
     return resolved
 
 
-def check_section(section: dict[str, Any], args_class: type, fields: set[str]) -> None:
+def check_section(
+    section: dict[str, Any], args_class: type, fields: frozenset[str]
+) -> dict[str, Any]:
     """Check every key of the ``trl:`` section and its value against ``args_class``.
 
-    :raises ConfigError: for a reserved key, a key that is not a field (with a suggestion), a
-        ``model_init_kwargs`` that asks for remote code, or a value the field does not accept.
+    :returns: the section without the reserved keys left null, which the engine fills in.
+    :raises ConfigError: for a reserved key with a value (naming it and what the engine sets
+        there), a key that is not a field (with a suggestion), a ``model_init_kwargs`` that asks
+        for remote code, or a value the field does not accept.
     """
-    from aworld_train_trl.schema import check_value
+    from aworld_train_trl.schema import check_value, yaml_repr
 
     for key, value in section.items():
         if key in _RESERVED:
-            raise ConfigError(f"config trl.{key} cannot be set: {_RESERVED[key]}")
+            if value is not None:
+                raise ConfigError(
+                    f"config trl.{key}: {yaml_repr(value)} cannot be set: {_RESERVED[key]}; "
+                    "leave it out or null"
+                )
+            continue
         if key not in fields:
             raise ConfigError(
                 f"config trl.{key}: not a field of TRL's {args_class.__name__}"
@@ -160,6 +191,7 @@ def check_section(section: dict[str, Any], args_class: type, fields: set[str]) -
                 f"config trl.model_init_kwargs.trust_remote_code cannot be set: "
                 f"{_RESERVED['trust_remote_code']}"
             )
+    return {key: value for key, value in section.items() if key not in _RESERVED}
 
 
 def build_trainer_args(resolved: TrlConfig) -> Any:
@@ -177,7 +209,7 @@ def _common_args(
     agent: TrlAgent,
     run_dir: Path,
     use_gpu: bool,
-    fields: set[str],
+    fields: frozenset[str],
     logger: logging.Logger,
 ) -> dict[str, Any]:
     args: dict[str, Any] = {

@@ -97,7 +97,7 @@ def check_value(args_class: type, key: str, value: Any) -> None:
     where = f"config trl.{key}"
     bad = first_non_finite(value)
     if bad is not None:
-        raise ConfigError(f"{where}: {_yaml_repr(bad)} is not a finite number")
+        raise ConfigError(f"{where}: {yaml_repr(bad)} is not a finite number")
     choices = field_choices(args_class, key)
     if choices:
         if any(value == c and type(value) is type(c) for c in choices):
@@ -120,8 +120,14 @@ def check_value(args_class: type, key: str, value: Any) -> None:
             rule = problems[0]["msg"].removeprefix("Input ")
             raise ConfigError(f"{where}: {value!r} is out of range: it {rule}") from None
         raise ConfigError(
-            f"{where}: expected {describe_type(field_type)}, got {_yaml_repr(value)}"
+            f"{where}: expected {describe_type(field_type)}, got {yaml_repr(value)}"
         ) from None
+
+
+@functools.cache
+def field_names(args_class: type) -> frozenset[str]:
+    """The fields of ``args_class`` a caller may pass (those its ``__init__`` takes)."""
+    return frozenset(field.name for field in dataclasses.fields(args_class) if field.init)
 
 
 @functools.cache
@@ -158,7 +164,7 @@ def describe_type(field_type: Any) -> str:
         return " or ".join(dict.fromkeys(describe_type(m) for m in members))
     origin = typing.get_origin(field_type) or field_type
     if origin is Literal:
-        return " or ".join(_yaml_repr(v) for v in typing.get_args(field_type))
+        return " or ".join(yaml_repr(v) for v in typing.get_args(field_type))
     arguments = typing.get_args(field_type)
     if origin is list:
         item = arguments[0] if arguments else Any
@@ -198,7 +204,7 @@ def _union_members(field_type: Any) -> tuple[Any, ...]:
     return (field_type,)
 
 
-def _yaml_repr(value: Any) -> str:
+def yaml_repr(value: Any) -> str:
     """A value as the job file spells it (``true``, ``null``, ``.nan``, ``'text'``)."""
     if value is None:
         return "null"

@@ -135,9 +135,10 @@ TRL_CASES: tuple[BadJob, ...] = (
     BadJob("dataloader_workers_negative", _trl(dataloader_num_workers=-2),
            r"trl\.dataloader_num_workers"),
     # Keys the engine owns or refuses, and keys that are not fields.
-    BadJob("output_dir", _trl(output_dir="/tmp/elsewhere"), r"trl\.output_dir cannot be set"),
+    BadJob("output_dir", _trl(output_dir="/tmp/elsewhere"),
+           r"trl\.output_dir: '/tmp/elsewhere' cannot be set: .*run directory; leave it out"),
     BadJob("trust_remote_code_in_section", _trl(trust_remote_code=True),
-           r"trl\.trust_remote_code cannot be set.*top-level"),
+           r"trl\.trust_remote_code: true cannot be set.*top-level"),
     BadJob("trust_remote_code_in_model_kwargs",
            _trl(model_init_kwargs={"trust_remote_code": True}),
            r"trl\.model_init_kwargs\.trust_remote_code"),
