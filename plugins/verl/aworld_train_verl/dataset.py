@@ -3,7 +3,14 @@
 Each row becomes ``prompt`` (a list of chat messages, the agent's system prompt first),
 ``data_source``, ``reward_model: {style: rule, ground_truth}`` and ``extra_info`` (with
 ``index``), plus ``agent_name`` for an agent with tools (the agent loop that runs the row);
-other columns pass through.
+other columns (``ability``, ...) pass through.
+
+A dataset already in VeRL's layout brings ``reward_model`` and ``agent_name`` columns of its
+own; the engine's win. ``reward_model`` is built from the canonical ground truth, the one
+``check`` ran the reward on (and which a ``columns:`` mapping may have taken from elsewhere).
+``agent_name`` names the agent loop that runs the job's agent: a name from another setup
+(AWorld Train's ``gaia_agent``) is no loop VeRL knows here, and an agent without tools runs
+VeRL's default loop, which a row without ``agent_name`` gets.
 """
 
 from __future__ import annotations
@@ -25,6 +32,9 @@ if TYPE_CHECKING:
 
 SHOWN_INDICES = 10
 SAMPLE_ROWS = 4
+#: The columns the engine writes itself: the canonical ones, and those VeRL's layout has that
+#: the engine wires (a dataset in VeRL's layout has its own; see the module docstring).
+ENGINE_COLUMNS = ("prompt", "ground_truth", "data_source", "extra_info", "reward_model", "agent_name")
 
 
 @dataclass
@@ -73,9 +83,7 @@ def verl_rows(
         extra_info = dict(row.get("extra_info") or {})
         extra_info.setdefault("index", index)
         extra_info.setdefault("split", split)
-        passthrough = {
-            k: v for k, v in row.items() if k not in ("prompt", "ground_truth", "data_source", "extra_info")
-        }
+        passthrough = {k: v for k, v in row.items() if k not in ENGINE_COLUMNS}
         rows.append(
             {
                 **passthrough,

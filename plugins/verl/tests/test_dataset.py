@@ -88,3 +88,54 @@ def test_a_long_list_of_overlong_rows_is_shortened(tmp_path: Path, tiny_model: P
         row["prompt"] = "x" * 200
     with pytest.raises(DatasetError, match=r"\(25 row\(s\): 0, 1, 2, 3, 4, 5, 6, 7, 8, 9 and 15 more\)"):
         engine.check_dataset(dataset(rows), None, checked_ctx(tmp_path, tiny_model))
+
+
+GAIA_ROWS = [
+    {"prompt": [{"role": "user", "content": f"Repeat: {digit}"}], "data_source": "gaia", "ability": "agi",
+     "reward_model": {"style": "GAIA", "ground_truth": digit},
+     "extra_info": {"index": 10 + int(digit), "task_id": f"t-{digit}", "level": 1, "split": "validation"},
+     "agent_name": "gaia_agent"}
+    for digit in "0123"
+]
+
+
+@pytest.mark.parametrize("agent_name", [None, "aworld_train_agent"])
+def test_a_verl_layout_parquet_converts_and_rlhf_dataset_reads_it(
+    tmp_path: Path, tiny_model: Path, agent_name: str | None
+) -> None:
+    """VeRL-layout parquet (as VeRL's and AWorld Train's data scripts write it) loads as it is
+    and converts: the engine's reward_model (from the canonical ground truth) and agent_name
+    (the job's agent loop, or none for VeRL's default loop) replace the rows' own; ability and
+    extra_info pass through; VeRL's RLHFDataset reads the converted file."""
+    import datasets
+    from omegaconf import OmegaConf
+
+    from aworld_train.dataset import load_dataset
+    from aworld_train_verl import config as verl_config
+    from aworld_train_verl import dataset as verl_dataset
+    from aworld_train_verl.agent import load_tokenizer
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+
+    source = tmp_path / "gaia.parquet"
+    datasets.Dataset.from_list(GAIA_ROWS).to_parquet(str(source))
+    ctx = checked_ctx(tmp_path, tiny_model)
+    data_config = verl_config.preview(ctx.config, ctx.run_dir, inputs={}).data
+    tokenizer = load_tokenizer(str(tiny_model))
+    data = verl_dataset.convert(
+        load_dataset(source), None, tokenizer=tokenizer, data_config=data_config, system_prompt="Be brief.",
+        folder=ctx.run_dir / "data", logger=ctx.logger, agent_name=agent_name,
+    )
+
+    config = OmegaConf.merge(data_config, {"filter_overlong_prompts": False, "dataloader_num_workers": 0})
+    read = RLHFDataset(data_files=[str(data.train_file)], tokenizer=tokenizer, config=config)
+    assert len(read) == 4
+    row = read[2]
+    assert row["raw_prompt"] == [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Repeat: 2"}]
+    assert row["reward_model"] == {"style": "rule", "ground_truth": "2"}
+    assert row["data_source"] == "gaia" and row["ability"] == "agi"
+    assert row["extra_info"]["task_id"] == "t-2" and row["extra_info"]["split"] == "validation"
+    assert row["index"] == 12, "the row's own extra_info.index"
+    if agent_name is None:
+        assert "agent_name" not in row, "VeRL's default loop runs a row without agent_name"
+    else:
+        assert row["agent_name"] == agent_name
