@@ -107,13 +107,14 @@ def run_python(code: str, env: dict[str, str] | None = None,
 
 
 class RecordingProcessor(TrainerProcessor):
-    """An engine written the AWorld Train way; it records every call in ``calls``."""
+    """An engine written the AWorld Train way; it records every call in ``calls`` (each check
+    receives what the user passed)."""
 
     calls: list[tuple[str, Any]] = []
 
     def check_agent(self, agent: Any) -> Any:
         self.calls.append(("check_agent", agent))
-        return {"agent_for": agent.name if agent is not None else None}
+        return {"agent_for": agent}
 
     def check_dataset(self, dataset: Any, test_dataset: Any = None) -> Any:
         self.calls.append(("check_dataset", (dataset, test_dataset)))

@@ -15,16 +15,15 @@ from helpers import (
     manifest,
     read_jsonl,
     run_python,
+    write_jsonl,
     write_model_folder,
 )
 
 import aworld_train
 from aworld_train import AgentTrainer, TrainerProcessor, plugins
-from aworld_train.agent import AgentSpec
 from aworld_train.config import TrainConfig
-from aworld_train.errors import AWorldTrainError, DatasetError, ModelError, PluginError
+from aworld_train.errors import AWorldTrainError, DatasetError, JobError, ModelError, PluginError
 from aworld_train.processor import ProcessorPlugin
-from aworld_train.reward import RewardSpec
 
 
 def test_public_surface() -> None:
@@ -75,37 +74,74 @@ def test_constructor_runs_the_checks_in_order(
     assert manifest(trainer.run_dir.path)["status"] == "running"
 
 
-def test_processor_receives_what_the_core_resolved(
+def test_processor_receives_what_the_user_passed(
     recording_engine: type[RecordingProcessor], toy_job: dict[str, Any]
 ) -> None:
     toy_job["train_engine_name"] = "recording"
     trainer = AgentTrainer(**toy_job)
     calls = dict(recording_engine.calls)
-    assert isinstance(calls["check_agent"], AgentSpec) and calls["check_agent"].name == "adder"
+    assert calls["check_agent"] is toy_job["agent"], "the user's own mapping"
     train, test = calls["check_dataset"]
-    assert len(train) == 4 and test is None
-    assert isinstance(calls["check_reward"], RewardSpec)
-    assert isinstance(calls["check_config"], TrainConfig)
-    assert calls["check_config"].max_steps == 6
+    assert train is toy_job["train_dataset"] and test is None, "the user's own rows"
+    assert calls["check_reward"] == "exact_match", "the reward as named"
+    assert calls["check_config"] is toy_job["config"], "the user's own config mapping"
+    # The core's checks still ran: the context holds its validated forms.
+    assert trainer.context.config.max_steps == 6
+    assert [c.module for c in trainer.checks if c.by == "core"] == [
+        "config", "agent", "model", "dataset", "reward"]
     # A value returned by a check replaces the core's form; None keeps it.
-    assert trainer.context.results["agent"] == {"agent_for": "adder"}
-    assert trainer.context.results["dataset"] is train
+    assert trainer.context.results["agent"] == {"agent_for": toy_job["agent"]}
+    assert len(trainer.context.results["dataset"]) == 4
     processor = trainer.manager.get_plugin("recording").processor
     assert processor.run_path == str(trainer.run_dir.path)
     assert processor.context is trainer.context
 
 
+def score(data_source: str, solution_str: str, ground_truth: str,
+          extra_info: dict[str, Any] | None = None) -> float:
+    return float(solution_str.strip() == ground_truth)
+
+
+def test_a_processor_receives_the_files_of_a_job_as_absolute_paths(
+    recording_engine: type[RecordingProcessor], tmp_path: Path
+) -> None:
+    job = tmp_path / "job"
+    job.mkdir()
+    write_jsonl(job / "train.jsonl", ARITHMETIC)
+    (job / "agent.yaml").write_text("name: adder\n")
+    (job / "rewards.py").write_text("from typing import Any\n\n\n" + inspect.getsource(score))
+    (job / "config.yaml").write_text("max_steps: 3\ndata: {train_batch_size: 4}\n")
+    given = dict(agent="agent.yaml", train_dataset="train.jsonl", test_dataset="train.jsonl",
+                 reward_func="rewards.py:score", config="config.yaml", base_dir=job,
+                 run_path=tmp_path / "runs", train_engine_name="recording")
+    AgentTrainer(**given, check_only=True)
+    calls = dict(recording_engine.calls)
+    assert calls["check_agent"] == str(job / "agent.yaml")
+    assert calls["check_dataset"] == (str(job / "train.jsonl"), str(job / "train.jsonl"))
+    assert calls["check_reward"] == f"{job / 'rewards.py'}:score"
+    assert calls["check_config"] == str(job / "config.yaml"), "the path, for the processor to read"
+
+    recording_engine.calls = []
+    AgentTrainer(**given, overrides=["data.train_batch_size=8", "max_steps=2"], check_only=True)
+    assert dict(recording_engine.calls)["check_config"] == {
+        "max_steps": 2, "data": {"train_batch_size": 8}}, "with -o: the merged mapping"
+
+    recording_engine.calls = []
+    AgentTrainer(**dict(given, reward_func=[score, {"name": "rewards.py:score", "weight": 2}]),
+                 check_only=True)
+    assert dict(recording_engine.calls)["check_reward"] == [
+        score, {"name": f"{job / 'rewards.py'}:score", "weight": 2}]
+
+
 def test_a_model_folder_beside_the_job_reaches_the_engine_as_an_absolute_path(
-    recording_engine: type[RecordingProcessor], toy_job: dict[str, Any], tmp_path: Path
+    toy_job: dict[str, Any], tmp_path: Path
 ) -> None:
     write_model_folder(tmp_path / "build" / "model")
-    toy_job.update(train_engine_name="recording", base_dir=tmp_path,
-                   config={**toy_job.get("config", {}), "model": "build/model"})
-    AgentTrainer(**toy_job)
-    calls = dict(recording_engine.calls)
+    toy_job.update(base_dir=tmp_path, config={**toy_job.get("config", {}), "model": "build/model"})
+    trainer = AgentTrainer(**toy_job)
     expected = str((tmp_path / "build" / "model").resolve())
-    assert calls["check_config"].model == expected, "engines read the config's model"
-    assert calls["check_agent"].model == expected, "and the agent's"
+    assert trainer.context.config.model == expected, "engines read the config's model"
+    assert trainer.context.results["agent"].model == expected, "and the agent's"
 
 
 def test_registered_processor_goes_through_the_same_plugin_manager(
@@ -128,8 +164,9 @@ def test_registered_processor_goes_through_the_same_plugin_manager(
 
 
 class StatefulProcessor(TrainerProcessor):
-    """Written as for AWorld Train: checks keep state on ``self``, ``train`` uses it and writes
-    into ``self.run_path``; ``inference`` is an extra method the core never calls."""
+    """Written as for AWorld Train: checks keep what the user passed on ``self``, ``train``
+    uses it and writes into ``self.run_path``; ``inference`` is an extra method the core never
+    calls."""
 
     def check_agent(self, agent: Any = None) -> Any:
         self.agent = agent
@@ -152,18 +189,21 @@ class StatefulProcessor(TrainerProcessor):
 
     def train(self) -> Any:
         answers = [row["ground_truth"] for row in self.dataset]
-        scores = [self.reward_func(row["data_source"], answer, row["ground_truth"])
+        scores = [self.reward_func("arithmetic", answer, row["ground_truth"])
                   for row, answer in zip(self.dataset, answers)]
-        (Path(self.run_path) / "model.txt").write_text(f"{self.agent.name}: {answers}")
+        (Path(self.run_path) / "model.txt").write_text(
+            f"{self.agent['name']} ({self.reward_func.__name__}, {self.config['max_steps']} "
+            f"steps): {answers}")
         return {"reward": sum(scores) / len(scores)}
 
 
 def test_a_processor_written_for_aworld_train_trains_unchanged(toy_job: dict[str, Any]) -> None:
     AgentTrainer.register_processor("stateful", StatefulProcessor)
-    toy_job["train_engine_name"] = "stateful"
+    toy_job.update(train_engine_name="stateful", reward_func=score)
     trainer = AgentTrainer(**toy_job)
     assert trainer.train() == {"reward": 1.0}
-    assert (trainer.run_dir.path / "model.txt").read_text() == "adder: ['2', '3', '4', '5']"
+    assert (trainer.run_dir.path / "model.txt").read_text() == (
+        "adder (score, 6 steps): ['2', '3', '4', '5']")
     assert manifest(trainer.run_dir.path)["status"] == "completed"
 
 
@@ -220,15 +260,19 @@ def test_verl_is_the_default_among_several_engines(monkeypatch: pytest.MonkeyPat
     assert plugins.default_engine("toy") == "toy"
 
 
-def test_train_raises_value_error_when_not_initialised(toy_job: dict[str, Any]) -> None:
+def test_train_after_a_check_only_construction_says_what_to_do(toy_job: dict[str, Any]) -> None:
     trainer = AgentTrainer(**toy_job, check_only=True)
     assert trainer.initialized
-    with pytest.raises(ValueError, match="toy is not initialized"):
+    with pytest.raises(JobError, match=r"^this trainer was made with check_only=True: it ran "
+                                       r"the checks only; create AgentTrainer\(\.\.\.\) "
+                                       r"without check_only to train$"):
         trainer.train()
 
+
+def test_train_raises_value_error_when_not_initialised(toy_job: dict[str, Any]) -> None:
     trainer = AgentTrainer(**toy_job)
     trainer.initialized = False
-    with pytest.raises(ValueError, match="not initialized"):
+    with pytest.raises(ValueError, match="^Train engine toy is not initialized$"):
         trainer.train()
     assert not (trainer.run_dir.path / "model").exists(), "train ran although refused"
 
@@ -292,7 +336,7 @@ def test_a_hub_id_is_kept_and_not_contacted(
     toy_job.update(train_engine_name="recording",
                    config={**toy_job["config"], "model": "Qwen/Qwen2.5-0.5B-Instruct"})
     trainer = AgentTrainer(**toy_job, check_only=True)
-    assert dict(recording_engine.calls)["check_config"].model == "Qwen/Qwen2.5-0.5B-Instruct"
+    assert trainer.context.config.model == "Qwen/Qwen2.5-0.5B-Instruct"
     assert [c.detail for c in trainer.checks if c.module == "model"] == [
         "hub id Qwen/Qwen2.5-0.5B-Instruct (not contacted during the checks)"]
 
@@ -324,10 +368,11 @@ def test_a_processor_receives_none_for_what_the_user_did_not_give(
     trainer = AgentTrainer(agent={"name": "mine"}, train_engine_name="recording",
                            check_only=True)
     calls = dict(recording_engine.calls)
-    assert calls["check_agent"].name == "mine"
+    assert calls["check_agent"] == {"name": "mine"}
     assert calls["check_dataset"] == (None, None)
     assert calls["check_reward"] is None
-    assert isinstance(calls["check_config"], TrainConfig)
+    assert calls["check_config"] is None
+    assert isinstance(trainer.context.config, TrainConfig), "the core's config all the same"
     assert [(c.module, c.detail) for c in trainer.checks if c.by == "core"][-2:] == [
         ("dataset", "none given"), ("reward", "none given")]
 

@@ -9,7 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from aworld_train.config import TrainConfig, load_config, merge, parse_overrides
+from aworld_train.config import (
+    ConfigLayout,
+    TrainConfig,
+    load_config,
+    merge,
+    parse_overrides,
+    pop_section_key,
+)
 from aworld_train.errors import ConfigError, PluginError
 
 ENGINES = ("toy", "trl", "verl")
@@ -314,3 +321,128 @@ def test_first_non_finite_looks_inside_mappings_lists_and_tuples() -> None:
     found = first_non_finite({"kwargs": {"min_lr": [1.0, float("nan")]}})
     assert found is not None and found != found  # NaN
     assert first_non_finite(("ok", -float("inf"))) == -float("inf")
+
+
+# --- A whole engine config: what the engine's layout claims moves into its section ----------
+
+VERL_LIKE = ConfigLayout(
+    section_keys=frozenset({"data", "actor_rollout_ref", "trainer", "algorithm"}),
+    model_key="actor_rollout_ref.model.path")
+
+
+def test_a_whole_engine_config_file_is_its_section(tmp_path: Path) -> None:
+    """A full VeRL-style config given as config: is the verl section, nulls and all."""
+    (tmp_path / "grpo_trainer.yaml").write_text(
+        "data:\n  train_files: null\n  train_batch_size: 8\n"
+        "actor_rollout_ref:\n  model:\n    path: Qwen/Qwen3-0.6B\n"
+        "trainer:\n  default_local_dir: null\n"
+        "algorithm:\n  adv_estimator: grpo\n"
+        "max_steps: 3\n")
+    config = load_config("grpo_trainer.yaml", engine_names=ENGINES, base_dir=tmp_path,
+                         engine="verl", layout=VERL_LIKE)
+    assert config.engine_section() == {
+        "data": {"train_files": None, "train_batch_size": 8},
+        "actor_rollout_ref": {"model": {"path": "Qwen/Qwen3-0.6B"}},
+        "trainer": {"default_local_dir": None},
+        "algorithm": {"adv_estimator": "grpo"},
+    }
+    assert config.max_steps == 3, "common keys stay common"
+    assert config.algorithm == "grpo", "algorithm as a mapping is the engine's; the name stays"
+    assert load_config(config.to_dict(), engine_names=ENGINES, engine="verl") == config, (
+        "the saved config reads back the same")
+
+
+def test_claimed_keys_deep_merge_with_the_section() -> None:
+    config = load_config({"data": {"train_batch_size": 8}, "trainer": {"x": 1},
+                          "verl": {"data": {"max_prompt_length": 64, "train_batch_size": 8}}},
+                         engine_names=ENGINES, engine="verl", layout=VERL_LIKE)
+    assert config.engine_section() == {"data": {"max_prompt_length": 64, "train_batch_size": 8},
+                                       "trainer": {"x": 1}}
+
+
+def test_a_key_given_at_the_top_and_in_the_section_with_two_values_names_both() -> None:
+    with pytest.raises(ConfigError, match=r"^config: config key 'data\.train_batch_size' is int "
+                                          r"8 but 'verl\.data\.train_batch_size' is int 16: give "
+                                          r"it once, at the top or under 'verl:'$"):
+        load_config({"data": {"train_batch_size": 8},
+                     "verl": {"data": {"train_batch_size": 16}}},
+                    engine_names=ENGINES, engine="verl", layout=VERL_LIKE)
+
+
+def test_overrides_are_claimed_too_and_win_over_the_file(tmp_path: Path) -> None:
+    (tmp_path / "config.yaml").write_text("data: {train_batch_size: 8, seed: 1}\n")
+    config = load_config(tmp_path / "config.yaml",
+                         ["data.train_batch_size=16", "verl.trainer.x=2"],
+                         engine_names=ENGINES, engine="verl", layout=VERL_LIKE)
+    assert config.engine_section() == {"data": {"train_batch_size": 16, "seed": 1},
+                                       "trainer": {"x": 2}}
+
+
+def test_what_the_layout_does_not_claim_is_still_unknown() -> None:
+    with pytest.raises(ConfigError, match=r"^config: unknown config key 'critic'"):
+        load_config({"critic": {}}, engine_names=ENGINES, engine="verl", layout=VERL_LIKE)
+    # Common keys, resources and other engines' sections are never claimed.
+    config = load_config({"seed": 3, "resources": {"nnodes": 2}, "trl": {"beta": 0.1}},
+                         engine_names=ENGINES, engine="verl",
+                         layout=ConfigLayout(section_keys=frozenset({"seed", "resources", "trl"})))
+    assert (config.seed, config.resources.nnodes, config.engine_section()) == (3, 2, {})
+
+
+def test_a_layout_that_takes_any_key_owns_the_config_format() -> None:
+    """A processor is given a whole VeRL config: the core does not refuse it."""
+    given = {"data": {"train_files": None}, "actor_rollout_ref": {"model": {"path": None}},
+             "algorithm": {"adv_estimator": "grpo"}, "anything": 1, "max_steps": 2}
+    config = load_config(given, engine="proc", layout=ConfigLayout(takes_any=True))
+    assert config.engine_section() == {key: given[key] for key in
+                                       ("data", "actor_rollout_ref", "algorithm", "anything")}
+    assert config.max_steps == 2 and config.algorithm == "grpo"
+    assert given["data"] == {"train_files": None}, "the user's mapping is left as given"
+
+
+def test_without_a_layout_a_whole_config_is_refused_as_before() -> None:
+    with pytest.raises(ConfigError, match=r"unknown config key 'data'"):
+        load_config({"data": {}}, engine_names=ENGINES, engine="verl")
+
+
+HINT = "this looks like a whole VeRL config: run it with --engine verl, or put it under 'verl:'"
+
+
+@pytest.mark.parametrize("key", ["data", "actor_rollout_ref", "trainer", "critic",
+                                 "custom_reward_function", "reward_model", "ray_kwargs"])
+def test_a_verl_key_on_another_engine_says_where_it_belongs(key: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        load_config({key: {}}, engine_names=ENGINES, engine="toy")
+    message = str(raised.value)
+    assert message.startswith(f"config: unknown config key '{key}'") and message.endswith(HINT)
+    assert "\n" not in message
+
+
+def test_the_verl_hint_is_only_for_verl_names_and_other_engines() -> None:
+    with pytest.raises(ConfigError) as raised:
+        load_config({"colour": 1}, engine_names=ENGINES, engine="toy")
+    assert "VeRL" not in str(raised.value)
+    with pytest.raises(ConfigError) as raised:
+        load_config({"critic": {}}, engine_names=ENGINES, engine="verl")
+    assert "VeRL" not in str(raised.value), "already on verl: the layout decides"
+    with pytest.raises(ConfigError, match=r"config 'algorithm' must be an algorithm name .*got "
+                                          rf"dict .*; {re.escape(HINT)}$"):
+        load_config({"algorithm": {"adv_estimator": "grpo"}}, engine_names=ENGINES, engine="toy")
+
+
+@pytest.mark.parametrize("section", [
+    {"actor_rollout_ref": {"model": {"path": "m", "dtype": "bf16"}}},
+    {"actor_rollout_ref.model.path": "m", "actor_rollout_ref": {"model": {"dtype": "bf16"}}},
+    {"actor_rollout_ref": {"model.path": "m", "model": {"dtype": "bf16"}}},
+])
+def test_pop_section_key_finds_a_key_nested_or_dotted_and_removes_it(section: dict) -> None:
+    assert pop_section_key(section, "actor_rollout_ref.model.path") == (True, "m")
+    assert section["actor_rollout_ref"]["model"] == {"dtype": "bf16"}
+    assert "actor_rollout_ref.model.path" not in section
+    assert pop_section_key(section, "actor_rollout_ref.model.path") == (False, None)
+
+
+def test_pop_section_key_reports_a_null_as_found() -> None:
+    section = {"model_name_or_path": None, "beta": 0.1}
+    assert pop_section_key(section, "model_name_or_path") == (True, None)
+    assert section == {"beta": 0.1}
+    assert pop_section_key({"a": 1}, "a.b") == (False, None), "a value is not a mapping"

@@ -18,9 +18,8 @@ from typing import Any
 import pytest
 from helpers import RecordingProcessor, lay_out_distribution, lay_out_engine, manifest, read_jsonl
 
-from aworld_train import AgentTrainer, hookspecs
-from aworld_train.agent import AgentSpec
-from aworld_train.errors import AgentError
+from aworld_train import AgentTrainer, hookspecs, plugins
+from aworld_train.errors import AgentError, ConfigError, PluginError
 from aworld_train.reward import RewardSpec
 
 TESTS = Path(__file__).parent
@@ -94,13 +93,90 @@ def test_hook_check_agent(recording_engine: type[RecordingProcessor],
     toy_job["train_engine_name"] = "recording"
     trainer = AgentTrainer(**toy_job, check_only=True)
     (name, agent), *_ = recording_engine.calls
-    assert name == "check_agent" and isinstance(agent, AgentSpec)
-    assert trainer.context.results["agent"] == {"agent_for": "adder"}
+    assert name == "check_agent" and agent is toy_job["agent"], "a processor: the user's agent"
+    assert trainer.context.results["agent"] == {"agent_for": toy_job["agent"]}
 
+    # A hook module gets the AgentSpec the core resolved (the toy engine names it).
     toy_job["train_engine_name"] = "toy"
     toy_job["agent"] = {"name": "planner", "max_turns": 3}
     with pytest.raises(AgentError, match="agent 'planner': the toy engine answers in one turn"):
         AgentTrainer(**toy_job, check_only=True)
+
+
+LAYERED_ENGINE = '''
+from aworld_train import hookimpl
+from aworld_train.config import ConfigLayout
+
+calls = []
+
+
+@hookimpl
+def config_layout():
+    calls.append("config_layout")
+    return ConfigLayout(section_keys=frozenset({"depth", "algorithm"}), model_key="policy.path")
+
+
+@hookimpl
+def check_config(config, ctx):
+    calls.append("check_config")
+    return config.engine_section()
+
+
+@hookimpl
+def train(ctx):
+    return None
+'''
+
+
+def test_hook_config_layout(toy_job: dict[str, Any], tmp_path: Path,
+                            monkeypatch: pytest.MonkeyPatch) -> None:
+    lay_out_engine(tmp_path, "layered", LAYERED_ENGINE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    toy_job.update(train_engine_name="layered", config={
+        "depth": 2, "algorithm": {"estimator": "grpo"}, "model": "org/policy",
+        "layered": {"width": 3, "policy": {"path": "org/policy", "dtype": "bf16"}}})
+    trainer = AgentTrainer(**toy_job, check_only=True)
+    import aworld_train_layered
+
+    assert aworld_train_layered.calls == ["config_layout", "check_config"], "once, first"
+    assert trainer.context.results["config"] == {
+        "width": 3, "policy": {"dtype": "bf16"}, "depth": 2, "algorithm": {"estimator": "grpo"}
+    }, "claimed keys in the section; the model key taken out of it"
+    assert trainer.context.config.model == "org/policy"
+    assert trainer.context.config.algorithm == "grpo", "a mapping is the engine's, not the name"
+
+    toy_job["config"]["layered"]["policy"]["path"] = "org/other"
+    with pytest.raises(ConfigError, match=r"^config key 'model' names org/policy but config key "
+                                          r"'layered\.policy\.path' names org/other: name the "
+                                          r"model once$"):
+        AgentTrainer(**toy_job, check_only=True)
+
+    # A processor owns its config format: it takes every key the core does not know.
+    plugins.register_processor("recording", RecordingProcessor)
+    toy_job.update(train_engine_name="recording",
+                   config={"data": {"train_files": None}, "algorithm": {"adv_estimator": "grpo"}})
+    trainer = AgentTrainer(**toy_job, check_only=True)
+    assert trainer.context.config.engine_section() == toy_job["config"]
+
+
+@pytest.mark.parametrize(("name", "body", "message"), [
+    ("wrongtype", "return {'section_keys': ['depth']}",
+     "config_layout returned dict, not a ConfigLayout or None"),
+    ("raising", "raise KeyError('schema')", "config_layout raised KeyError: 'schema'"),
+])
+def test_a_config_layout_that_breaks_the_contract_is_named(
+    toy_job: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str,
+    body: str, message: str
+) -> None:
+    source = ("from aworld_train import hookimpl\n\n\n@hookimpl\ndef config_layout():\n"
+              f"    {body}\n\n\n@hookimpl\ndef train(ctx):\n    return None\n")
+    lay_out_engine(tmp_path, name, source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    toy_job["train_engine_name"] = name
+    with pytest.raises(PluginError) as raised:
+        AgentTrainer(**toy_job, check_only=True)
+    assert str(raised.value) == f"engine '{name}' (aworld-train-{name} 0.1.0) {message}"
+    assert not toy_job["run_path"].exists(), "a failed check-only run leaves nothing"
 
 
 def test_hook_check_dataset(toy_job: dict[str, Any]) -> None:

@@ -7,6 +7,7 @@ checked before any engine code runs, so ``batch_size: 0`` or ``learning_rate: .n
 
 from __future__ import annotations
 
+import copy
 import functools
 import math
 import reprlib
@@ -20,6 +21,47 @@ from aworld_train.errors import ConfigError, PluginError, did_you_mean
 ALGORITHMS = ("grpo", "ppo", "sft", "dpo")
 SEED_MAX = 2**32 - 1  # numpy's and CUDA's generators take 32-bit seeds
 REWARD_TIMEOUT_MAX = 600.0
+# The top-level keys of VeRL's own config (its composed ppo_trainer.yaml): named in the hint for
+# a whole VeRL config given to another engine.
+VERL_TOP_LEVEL_KEYS = frozenset({
+    "actor_rollout_ref", "critic", "custom_reward_function", "data", "distillation",
+    "global_profiler", "ray_kwargs", "reward", "reward_model", "sandbox_fusion", "trainer",
+    "transfer_queue",
+})
+_VERL_HINT = "this looks like a whole VeRL config: run it with --engine verl, or put it under 'verl:'"
+
+
+@dataclass(frozen=True)
+class ConfigLayout:
+    """How an engine's own config files look, so that one given whole works as its section.
+
+    An engine returns one from its ``config_layout`` hook. With it, a top-level config key the
+    core does not know and the layout claims moves into the engine's section, as if written
+    under ``<engine>:``; ``algorithm`` given as a mapping is claimed the same way when
+    ``section_keys`` lists it.
+
+    :ivar section_keys: the names at the top of the engine's own config file that belong in its
+        section (VeRL: ``data``, ``actor_rollout_ref``, ``trainer``, ...).
+    :ivar model_key: the dotted key inside the section that names the policy model
+        (``actor_rollout_ref.model.path``); the core takes it out of the section and makes it
+        the one model of the job, with the common ``model`` and the agent's.
+    :ivar takes_any: every top-level key the core does not know belongs to the section: the
+        engine owns its config format (a ``TrainerProcessor``).
+    """
+
+    section_keys: frozenset[str] = frozenset()
+    model_key: str | None = None
+    takes_any: bool = False
+
+    def claims(self, key: str, value: Any) -> bool:
+        """Whether the top-level ``key`` (with ``value``) belongs in the engine's section.
+
+        :param key: a top-level key that is neither a common key, ``resources`` nor a section
+            name, or ``algorithm``.
+        """
+        if key == "algorithm":  # the common key when it names one; VeRL's section when a mapping
+            return isinstance(value, dict) and (self.takes_any or key in self.section_keys)
+        return self.takes_any or key in self.section_keys
 
 
 @dataclass
@@ -179,6 +221,7 @@ def load_config(
     engine_names: tuple[str, ...] = (),
     base_dir: Path | None = None,
     engine: str | None = None,
+    layout: ConfigLayout | None = None,
 ) -> TrainConfig:
     """Read a config (a dict, or a YAML/JSON path relative to ``base_dir``), apply dotted
     ``overrides``, and check every common key's type and range.
@@ -187,35 +230,30 @@ def load_config(
     refused rather than truncated. Floats take ints, and strings that read as numbers (PyYAML
     reads ``1e-3`` as a string); NaN and infinities are refused.
 
+    With ``engine`` and ``layout`` set, the top-level keys the layout claims move into the
+    engine's section (deep-merged with a section given too), so an engine's own config file
+    works whole; the file and the ``-o`` overrides are each merged so, then the overrides win.
+
     :param engine_names: the names allowed as engine sections (the installed engines and the
         engines this project ships).
     :param engine: the engine the job runs on; its section is what
         :meth:`TrainConfig.engine_section` returns.
+    :param layout: how the engine's own config files look (its ``config_layout`` hook).
     :raises ConfigError: naming the file (or the ``-o`` override) and the key, with the range
-        the key takes, or a did-you-mean for an unknown key.
+        the key takes, or a did-you-mean for an unknown key; or naming both places of a key
+        given at the top and in the engine's section with different values.
     """
-    from aworld_train.files import read_mapping
-
-    where = "config"
-    if config is None:
-        data: dict[str, Any] = {}
-    elif isinstance(config, TrainConfig):
-        data = config.to_dict()
-        engine = engine if engine is not None else config.engine
-    elif isinstance(config, dict):
-        data = config
-    elif isinstance(config, (str, Path)):
-        path = Path(config) if base_dir is None else base_dir / config
-        data = read_mapping(path, ConfigError, "config")
-        where = str(path)
-    else:
-        raise ConfigError(
-            f"config must be a mapping or a YAML/JSON path, not {type(config).__name__}"
-        )
-    data = merge(data, parse_overrides(overrides))
-    sources = {item.partition("=")[0].strip(): f"-o {item}" for item in overrides}
+    data, where = read_config(config, base_dir)
+    extra = parse_overrides(overrides)
+    if isinstance(config, TrainConfig) and engine is None:
+        engine = config.engine
     if engine is not None:
         engine_names = (*engine_names, engine)
+        if layout is not None:
+            data = _claim(data, engine, engine_names, layout, where)
+            extra = _claim(extra, engine, engine_names, layout, "-o")
+    data = merge(data, extra)
+    sources = {item.partition("=")[0].strip(): f"-o {item}" for item in overrides}
 
     allowed = set(COMMON_KEYS) | {"resources"} | set(engine_names)
     values: dict[str, Any] = {}
@@ -230,15 +268,102 @@ def load_config(
             resources = _resources(where, value, sources)
         elif key in engine_names:
             if not isinstance(value, dict):
-                raise ConfigError(f"{where}: '{key}' must be a mapping of {key} settings")
-            sections[key] = value
+                raise _not_a_section(where, key)
+            # A copy: the core takes the model key out of it (pop_section_key), and the
+            # user's own mapping stays as they gave it.
+            sections[key] = copy.deepcopy(value)
         else:
+            hint = f"; {_VERL_HINT}" if key in VERL_TOP_LEVEL_KEYS and engine != "verl" else ""
             raise ConfigError(
                 f"{where}: unknown config key '{key}'{did_you_mean(key, allowed)}; "
-                f"known keys: {', '.join(sorted(allowed))}"
+                f"known keys: {', '.join(sorted(allowed))}{hint}"
             )
     checked = _validate(_common_schema(), values, where, "", sources)
     return TrainConfig(**checked, resources=resources, sections=sections, engine=engine)
+
+
+def read_config(config: dict[str, Any] | str | Path | TrainConfig | None,
+                base_dir: Path | None = None) -> tuple[dict[str, Any], str]:
+    """A config as the mapping the user wrote, and how error lines name it (its file, or
+    ``config``): what :func:`load_config` reads before any check.
+
+    :raises ConfigError: for a file that cannot be read as a mapping, or another type.
+    """
+    from aworld_train.files import read_mapping
+
+    if config is None:
+        return {}, "config"
+    if isinstance(config, TrainConfig):
+        return config.to_dict(), "config"
+    if isinstance(config, dict):
+        return config, "config"
+    if isinstance(config, (str, Path)):
+        path = Path(config) if base_dir is None else base_dir / config
+        return read_mapping(path, ConfigError, "config"), str(path)
+    raise ConfigError(f"config must be a mapping or a YAML/JSON path, not {type(config).__name__}")
+
+
+def pop_section_key(section: dict[str, Any], dotted: str) -> tuple[bool, Any]:
+    """Find the key ``dotted`` (``a.b.c``) in an engine's section, written nested
+    (``{a: {b: {c: 1}}}``), as one dotted key (``{"a.b.c": 1}``) or mixed (``{a: {"b.c": 1}}``);
+    remove it.
+
+    :returns: ``(True, value)``, or ``(False, None)`` when the section does not hold it.
+    """
+    parts = dotted.split(".")
+    for end in range(len(parts), 0, -1):
+        head = ".".join(parts[:end])
+        if head not in section:
+            continue
+        if end == len(parts):
+            return True, section.pop(head)
+        if isinstance(section[head], dict):
+            found, value = pop_section_key(section[head], ".".join(parts[end:]))
+            if found:
+                return True, value
+    return False, None
+
+
+def _claim(data: dict[str, Any], engine: str, engine_names: tuple[str, ...],
+           layout: ConfigLayout, where: str) -> dict[str, Any]:
+    """``data`` with the top-level keys ``layout`` claims moved into ``engine``'s section.
+
+    :raises ConfigError: for a key given at the top and in the section with different values.
+    """
+    known = {*COMMON_KEYS, "resources", *engine_names} - {"algorithm"}
+    claimed = {key: value for key, value in data.items()
+               if isinstance(key, str) and key not in known and layout.claims(key, value)}
+    if not claimed:
+        return data
+    section = data.get(engine, {})
+    if not isinstance(section, dict):
+        raise _not_a_section(where, engine)
+    kept = {key: value for key, value in data.items() if key not in claimed}
+    kept[engine] = _merge_once(claimed, section, where, engine, "")
+    return kept
+
+
+def _merge_once(top: dict[str, Any], section: dict[str, Any], where: str, engine: str,
+                prefix: str) -> dict[str, Any]:
+    """``top`` deep-merged into a copy of ``section``; a key in both must hold one value."""
+    merged = dict(section)
+    for key, value in top.items():
+        dotted = f"{prefix}{key}"
+        if key not in merged:
+            merged[key] = value
+        elif isinstance(value, dict) and isinstance(merged[key], dict):
+            merged[key] = _merge_once(value, merged[key], where, engine, f"{dotted}.")
+        elif value != merged[key]:
+            raise ConfigError(
+                f"{where}: config key '{dotted}' is {describe_value(value)} but "
+                f"'{engine}.{dotted}' is {describe_value(merged[key])}: give it once, at the "
+                f"top or under '{engine}:'"
+            )
+    return merged
+
+
+def _not_a_section(where: str, key: str) -> ConfigError:
+    return ConfigError(f"{where}: '{key}' must be a mapping of {key} settings")
 
 
 def _check_name(where: str, prefix: str, key: Any) -> None:
@@ -278,6 +403,8 @@ def _validate(schema: Any, values: dict[str, Any], where: str, prefix: str,
         hint = ""
         if key == "algorithm" and isinstance(value, str):
             hint = did_you_mean(value.lower(), ALGORITHMS)
+        elif key == "algorithm" and isinstance(value, dict):  # VeRL's own algorithm section
+            hint = f"; {_VERL_HINT}"
         raise ConfigError(
             (f"{origin}: " if origin else "")
             + f"config '{dotted}' must be {schema.model_fields[key].description}, "

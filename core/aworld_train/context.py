@@ -12,6 +12,31 @@ if TYPE_CHECKING:
     from aworld_train.metrics import MetricsReporter
 
 
+@dataclass(frozen=True)
+class Given:
+    """The job's inputs as the user gave them, ``None`` where they gave nothing: what a
+    ``TrainerProcessor``'s checks receive, as AWorld Train hands them.
+
+    A path is an absolute string (relative ones resolved against the job's folder), and so is
+    the file of a ``file.py:function`` reference; objects (an AWorld ``Agent``, a
+    ``datasets.Dataset``, a callable, a mapping) are the user's own.
+
+    :ivar agent: the AWorld ``Agent``, the agent mapping, the agent file or the
+        ``module:factory`` reference.
+    :ivar train_dataset: the dataset path, ``datasets.Dataset`` or list of rows.
+    :ivar test_dataset: the same forms.
+    :ivar reward: the callable, the reference, the built-in name, or a list of these.
+    :ivar config: the config path or mapping; with ``-o`` overrides, the mapping with them
+        merged in.
+    """
+
+    agent: Any = None
+    train_dataset: Any = None
+    test_dataset: Any = None
+    reward: Any = None
+    config: Any = None
+
+
 @dataclass
 class RunContext:
     """The state of one run, shared by the core and the engine's hooks.
@@ -27,9 +52,9 @@ class RunContext:
     :ivar results: the engine-ready result of each earlier hook, keyed ``"agent"``,
         ``"dataset"``, ``"reward"``, ``"config"``; and ``"tools"``, the agent's resolved
         :class:`~aworld_train.tools.ToolSet` (empty for an agent without tools).
-    :ivar agent_given: whether the user gave an agent. Hooks always receive an ``AgentSpec``
-        (the default one when none was given); a ``TrainerProcessor`` receives ``None``
-        instead, as AWorld Train hands it.
+    :ivar given: the job's inputs as the user gave them (:class:`Given`). Hooks receive the
+        core's resolved forms (an ``AgentSpec`` even when no agent was given); a
+        ``TrainerProcessor``'s checks receive these.
     """
 
     engine: str
@@ -40,4 +65,4 @@ class RunContext:
     check_only: bool = False
     resume_from: Path | None = None
     results: dict[str, Any] = field(default_factory=dict)
-    agent_given: bool = True
+    given: Given = field(default_factory=Given)

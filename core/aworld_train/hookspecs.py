@@ -1,6 +1,7 @@
 """The hooks an engine implements.
 
-The core calls the five card hooks for the selected engine in this order:
+Before it reads the job's config, the core asks the selected engine how its own config files
+look (``config_layout``). It then calls the five card hooks in this order:
 ``check_agent``, ``check_dataset``, ``check_reward``, ``check_config``, then, once the trainer
 has marked itself initialised, ``train``. Each receives what the core has already resolved and
 validated (the generic layer) plus a :class:`~aworld_train.context.RunContext`, and returns the
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     import datasets
 
     from aworld_train.agent import AgentSpec
-    from aworld_train.config import TrainConfig
+    from aworld_train.config import ConfigLayout, TrainConfig
     from aworld_train.context import RunContext
     from aworld_train.reward import RewardSpec
 
@@ -35,6 +36,22 @@ PROJECT_NAME = "aworld_train"
 
 hookspec = pluggy.HookspecMarker(PROJECT_NAME)
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+
+@hookspec(firstresult=True)
+def config_layout() -> ConfigLayout | None:
+    """Say how the engine's own config files look, so that one given whole is its section.
+
+    Called once per job, before the config is read (and before any check hook). With the
+    layout, a top-level config key the core does not know that the layout claims moves into the
+    engine's section, as if the user had written it under ``<engine>:``, and the section's
+    ``model_key`` is one model with the common ``model`` and the agent's (the core takes it out
+    of the section and puts the checked model in ``config.model``). It must be cheap: it may
+    read a cached schema, never start a GPU, a model or Ray.
+
+    :returns: a :class:`~aworld_train.config.ConfigLayout`, or ``None`` when the engine has no
+        config files of its own (its keys are written under ``<engine>:`` only).
+    """
 
 
 @hookspec(firstresult=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import abc
 from typing import TYPE_CHECKING, Any
 
+from aworld_train.config import ConfigLayout
 from aworld_train.hookspecs import hookimpl
 
 if TYPE_CHECKING:
@@ -20,12 +21,17 @@ if TYPE_CHECKING:
 class TrainerProcessor(abc.ABC):
     """Base class of an engine written as a class.
 
-    Each ``check_*`` method receives what the core resolved and validated (an ``AgentSpec``,
-    ``datasets.Dataset`` objects, a callable ``RewardSpec``, a ``TrainConfig``), or ``None``
-    for an agent, dataset or reward the user did not give (the processor decides whether it
-    needs one), and returns the engine-ready form or ``None``. ``self.run_path`` is the run
+    Each ``check_*`` method receives what the user passed, as AWorld Train hands it: the AWorld
+    ``Agent`` (or agent mapping, or file), the dataset path (absolute) or object, the reward
+    callable or reference, the config path (absolute) or mapping, or ``None`` for what the user
+    did not give (the processor decides whether it needs it). The core has run its own checks
+    on each first. Each returns the engine-ready form or ``None``. ``self.run_path`` is the run
     directory; ``self.context`` is the :class:`~aworld_train.context.RunContext` once the
-    checks start.
+    checks start (``ctx.config`` holds the core's validated config, ``ctx.given`` what the
+    methods receive).
+
+    A processor owns its config format: every top-level config key the core does not know
+    belongs to it, so a whole engine config file (a VeRL one, say) is given as ``config``.
     """
 
     def __init__(self, run_path: str) -> None:
@@ -72,21 +78,27 @@ class ProcessorPlugin:
         self.processor = processor
 
     @hookimpl
-    def check_agent(self, agent: Any, ctx: RunContext) -> Any:
+    def config_layout(self) -> ConfigLayout:
+        return ConfigLayout(takes_any=True)
+
+    # Each check hands the processor the user's own input (ctx.given), not the core's form.
+    @hookimpl
+    def check_agent(self, ctx: RunContext) -> Any:
         self.processor.context = ctx
-        return self.processor.check_agent(agent=agent if ctx.agent_given else None)
+        return self.processor.check_agent(agent=ctx.given.agent)
 
     @hookimpl
-    def check_dataset(self, train_dataset: Any, test_dataset: Any, ctx: RunContext) -> Any:
-        return self.processor.check_dataset(dataset=train_dataset, test_dataset=test_dataset)
+    def check_dataset(self, ctx: RunContext) -> Any:
+        return self.processor.check_dataset(dataset=ctx.given.train_dataset,
+                                            test_dataset=ctx.given.test_dataset)
 
     @hookimpl
-    def check_reward(self, reward: Any, ctx: RunContext) -> Any:
-        return self.processor.check_reward(reward_func=reward)
+    def check_reward(self, ctx: RunContext) -> Any:
+        return self.processor.check_reward(reward_func=ctx.given.reward)
 
     @hookimpl
-    def check_config(self, config: Any, ctx: RunContext) -> Any:
-        return self.processor.check_config(config=config)
+    def check_config(self, ctx: RunContext) -> Any:
+        return self.processor.check_config(config=ctx.given.config)
 
     @hookimpl
     def train(self, ctx: RunContext) -> Any:

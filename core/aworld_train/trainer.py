@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import signal
 import threading
 import time
@@ -23,7 +24,8 @@ if TYPE_CHECKING:
     import datasets
 
     from aworld_train.agent import AgentSpec
-    from aworld_train.config import TrainConfig
+    from aworld_train.config import ConfigLayout, TrainConfig
+    from aworld_train.context import Given
     from aworld_train.reward import RewardSpec
 
 logger = logging.getLogger("aworld_train")
@@ -40,7 +42,7 @@ class CheckResult:
 
 
 @dataclass
-class _Given:
+class _Job:
     """The job as the user gave it; ``None`` where they gave nothing."""
 
     agent: Any
@@ -112,8 +114,8 @@ class AgentTrainer:
         self._on_check = on_check
         self._failed_reporters: set[str] = set()
         self.run_path = Path(run_path if run_path is not None else "runs")
-        given = _Given(agent, config, reward_func, train_dataset, test_dataset, columns,
-                       overrides, base_dir)
+        given = _Job(agent, config, reward_func, train_dataset, test_dataset, columns,
+                     overrides, base_dir)
         with _signals_interrupt("checks"):
             self._check_in_run_directory(
                 given, resume, not check_only if show_progress is None else show_progress)
@@ -122,10 +124,16 @@ class AgentTrainer:
     def train(self) -> dict[str, Any]:
         """Train on the engine; returns the final metrics.
 
-        :raises ValueError: when the trainer is not initialised (or was made check-only), or
-            has already trained: each run gets a directory of its own.
+        :raises ValueError: when the trainer is not initialised, or has already trained: each
+            run gets a directory of its own.
+        :raises JobError: when the trainer was made with ``check_only=True``.
         """
-        if not self.initialized or self.check_only:
+        from aworld_train.errors import JobError
+
+        if self.check_only:
+            raise JobError("this trainer was made with check_only=True: it ran the checks only; "
+                           "create AgentTrainer(...) without check_only to train")
+        if not self.initialized:  # as AWorld Train's API raises it
             raise ValueError(f"Train engine {self.train_engine_name} is not initialized")
         ended = self.run_dir.manifest.get("status")
         if ended != "running":  # a run directory is never reused
@@ -154,7 +162,7 @@ class AgentTrainer:
 
     # --- The checks, in the order the hooks are called -----------------------------------------
 
-    def _check_in_run_directory(self, given: _Given, resume: str | Path | None,
+    def _check_in_run_directory(self, given: _Job, resume: str | Path | None,
                                 progress: bool) -> None:
         """Run every check, then start the run.
 
@@ -182,7 +190,7 @@ class AgentTrainer:
         if self.check_only:
             self.run_dir.discard()
 
-    def _check(self, given: _Given, resume_from: Path | None, progress: bool) -> AgentSpec:
+    def _check(self, given: _Job, resume_from: Path | None, progress: bool) -> AgentSpec:
         """Run every check; returns the agent as the core resolved it."""
         from aworld_train.agent import load_agent
         from aworld_train.config import load_config
@@ -192,14 +200,15 @@ class AgentTrainer:
         from aworld_train.rundir import read_metrics
 
         self.manager = plugins.create_manager(self.train_engine_name, self.run_dir.path)
+        layout = self._config_layout()
         engine_names = tuple(set(plugins.installed_engine_names()) | set(plugins.KNOWN_ENGINES))
         train_config = self._step("config", "core", lambda: load_config(
             given.config, given.overrides, engine_names, given.base_dir,
-            engine=self.train_engine_name), _describe_config)
+            engine=self.train_engine_name, layout=layout), _describe_config)
         spec = self._step("agent", "core", lambda: load_agent(given.agent, given.base_dir),
                           _describe_agent)
         remember_secrets({"agent": spec.to_dict(), "config": train_config.to_dict()})
-        self._check_model(spec, train_config, given.base_dir)
+        self._check_model(spec, train_config, layout, given.base_dir)
         self.metrics = MetricsReporter(
             None if self.check_only else self.run_dir.metrics_path,
             on_log=self._report_metrics,
@@ -213,7 +222,7 @@ class AgentTrainer:
             metrics=self.metrics,
             check_only=self.check_only,
             resume_from=resume_from,
-            agent_given=given.agent is not None,
+            given=_as_given(given),
         )
         self._check_agent(spec, given.base_dir)
         train = self._check_datasets(given, spec, train_config)
@@ -222,17 +231,58 @@ class AgentTrainer:
             config=train_config, ctx=self.context), train_config)
         return spec
 
-    def _check_model(self, spec: AgentSpec, config: TrainConfig, base_dir: Path | None) -> None:
-        """Check the model without running code from its folder. The config's model wins over
-        the agent's; engines read either, so both get the checked form (a local folder made
-        absolute)."""
+    def _config_layout(self) -> ConfigLayout | None:
+        """The engine's answer to ``config_layout``. :raises PluginError: for an answer that is
+        neither a ``ConfigLayout`` nor ``None`` (a bug in the engine)."""
+        from aworld_train.config import ConfigLayout
+        from aworld_train.errors import PluginError
+
+        layout = self._call_engine("config_layout", self.manager.hook.config_layout)
+        if layout is not None and not isinstance(layout, ConfigLayout):
+            raise PluginError(f"{self.engine_info.label} config_layout returned "
+                              f"{type(layout).__name__}, not a ConfigLayout or None")
+        return layout
+
+    def _check_model(self, spec: AgentSpec, config: TrainConfig, layout: ConfigLayout | None,
+                     base_dir: Path | None) -> None:
+        """Check the one model of the job without running code from its folder, and give it to
+        both places engines read (``config.model``, ``spec.model``) in its checked form (a local
+        folder made absolute). The engine's own model key leaves its section, so the engine
+        maps ``config.model`` onto it and trains the model checked here."""
         from aworld_train.model import preflight_model
 
         model = self._step("model", "core", lambda: preflight_model(
-            config.model or spec.model, base_dir, config.trust_remote_code), _describe_model)
+            self._one_model(spec, config, layout, base_dir), base_dir,
+            config.trust_remote_code), _describe_model)
         spec.model = model
-        if config.model:
-            config.model = model
+        config.model = model
+
+    def _one_model(self, spec: AgentSpec, config: TrainConfig, layout: ConfigLayout | None,
+                   base_dir: Path | None) -> str | None:
+        """The model the common ``model``, the agent and the engine's model key name (``None``
+        when none does), taking the key out of the engine's section.
+
+        :raises ConfigError: when two of them name different models, naming both places.
+        """
+        from aworld_train.config import describe_value, pop_section_key
+        from aworld_train.errors import ConfigError
+
+        named = [("config key 'model'", config.model), (f"agent '{spec.name}' model", spec.model)]
+        section = config.sections.get(self.train_engine_name)
+        if layout is not None and layout.model_key and section is not None:
+            place = f"config key '{self.train_engine_name}.{layout.model_key}'"
+            _, value = pop_section_key(section, layout.model_key)
+            if value is not None and not isinstance(value, str):
+                raise ConfigError(f"{place} must be a model folder or hub id (a string), got "
+                                  f"{describe_value(value)}")
+            named.append((place, value))
+        named = [(place, value) for place, value in named if value]
+        for place, value in named[1:]:
+            first_place, first = named[0]
+            if _model_identity(value, base_dir) != _model_identity(first, base_dir):
+                raise ConfigError(f"{first_place} names {first} but {place} names {value}: "
+                                  "name the model once")
+        return named[0][1] if named else None
 
     def _check_agent(self, spec: AgentSpec, base_dir: Path | None) -> None:
         from aworld_train.tools import ToolSet, resolve_tools
@@ -245,7 +295,7 @@ class AgentTrainer:
         self._engine_step("agent", lambda: self.manager.hook.check_agent(
             agent=spec, ctx=self.context), spec)
 
-    def _check_datasets(self, given: _Given, spec: AgentSpec,
+    def _check_datasets(self, given: _Job, spec: AgentSpec,
                         config: TrainConfig) -> datasets.Dataset | None:
         """Load and check both datasets; returns the training one (``None`` when not given)."""
         train = self._load_dataset("dataset", given.train_dataset, given, "train_dataset")
@@ -257,7 +307,7 @@ class AgentTrainer:
             train_dataset=train, test_dataset=test, ctx=self.context), train)
         return train
 
-    def _load_dataset(self, module: str, source: Any, given: _Given,
+    def _load_dataset(self, module: str, source: Any, given: _Job,
                       role: str) -> datasets.Dataset | None:
         from aworld_train.dataset import load_dataset
 
@@ -280,7 +330,7 @@ class AgentTrainer:
             config.max_completion_length or spec.llm_max_tokens, spec.max_turns,
             config.trust_remote_code), _describe_lengths)
 
-    def _check_reward(self, given: _Given, train: datasets.Dataset | None,
+    def _check_reward(self, given: _Job, train: datasets.Dataset | None,
                       config: TrainConfig) -> None:
         from aworld_train.reward import check_reward_on_row, resolve_reward
 
@@ -333,7 +383,7 @@ class AgentTrainer:
 
     # --- The run ---------------------------------------------------------------------------------
 
-    def _start_run(self, given: _Given, spec: AgentSpec, resume_from: Path | None) -> None:
+    def _start_run(self, given: _Job, spec: AgentSpec, resume_from: Path | None) -> None:
         """Write ``job.yaml`` and the manifest: from here on the directory is a run."""
         from aworld_train.rundir import rerunnable_job
 
@@ -402,6 +452,59 @@ def _signals_interrupt(phase: str) -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _model_identity(model: str, base_dir: Path | None) -> str:
+    """A model as it is compared with another: the absolute folder it names, looked up where
+    the model check looks (the job's folder, then the current one), else its text."""
+    from aworld_train.references import resolve_path
+
+    for root in (base_dir, None):
+        folder = resolve_path(model, root)
+        if os.path.isdir(folder):
+            return str(folder)
+    return model
+
+
+def _as_given(job: _Job) -> Given:
+    """The job's inputs as the user gave them, paths made absolute (``ctx.given``)."""
+    from aworld_train.config import merge, parse_overrides, read_config
+    from aworld_train.context import Given
+
+    config = _absolute_path(job.config, job.base_dir)
+    if job.overrides:
+        config = merge(read_config(job.config, job.base_dir)[0], parse_overrides(job.overrides))
+    return Given(
+        agent=_absolute_path(job.agent, job.base_dir),
+        train_dataset=_absolute_path(job.train_dataset, job.base_dir),
+        test_dataset=_absolute_path(job.test_dataset, job.base_dir),
+        reward=_absolute_reward(job.reward_func, job.base_dir),
+        config=config,
+    )
+
+
+def _absolute_reward(reward: Any, base_dir: Path | None) -> Any:
+    """A reward as given, each reference made absolute (in a list, in ``{name, weight}``)."""
+    if isinstance(reward, list):
+        return [_absolute_reward(item, base_dir) for item in reward]
+    if isinstance(reward, dict) and "name" in reward:
+        return {**reward, "name": _absolute_path(reward["name"], base_dir)}
+    return _absolute_path(reward, base_dir)
+
+
+def _absolute_path(value: Any, base_dir: Path | None) -> Any:
+    """A path made an absolute string (relative to ``base_dir``), and the file of a
+    ``file.py:name`` reference; anything else (a module reference, a built-in name, an
+    object) as it is."""
+    from aworld_train.references import resolve_path
+
+    if not isinstance(value, (str, Path)):
+        return value
+    target, sep, name = str(value).rpartition(":")
+    if sep and target.endswith(".py"):
+        return f"{resolve_path(target, base_dir)}:{name}"
+    path = resolve_path(value, base_dir)
+    return str(path) if os.path.exists(path) else value
 
 
 def _describe_config(config: TrainConfig) -> str:
