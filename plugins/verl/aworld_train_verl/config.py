@@ -46,6 +46,29 @@ TRUST_REMOTE_CODE_KEYS = (
     "data.trust_remote_code",
 )
 
+#: The key of VeRL's config that names the policy model; the core takes it as the job's model.
+MODEL_KEY = "actor_rollout_ref.model.path"
+
+# The keys the engine wires from the job itself, and what it writes there. A null there (as a
+# VeRL config written for a framework leaves them) is filled in; any other value that differs
+# is refused, since VeRL would then train on, score with or write to something no check saw.
+WIRED: dict[str, str] = {
+    "data.train_files": "the job's train_dataset",
+    "data.val_files": "the job's test_dataset (else its train_dataset)",
+    "actor_rollout_ref.rollout.agent.agent_loop_config_path": "the agent loop that runs the job's agent",
+    "reward.custom_reward_function.path": "the job's reward",
+    "reward.custom_reward_function.name": "the job's reward",
+    "trainer.default_local_dir": "the run's checkpoints",
+    MODEL_KEY: "the job's model",
+}
+
+# VeRL's legacy place for the reward function, each key with the one it stands for: VeRL copies
+# the legacy node over the new one when any of its keys is set.
+LEGACY_KEYS = {
+    "custom_reward_function.path": "reward.custom_reward_function.path",
+    "custom_reward_function.name": "reward.custom_reward_function.name",
+}
+
 # Choices VeRL leaves mandatory or sizes for an 8-GPU node; a job that names none of them
 # starts on one GPU with these.
 DEFAULTS: dict[str, Any] = {
@@ -110,6 +133,11 @@ def flatten(section: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
+def section_keys() -> frozenset[str]:
+    """The top-level keys of VeRL's ``ppo_trainer`` config: what a whole VeRL config file holds."""
+    return frozenset(str(key) for key in base_config().keys())
+
+
 def common_overrides(config: TrainConfig) -> dict[str, Any]:
     """The VeRL keys the engine-neutral config sets."""
     algorithm = config.algorithm.lower()
@@ -165,7 +193,7 @@ def common_overrides(config: TrainConfig) -> dict[str, Any]:
 
 def model_overrides(model: str) -> dict[str, Any]:
     """The policy's model folder, for the actor, its rollout and reference, and the critic (PPO)."""
-    return {"actor_rollout_ref.model.path": model, "critic.model.path": model}
+    return {MODEL_KEY: model, "critic.model.path": model}
 
 
 def cluster_address(config: TrainConfig) -> str | None:
@@ -310,11 +338,13 @@ def job_overrides(
 
     They apply in this order, each winning over the one before: the engine's defaults,
     ``inputs`` (what the earlier checks produced: the model, data files, the wired reward), the
-    common keys, then the ``verl:`` section.
+    common keys, then the ``verl:`` section, less its nulls for keys the engine sets
+    (:func:`_fill_nulls`).
 
     :raises ConfigError: for an unknown key of the section (with a suggestion), a value VeRL
-        would reject (:func:`aworld_train_verl.schema.check_values`), or a model folder's code
-        turned on without the common key ``trust_remote_code``.
+        would reject (:func:`aworld_train_verl.schema.check_values`), a value that contradicts
+        the engine's wiring, or a model folder's code turned on without the common key
+        ``trust_remote_code``.
     """
     from aworld_train_verl.schema import check_values
 
@@ -323,8 +353,7 @@ def job_overrides(
     base = base_config()
     _check_keys(section, origins, base)
     _check_remote_code(section, origins, config)
-    check_values(section, origins, base)
-    overrides: dict[str, Any] = {
+    engine: dict[str, Any] = {
         **DEFAULTS,
         "trainer.experiment_name": run_dir.name,
         "trainer.default_local_dir": str(run_dir / "checkpoints"),
@@ -332,11 +361,51 @@ def job_overrides(
         "ray_kwargs.ray_init.num_cpus": None if cluster_address(config) else os.cpu_count() or 1,
         **(inputs or {}),
         **common_overrides(config),
-        **section,
     }
+    section = _fill_nulls(section, origins, engine)
+    origins = {key: origin for key, origin in origins.items() if key in section}
+    check_values(section, origins, base)
+    overrides = {**engine, **section}
     if config.resources.ray_address:
         overrides["+ray_kwargs.ray_init.address"] = config.resources.ray_address
     return overrides, origins
+
+
+def _fill_nulls(section: Mapping[str, Any], origins: Mapping[str, str], engine: Mapping[str, Any]) -> dict[str, Any]:
+    """The section less what the engine fills in: a null for a key the engine sets, for a key
+    of :data:`WIRED` (unset, it keeps VeRL's default) and for a legacy key of
+    :data:`LEGACY_KEYS`, and a legacy key that agrees with the engine's wiring (which holds it
+    already). Any other null keeps VeRL's meaning of null.
+
+    :raises ConfigError: when a wired key (or its legacy alias) names something other than
+        what the engine wires there.
+    """
+    kept: dict[str, Any] = {}
+    for key, value in section.items():
+        target = LEGACY_KEYS.get(key, key)
+        wired = target in WIRED and target in engine
+        if wired and value is not None and not _same(value, engine[target]):
+            where = "there" if key == target else f"at '{target}'"
+            raise ConfigError(
+                f"{origins[key]}: {value!r} contradicts {engine[target]!r}, which the engine wires "
+                f"{where}; leave it null: the engine writes {WIRED[target]} there"
+            )
+        if value is None and (target in WIRED or key in LEGACY_KEYS or key in engine):
+            continue
+        if wired and key != target:
+            continue
+        kept[key] = value
+    return kept
+
+
+def _same(value: Any, wired: Any) -> bool:
+    """Whether a user's value names what the engine wires: equal, or paths to the same file."""
+
+    def named(item: Any) -> Any:
+        path = Path(item).expanduser() if isinstance(item, str) else None
+        return path.resolve() if path is not None and path.exists() else item
+
+    return bool(named(value) == named(wired))
 
 
 def preview(config: TrainConfig, run_dir: Path, inputs: Mapping[str, Any] | None = None) -> DictConfig:
@@ -413,7 +482,7 @@ def _validate(composed: DictConfig, origins: Mapping[str, str]) -> None:
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
     from verl.utils.config import omega_conf_to_dataclass, validate_config
 
-    if composed.actor_rollout_ref.model.path == base_config().actor_rollout_ref.model.path:
+    if composed.actor_rollout_ref.model.path in (None, base_config().actor_rollout_ref.model.path):
         raise ConfigError("no model: set config key 'model' (or the agent's model) to a model folder")
     steps = (
         ("algorithm", lambda: omega_conf_to_dataclass(composed.algorithm)),

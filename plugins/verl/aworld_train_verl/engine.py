@@ -18,11 +18,21 @@ if TYPE_CHECKING:
     import datasets
 
     from aworld_train.agent import AgentSpec
-    from aworld_train.config import TrainConfig
+    from aworld_train.config import ConfigLayout, TrainConfig
     from aworld_train.context import RunContext
     from aworld_train.reward import RewardSpec
 
 ENGINE = "verl"
+
+
+def config_layout() -> ConfigLayout:
+    """A whole VeRL config belongs in the ``verl:`` section: its top-level keys (read from the
+    cached composed config, no VeRL import), and the policy model at ``actor_rollout_ref.model.path``."""
+    from aworld_train.config import ConfigLayout
+
+    from aworld_train_verl.config import MODEL_KEY, section_keys
+
+    return ConfigLayout(section_keys=section_keys(), model_key=MODEL_KEY)
 
 
 def _agent(ctx: RunContext) -> Any:

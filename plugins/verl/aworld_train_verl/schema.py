@@ -7,10 +7,11 @@ Reading them means importing VeRL (seconds), yet they depend only on the install
 ``~/.cache/aworld-train/`` (``$XDG_CACHE_HOME``) per VeRL version, so checking values needs
 neither VeRL nor torch once the cache exists.
 
-Types are stored as small JSON terms (``"int"``, ``{"union": [...]}``, ``{"literal": [...]}``,
-``{"list": ...}``) and checked with pydantic's ``TypeAdapter`` in strict mode: an int is
-accepted where VeRL declares a float, a bool never where it declares an int, and NaN or an
-infinity nowhere. A key no dataclass declares is checked against the type of its default.
+Types are stored as small JSON terms (``"int"``, ``"any"``, ``{"union": [...]}``,
+``{"literal": [...]}``, ``{"list": ...}``) and checked with pydantic's ``TypeAdapter`` in strict
+mode: an int is accepted where VeRL declares a float (``top_p: 1`` and ``top_p: 1.0`` alike), a
+bool never where it declares an int, anything where it declares ``Any``, and NaN or an infinity
+nowhere. A key no dataclass declares is checked against the type of its default.
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ from aworld_train.errors import ConfigError, did_you_mean
 if TYPE_CHECKING:
     from omegaconf import DictConfig
 
-#: Bumped when the JSON this module writes changes shape.
-FORMAT = 1
+#: Bumped when the JSON this module writes changes shape or content (2: ``Any`` is ``"any"``).
+FORMAT = 2
 
 #: The keys VeRL resolves by name, and what the names are: each is read from VeRL's own registry.
 REGISTRIES = {
@@ -203,12 +204,14 @@ def _nested_dataclass(hint: Any) -> type | None:
 
 
 def type_term(hint: Any) -> Any:
-    """A type hint as a JSON term, or ``None`` when it cannot be checked here (``Any``, a
-    dataclass, a class of VeRL's own)."""
+    """A type hint as a JSON term, or ``None`` when it cannot be checked here (a dataclass, a
+    class of VeRL's own)."""
     import enum
     import types as pytypes
 
-    scalars = {int: "int", float: "float", str: "str", bool: "bool", type(None): "null"}
+    # ``Any`` is a declaration too: VeRL takes anything there (``target_modules`` is a name or a
+    # list), so the type of its default must not narrow it.
+    scalars = {int: "int", float: "float", str: "str", bool: "bool", type(None): "null", typing.Any: "any"}
     if hint in scalars:
         return scalars[hint]
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
@@ -229,7 +232,7 @@ def type_term(hint: Any) -> Any:
 
 def python_type(term: Any) -> Any:
     """The type hint a JSON term stands for (the inverse of :func:`type_term`)."""
-    scalars = {"int": int, "float": float, "str": str, "bool": bool, "null": type(None)}
+    scalars = {"int": int, "float": float, "str": str, "bool": bool, "null": type(None), "any": typing.Any}
     if isinstance(term, str):
         return scalars[term]
     if "literal" in term:
@@ -341,7 +344,13 @@ def describe_type(hint: Any) -> str:
 
 def _check_default_type(value: Any, key: str, origin: str, base: DictConfig) -> None:
     """No dataclass declares ``key``: its value must be of its default's type (an int where the
-    default is a float), or null."""
+    default is a float), or null.
+
+    An int default takes ints only, 2.0 included: the int keys no dataclass declares are counts,
+    sizes, ports and steps (``data.train_batch_size``, ``trainer.total_epochs``,
+    ``lora.rank``, ...), which VeRL's code hands to ``range``, integer division, tensor shapes
+    and ``%`` checks, where a float fails or silently changes the result. The few timeouts among
+    them (``nccl_timeout``) would take a float, but lose nothing to whole seconds."""
     from omegaconf import ListConfig, OmegaConf
 
     if value is None:

@@ -219,3 +219,302 @@ def test_an_interpolation_is_left_to_verl(tmp_path: Path, tiny_model: Path) -> N
     cfg = resolved(tmp_path, tiny_model, verl={
         "critic.ppo_micro_batch_size_per_gpu": "${actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu}"}).config
     assert cfg.critic.ppo_micro_batch_size_per_gpu == cfg.actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu
+
+
+# --- A VeRL config written for a framework that fills some keys in (AWorld Train's) ----------
+
+# AWorld Train's train_gaia_with_aworld_verl/grpo_trainer.yaml, key for key, trimmed to run on the
+# CPU: its null keys for the framework to fill, its float sampling values, its 8-GPU sizes; the
+# lengths fit the tiny model, which stands in for Qwen/Qwen3-32B, and the multi-turn tool file
+# (a path in AWorld's repository) is left out.
+AWORLD_GRPO_TRAINER = """
+data:
+  train_files:
+  val_files:
+  max_prompt_length: 2048
+  max_response_length: 64
+  return_raw_chat: true
+  train_batch_size: 1
+  filter_overlong_prompts: true
+  truncation: error
+custom_reward_function:
+  path:
+  name:
+actor_rollout_ref:
+  model:
+    path: MODEL
+    use_remove_padding: true
+    enable_gradient_checkpointing: true
+    use_fused_kernels: true
+  actor:
+    use_kl_loss: false
+    kl_loss_coef: 0.0
+    clip_ratio_low: 0.2
+    clip_ratio_high: 0.28
+    clip_ratio_c: 10.0
+    optim:
+      lr: 0.000006
+    use_dynamic_bsz: false
+    ppo_mini_batch_size: 1
+    ppo_micro_batch_size_per_gpu: 1
+    ppo_max_token_len_per_gpu: 4096
+    ulysses_sequence_parallel_size: 8
+    strategy: fsdp2
+    fsdp_config:
+      model_dtype: bf16
+      param_offload: true
+      optimizer_offload: true
+      fsdp_size: -1
+  ref:
+    log_prob_micro_batch_size_per_gpu: 1
+  rollout:
+    name: vllm
+    mode: async
+    max_num_batched_tokens: 4096
+    prompt_length: 2048
+    response_length: 64
+    tensor_model_parallel_size: 8
+    enforce_eager: true
+    free_cache_engine: true
+    gpu_memory_utilization: 0.8
+    n: 8
+    max_num_seqs: 8
+    log_prob_micro_batch_size_per_gpu: 1
+    temperature: 1.0
+    top_p: 1.0
+    top_k: 80
+    dtype: bfloat16
+    agent:
+      agent_loop_config_path:
+    multi_turn:
+      enable: false
+      max_user_turns: 8
+      max_assistant_turns: 8
+      format: hermes
+    val_kwargs:
+      top_p: 0.6
+      temperature: 1.0
+      n: 1
+    trace:
+      backend: mlflow
+algorithm:
+  adv_estimator: grpo
+  use_kl_in_reward: false
+  kl_ctrl:
+    kl_coef: 0.0
+trainer:
+  logger: [ 'console' ]
+  project_name: verl_train
+  experiment_name: verl_experiment
+  nnodes: 1
+  n_gpus_per_node: 8
+  default_local_dir:
+  total_epochs: 1
+  val_before_train: false
+  log_val_generations: 0
+  save_freq: 30
+  test_freq: 0
+"""
+
+TOOLS_FILE = '''
+def lookup(word: str) -> str:
+    """Look a word up.
+
+    Args:
+        word: the word.
+    """
+    return word
+'''
+
+
+def aworld_grpo_trainer(model: Path) -> dict[str, Any]:
+    import yaml
+
+    return yaml.safe_load(AWORLD_GRPO_TRAINER.replace("MODEL", str(model)))
+
+
+def saved_config_of(tmp_path: Path, model: Path, reward_file: Path, config: dict[str, Any]) -> Any:
+    """Check a job whose agent has a tool (so the agent loop is wired) through AgentTrainer, as
+    a user's script does; the saved VeRL config of its run, read back."""
+    from omegaconf import OmegaConf
+
+    from aworld_train import AgentTrainer
+
+    from conftest import repeat_rows
+
+    (tmp_path / "tools.py").write_text(TOOLS_FILE)
+    trainer = AgentTrainer(
+        agent={"name": "lookup-agent", "model": str(model), "tools": ["tools.py:lookup"]},
+        config=config, reward_func=f"{reward_file.name}:exact", train_dataset=repeat_rows(4),
+        train_engine_name="verl", run_path=tmp_path / "runs", base_dir=tmp_path, show_progress=False,
+    )
+    return trainer.run_dir.path, OmegaConf.load(trainer.run_dir.path / "verl_config.yaml")
+
+
+def assert_engine_wiring(run_dir: Path, saved: Any, model: Path) -> None:
+    assert Path(saved.data.train_files).is_file() and Path(saved.data.val_files).is_file()
+    assert Path(saved.data.train_files).parent == run_dir / "data"
+    loop = Path(saved.actor_rollout_ref.rollout.agent.agent_loop_config_path)
+    assert loop.is_file() and loop.parent == run_dir
+    assert Path(saved.trainer.default_local_dir).parent == run_dir
+    reward = Path(saved.reward.custom_reward_function.path)
+    assert reward.is_file() and reward.parent == run_dir and saved.reward.custom_reward_function.name
+    assert saved.custom_reward_function.path is None, "no legacy value for VeRL to copy over the wired one"
+    assert Path(saved.actor_rollout_ref.model.path) == model.resolve()
+
+
+def test_aworlds_verl_config_under_verl_passes_check_and_saves_the_engines_wiring(
+    tmp_path: Path, tool_model: Path, reward_file: Path
+) -> None:
+    """Gaps 1 and 3: a whole VeRL config whose framework-filled keys are null gets the engine's
+    wiring (data files, agent loop, checkpoints, reward), and its float sampling values pass."""
+    run_dir, saved = saved_config_of(tmp_path, tool_model, reward_file, {"verl": aworld_grpo_trainer(tool_model)})
+    assert_engine_wiring(run_dir, saved, tool_model)
+    # The user's own values stay.
+    assert saved.trainer.experiment_name == "verl_experiment"
+    assert saved.actor_rollout_ref.rollout.top_p == 1.0 and saved.actor_rollout_ref.rollout.val_kwargs.temperature == 1.0
+    assert saved.actor_rollout_ref.rollout.tensor_model_parallel_size == 8
+    assert saved.trainer.n_gpus_per_node == 8
+
+
+def overrides_of(tmp_path: Path, model: Path | None, verl: dict[str, Any], **inputs: Any) -> dict[str, Any]:
+    from aworld_train_verl.config import job_overrides
+
+    ctx = make_ctx(tmp_path / "run", model, verl=verl)
+    return job_overrides(ctx.config, ctx.run_dir, inputs=inputs)[0]
+
+
+WIRED_FILES = {"data.train_files": "/runs/r/data/train.parquet", "data.val_files": "/runs/r/data/test.parquet",
+               "reward.custom_reward_function.path": "/runs/r/verl_reward.py",
+               "reward.custom_reward_function.name": "compute_score"}
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "wired", "fix"),
+    [
+        ("data.train_files", "~/data/gaia/train.parquet", "/runs/r/data/train.parquet", "the job's train_dataset"),
+        ("data.val_files", ["/data/test.parquet"], "/runs/r/data/test.parquet", "the job's test_dataset"),
+        ("reward.custom_reward_function.name", "gaia_reward_func", "compute_score", "the job's reward"),
+        ("trainer.default_local_dir", "/ckpt", None, "the run's checkpoints"),
+    ],
+)
+def test_a_value_that_contradicts_the_engines_wiring_is_one_error_naming_both(
+    tmp_path: Path, tiny_model: Path, key: str, value: Any, wired: str | None, fix: str
+) -> None:
+    """A non-null value for a key the engine wires names the key, both values, and the fix."""
+    wired = wired or str(tmp_path / "run" / "checkpoints")
+    with pytest.raises(ConfigError) as caught:
+        overrides_of(tmp_path, tiny_model, {key: value}, **WIRED_FILES)
+    assert str(caught.value) == (
+        f"config key 'verl.{key}': {value!r} contradicts {wired!r}, which the engine wires there; "
+        f"leave it null: the engine writes {fix}"
+        + (" (else its train_dataset)" if key == "data.val_files" else "") + " there"
+    )
+
+
+def test_a_value_that_agrees_with_the_engines_wiring_is_accepted(tmp_path: Path, tiny_model: Path) -> None:
+    run_dir = tmp_path / "run"
+    overrides = overrides_of(tmp_path, tiny_model, {"trainer.default_local_dir": str(run_dir / "checkpoints"),
+                                                   "data.train_files": "/runs/r/data/train.parquet"},
+                             **WIRED_FILES)
+    assert overrides["trainer.default_local_dir"] == str(run_dir / "checkpoints")
+
+
+def test_the_legacy_reward_keys_null_or_agreeing_leave_the_wired_reward(tmp_path: Path, tiny_model: Path) -> None:
+    """VeRL copies a set legacy custom_reward_function over reward.custom_reward_function: null
+    or the engine's own value, it is left out; any other value is refused."""
+    from aworld_train_verl.config import compose_config
+
+    for legacy in ({"path": None, "name": None}, {"path": "/runs/r/verl_reward.py", "name": "compute_score"}):
+        composed = compose_config(overrides_of(tmp_path, tiny_model, {"custom_reward_function": legacy}, **WIRED_FILES))
+        assert composed.custom_reward_function.path is None and composed.custom_reward_function.name is None
+        assert composed.reward.custom_reward_function.path == "/runs/r/verl_reward.py"
+    with pytest.raises(ConfigError, match=(
+        r"^config key 'verl\.custom_reward_function\.path': 'reward/gaia_reward_function\.py' contradicts "
+        r"'/runs/r/verl_reward\.py', which the engine wires at 'reward\.custom_reward_function\.path'; "
+        r"leave it null: the engine writes the job's reward there$"
+    )):
+        overrides_of(tmp_path, tiny_model, {"custom_reward_function.path": "reward/gaia_reward_function.py"},
+                     **WIRED_FILES)
+
+
+def test_a_null_for_a_key_the_engine_sets_keeps_the_engines_value(tmp_path: Path, tiny_model: Path) -> None:
+    """Null for a default, a common key or run wiring is "engine, fill it in"; null for any
+    other key keeps VeRL's meaning of null."""
+    cfg = resolved(tmp_path, tiny_model, verl={
+        "trainer": {"project_name": None, "experiment_name": None, "total_training_steps": None},
+        "actor_rollout_ref": {"rollout": {"name": None}, "actor": {"optim": {"min_lr_ratio": None}}},
+    }).config
+    assert cfg.trainer.project_name == "aworld-train"
+    assert cfg.trainer.experiment_name == "run"
+    assert cfg.trainer.total_training_steps == 2  # max_steps
+    assert cfg.actor_rollout_ref.rollout.name == "vllm"
+    assert cfg.actor_rollout_ref.actor.optim.min_lr_ratio is None
+
+
+def test_the_one_model_reaches_actor_rollout_reference_and_critic(tmp_path: Path, tiny_model: Path) -> None:
+    """Gap 2, the engine's part: the job's model (config.model, where the core puts the model
+    however the job named it) is what the actor, its rollout and reference, and the critic load;
+    a null model key is filled with it."""
+    cfg = resolve(make_ctx(tmp_path / "run", tiny_model, verl={"actor_rollout_ref.model.path": None}).config,
+                  tmp_path / "run").config
+    assert cfg.actor_rollout_ref.model.path == cfg.critic.model.path == str(tiny_model)
+    assert "path" not in cfg.actor_rollout_ref.rollout and "path" not in cfg.actor_rollout_ref.ref
+
+
+def test_a_model_key_naming_another_model_is_refused(tmp_path: Path, tiny_model: Path) -> None:
+    with pytest.raises(ConfigError, match=(
+        r"^config key 'verl\.actor_rollout_ref\.model\.path': 'Qwen/Qwen3-32B' contradicts '.+', which "
+        r"the engine wires there; leave it null: the engine writes the job's model there$"
+    )):
+        overrides_of(tmp_path, tiny_model, {"actor_rollout_ref": {"model": {"path": "Qwen/Qwen3-32B"}}})
+
+
+def test_a_null_model_key_and_no_model_is_still_no_model(tmp_path: Path) -> None:
+    ctx = make_ctx(tmp_path / "run", None, verl={"actor_rollout_ref.model.path": None})
+    with pytest.raises(ConfigError, match="^no model: set config key 'model'"):
+        resolve(ctx.config, ctx.run_dir)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("actor_rollout_ref.rollout.top_p", 1.0),
+        ("actor_rollout_ref.rollout.top_p", 1),
+        ("actor_rollout_ref.rollout.val_kwargs.temperature", 1.0),
+        ("actor_rollout_ref.rollout.val_kwargs.top_p", 0.6),
+        ("actor_rollout_ref.actor.clip_ratio_c", 10.0),
+        ("actor_rollout_ref.model.target_modules", ["q_proj", "v_proj"]),
+    ],
+)
+def test_values_are_checked_against_verls_declared_types(
+    tmp_path: Path, tiny_model: Path, key: str, value: Any
+) -> None:
+    """Gap 5: a float field takes 1 and 1.0 whatever the type of its default (VeRL's default
+    top_p is the int 1), and a field VeRL declares Any takes a list where its default is a str."""
+    from omegaconf import OmegaConf
+
+    assert OmegaConf.select(resolved(tmp_path, tiny_model, verl={key: value}).config, key) == value
+
+
+def test_an_int_key_no_dataclass_declares_refuses_a_float(tmp_path: Path, tiny_model: Path) -> None:
+    with pytest.raises(ConfigError, match=r"'verl\.trainer\.total_epochs': must be int \(the type of VeRL's default 30\), not 2\.0"):
+        resolved(tmp_path, tiny_model, verl={"trainer.total_epochs": 2.0})
+
+
+def test_config_layout_names_verls_top_level_keys_without_importing_verl() -> None:
+    """The core places a whole VeRL config's keys in the verl section by these names; once the
+    composed config is cached, reading them imports neither VeRL nor torch."""
+    from aworld_train_verl.config import MODEL_KEY, section_keys
+
+    assert {"data", "actor_rollout_ref", "critic", "trainer", "algorithm", "reward", "custom_reward_function",
+            "reward_model", "ray_kwargs"} <= section_keys()
+    assert MODEL_KEY == "actor_rollout_ref.model.path"
+    code = (
+        "import json, sys\n"
+        "from aworld_train_verl.config import section_keys\n"
+        "assert 'trainer' in section_keys()\n"
+        "print(json.dumps(sorted(m for m in ('torch', 'verl', 'hydra') if m in sys.modules)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == []
