@@ -10,15 +10,24 @@ at ``train`` with VeRL's one line, after the run directory and its saved config 
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
+from omegaconf import OmegaConf
+
+from conftest import LocalActorHandle
+from rollouts import ScriptedTokenClient
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "gaia_verl"
 EXECUTABLE = Path(sys.executable).with_name("aworld-train")
@@ -46,9 +55,13 @@ class Run:
 
 @pytest.fixture(scope="module")
 def example(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A copy of the example, with the data and model its ``create_dataset.py`` writes."""
-    folder = tmp_path_factory.mktemp("example") / "gaia_verl"
+    """A copy of the example, with the data and model its ``create_dataset.py`` writes (the
+    model's chat template comes from the calculator example's ``prepare.py``)."""
+    examples = tmp_path_factory.mktemp("examples")
+    folder = examples / "gaia_verl"
     shutil.copytree(EXAMPLE, folder, ignore=shutil.ignore_patterns("build", "data", "runs", "logs", "__pycache__"))
+    (examples / "calculator_agent").mkdir()
+    shutil.copy(EXAMPLE.parent / "calculator_agent" / "prepare.py", examples / "calculator_agent")
     subprocess.run([sys.executable, str(folder / "create_dataset.py")], check=True, capture_output=True,
                    text=True, timeout=600)
     return folder
@@ -77,8 +90,6 @@ def stopped_run(request: pytest.FixtureRequest) -> Run:
 
 
 def saved_config(run: Run) -> Any:
-    from omegaconf import OmegaConf
-
     path = run.run_dir / "verl_config.yaml"
     assert path.is_file(), run.output
     return OmegaConf.load(path)
@@ -126,8 +137,6 @@ def test_the_saved_config_names_the_data_the_agent_loop_the_validated_model_and_
 ) -> None:
     """The framework-filled keys the example leaves null are the engine's wiring in the saved
     config, and the model is the folder `check` validated."""
-    from omegaconf import OmegaConf
-
     cfg = saved_config(stopped_run)
     run_dir = stopped_run.run_dir
     train_files, val_files = as_list(cfg.data.train_files), as_list(cfg.data.val_files)
@@ -165,15 +174,12 @@ def test_verls_reward_loader_finds_the_users_gaia_reward_in_the_saved_config(sto
     assert score("498") == 0.0, "no answer tags, no reward"
 
 
-def test_verls_dataset_and_agent_loop_code_read_the_saved_config(main_run: Run, example: Path) -> None:
-    """VeRL's own RLHFDataset reads the saved data files as the trainer would, and its
-    AgentLoopWorker registers the agent loop the config names, which runs the user's AWorld
-    agent (its name, tools and system prompt intact)."""
-    from verl.experimental.agent_loop import agent_loop
+def test_verls_dataset_reads_the_saved_data_files_as_the_trainer_would(main_run: Run) -> None:
+    """VeRL's own RLHFDataset reads the converted parquet the saved config names: every question,
+    its GAIA fields kept, each row naming the agent loop of the AWorld agent."""
     from verl.utils.dataset.rl_dataset import RLHFDataset
 
     from aworld_train_verl.agent import load_tokenizer
-    from aworld_train_verl.aworld_loop import load_agent_copy
 
     cfg = saved_config(main_run)
     tokenizer = load_tokenizer(str(cfg.actor_rollout_ref.model.path))
@@ -182,13 +188,67 @@ def test_verls_dataset_and_agent_loop_code_read_the_saved_config(main_run: Run, 
     row = data[0]
     assert row["raw_prompt"][-1]["content"].startswith("How many years passed between")
     assert row["data_source"] == "gaia" and row["reward_model"]["ground_truth"] == "48"
-    assert row["extra_info"]["task_id"] == "landmarks-train-000"
+    assert row["extra_info"]["task_id"] == "landmarks-train-000" and row["extra_info"]["level"] == 1
+    loops = OmegaConf.load(cfg.actor_rollout_ref.rollout.agent.agent_loop_config_path)
+    assert {str(data[i]["agent_name"]) for i in range(len(data))} == {entry["name"] for entry in loops}
 
-    agent_loop.AgentLoopWorker(cfg, llm_client=None)
-    names = {str(row["agent_name"]) for row in (data[i] for i in range(len(data)))}
-    assert len(names) == 1
-    registered = agent_loop._agent_loop_registry[names.pop()]
-    assert registered["_target_"] == AWORLD_LOOP
-    agent = load_agent_copy(registered["agent_file"])
-    assert agent.name() == "gaia_agent" and agent.mcp_servers == ["gaia_tools"]
-    assert "<answer>" in agent.system_prompt
+
+LANDMARKS = ("Statue of Liberty", "Burj Khalifa", "Eiffel Tower", "Big Ben", "Golden Gate Bridge")
+
+
+class GaiaTokenClient(ScriptedTokenClient):
+    """A fake policy (no GPU for vLLM here) that works a question the way the system prompt asks:
+    it looks up each landmark the question names, has the calculator take the difference of the
+    facts the server returned, and answers with what the calculator said. Its answer can only be
+    right when both MCP tools really ran."""
+
+    def _reply(self, prompt: str) -> str:
+        question = re.search(r"<\|im_start\|>user\n(?!<tool_response>)(.*?)<\|im_end\|>", prompt, re.DOTALL)
+        assert question is not None, prompt
+        named = sorted((question.group(1).index(name), name) for name in LANDMARKS if name in question.group(1))
+        results = re.findall(r"<tool_response>\n(.*?)\n</tool_response>", prompt, re.DOTALL)
+        if len(results) < len(named):
+            return tool_call("look_up", {"landmark": named[len(results)][1]})
+        if len(results) == len(named):
+            key = "completed" if "years" in question.group(1) else "height_m"
+            low, high = sorted(json.loads(result)[key] for result in results)
+            return tool_call("calculate", {"expression": f"{high} - {low}"})
+        return f"So the answer is <answer>{results[-1]}</answer>"
+
+
+def tool_call(name: str, arguments: dict[str, Any]) -> str:
+    return f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
+
+
+def test_verls_agent_loop_runs_the_aworld_agent_from_the_saved_config_and_its_reward_scores_it(
+    main_run: Run,
+) -> None:
+    """The pipeline a GPU run goes through, from main.py's saved config alone: VeRL's
+    AgentLoopWorker registers the agent loop it names, which runs the user's AWorld agent with
+    its own MCP server; VeRL's reward loop scores each episode with gaia_reward_func."""
+    from verl import DataProto
+    from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
+    from verl.experimental.reward_loop.reward_loop import RewardLoopWorker
+    from verl.utils.dataset.rl_dataset import RLHFDataset, collate_fn
+
+    from aworld_train_verl.agent import load_tokenizer
+
+    cfg = saved_config(main_run)
+    tokenizer = load_tokenizer(str(cfg.actor_rollout_ref.model.path))
+    data = RLHFDataset(data_files=as_list(cfg.data.val_files), tokenizer=tokenizer, config=cfg.data)
+    batch = DataProto.from_single_dict(collate_fn([data[i] for i in range(len(data))]))
+    batch.non_tensor_batch["uid"] = np.array([str(uuid.uuid4()) for _ in range(len(batch))], dtype=object)
+    client = GaiaTokenClient(tokenizer)
+
+    async def rollout() -> Any:
+        worker = AgentLoopWorker(cfg, llm_client=client,
+                                 reward_loop_worker_handles=[LocalActorHandle(RewardLoopWorker(cfg))])
+        return await worker.generate_sequences(batch)
+
+    output = asyncio.run(rollout())
+    assert output.non_tensor_batch["agent_failure"].tolist() == [None, None]
+    assert output.non_tensor_batch["tool_calls"].tolist() == [3, 3], "two look-ups and a calculation"
+    first_prompts = [prompts[0] for prompts in client.prompts.values()]
+    assert all("<answer>ANSWER</answer>" in prompt and '"name": "look_up"' in prompt for prompt in first_prompts), \
+        "the agent's own system prompt and tools"
+    assert output.batch["rm_scores"].sum(dim=-1).tolist() == [1.0, 1.0], "124 and 498, from the server's facts"
