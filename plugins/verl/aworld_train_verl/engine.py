@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 ENGINE = "verl"
 
 
+@hookimpl
 def config_layout() -> ConfigLayout:
     """A whole VeRL config belongs in the ``verl:`` section: its top-level keys (read from the
     cached composed config, no VeRL import), and the policy model at ``actor_rollout_ref.model.path``."""

@@ -333,9 +333,11 @@ def aworld_grpo_trainer(model: Path) -> dict[str, Any]:
     return yaml.safe_load(AWORLD_GRPO_TRAINER.replace("MODEL", str(model)))
 
 
-def saved_config_of(tmp_path: Path, model: Path, reward_file: Path, config: dict[str, Any]) -> Any:
+def saved_config_of(tmp_path: Path, model: Path | None, reward_file: Path, config: Any) -> Any:
     """Check a job whose agent has a tool (so the agent loop is wired) through AgentTrainer, as
-    a user's script does; the saved VeRL config of its run, read back."""
+    a user's script does; the run directory and its saved VeRL config, read back.
+
+    :param model: the agent's model, or ``None`` when the config names it."""
     from omegaconf import OmegaConf
 
     from aworld_train import AgentTrainer
@@ -344,7 +346,7 @@ def saved_config_of(tmp_path: Path, model: Path, reward_file: Path, config: dict
 
     (tmp_path / "tools.py").write_text(TOOLS_FILE)
     trainer = AgentTrainer(
-        agent={"name": "lookup-agent", "model": str(model), "tools": ["tools.py:lookup"]},
+        agent={"name": "lookup-agent", "tools": ["tools.py:lookup"], **({"model": str(model)} if model else {})},
         config=config, reward_func=f"{reward_file.name}:exact", train_dataset=repeat_rows(4),
         train_engine_name="verl", run_path=tmp_path / "runs", base_dir=tmp_path, show_progress=False,
     )
@@ -375,6 +377,22 @@ def test_aworlds_verl_config_under_verl_passes_check_and_saves_the_engines_wirin
     assert saved.actor_rollout_ref.rollout.top_p == 1.0 and saved.actor_rollout_ref.rollout.val_kwargs.temperature == 1.0
     assert saved.actor_rollout_ref.rollout.tensor_model_parallel_size == 8
     assert saved.trainer.n_gpus_per_node == 8
+
+
+def test_aworlds_verl_config_file_as_the_whole_config_is_the_verl_section(
+    tmp_path: Path, tool_model: Path, reward_file: Path
+) -> None:
+    """Gaps 2 and 3: AWorld's example passes its VeRL config file as the job's config
+    (config="grpo_trainer.yaml"); it works as the verl section, its model key is the job's one
+    model, and the saved config holds the engine's wiring."""
+    import yaml
+
+    config_file = tmp_path / "grpo_trainer.yaml"
+    config_file.write_text(yaml.safe_dump(aworld_grpo_trainer(tool_model)))
+    run_dir, saved = saved_config_of(tmp_path, None, reward_file, str(config_file))
+    assert_engine_wiring(run_dir, saved, tool_model)
+    assert saved.trainer.experiment_name == "verl_experiment"
+    assert saved.actor_rollout_ref.rollout.top_p == 1.0
 
 
 def overrides_of(tmp_path: Path, model: Path | None, verl: dict[str, Any], **inputs: Any) -> dict[str, Any]:
@@ -503,17 +521,23 @@ def test_an_int_key_no_dataclass_declares_refuses_a_float(tmp_path: Path, tiny_m
 
 
 def test_config_layout_names_verls_top_level_keys_without_importing_verl() -> None:
-    """The core places a whole VeRL config's keys in the verl section by these names; once the
-    composed config is cached, reading them imports neither VeRL nor torch."""
-    from aworld_train_verl.config import MODEL_KEY, section_keys
+    """The core places a whole VeRL config's keys in the verl section by these names, and takes
+    its model key as the job's model; once the composed config is cached, the hook imports
+    neither VeRL nor torch."""
+    from aworld_train.config import ConfigLayout
 
+    from aworld_train_verl import engine
+
+    layout = engine.config_layout()
+    assert isinstance(layout, ConfigLayout) and not layout.takes_any
     assert {"data", "actor_rollout_ref", "critic", "trainer", "algorithm", "reward", "custom_reward_function",
-            "reward_model", "ray_kwargs"} <= section_keys()
-    assert MODEL_KEY == "actor_rollout_ref.model.path"
+            "reward_model", "ray_kwargs"} <= layout.section_keys
+    assert "model" not in layout.section_keys and "verl" not in layout.section_keys
+    assert layout.model_key == "actor_rollout_ref.model.path"
     code = (
         "import json, sys\n"
-        "from aworld_train_verl.config import section_keys\n"
-        "assert 'trainer' in section_keys()\n"
+        "from aworld_train_verl import engine\n"
+        "assert 'trainer' in engine.config_layout().section_keys\n"
         "print(json.dumps(sorted(m for m in ('torch', 'verl', 'hydra') if m in sys.modules)))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
