@@ -35,7 +35,7 @@ from helpers import (
     write_jsonl,
 )
 
-from aworld_train import AgentTrainer, TrainerProcessor
+from aworld_train import AgentTrainer
 
 EXECUTABLE = Path(sys.executable).with_name("aworld-train")
 
@@ -283,6 +283,34 @@ def test_train_flags_replace_the_job_fields(tmp_path: Path, capsys: pytest.Captu
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.parametrize("text", ['{"name": "inline", "system_prompt": "Add."}',
+                                  "{name: inline, system_prompt: Add.}",
+                                  "name: inline"])
+def test_the_agent_flag_takes_a_mapping_written_as_text(
+    text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--agent takes what its help says: a mapping as JSON or YAML text."""
+    job = write_job(tmp_path)
+    result = aworld_train_in_process(capsys, "check", job, "--agent", text)
+    assert result.returncode == 0, result.stderr
+    assert "'inline'" in result.stdout, "the check table names the inline agent"
+    help_text = aworld_train_in_process(capsys, "check", "--help").stdout
+    assert "a mapping as JSON/YAML text" in " ".join(help_text.split())
+
+
+@pytest.mark.parametrize(("text", "fragments"), [
+    ('{"name": "a"', ("--agent:1: invalid YAML",)),
+    ("- name: a", ("--agent: an inline agent must be a mapping", "not list")),
+    ('{"nam": "a"}', ("unknown agent key 'nam'", "did you mean 'name'")),
+])
+def test_an_agent_flag_mapping_that_is_wrong_is_one_line(
+    text: str, fragments: tuple[str, ...], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job = write_job(tmp_path)
+    assert_one_line_error(aworld_train_in_process(capsys, "check", job, "--agent", text),
+                          *fragments)
+
+
 def test_train_into_a_run_path_that_is_a_file(tmp_path: Path) -> None:
     job = write_job(tmp_path)
     (tmp_path / "runs").write_text("a file")
@@ -511,31 +539,16 @@ def test_an_unreachable_mcp_server_is_named_without_its_credentials(
     assert "hunter2-planted" not in result.stdout + result.stderr, line
 
 
-class ToyWithTools(TrainerProcessor):
-    """The toy engine, as a processor that takes an agent with tools (and leaves them be)."""
+# The toy engine, taking an agent with tools (and leaving them be).
+TOY_WITH_TOOLS = '''
+from aworld_train import hookimpl
+from aworld_train_toy.engine import check_config, check_dataset, check_reward, train
 
-    def check_agent(self, agent: Any) -> Any:
-        return None
 
-    def check_dataset(self, dataset: Any, test_dataset: Any = None) -> Any:
-        from aworld_train_toy import engine
-
-        return engine.check_dataset(dataset, test_dataset, self.context)
-
-    def check_reward(self, reward_func: Any) -> Any:
-        from aworld_train_toy import engine
-
-        return engine.check_reward(reward_func, self.context)
-
-    def check_config(self, config: Any) -> Any:
-        from aworld_train_toy import engine
-
-        return engine.check_config(config, self.context)
-
-    def train(self) -> Any:
-        from aworld_train_toy import engine
-
-        return engine.train(self.context)
+@hookimpl
+def check_agent(agent):
+    return None
+'''
 
 
 PLANTED = {
@@ -554,7 +567,9 @@ def test_no_planted_secret_reaches_the_run_directory_or_the_terminal(
     caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setenv("SEARCH_API_KEY", PLANTED["environment API key"])
-    AgentTrainer.register_processor("toolsy", ToyWithTools)
+    (tmp_path / "site").mkdir()
+    lay_out_engine(tmp_path / "site", "toolsy", TOY_WITH_TOOLS)
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
     server = Path(__file__).parent / "mcp_servers" / "fragile.py"
     agent = {
         "name": "adder",

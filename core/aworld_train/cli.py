@@ -103,7 +103,8 @@ def job_options(command: Any) -> Any:
         click.option("--engine", help="Engine name (overrides the job's)."),
         click.option("-o", "--override", "overrides", multiple=True, metavar="KEY=VALUE",
                      help="Config override with a dotted key, e.g. -o trl.beta=0.0"),
-        click.option("--agent", help="Agent file, mapping or module:factory."),
+        click.option("--agent", help="Agent: a YAML/JSON file, a mapping as JSON/YAML text "
+                     "(e.g. '{\"name\": \"a\"}') or module:factory."),
         click.option("--train-dataset", help="Training dataset path."),
         click.option("--test-dataset", help="Test dataset path."),
         click.option("--reward", help="Reward: file.py:function, module:function or built-in."),
@@ -165,7 +166,8 @@ def new_engine(name: str, directory: Path | None) -> None:
 def _trainer_kwargs(job: Path | None, engine: str | None, overrides: tuple[str, ...],
                     fields: dict[str, Any], run_path: str | None = None) -> dict[str, Any]:
     from aworld_train.job import load_job
-    loaded = load_job(job, engine=engine, **fields)
+
+    loaded = load_job(job, engine=engine, **dict(fields, agent=_agent_flag(fields.get("agent"))))
     if run_path is not None:
         root = Path(run_path).resolve()
     else:  # a job's run_path is relative to the job file
@@ -176,6 +178,28 @@ def _trainer_kwargs(job: Path | None, engine: str | None, overrides: tuple[str, 
         run_path=root, train_engine_name=loaded.engine or _picked_engine(), columns=loaded.columns,
         overrides=overrides, base_dir=loaded.base_dir,
     )
+
+
+def _agent_flag(value: str | None) -> Any:
+    """``--agent``'s value: a mapping written as JSON or YAML text (``{"name": "a"}``,
+    ``name: a``) becomes the mapping; a file or a ``module:factory`` stays as written.
+
+    :raises JobError: for mapping text that does not parse, or parses to something else.
+    """
+    import os
+
+    from aworld_train.errors import JobError
+    from aworld_train.files import load_yaml_text
+
+    # A reference (module:factory, file.py:factory) has no ": " and opens no brace.
+    if value is None or os.path.exists(value) or not (
+            value.lstrip().startswith("{") or ": " in value):
+        return value
+    mapping = load_yaml_text(value, "--agent", JobError)
+    if not isinstance(mapping, dict):
+        raise JobError(f"--agent: an inline agent must be a mapping such as '{{\"name\": \"a\"}}', "
+                       f"not {type(mapping).__name__}")
+    return mapping
 
 
 def _picked_engine() -> str:

@@ -307,6 +307,11 @@ def _model_is_file(job: JobFolder) -> None:
     job.config["model"] = str(job.write("model.bin", "weights"))
 
 
+def _two_models(job: JobFolder) -> None:
+    job.config["model"] = "org/model-a"
+    job.job["agent"] = dict(job.job["agent"], model="org/model-b")
+
+
 _AUTO_MAP = {"model_type": "evil", "architectures": ["EvilForCausalLM"],
              "auto_map": {"AutoConfig": "configuration_evil.EvilConfig"}}
 _EVIL_CODE = ("from pathlib import Path\n"
@@ -409,6 +414,9 @@ CASES: tuple[BadJob, ...] = (
            "weights"),
     BadJob("model_without_tokenizer", _model(config={"model_type": "qwen2"},
                                              extra={"tokenizer.json": None}), "tokenizer"),
+    BadJob("model_named_twice_differently", _two_models,
+           r"config key 'model' names org/model-a but agent 'bad-jobs' model names org/model-b: "
+           r"name the model once"),
     BadJob("model_needs_remote_code", _model(config=_AUTO_MAP,
                                              extra={"configuration_evil.py": _EVIL_CODE}),
            "trust_remote_code"),
