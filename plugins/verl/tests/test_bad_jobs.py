@@ -34,6 +34,11 @@ def _verl(section: dict[str, Any]) -> Any:
     return edit
 
 
+def _model_only_in_the_section(job: JobFolder) -> None:
+    """The model named only at VeRL's own key, as a VeRL config names it."""
+    job.config["verl"] = {**job.config.get("verl", {}), "actor_rollout_ref.model.path": job.config.pop("model")}
+
+
 def _long_prompt(row: int, words: int = 60) -> Any:
     """Row ``row`` gets a prompt longer than the job's max_prompt_length (64), far within the
     model's 1024 positions."""
@@ -72,6 +77,17 @@ def _model_with_auto_map(job: JobFolder) -> None:
 
 
 VERL_CASES: tuple[BadJob, ...] = (
+    # Keys the engine wires from the job, given something else.
+    BadJob("train_files_contradict_the_wiring", _verl({"data.train_files": "gaia/train.parquet"}),
+           r"'verl\.data\.train_files': 'gaia/train\.parquet' contradicts '.+/data/train\.parquet', which the "
+           r"engine wires there; leave it null: the engine writes the job's train_dataset there"),
+    BadJob("legacy_reward_contradicts_the_wiring", _verl({"custom_reward_function.name": "gaia_reward_func"}),
+           r"'verl\.custom_reward_function\.name': 'gaia_reward_func' contradicts '\w+', which the engine "
+           r"wires at 'reward\.custom_reward_function\.name'; leave it null"),
+    BadJob("checkpoints_elsewhere", _verl({"trainer.default_local_dir": "/tmp/ckpt"}),
+           r"'verl\.trainer\.default_local_dir': '/tmp/ckpt' contradicts '.+/checkpoints'"),
+    BadJob("model_key_names_another_model", _verl({"actor_rollout_ref.model.path": "Qwen/Qwen3-32B"}),
+           r"config key 'verl\.actor_rollout_ref\.model\.path' names Qwen/Qwen3-32B: name the model once"),
     # Values of a type VeRL's dataclass (or default) does not declare.
     BadJob("total_epochs_text", _verl({"trainer.total_epochs": "many"}),
            r"'verl\.trainer\.total_epochs': must be int"),
@@ -162,6 +178,12 @@ ACCEPTED: tuple[tuple[str, Any], ...] = (
     ("max_model_len_int", _verl({"actor_rollout_ref.rollout.max_model_len": 1024})),
     ("estimator_in_the_section", _verl({"algorithm.adv_estimator": "rloo"})),
     ("estimator_as_the_algorithm", set_config(algorithm="rloo")),
+    ("framework_filled_keys_null", _verl({
+        "data": {"train_files": None, "val_files": None}, "trainer.default_local_dir": None,
+        "actor_rollout_ref.rollout.agent.agent_loop_config_path": None, "actor_rollout_ref.model.path": None,
+        "custom_reward_function": {"path": None, "name": None}, "reward.custom_reward_function.path": None})),
+    ("model_only_at_verls_key", _model_only_in_the_section),
+    ("any_typed_key_given_a_list", _verl({"actor_rollout_ref.model.target_modules": ["q_proj", "v_proj"]})),
     ("nested_mapping_and_new_key", _verl({"trainer": {"total_epochs": 2},
                                           "+ray_kwargs.ray_init.include_dashboard": False})),
 )
