@@ -10,10 +10,11 @@ import pytest
 import yaml
 
 from aworld_train import AgentTrainer
+from aworld_train.testing.bad_jobs import BadJobSuite, JobFolder
 from aworld_train.errors import ConfigError
 
 # An ms-swift config file for GRPO: swift's arguments at the top level, beside keys aworld-train
-# also has (learning_rate, max_steps, seed, num_generations).
+# also has (learning_rate, max_steps, seed, num_generations); each test adds the model.
 SWIFT_FILE = {
     "rlhf_type": "grpo",
     "template": "qwen",
@@ -28,29 +29,23 @@ SWIFT_FILE = {
 }
 
 
-def _check(job: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    """Write ``job`` as ``job.yaml`` in its folder and run ``aworld-train check`` on it with
-    the swift engine, in this process: the exit code and stderr."""
-    from aworld_train.cli import main
+class _SwiftCheck(BadJobSuite):
+    """The shared suite's ``aworld-train check`` runner on swift (not a test class)."""
 
-    path = job["base_dir"] / "job.yaml"
-    path.write_text(yaml.safe_dump({
-        "agent": job["agent"], "train_dataset": job["train_dataset"],
-        "reward": job["reward_func"], "config": job["config"], "run_path": "runs",
-    }))
-    capsys.readouterr()
-    try:
-        main(["check", str(path), "--engine", "swift"])
-    except SystemExit as exit_:
-        return exit_.code if isinstance(exit_.code, int) else 1, capsys.readouterr().err
-    return 0, capsys.readouterr().err
+    engine_name = "swift"
 
 
-def _swift_file(job: dict[str, Any], **keys: Any) -> dict[str, Any]:
-    """Make the job's config the file ``grpo.yaml``: :data:`SWIFT_FILE` with ``keys``."""
+def _check_file(job: dict[str, Any], capsys: pytest.CaptureFixture[str],
+                **keys: Any) -> tuple[int, str]:
+    """Make ``job``'s whole config the ms-swift file ``grpo.yaml`` (:data:`SWIFT_FILE` with
+    ``keys``) and run ``aworld-train check`` on it as a job file, in this process: exit code,
+    stderr."""
     (job["base_dir"] / "grpo.yaml").write_text(yaml.safe_dump(dict(SWIFT_FILE, **keys)))
     job["config"] = "grpo.yaml"
-    return job
+    return _SwiftCheck().run_check(JobFolder(job["base_dir"], {
+        "agent": job["agent"], "train_dataset": job["train_dataset"],
+        "reward": job["reward_func"], "config": job["config"], "run_path": "runs",
+    }), capsys)
 
 
 def test_section_keys_are_every_argument_but_the_jobs_own_fields() -> None:
@@ -73,8 +68,7 @@ def test_an_ms_swift_config_file_as_the_whole_config_passes_check(
 ) -> None:
     """An ms-swift-style config file given as ``config:`` passes ``check``, and the resolved
     arguments carry its values and its model."""
-    _swift_file(job, model=str(tiny_model))
-    code, err = _check(job, capsys)
+    code, err = _check_file(job, capsys, model=str(tiny_model))
     assert code == 0, err
 
     trainer = AgentTrainer(**job, check_only=True)
@@ -99,8 +93,8 @@ def test_swift_model_disagreeing_with_model_is_one_line(
 ) -> None:
     """A config whose ``swift.model`` names another model than the common ``model``:
     ``check`` refuses it in one line naming both."""
-    _swift_file(job, model="Qwen/Qwen2.5-0.5B-Instruct", swift={"model": str(tiny_model)})
-    code, err = _check(job, capsys)
+    code, err = _check_file(job, capsys, model="Qwen/Qwen2.5-0.5B-Instruct",
+                            swift={"model": str(tiny_model)})
     assert code == 2, err
     assert len(err.splitlines()) == 1 and err.startswith("error: "), err
     for named in ("swift.model", str(tiny_model), "Qwen/Qwen2.5-0.5B-Instruct"):

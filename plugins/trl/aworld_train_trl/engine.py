@@ -15,9 +15,20 @@ if TYPE_CHECKING:
     import datasets
 
     from aworld_train.agent import AgentSpec
-    from aworld_train.config import TrainConfig
+    from aworld_train.config import ConfigLayout, TrainConfig
     from aworld_train.context import RunContext
     from aworld_train.reward import RewardSpec
+
+
+@hookimpl
+def config_layout() -> ConfigLayout:
+    """How a TRL config file (``trl grpo --config``) looks: trainer config fields and
+    ``model_name_or_path`` at its top level."""
+    from aworld_train.config import ConfigLayout
+
+    from aworld_train_trl.config import MODEL_KEY, section_keys
+
+    return ConfigLayout(section_keys=section_keys(), model_key=MODEL_KEY)
 
 
 @hookimpl

@@ -10,9 +10,10 @@ import pytest
 import yaml
 
 from aworld_train import AgentTrainer
+from aworld_train.testing.bad_jobs import BadJobSuite, JobFolder
 
-# A TRL config file as TRL's own docs write one: GRPOConfig fields and ModelConfig's model key
-# at the top level, beside keys aworld-train also has (learning_rate, max_steps, seed).
+# A TRL config file: GRPOConfig fields at the top level, beside keys aworld-train also has
+# (learning_rate, max_steps, seed); each test adds ModelConfig's model_name_or_path.
 TRL_FILE = {
     "beta": 0.04,
     "per_device_train_batch_size": 4,
@@ -25,29 +26,22 @@ TRL_FILE = {
 }
 
 
-def _check(job: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    """Write ``job`` as ``job.yaml`` beside the fixture's files and run ``aworld-train check``
-    on it with the trl engine, in this process: the exit code and stderr."""
-    from aworld_train.cli import main
+class _TrlCheck(BadJobSuite):
+    """The shared suite's ``aworld-train check`` runner on trl (not a test class)."""
 
-    path = job["base_dir"] / "job.yaml"
-    path.write_text(yaml.safe_dump({
-        "agent": job["agent"], "train_dataset": job["train_dataset"],
-        "reward": job["reward_func"], "config": job["config"], "run_path": "runs",
-    }))
-    capsys.readouterr()
-    try:
-        main(["check", str(path), "--engine", "trl"])
-    except SystemExit as exit_:
-        return exit_.code if isinstance(exit_.code, int) else 1, capsys.readouterr().err
-    return 0, capsys.readouterr().err
+    engine_name = "trl"
 
 
-def _trl_file(job: dict[str, Any], **keys: Any) -> dict[str, Any]:
-    """Make the job's config the file ``grpo.yaml``: :data:`TRL_FILE` with ``keys``."""
+def _check_file(job: dict[str, Any], capsys: pytest.CaptureFixture[str],
+                **keys: Any) -> tuple[int, str]:
+    """Make ``job``'s whole config the TRL file ``grpo.yaml`` (:data:`TRL_FILE` with ``keys``)
+    and run ``aworld-train check`` on it as a job file, in this process: exit code, stderr."""
     (job["base_dir"] / "grpo.yaml").write_text(yaml.safe_dump(dict(TRL_FILE, **keys)))
     job["config"] = "grpo.yaml"
-    return job
+    return _TrlCheck().run_check(JobFolder(job["base_dir"], {
+        "agent": job["agent"], "train_dataset": job["train_dataset"],
+        "reward": job["reward_func"], "config": job["config"], "run_path": "runs",
+    }), capsys)
 
 
 def test_section_keys_are_every_trainer_field_and_the_model_key() -> None:
@@ -70,16 +64,15 @@ def test_a_trl_config_file_as_the_whole_config_passes_check(
 ) -> None:
     """A TRL-style config file given as ``config:`` passes ``check``, and the resolved
     GRPOConfig arguments carry its values and its model."""
-    _trl_file(job, model_name_or_path=str(tiny_model))
-    code, err = _check(job, capsys)
+    code, err = _check_file(job, capsys, model_name_or_path=str(tiny_model))
     assert code == 0, err
 
     trainer = AgentTrainer(**job, check_only=True)
     args = trainer.context.results["config"].args
     assert {key: args[key] for key in TRL_FILE} == TRL_FILE
     assert trainer.context.results["agent"].model == str(tiny_model)
-    assert trainer.config.model == str(tiny_model)
-    assert "model_name_or_path" not in trainer.config.engine_section()
+    assert trainer.context.config.model == str(tiny_model)
+    assert "model_name_or_path" not in trainer.context.config.engine_section()
 
 
 def test_model_name_or_path_in_the_trl_section_is_the_jobs_model(
@@ -107,8 +100,8 @@ def test_model_name_or_path_disagreeing_with_model_is_one_line(
 ) -> None:
     """A TRL config file whose ``model_name_or_path`` names another model than the common
     ``model``: ``check`` refuses it in one line naming both."""
-    _trl_file(job, model="Qwen/Qwen2.5-0.5B-Instruct", model_name_or_path=str(tiny_model))
-    code, err = _check(job, capsys)
+    code, err = _check_file(job, capsys, model="Qwen/Qwen2.5-0.5B-Instruct",
+                            model_name_or_path=str(tiny_model))
     assert code == 2, err
     assert len(err.splitlines()) == 1 and err.startswith("error: "), err
     for named in ("model_name_or_path", str(tiny_model), "Qwen/Qwen2.5-0.5B-Instruct"):
