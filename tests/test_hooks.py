@@ -160,9 +160,9 @@ def test_hook_config_layout(toy_job: dict[str, Any], tmp_path: Path,
 
 
 @pytest.mark.parametrize(("name", "body", "message"), [
-    ("wrongtype", "return {'section_keys': ['depth']}",
+    ("layoutwrongtype", "return {'section_keys': ['depth']}",
      "config_layout returned dict, not a ConfigLayout or None"),
-    ("raising", "raise KeyError('schema')", "config_layout raised KeyError: 'schema'"),
+    ("layoutraises", "raise KeyError('schema')", "config_layout raised KeyError: 'schema'"),
 ])
 def test_a_config_layout_that_breaks_the_contract_is_named(
     toy_job: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str,
