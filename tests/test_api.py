@@ -22,7 +22,14 @@ from helpers import (
 import aworld_train
 from aworld_train import AgentTrainer, TrainerProcessor, plugins
 from aworld_train.config import TrainConfig
-from aworld_train.errors import AWorldTrainError, DatasetError, JobError, ModelError, PluginError
+from aworld_train.errors import (
+    AWorldTrainError,
+    ConfigError,
+    DatasetError,
+    JobError,
+    ModelError,
+    PluginError,
+)
 from aworld_train.processor import ProcessorPlugin
 
 
@@ -142,6 +149,39 @@ def test_a_model_folder_beside_the_job_reaches_the_engine_as_an_absolute_path(
     expected = str((tmp_path / "build" / "model").resolve())
     assert trainer.context.config.model == expected, "engines read the config's model"
     assert trainer.context.results["agent"].model == expected, "and the agent's"
+
+
+def test_one_model_named_in_two_places_as_the_same_folder_passes(
+    toy_job: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent's model and the common model are one model: the same folder written two ways
+    (relative to the job, absolute) is the same model."""
+    folder = write_model_folder(tmp_path / "build" / "model").resolve()
+    monkeypatch.chdir(tmp_path / "build")
+    toy_job.update(base_dir=tmp_path, agent={"name": "adder", "model": "build/model"},
+                   config={**toy_job["config"], "model": str(folder)})
+    trainer = AgentTrainer(**toy_job, check_only=True)
+    assert trainer.context.config.model == str(folder)
+    assert trainer.context.results["agent"].model == str(folder)
+
+
+def test_two_models_that_disagree_are_one_line_naming_both(toy_job: dict[str, Any]) -> None:
+    """The agent's model against the common model: no longer silently the config's."""
+    toy_job.update(agent={"name": "adder", "model": "org/agent-model"},
+                   config={**toy_job["config"], "model": "org/config-model"})
+    with pytest.raises(ConfigError, match=r"^config key 'model' names org/config-model but agent "
+                                          r"'adder' model names org/agent-model: name the model "
+                                          r"once$"):
+        AgentTrainer(**toy_job)
+    assert list(toy_job["run_path"].iterdir()) == []
+
+
+def test_a_model_override_replaces_the_model_the_job_names(toy_job: dict[str, Any]) -> None:
+    """-o model=... on the command line trains another model than the agent file names."""
+    toy_job["agent"] = {"name": "adder", "model": "org/agent-model"}
+    trainer = AgentTrainer(**toy_job, overrides=["model=org/other-model"], check_only=True)
+    assert trainer.context.config.model == "org/other-model"
+    assert trainer.context.results["agent"].model == "org/other-model"
 
 
 def test_registered_processor_goes_through_the_same_plugin_manager(

@@ -150,6 +150,15 @@ def test_hook_config_layout(toy_job: dict[str, Any], tmp_path: Path,
                                           r"'layered\.policy\.path' names org/other: name the "
                                           r"model once$"):
         AgentTrainer(**toy_job, check_only=True)
+    del toy_job["config"]["model"]
+    toy_job["config"]["layered"] = {"policy.path": 7}
+    with pytest.raises(ConfigError, match=r"^config key 'layered\.policy\.path' must be a model "
+                                          r"folder or hub id \(a string\), got int 7$"):
+        AgentTrainer(**toy_job, check_only=True)
+    toy_job["config"]["layered"] = {"policy.path": "org/only-here"}
+    trainer = AgentTrainer(**toy_job, check_only=True)
+    assert trainer.context.config.model == "org/only-here", "the engine's key alone names it"
+    assert trainer.context.results["config"] == {"depth": 2, "algorithm": {"estimator": "grpo"}}
 
     # A processor owns its config format: it takes every key the core does not know.
     plugins.register_processor("recording", RecordingProcessor)

@@ -208,7 +208,7 @@ class AgentTrainer:
         spec = self._step("agent", "core", lambda: load_agent(given.agent, given.base_dir),
                           _describe_agent)
         remember_secrets({"agent": spec.to_dict(), "config": train_config.to_dict()})
-        self._check_model(spec, train_config, layout, given.base_dir)
+        self._check_model(spec, train_config, layout, given)
         self.metrics = MetricsReporter(
             None if self.check_only else self.run_dir.metrics_path,
             on_log=self._report_metrics,
@@ -244,7 +244,7 @@ class AgentTrainer:
         return layout
 
     def _check_model(self, spec: AgentSpec, config: TrainConfig, layout: ConfigLayout | None,
-                     base_dir: Path | None) -> None:
+                     given: _Job) -> None:
         """Check the one model of the job without running code from its folder, and give it to
         both places engines read (``config.model``, ``spec.model``) in its checked form (a local
         folder made absolute). The engine's own model key leaves its section, so the engine
@@ -252,15 +252,16 @@ class AgentTrainer:
         from aworld_train.model import preflight_model
 
         model = self._step("model", "core", lambda: preflight_model(
-            self._one_model(spec, config, layout, base_dir), base_dir,
+            self._one_model(spec, config, layout, given), given.base_dir,
             config.trust_remote_code), _describe_model)
         spec.model = model
         config.model = model
 
     def _one_model(self, spec: AgentSpec, config: TrainConfig, layout: ConfigLayout | None,
-                   base_dir: Path | None) -> str | None:
+                   given: _Job) -> str | None:
         """The model the common ``model``, the agent and the engine's model key name (``None``
-        when none does), taking the key out of the engine's section.
+        when none does), taking the key out of the engine's section. ``-o model=...`` replaces
+        the model the job names: the command line says which model to train this time.
 
         :raises ConfigError: when two of them name different models, naming both places.
         """
@@ -276,10 +277,13 @@ class AgentTrainer:
                 raise ConfigError(f"{place} must be a model folder or hub id (a string), got "
                                   f"{describe_value(value)}")
             named.append((place, value))
+        if config.model and any(item.partition("=")[0].strip() == "model"
+                                for item in given.overrides):
+            return config.model
         named = [(place, value) for place, value in named if value]
         for place, value in named[1:]:
             first_place, first = named[0]
-            if _model_identity(value, base_dir) != _model_identity(first, base_dir):
+            if _model_identity(value, given.base_dir) != _model_identity(first, given.base_dir):
                 raise ConfigError(f"{first_place} names {first} but {place} names {value}: "
                                   "name the model once")
         return named[0][1] if named else None
