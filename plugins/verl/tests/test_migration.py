@@ -127,7 +127,8 @@ def test_main_py_in_aworlds_shape_passes_every_check_then_says_in_one_line_that_
     assert manifest["status"] == "failed" and "VeRL needs 1 GPU(s)" in manifest["error"]
 
 
-def test_the_cli_train_stops_at_the_same_line(cli_run: Run) -> None:
+def test_the_cli_train_of_the_job_file_stops_at_the_same_line(cli_run: Run) -> None:
+    """The job file trains as main.py does: every check passes, then VeRL's one line, exit 2."""
     assert cli_run.result.returncode == 2, cli_run.output
     assert cli_run.result.stderr.strip().splitlines()[-1].startswith("error: VeRL needs 1 GPU(s)")
 
