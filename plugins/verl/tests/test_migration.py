@@ -120,9 +120,6 @@ def test_main_py_in_aworlds_shape_passes_every_check_then_says_in_one_line_that_
     assert len(errors) == 1, main_run.output
     assert errors[0].startswith("error: VeRL needs 1 GPU(s)") and "0 NVIDIA GPU(s) are visible" in errors[0]
     assert "Traceback" not in main_run.result.stderr
-
-    import json
-
     manifest = json.loads((main_run.run_dir / "manifest.json").read_text())
     assert manifest["status"] == "failed" and "VeRL needs 1 GPU(s)" in manifest["error"]
 
