@@ -190,15 +190,16 @@ def test_an_added_key_that_exists_is_refused(tmp_path: Path, tiny_model: Path) -
         resolved(tmp_path, tiny_model, verl={"+trainer.total_epochs": 3})
 
 
-def test_the_entry_point_module_imports_nothing_heavy() -> None:
-    code = (
-        "import json, sys\n"
-        "import aworld_train_verl.engine\n"
-        "heavy = ('torch', 'transformers', 'datasets', 'ray', 'verl', 'hydra', 'omegaconf')\n"
-        "print(json.dumps(sorted(m for m in heavy if m in sys.modules)))\n"
-    )
+def imported_after(code: str, modules: tuple[str, ...]) -> list[str]:
+    """Which of ``modules`` a fresh interpreter has imported after running ``code``."""
+    code += f"\nimport json, sys\nprint(json.dumps(sorted(m for m in {modules!r} if m in sys.modules)))\n"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert json.loads(out.stdout) == []
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+def test_the_entry_point_module_imports_nothing_heavy() -> None:
+    heavy = ("torch", "transformers", "datasets", "ray", "verl", "hydra", "omegaconf")
+    assert imported_after("import aworld_train_verl.engine", heavy) == []
 
 
 def test_every_default_of_verls_config_passes_the_value_checks() -> None:
@@ -534,11 +535,5 @@ def test_config_layout_names_verls_top_level_keys_without_importing_verl() -> No
             "reward_model", "ray_kwargs"} <= layout.section_keys
     assert "model" not in layout.section_keys and "verl" not in layout.section_keys
     assert layout.model_key == "actor_rollout_ref.model.path"
-    code = (
-        "import json, sys\n"
-        "from aworld_train_verl import engine\n"
-        "assert 'trainer' in engine.config_layout().section_keys\n"
-        "print(json.dumps(sorted(m for m in ('torch', 'verl', 'hydra') if m in sys.modules)))\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert json.loads(out.stdout) == []
+    code = "from aworld_train_verl import engine\nassert 'trainer' in engine.config_layout().section_keys"
+    assert imported_after(code, ("torch", "verl", "hydra")) == []
