@@ -184,7 +184,8 @@ def test_trace_plugins_prints_every_hook_call(
     trace = [line for line in stderr.splitlines() if line.startswith("[aworld-train trace]")]
     called = [found.group(1) for line in trace
               if (found := re.match(r"\[aworld-train trace\] (\w+)\(", line))]
-    assert called == ["check_agent", "check_dataset", "check_reward", "check_config"]
+    assert called == [
+        "config_layout", "check_agent", "check_dataset", "check_reward", "check_config"]
     dataset_call = next(line for line in trace if "] check_dataset(" in line)
     assert "train_dataset=Dataset(" in dataset_call and "ctx=" in dataset_call, "one line"
     assert "-> [toy, plugin:recorder]" in stderr, "the implementations of check_dataset"

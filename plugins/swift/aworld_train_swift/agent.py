@@ -51,7 +51,7 @@ class SwiftAgent:
 def agent_to_swift(agent: AgentSpec, config: TrainConfig) -> SwiftAgent:
     """Resolve the agent's model into what swift needs, reading files only (no hub).
 
-    The config's ``model`` key takes precedence over the agent's; ``swift.model_type`` and
+    The config's ``model`` and the agent's are the same (the core checked that they agree); ``swift.model_type`` and
     ``swift.template`` in the config take precedence over what is inferred.
 
     :raises AgentError: for a missing model, one whose type or template cannot be inferred, or a

@@ -48,7 +48,7 @@ class TrlAgent:
 def agent_to_trl(agent: AgentSpec, config: TrainConfig, tools: ToolSet) -> TrlAgent:
     """Check what the TRL engine supports of ``agent`` and resolve its model.
 
-    The config's ``model`` key takes precedence over the agent's. The core has already checked
+    The config's ``model`` and the agent's are the same: the core checked that they agree. The core has already checked
     a local folder (config, weights, tokenizer) and the form of a hub id; nothing is downloaded
     here. With ``tools``, a local model's chat template must render tool calls and TRL must be
     able to read them back from the model's output.
