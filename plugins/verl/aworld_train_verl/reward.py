@@ -1,9 +1,11 @@
 """The job's reward as VeRL loads it: ``reward.custom_reward_function.{path,name}``.
 
 A single function with weight 1 that another process can import is wired as it is: a file by
-its path, a module function as ``pkg://module``. Anything else (several weighted functions, a
-lambda or closure, or any reward of an agent with tools) gets a small module in the run
-directory, ``verl_reward.py``, that combines them; callables it cannot import are stored beside
+its path, a module function as ``pkg://module`` when a new Python process finds the module as
+it is (installed, or on ``PYTHONPATH``). Anything else (several weighted functions, a lambda or
+closure, a module found only through this process's own ``sys.path``, such as one beside the
+user's script, or any reward of an agent with tools) gets a small module in the run directory,
+``verl_reward.py``, that combines them, putting each module's folder on ``sys.path`` first; callables it cannot import are stored beside
 it with cloudpickle, which Ray already uses. For an agent with tools the module also scores 0 an
 episode the agent loop records as failed (``agent_failure`` in its extra fields) and reports
 ``agent_failed`` (1 or 0) for every episode.
@@ -11,10 +13,14 @@ episode the agent loop records as failed (``agent_failure`` in its extra fields)
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import json
 import math
 import numbers
 import os
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,13 +45,14 @@ Written by aworld-train-verl; VeRL loads it from reward.custom_reward_function.{
 
 import importlib
 import importlib.util
+import sys
 from pathlib import Path
 
 FUNCTIONS = {functions}
 EPISODES = {episodes}
 
 
-def _load(ref, index):
+def _load(ref, root, index):
     if ref is None:
         from aworld_train_verl.vault import loads
 
@@ -56,11 +63,13 @@ def _load(ref, index):
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
     else:
+        if root is not None and root not in sys.path:
+            sys.path.insert(0, root)  # first, as in the script that imported it
         module = importlib.import_module(target)
     return getattr(module, name)
 
 
-_LOADED = [(name, weight, _load(ref, index)) for index, (name, weight, ref) in enumerate(FUNCTIONS)]
+_LOADED = [(name, weight, _load(ref, root, index)) for index, (name, weight, ref, root) in enumerate(FUNCTIONS)]
 
 
 def {function_name}(data_source, solution_str, ground_truth, extra_info=None, **_):
@@ -104,7 +113,44 @@ def _direct(function: RewardFunction) -> VerlReward | None:
     target, name = function.ref.rsplit(":", 1)
     if target.endswith(".py"):
         return VerlReward(path=str(Path(target).resolve()), name=name)
+    if _import_root(function.ref) is not None:
+        return None
     return VerlReward(path=f"pkg://{target}", name=name)
+
+
+def _import_root(ref: str | None) -> str | None:
+    """The folder a new Python process must put on ``sys.path`` to import the module of a
+    ``package.module:function`` reference, or ``None`` when it needs none (a file reference, an
+    installed module, one on ``PYTHONPATH``, or one whose file cannot be found)."""
+    if ref is None or ref.rsplit(":", 1)[0].endswith(".py"):
+        return None
+    target = ref.rsplit(":", 1)[0]
+    module = sys.modules.get(target)
+    origin = getattr(module, "__file__", None)
+    if origin is None:
+        try:
+            spec = importlib.util.find_spec(target)
+        except (ImportError, ValueError):
+            return None
+        origin = spec.origin if spec is not None else None
+    if origin is None or not Path(origin).is_file():
+        return None
+    # a.b.c is a/b/c.py or a/b/c/__init__.py below the root.
+    depth = target.count(".") + (Path(origin).name == "__init__.py")
+    root = Path(origin).resolve().parents[depth]
+    return None if root in _new_process_path() else str(root)
+
+
+@functools.lru_cache(maxsize=1)
+def _new_process_path() -> frozenset[Path]:
+    """The folders on a new Python process's ``sys.path``, as VeRL's processes start (the
+    installed packages, ``.pth`` entries, ``PYTHONPATH``), less its working directory."""
+    code = "import json, sys; print(json.dumps(sys.path[1:]))"
+    try:
+        listed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+        return frozenset(Path(entry).resolve() for entry in json.loads(listed.stdout) if entry)
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return frozenset()  # every module then gets its folder put on the path, which is harmless
 
 
 def wire(spec: RewardSpec, run_dir: Path, episodes: bool = False, vault: Vault | None = None) -> VerlReward:
@@ -129,11 +175,11 @@ def wire(spec: RewardSpec, run_dir: Path, episodes: bool = False, vault: Vault |
                 f"{error}; define it in a file and give 'file.py:function'"
             ) from error
         (run_dir / PICKLE_NAME).write_bytes(payload)
-    functions = [(f.name, float(f.weight), f.ref) for f in spec.functions]
+    functions = [(f.name, float(f.weight), f.ref, _import_root(f.ref)) for f in spec.functions]
     module = run_dir / MODULE_NAME
     module.write_text(
         _MODULE_TEMPLATE.format(
-            functions=json.dumps(functions).replace("null", "None"),
+            functions=repr(functions),
             pickle_name=PICKLE_NAME,
             function_name=FUNCTION_NAME,
             episodes=episodes,

@@ -50,15 +50,51 @@ def test_a_file_function_is_wired_as_it_is(ctx: Any, reward_file: Path) -> None:
     assert [s["reward_score"] for s in scores(ctx, wired)] == [1.0] * 4
 
 
-def test_a_module_function_is_wired_by_package_path(ctx: Any, reward_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def module_reward(reward_file: Path, monkeypatch: pytest.MonkeyPatch) -> RewardSpec:
+    """``rewards:with_metrics``, its module imported from the reward file's folder, as a
+    script's own folder makes ``from rewards import with_metrics`` work."""
     monkeypatch.syspath_prepend(str(reward_file.parent))
     monkeypatch.delitem(sys.modules, "rewards", raising=False)
     fn = load(reward_file).with_metrics
-    wired = engine.check_reward(RewardSpec([RewardFunction("rewards:with_metrics", fn, 1.0, "rewards:with_metrics")]), ctx)
+    return RewardSpec([RewardFunction("rewards:with_metrics", fn, 1.0, "rewards:with_metrics")])
+
+
+def test_a_module_function_a_new_process_finds_is_wired_by_package_path(
+    ctx: Any, reward_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from aworld_train_verl.reward import _new_process_path
+
+    monkeypatch.setenv("PYTHONPATH", str(reward_file.parent))
+    _new_process_path.cache_clear()
+    try:
+        wired = engine.check_reward(module_reward(reward_file, monkeypatch), ctx)
+    finally:
+        _new_process_path.cache_clear()
     assert (wired.path, wired.name) == ("pkg://rewards", "with_metrics")
     result = scores(ctx, wired)[0]
     assert result["reward_score"] == 0.5
     assert result["reward_extra_info"]["length"] == 1.0
+
+
+def test_a_module_found_only_beside_the_users_script_is_loaded_from_its_folder(
+    ctx: Any, reward_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reward imported from a module beside the user's script (AWorld's main.py does
+    ``from reward.gaia_reward_function import gaia_reward_func``) is found by VeRL's processes,
+    which start in the run directory without that folder on their path."""
+    import subprocess
+
+    wired = engine.check_reward(module_reward(reward_file, monkeypatch), ctx)
+    assert wired.path == str(ctx.run_dir / MODULE_NAME)
+    code = (
+        "import importlib.util, sys\n"
+        f"spec = importlib.util.spec_from_file_location('verl_reward', {wired.path!r})\n"
+        "module = importlib.util.module_from_spec(spec)\n"
+        "spec.loader.exec_module(module)\n"
+        f"print(module.{wired.name}('repeat', '7', '7')['score'])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ctx.run_dir, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "0.5"
 
 
 def test_weighted_functions_get_a_combining_module(ctx: Any, reward_file: Path) -> None:
