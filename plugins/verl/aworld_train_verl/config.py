@@ -482,7 +482,7 @@ def _validate(composed: DictConfig, origins: Mapping[str, str]) -> None:
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
     from verl.utils.config import omega_conf_to_dataclass, validate_config
 
-    if composed.actor_rollout_ref.model.path in (None, base_config().actor_rollout_ref.model.path):
+    if composed.actor_rollout_ref.model.path == base_config().actor_rollout_ref.model.path:
         raise ConfigError("no model: set config key 'model' (or the agent's model) to a model folder")
     steps = (
         ("algorithm", lambda: omega_conf_to_dataclass(composed.algorithm)),
