@@ -263,12 +263,18 @@ class AgentTrainer:
         when none does), taking the key out of the engine's section. ``-o model=...`` replaces
         the model the job names: the command line says which model to train this time.
 
+        An AWorld ``Agent``'s ``llm_model_name`` is the name it calls its LLM server by, which
+        AWorld Train itself sets aside when it trains: it is the policy only when nothing else
+        names one, and never disagrees.
+
         :raises ConfigError: when two of them name different models, naming both places.
         """
         from aworld_train.config import describe_value, pop_section_key
         from aworld_train.errors import ConfigError
 
-        named = [("config key 'model'", config.model), (f"agent '{spec.name}' model", spec.model)]
+        named = [("config key 'model'", config.model)]
+        if spec.source is None:  # an agent file or mapping: its ``model`` is the policy
+            named.append((f"agent '{spec.name}' model", spec.model))
         section = config.sections.get(self.train_engine_name)
         if layout is not None and layout.model_key and section is not None:
             place = f"config key '{self.train_engine_name}.{layout.model_key}'"
@@ -281,6 +287,8 @@ class AgentTrainer:
                                 for item in given.overrides):
             return config.model
         named = [(place, value) for place, value in named if value]
+        if not named and spec.source is not None and spec.model:
+            named = [(f"AWorld agent '{spec.name}' llm_model_name", spec.model)]
         for place, value in named[1:]:
             first_place, first = named[0]
             if _model_identity(value, given.base_dir) != _model_identity(first, given.base_dir):

@@ -1,9 +1,7 @@
 """The calculator agent as an AWorld ``Agent``, which ``job_aworld.yaml`` trains.
 
-Outside training the agent calls the OpenAI-compatible server its ``AgentConfig`` names (serve
-the model with ``vllm serve examples/calculator_agent/build/model``, which serves it under its
-folder's name); during training the engine points it at the policy being trained instead. Its
-``llm_model_name`` is the policy's folder, so the job names one model wherever it looks. Needs
+Outside training the agent calls the OpenAI-compatible server its ``AgentConfig`` names; during
+training the engine points it at the policy being trained instead. Needs
 ``pip install 'aworld-train-verl[aworld]'`` (or ``'aworld-train[aworld]'`` for TRL).
 """
 
@@ -22,7 +20,7 @@ def calculator_agent() -> Agent:
         name="calculator-agent",
         conf=AgentConfig(
             llm_provider="openai",
-            llm_model_name=str(HERE / "build" / "model"),
+            llm_model_name="Qwen/Qwen3-0.6B",
             llm_base_url=os.environ.get("LLM_BASE_URL", "http://127.0.0.1:8000/v1"),
             llm_api_key=os.environ.get("LLM_API_KEY", "-"),
             llm_temperature=1.0,

@@ -93,3 +93,20 @@ def test_an_aworld_agent_trains_through_a_processor_and_its_key_is_redacted(tmp_
     written += (trainer.run_dir.path / "manifest.json").read_text()
     assert "sk-do-not-log" not in written
     assert "llm_api_key: '***'" in written
+
+
+@pytest.mark.parametrize("config_model", [None, "org/policy"])
+def test_an_aworld_agents_llm_model_name_is_the_policy_only_when_nothing_else_names_one(
+        tmp_path: Path, config_model: str | None) -> None:
+    """AWorld Train sets an agent's llm_model_name aside when it trains (it is the name the
+    agent calls its server by), so a config model beside it is no disagreement; an agent file's
+    ``model`` beside another is (tests/test_config.py)."""
+    AgentTrainer.register_processor("capture", Capture)
+    try:
+        trainer = AgentTrainer(agent=make_agent(), reward_func="exact_match",
+                               train_dataset=[{"prompt": "2+2?", "ground_truth": "4"}],
+                               config={"model": config_model} if config_model else None,
+                               train_engine_name="capture", check_only=True)
+    finally:
+        AgentTrainer.unregister_processor("capture")
+    assert trainer.context.config.model == (config_model or "tiny-policy")
