@@ -15,7 +15,8 @@ class AgentSpec:
 
     :ivar name: the agent's name.
     :ivar model: the policy to train: a local model folder or a hub id. The config's ``model``
-        key and the engine's own model key, when set, must name the same model.
+        key and the engine's own model key, when set, must name the same model (an AWorld
+        agent's ``llm_model_name``, the name it calls its server by, gives way to them).
     :ivar system_prompt: prepended as a system message to every prompt.
     :ivar tools: Python tools, each a ``module:function`` reference or a callable.
     :ivar mcp_config: AWorld's MCP configuration (``{"mcpServers": {name: {...}}}``).
