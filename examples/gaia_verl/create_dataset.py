@@ -13,7 +13,6 @@ at a tool-calling model folder such as a downloaded Qwen/Qwen3-0.6B.
 
 from __future__ import annotations
 
-import runpy
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -55,16 +54,8 @@ def rows(questions: list[tuple[str, str, int]], split: str) -> list[dict]:
     ]
 
 
-def tool_chat_template() -> str:
-    """The calculator example's chat template: ChatML that renders tool schemas, tool calls and
-    tool results as Qwen models do (the tiny model's own template ignores tools, and `check`
-    refuses a model that would never see the agent's tools)."""
-    return runpy.run_path(str(HERE.parent / "calculator_agent" / "prepare.py"))["CHAT_TEMPLATE"]
-
-
 def main() -> None:
     import datasets
-    from transformers import AutoTokenizer
 
     from aworld_train.testing import build_tiny_model
 
@@ -74,13 +65,10 @@ def main() -> None:
             path.parent.mkdir(parents=True, exist_ok=True)
             datasets.Dataset.from_list(rows(questions, split)).to_parquet(str(path))
     if not (MODEL / "config.json").is_file():
-        # The tags as tokens of their own; 4096 positions hold the prompt with the tools' schemas
-        # (the byte-level tokenizer spends a token per character) and a few turns.
-        build_tiny_model(MODEL, extra_tokens=("<tool_call>", "</tool_call>", "<answer>", "</answer>"),
-                         max_positions=4096)
-        tokenizer = AutoTokenizer.from_pretrained(MODEL)
-        tokenizer.chat_template = tool_chat_template()
-        tokenizer.save_pretrained(MODEL)
+        # A chat template that renders the tools (check refuses a model that would never see
+        # them); 4096 positions hold the prompt with the tools' schemas (the byte-level
+        # tokenizer spends a token per character) and a few turns.
+        build_tiny_model(MODEL, extra_tokens=("<answer>", "</answer>"), max_positions=4096, tools=True)
     print(f"data: {DATA}\nmodel: {MODEL}")
 
 

@@ -4,6 +4,6 @@ Importing this package is cheap; torch, transformers and tokenizers are imported
 :func:`build_tiny_model` runs.
 """
 
-from aworld_train.testing.tiny_model import build_tiny_model
+from aworld_train.testing.tiny_model import TOOL_CHAT_TEMPLATE, build_tiny_model
 
-__all__ = ["build_tiny_model"]
+__all__ = ["TOOL_CHAT_TEMPLATE", "build_tiny_model"]

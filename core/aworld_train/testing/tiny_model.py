@@ -23,6 +23,39 @@ CHAT_TEMPLATE = (
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 )
 
+# ChatML with tools, the layout Qwen models use: the tool schemas go into the system message,
+# the model calls a tool as <tool_call>{"name": ..., "arguments": {...}}</tool_call>, and a tool's
+# result comes back in a user turn inside <tool_response>.
+TOOL_CHAT_TEMPLATE = (
+    "{%- if tools %}"
+    "{{- '<|im_start|>system\\n' }}"
+    "{%- if messages[0].role == 'system' %}{{- messages[0].content + '\\n\\n' }}{%- endif %}"
+    "{{- '# Tools\\n\\nYou may call one or more functions. Their signatures:\\n<tools>' }}"
+    "{%- for tool in tools %}{{- '\\n' + (tool | tojson) }}{%- endfor %}"
+    "{{- '\\n</tools>\\n\\nCall one as <tool_call>{\"name\": <name>, \"arguments\": <object>}"
+    "</tool_call>.<|im_end|>\\n' }}"
+    "{%- elif messages[0].role == 'system' %}"
+    "{{- '<|im_start|>system\\n' + messages[0].content + '<|im_end|>\\n' }}"
+    "{%- endif %}"
+    "{%- for message in messages %}"
+    "{%- if message.role == 'system' %}"
+    "{%- elif message.role == 'tool' %}"
+    "{{- '<|im_start|>user\\n<tool_response>\\n' + message.content + '\\n</tool_response><|im_end|>\\n' }}"
+    "{%- else %}"
+    "{{- '<|im_start|>' + message.role + '\\n' + (message.content or '') }}"
+    "{%- for call in message.tool_calls or [] %}"
+    "{%- set function = call.function if call.function is defined else call %}"
+    "{{- '\\n<tool_call>\\n{\"name\": \"' + function.name + '\", \"arguments\": ' }}"
+    "{{- (function.arguments if function.arguments is string else function.arguments | tojson) }}"
+    "{{- '}\\n</tool_call>' }}"
+    "{%- endfor %}"
+    "{{- '<|im_end|>\\n' }}"
+    "{%- endif %}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
+)
+TOOL_TOKENS = ("<tool_call>", "</tool_call>")
+
 
 def build_tiny_model(
     path: str | Path,
@@ -34,6 +67,7 @@ def build_tiny_model(
     alphabet: str | None = None,
     max_positions: int = 1024,
     seed: int = 0,
+    tools: bool = False,
 ) -> Path:
     """Build a tiny tokenizer and ``Qwen2ForCausalLM`` and save both to ``path``.
 
@@ -49,6 +83,10 @@ def build_tiny_model(
     :param max_positions: the longest sequence, prompt and completion together, the model takes
         (``max_position_embeddings``).
     :param seed: the seed of the random weights; the same arguments give the same model.
+    :param tools: a chat template that renders tool schemas, tool calls and tool results as
+        Qwen models do (:data:`TOOL_CHAT_TEMPLATE`), with ``<tool_call>`` tags as tokens of
+        their own: a model an agent with tools can be checked and trained with. Its prompts
+        hold the tools' schemas, so give it room (``max_positions=4096``).
     :returns: the folder, as a :class:`~pathlib.Path`.
     """
     import torch
@@ -72,6 +110,8 @@ def build_tiny_model(
     backend.pre_tokenizer = byte_level
     backend.decoder = decoders.ByteLevel()
     backend.add_special_tokens([AddedToken(t, special=True) for t in (PAD, IM_START, IM_END)])
+    if tools:
+        extra_tokens = (*TOOL_TOKENS, *(t for t in extra_tokens if t not in TOOL_TOKENS))
     if extra_tokens:
         backend.add_tokens([AddedToken(t, special=False, normalized=False) for t in extra_tokens])
 
@@ -79,7 +119,7 @@ def build_tiny_model(
         tokenizer_object=backend,
         eos_token=IM_END,
         pad_token=PAD,
-        chat_template=CHAT_TEMPLATE,
+        chat_template=TOOL_CHAT_TEMPLATE if tools else CHAT_TEMPLATE,
         padding_side="left",
         clean_up_tokenization_spaces=False,
     )

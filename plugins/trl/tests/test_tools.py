@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -16,31 +15,13 @@ from aworld_train.errors import AgentError
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "calculator_agent"
 
 
-def _example_chat_template() -> str:
-    """The ChatML-with-tools template that the calculator example's prepare.py gives its model."""
-    spec = importlib.util.spec_from_file_location("calculator_prepare", EXAMPLE / "prepare.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.CHAT_TEMPLATE
-
-
 @pytest.fixture(scope="module")
 def tool_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from transformers import AutoTokenizer
-
     from aworld_train.testing import build_tiny_model
 
-    path = build_tiny_model(
-        tmp_path_factory.mktemp("tool-model"),
-        extra_tokens=("<tool_call>", "</tool_call>", "<answer>", "</answer>"),
-        # A prompt with three tool schemas is ~1200 byte-level tokens, past the default 1024.
-        max_positions=4096,
-    )
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    tokenizer.chat_template = _example_chat_template()
-    tokenizer.save_pretrained(path)
-    return path
+    # A prompt with three tool schemas is ~1200 byte-level tokens, past the default 1024.
+    return build_tiny_model(tmp_path_factory.mktemp("tool-model"), extra_tokens=("<answer>", "</answer>"),
+                            max_positions=4096, tools=True)
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ the answer can only be right when the tool really ran.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import re
 import uuid
 from collections import defaultdict
@@ -28,19 +27,9 @@ EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "calculator_agent"
 
 def build_tool_model(folder: Path) -> Path:
     """The example's tiny model: a chat template that renders tools and tool calls."""
-    from transformers import AutoTokenizer
-
     from aworld_train.testing import build_tiny_model
 
-    spec = importlib.util.spec_from_file_location("calculator_prepare", EXAMPLE / "prepare.py")
-    prepare = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(prepare)
-    model = build_tiny_model(folder, extra_tokens=("<tool_call>", "</tool_call>", "<answer>", "</answer>"),
-                             max_positions=4096)
-    tokenizer = AutoTokenizer.from_pretrained(model)
-    tokenizer.chat_template = prepare.CHAT_TEMPLATE
-    tokenizer.save_pretrained(model)
-    return model
+    return build_tiny_model(folder, extra_tokens=("<answer>", "</answer>"), max_positions=4096, tools=True)
 
 
 class ScriptedTokenClient:

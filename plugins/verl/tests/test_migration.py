@@ -55,13 +55,10 @@ class Run:
 
 @pytest.fixture(scope="module")
 def example(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A copy of the example, with the data and model its ``create_dataset.py`` writes (the
-    model's chat template comes from the calculator example's ``prepare.py``)."""
+    """A copy of the example, with the data and model its ``create_dataset.py`` writes."""
     examples = tmp_path_factory.mktemp("examples")
     folder = examples / "gaia_verl"
     shutil.copytree(EXAMPLE, folder, ignore=shutil.ignore_patterns("build", "data", "runs", "logs", "__pycache__"))
-    (examples / "calculator_agent").mkdir()
-    shutil.copy(EXAMPLE.parent / "calculator_agent" / "prepare.py", examples / "calculator_agent")
     subprocess.run([sys.executable, str(folder / "create_dataset.py")], check=True, capture_output=True,
                    text=True, timeout=600)
     return folder
