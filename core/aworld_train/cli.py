@@ -107,7 +107,7 @@ def job_options(command: Any) -> Any:
                      "(e.g. '{\"name\": \"a\"}') or module:factory."),
         click.option("--train-dataset", help="Training dataset path."),
         click.option("--test-dataset", help="Test dataset path."),
-        click.option("--reward", help="Reward: file.py:function, module:function or built-in."),
+        click.option("--reward", help="Reward: file.py[:function], module:function or built-in."),
         click.option("--config", help="Config YAML/JSON path."),
         click.option("--debug", is_flag=True, help="Show tracebacks."),
     ]

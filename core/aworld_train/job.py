@@ -60,7 +60,7 @@ _FIELD_TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "test_dataset": (lambda v: _is_text(v) or _is_rows(v),
                      "a dataset file path or a list of rows (mappings)"),
     "reward": (lambda v: _is_reward(v) or (isinstance(v, list) and all(map(_is_reward, v))),
-               "a reward name, a file.py:function or module:function reference, a mapping "
+               "a reward name, a file.py[:function] or module:function reference, a mapping "
                "{name, weight}, or a list of these"),
     "columns": (_is_columns, "a mapping of column names to column names (strings)"),
     "config": (lambda v: _is_text(v) or isinstance(v, dict),
