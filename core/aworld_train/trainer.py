@@ -61,8 +61,9 @@ class AgentTrainer:
     :param agent: an AWorld ``Agent``, an agent YAML/JSON file, a mapping or
         ``package.module:factory``.
     :param config: a mapping or a YAML/JSON path: common keys plus an engine section.
-    :param reward_func: a callable, ``file.py[:function]`` (the function may be left out when the file defines one), ``package.module:function``, a
-        built-in name, or a list of these (``{name: ..., weight: ...}`` for weights).
+    :param reward_func: a callable, ``file.py[:function]`` (the function may be left out when
+        the file defines one), ``package.module:function``, a built-in name, or a list of these
+        (``{name: ..., weight: ...}`` for weights).
     :param train_dataset: a ``.jsonl``/``.json``/``.csv``/``.parquet`` path, a
         ``datasets.Dataset`` or a list of dicts.
     :param test_dataset: the same forms, or ``None``.
