@@ -94,6 +94,15 @@ class JobFolder:
     job_text: str | None = None
     args: list[str] = field(default_factory=list)
 
+    @classmethod
+    def of_trainer_job(cls, job: dict[str, Any]) -> JobFolder:
+        """The conformance suite's ``job`` fixture (``AgentTrainer`` arguments and the folder
+        its files are in, ``base_dir``) as a job file in that folder."""
+        return cls(job["base_dir"], {
+            "agent": job["agent"], "train_dataset": job["train_dataset"],
+            "reward": job["reward_func"], "config": job["config"], "run_path": "runs",
+        })
+
     @property
     def config(self) -> dict[str, Any]:
         return self.job["config"]

@@ -42,10 +42,7 @@ def _check_file(job: dict[str, Any], capsys: pytest.CaptureFixture[str],
     stderr."""
     (job["base_dir"] / "grpo.yaml").write_text(yaml.safe_dump(dict(SWIFT_FILE, **keys)))
     job["config"] = "grpo.yaml"
-    return _SwiftCheck().run_check(JobFolder(job["base_dir"], {
-        "agent": job["agent"], "train_dataset": job["train_dataset"],
-        "reward": job["reward_func"], "config": job["config"], "run_path": "runs",
-    }), capsys)
+    return _SwiftCheck().run_check(JobFolder.of_trainer_job(job), capsys)
 
 
 def test_section_keys_are_every_argument_but_the_jobs_own_fields() -> None:

@@ -38,10 +38,7 @@ def _check_file(job: dict[str, Any], capsys: pytest.CaptureFixture[str],
     and run ``aworld-train check`` on it as a job file, in this process: exit code, stderr."""
     (job["base_dir"] / "grpo.yaml").write_text(yaml.safe_dump(dict(TRL_FILE, **keys)))
     job["config"] = "grpo.yaml"
-    return _TrlCheck().run_check(JobFolder(job["base_dir"], {
-        "agent": job["agent"], "train_dataset": job["train_dataset"],
-        "reward": job["reward_func"], "config": job["config"], "run_path": "runs",
-    }), capsys)
+    return _TrlCheck().run_check(JobFolder.of_trainer_job(job), capsys)
 
 
 def test_section_keys_are_every_trainer_field_and_the_model_key() -> None:
