@@ -1,0 +1,118 @@
+"""The engine SDK: everything an AWorld Train engine may import, and nothing else.
+
+An engine is a distribution that publishes a module under the entry-point group
+``aworld_train.engines``; that module implements hooks marked with :data:`hookimpl`. The core
+asks it ``config_layout`` first, then calls ``check_agent``, ``check_dataset``,
+``check_reward``, ``check_config`` and, outside ``aworld-train check``, ``train``, in that
+order. Each hook receives, as named arguments, what the core resolved (an :class:`AgentSpec`,
+a ``datasets.Dataset``, a :class:`RewardSpec`, a :class:`TrainConfig`, the agent's
+:class:`ToolSet`) and what the earlier hooks returned, plus ``ctx``, the :class:`RunContext`
+(run directory, metrics reporter, logger); an implementation names only the arguments it
+uses. A check hook is cheap, raises one of the errors below (an :class:`AWorldTrainError`
+subclass, told to the user in one line) for a bad job and returns the engine's form of its
+input, or ``None`` to keep the core's; ``train`` reports each step through
+``ctx.metrics.log(step, metrics)``. The rest are helpers engines share: the worker-side
+protocol for engines that start processes, model and tokenizer checks, secret redaction. An
+engine's entry-point module imports nothing heavy (torch, transformers, datasets, ...) at its
+top level, and neither does this one. ``docs/engines.md`` is the guide; the conformance suite
+in ``aworld_train.testing`` checks an engine against it.
+"""
+
+from __future__ import annotations
+
+from aworld_train.agent import AgentSpec
+from aworld_train.config import (
+    ConfigLayout,
+    Resources,
+    TrainConfig,
+    describe_value,
+    first_non_finite,
+)
+from aworld_train.context import Given, RunContext
+from aworld_train.dataset import quiet_progress_bars
+from aworld_train.errors import (
+    AgentError,
+    AWorldTrainError,
+    ConfigError,
+    DatasetError,
+    JobError,
+    ModelError,
+    PluginError,
+    RewardError,
+    RunDirectoryError,
+    TrainingError,
+    did_you_mean,
+)
+from aworld_train.hookspecs import hookimpl
+from aworld_train.isolation import call_isolated
+from aworld_train.job import JOB_FIELDS
+from aworld_train.metrics import LogFn, MetricsReporter, StartFn, trainer_callback
+from aworld_train.model import check_lengths, load_tokenizer, max_positions
+from aworld_train.plugins import installed_versions
+from aworld_train.redaction import SecretFilter, redact_text, remember_secrets
+from aworld_train.reward import RewardFunction, RewardSpec
+from aworld_train.tools import MCPTool, ToolSet
+from aworld_train.workers import (
+    emit,
+    finish_distributed,
+    load_rewards,
+    rendezvous,
+    reward_references,
+    run_workers,
+    scoped_environment,
+)
+
+__all__ = [
+    # Hooks and what every hook receives
+    "hookimpl",
+    "RunContext",
+    "Given",
+    # The core's resolved forms of the four modules
+    "AgentSpec",
+    "RewardSpec",
+    "RewardFunction",
+    "TrainConfig",
+    "Resources",
+    "ConfigLayout",
+    "ToolSet",
+    "MCPTool",
+    "JOB_FIELDS",
+    # Errors: each is told to the user in one line
+    "AWorldTrainError",
+    "AgentError",
+    "ModelError",
+    "DatasetError",
+    "RewardError",
+    "ConfigError",
+    "PluginError",
+    "TrainingError",
+    "RunDirectoryError",
+    "JobError",
+    "did_you_mean",
+    "describe_value",
+    "first_non_finite",
+    # Metrics
+    "MetricsReporter",
+    "LogFn",
+    "StartFn",
+    "trainer_callback",
+    # Models, tokenizers, datasets
+    "load_tokenizer",
+    "max_positions",
+    "check_lengths",
+    "quiet_progress_bars",
+    # Running user code and worker processes
+    "call_isolated",
+    "emit",
+    "finish_distributed",
+    "load_rewards",
+    "reward_references",
+    "rendezvous",
+    "scoped_environment",
+    "run_workers",
+    # Versions and secrets
+    "installed_versions",
+    "remember_secrets",
+    "redact_text",
+    "SecretFilter",
+]
