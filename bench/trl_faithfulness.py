@@ -125,7 +125,7 @@ def reward_wrapper_cost(work: Path, calls: int = 200) -> dict[str, float]:
     reward function (RewardSpec, weights, metrics) and through a bare TRL-style function."""
     from aworld_train.reward import resolve_reward
 
-    from aworld_train_trl.rewards import TrlReward
+    from aworld_train_trl.reward import TrlReward
 
     namespace: dict[str, Any] = {}
     exec((work / "reward.py").read_text(), namespace)

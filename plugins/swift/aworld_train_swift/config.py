@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
     from aworld_train_swift.agent import SwiftAgent
     from aworld_train_swift.dataset import SwiftDatasets
-    from aworld_train_swift.rewards import SwiftReward
+    from aworld_train_swift.reward import SwiftReward
 
 # Where swift's outputs, its caches and its log lines go inside the run directory.
 CHECKPOINTS = "checkpoints"

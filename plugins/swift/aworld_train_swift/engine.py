@@ -54,7 +54,7 @@ def check_dataset(
 @hookimpl
 def check_reward(reward: RewardSpec | None, ctx: RunContext) -> Any:
     from aworld_train_swift.logs import run_log
-    from aworld_train_swift.rewards import reward_to_swift
+    from aworld_train_swift.reward import reward_to_swift
 
     with run_log(ctx.run_dir):
         return reward_to_swift(reward, ctx.config.algorithm)

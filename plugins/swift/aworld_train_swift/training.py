@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from aworld_train.context import RunContext
 
     from aworld_train_swift.config import SwiftConfig
-    from aworld_train_swift.rewards import SwiftReward
+    from aworld_train_swift.reward import SwiftReward
 
 # The name of this engine's metrics callback in swift's ``callbacks_map``.
 CALLBACK = "aworld_train_metrics"
@@ -115,7 +115,7 @@ def train_in_process(
 
         from aworld_train_swift import patches
         from aworld_train_swift.remote_code import model_code
-        from aworld_train_swift.rewards import register
+        from aworld_train_swift.reward import register
 
         if config.algorithm == "grpo":
             patches.apply()

@@ -15,7 +15,7 @@ from pathlib import Path
 from aworld_train.workers import emit, finish_distributed, load_rewards
 
 from aworld_train_swift.config import SwiftConfig
-from aworld_train_swift.rewards import SwiftReward
+from aworld_train_swift.reward import SwiftReward
 from aworld_train_swift.training import train_in_process
 
 

@@ -13,7 +13,7 @@ from aworld_train.errors import AgentError, ConfigError, DatasetError, RewardErr
 from aworld_train.reward import RewardFunction, RewardSpec
 
 from aworld_train_swift.dataset import convert_dataset
-from aworld_train_swift.rewards import reward_to_swift, score_batch
+from aworld_train_swift.reward import reward_to_swift, score_batch
 
 
 def _check(job: dict[str, Any], **config: Any) -> AgentTrainer:

@@ -42,14 +42,14 @@ def check_agent(agent: AgentSpec, ctx: RunContext) -> Any:
 def check_dataset(
     train_dataset: datasets.Dataset | None, test_dataset: datasets.Dataset | None, ctx: RunContext
 ) -> Any:
-    from aworld_train_trl.data import datasets_to_trl
+    from aworld_train_trl.dataset import datasets_to_trl
 
     return datasets_to_trl(train_dataset, test_dataset, ctx.results["agent"], ctx.config.algorithm)
 
 
 @hookimpl
 def check_reward(reward: RewardSpec, ctx: RunContext) -> Any:
-    from aworld_train_trl.rewards import reward_to_trl
+    from aworld_train_trl.reward import reward_to_trl
 
     return reward_to_trl(reward)
 

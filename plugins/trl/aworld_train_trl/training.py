@@ -17,8 +17,8 @@ if TYPE_CHECKING:
 
     from aworld_train_trl.agent import TrlAgent
     from aworld_train_trl.config import TrlConfig
-    from aworld_train_trl.data import TrlDatasets
-    from aworld_train_trl.rewards import TrlReward
+    from aworld_train_trl.dataset import TrlDatasets
+    from aworld_train_trl.reward import TrlReward
 
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 

@@ -14,8 +14,8 @@ from aworld_train.workers import emit, finish_distributed, load_rewards
 
 from aworld_train_trl.agent import TrlAgent
 from aworld_train_trl.config import TrlConfig
-from aworld_train_trl.data import TrlDatasets
-from aworld_train_trl.rewards import TrlReward
+from aworld_train_trl.dataset import TrlDatasets
+from aworld_train_trl.reward import TrlReward
 from aworld_train_trl.training import train_in_process
 
 

@@ -205,7 +205,7 @@ def _canonical() -> Any:
 
 
 def test_grpo_prompts_become_conversations_with_the_system_prompt() -> None:
-    from aworld_train_trl.data import datasets_to_trl
+    from aworld_train_trl.dataset import datasets_to_trl
 
     converted = datasets_to_trl(_canonical(), None, _agent(system_prompt="Be brief."), "grpo")
     row = converted.train[0]
@@ -216,7 +216,7 @@ def test_grpo_prompts_become_conversations_with_the_system_prompt() -> None:
 
 
 def test_plain_prompts_without_a_chat_template() -> None:
-    from aworld_train_trl.data import datasets_to_trl
+    from aworld_train_trl.dataset import datasets_to_trl
 
     agent = _agent(system_prompt="Be brief.", conversational=False)
     converted = datasets_to_trl(_canonical(), None, agent, "grpo")
@@ -226,7 +226,7 @@ def test_plain_prompts_without_a_chat_template() -> None:
 def test_chat_prompt_without_a_chat_template_names_the_row() -> None:
     import datasets
 
-    from aworld_train_trl.data import datasets_to_trl
+    from aworld_train_trl.dataset import datasets_to_trl
 
     rows = datasets.Dataset.from_list([
         {"prompt": [{"role": "user", "content": "Repeat: 2"}], "ground_truth": "2"}
@@ -238,7 +238,7 @@ def test_chat_prompt_without_a_chat_template_names_the_row() -> None:
 def test_conversion_draws_no_progress_bar(capsys: pytest.CaptureFixture[str]) -> None:
     from datasets.utils import are_progress_bars_disabled, enable_progress_bars
 
-    from aworld_train_trl.data import datasets_to_trl
+    from aworld_train_trl.dataset import datasets_to_trl
 
     enable_progress_bars()  # the user's setting, whatever an earlier test left
     datasets_to_trl(_canonical(), _canonical(), _agent(), "grpo")
@@ -247,14 +247,14 @@ def test_conversion_draws_no_progress_bar(capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_no_train_dataset_is_one_error() -> None:
-    from aworld_train_trl.data import datasets_to_trl
+    from aworld_train_trl.dataset import datasets_to_trl
 
     with pytest.raises(DatasetError, match="^no train_dataset: "):
         datasets_to_trl(None, None, _agent(), "grpo")
 
 
 def test_sft_rows_become_prompt_and_completion() -> None:
-    from aworld_train_trl.data import datasets_to_trl
+    from aworld_train_trl.dataset import datasets_to_trl
 
     converted = datasets_to_trl(_canonical(), None, _agent(), "sft")
     assert converted.train.column_names == ["prompt", "completion"]
@@ -264,7 +264,7 @@ def test_sft_rows_become_prompt_and_completion() -> None:
 def test_reward_wrapper_scores_each_completion_and_logs_extra_metrics() -> None:
     from aworld_train.reward import resolve_reward
 
-    from aworld_train_trl.rewards import TrlReward
+    from aworld_train_trl.reward import TrlReward
 
     def graded(data_source, solution_str, ground_truth, extra_info=None):
         return {"score": float(solution_str == ground_truth), "length": len(solution_str)}
@@ -287,7 +287,7 @@ def test_reward_wrapper_scores_each_completion_and_logs_extra_metrics() -> None:
 def test_reward_wrapper_error_names_the_row() -> None:
     from aworld_train.reward import resolve_reward
 
-    from aworld_train_trl.rewards import TrlReward
+    from aworld_train_trl.reward import TrlReward
 
     def broken(data_source, solution_str, ground_truth, extra_info=None):
         raise ZeroDivisionError("boom")
