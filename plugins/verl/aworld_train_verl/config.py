@@ -254,11 +254,13 @@ def base_config() -> DictConfig:
     """VeRL's ``ppo_trainer`` config as packaged, with no override (read it, never change it).
 
     Hydra composes it from VeRL's config folder once per installed VeRL; the result is kept as
-    YAML beside the schema (:func:`aworld_train_verl.schema.cached`).
+    YAML beside the schema (:func:`aworld_train.engine.cached`).
     """
     from omegaconf import OmegaConf
 
-    from aworld_train_verl.schema import cached
+    from aworld_train.cache import cached
+
+    from aworld_train_verl.schema import cache_key
 
     def compose_packaged() -> str:
         from hydra import compose
@@ -266,7 +268,8 @@ def base_config() -> DictConfig:
         with _hydra():
             return OmegaConf.to_yaml(compose(CONFIG_NAME))
 
-    base = OmegaConf.create(cached(f"{CONFIG_NAME}.yaml", compose_packaged, lambda text: "trainer:" in text))
+    text = cached(f"verl-{CONFIG_NAME}.yaml", compose_packaged, lambda text: "trainer:" in text, key=cache_key())
+    base = OmegaConf.create(text)
     OmegaConf.set_struct(base, True)
     return base
 

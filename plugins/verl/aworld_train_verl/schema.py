@@ -18,15 +18,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import json
-import os
 import typing
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from aworld_train.cache import cached
 from aworld_train.config import first_non_finite
 from aworld_train.errors import ConfigError, did_you_mean
 
@@ -80,31 +78,14 @@ class Schema:
     choices: dict[str, list[str]]
 
 
-def cache_file(name: str) -> Path:
-    """Where ``name`` is kept for the installed VeRL: one file per VeRL version, plugin set and
-    format."""
+def cache_key() -> list[Any]:
+    """What the texts VeRL's code yields depend on: this module's format, the VeRL and engine
+    versions, and the ``verl.plugins`` that register more names (the key of
+    :func:`aworld_train.engine.cached`)."""
     from importlib.metadata import entry_points, version
 
     plugins = sorted(f"{ep.name}={ep.value}" for ep in entry_points(group="verl.plugins"))
-    key = json.dumps([FORMAT, version("verl"), version("aworld-train-verl"), plugins])
-    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
-    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return root / "aworld-train" / f"verl-{version('verl')}-{digest}-{name}"
-
-
-def cached(name: str, make: Callable[[], str], valid: Callable[[str], bool] = lambda text: True) -> str:
-    """The text cached as ``name`` for the installed VeRL, made (and cached) when missing or not
-    ``valid``."""
-    path = cache_file(name)
-    try:
-        text = path.read_text(encoding="utf-8")
-        if valid(text):
-            return text
-    except (OSError, UnicodeDecodeError):
-        pass
-    text = make()
-    _write_quietly(path, text)
-    return text
+    return [FORMAT, version("verl"), version("aworld-train-verl"), plugins]
 
 
 @functools.lru_cache(maxsize=1)
@@ -123,18 +104,7 @@ def schema() -> Schema:
         except ValueError:
             return False
 
-    return Schema(**json.loads(cached("schema.json", make, valid)))
-
-
-def _write_quietly(path: Path, text: str) -> None:
-    """Write the cache atomically; a cache that cannot be written is only slower next time."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f".{path.name}.{os.getpid()}")
-        partial.write_text(text, encoding="utf-8")
-        partial.replace(path)
-    except OSError:
-        pass
+    return Schema(**json.loads(cached("verl-schema.json", make, valid, key=cache_key())))
 
 
 def build(base: DictConfig) -> Schema:

@@ -174,10 +174,12 @@ def test_the_cached_base_config_is_what_hydra_composes() -> None:
     from hydra.core.global_hydra import GlobalHydra
     from omegaconf import OmegaConf
 
-    from aworld_train_verl.config import config_dir
-    from aworld_train_verl.schema import cache_file
+    from aworld_train.cache import cache_file
 
-    assert cache_file("ppo_trainer.yaml").is_file()
+    from aworld_train_verl.config import config_dir
+    from aworld_train_verl.schema import cache_key
+
+    assert cache_file("verl-ppo_trainer.yaml", cache_key()).is_file()
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(config_dir()), version_base=None):
         composed = compose("ppo_trainer")
