@@ -21,6 +21,7 @@ in ``aworld_train.testing`` checks an engine against it.
 from __future__ import annotations
 
 from aworld_train.agent import AgentSpec
+from aworld_train.cache import cached
 from aworld_train.config import (
     ConfigLayout,
     Resources,
@@ -112,6 +113,7 @@ __all__ = [
     "run_workers",
     # Versions and secrets
     "installed_versions",
+    "cached",
     "remember_secrets",
     "redact_text",
     "SecretFilter",
