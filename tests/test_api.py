@@ -97,8 +97,8 @@ def test_processor_receives_what_the_user_passed(
     assert [c.module for c in trainer.checks if c.by == "core"] == [
         "config", "agent", "model", "dataset", "reward"]
     # A value returned by a check replaces the core's form; None keeps it.
-    assert trainer.context.results["agent"] == {"agent_for": toy_job["agent"]}
-    assert len(trainer.context.results["dataset"]) == 4
+    assert trainer.hand_off.agent == {"agent_for": toy_job["agent"]}
+    assert len(trainer.hand_off.dataset) == 4
     processor = trainer.manager.get_plugin("recording").processor
     assert processor.run_path == str(trainer.run_dir.path)
     assert processor.context is trainer.context
@@ -148,7 +148,7 @@ def test_a_model_folder_beside_the_job_reaches_the_engine_as_an_absolute_path(
     trainer = AgentTrainer(**toy_job)
     expected = str((tmp_path / "build" / "model").resolve())
     assert trainer.context.config.model == expected, "engines read the config's model"
-    assert trainer.context.results["agent"].model == expected, "and the agent's"
+    assert trainer.hand_off.agent.model == expected, "and the agent's"
 
 
 def test_one_model_named_in_two_places_as_the_same_folder_passes(
@@ -162,7 +162,7 @@ def test_one_model_named_in_two_places_as_the_same_folder_passes(
                    config={**toy_job["config"], "model": str(folder)})
     trainer = AgentTrainer(**toy_job, check_only=True)
     assert trainer.context.config.model == str(folder)
-    assert trainer.context.results["agent"].model == str(folder)
+    assert trainer.hand_off.agent.model == str(folder)
 
 
 def test_two_models_that_disagree_are_one_line_naming_both(toy_job: dict[str, Any]) -> None:
@@ -181,7 +181,7 @@ def test_a_model_override_replaces_the_model_the_job_names(toy_job: dict[str, An
     toy_job["agent"] = {"name": "adder", "model": "org/agent-model"}
     trainer = AgentTrainer(**toy_job, overrides=["model=org/other-model"], check_only=True)
     assert trainer.context.config.model == "org/other-model"
-    assert trainer.context.results["agent"].model == "org/other-model"
+    assert trainer.hand_off.agent.model == "org/other-model"
 
 
 def test_registered_processor_goes_through_the_same_plugin_manager(

@@ -11,6 +11,7 @@ import inspect
 import logging
 import platform
 import re
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ import pytest
 from helpers import RecordingProcessor, lay_out_distribution, lay_out_engine, manifest, read_jsonl
 
 from aworld_train import AgentTrainer, hookspecs, plugins
+from aworld_train.agent import AgentSpec
 from aworld_train.errors import AgentError, ConfigError, PluginError
 from aworld_train.reward import RewardSpec
 
@@ -94,13 +96,110 @@ def test_hook_check_agent(recording_engine: type[RecordingProcessor],
     trainer = AgentTrainer(**toy_job, check_only=True)
     (name, agent), *_ = recording_engine.calls
     assert name == "check_agent" and agent is toy_job["agent"], "a processor: the user's agent"
-    assert trainer.context.results["agent"] == {"agent_for": toy_job["agent"]}
+    assert trainer.hand_off.agent == {"agent_for": toy_job["agent"]}
 
     # A hook module gets the AgentSpec the core resolved (the toy engine names it).
     toy_job["train_engine_name"] = "toy"
     toy_job["agent"] = {"name": "planner", "max_turns": 3}
     with pytest.raises(AgentError, match="agent 'planner': the toy engine answers in one turn"):
         AgentTrainer(**toy_job, check_only=True)
+
+
+HANDING_ENGINE = '''
+from aworld_train.engine import hookimpl
+
+received = {}
+
+
+@hookimpl
+def check_agent(agent, config, tools, ctx):
+    received["check_agent"] = {"agent": agent, "config": config, "tools": tools}
+    return "agent form"
+
+
+@hookimpl
+def check_dataset(train_dataset, test_dataset, agent, config):
+    received["check_dataset"] = {"train_dataset": train_dataset, "agent": agent,
+                                 "config": config}
+    return "dataset form"
+
+
+@hookimpl
+def check_reward(reward, agent, dataset, config):
+    received["check_reward"] = {"reward": reward, "agent": agent, "dataset": dataset,
+                                "config": config}
+
+
+@hookimpl
+def check_config(config, agent, dataset, reward):
+    received["check_config"] = {"config": config, "agent": agent, "dataset": dataset,
+                                "reward": reward}
+    return "config form"
+
+
+@hookimpl
+def train(agent, dataset, reward, config, ctx):
+    received["train"] = {"agent": agent, "dataset": dataset, "reward": reward,
+                         "config": config}
+    return {"reward": 1.0}
+'''
+
+
+def test_each_hook_receives_the_earlier_results_as_named_arguments(
+    toy_job: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lay_out_engine(tmp_path, "handing", HANDING_ENGINE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    toy_job["train_engine_name"] = "handing"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)  # the new form never warns
+        trainer = AgentTrainer(**toy_job)
+        trainer.train()
+    import aworld_train_handing
+
+    received = aworld_train_handing.received
+    config, spec, core_reward = trainer.context.config, received["check_agent"]["agent"], (
+        received["check_reward"]["reward"])
+    assert list(received) == ["check_agent", "check_dataset", "check_reward", "check_config",
+                              "train"], "AWorld Train's order"
+    assert spec.name == "adder" and received["check_agent"]["config"] is config
+    assert received["check_agent"]["tools"] is trainer.context.tools
+    assert len(trainer.context.tools) == 0, "an agent without tools: an empty ToolSet"
+    assert received["check_dataset"]["agent"] == "agent form"
+    assert received["check_dataset"]["config"] is config
+    assert len(received["check_dataset"]["train_dataset"]) == 4
+    assert received["check_reward"] == {"reward": core_reward, "agent": "agent form",
+                                        "dataset": "dataset form", "config": config}
+    assert isinstance(core_reward, RewardSpec)
+    assert received["check_config"] == {"config": config, "agent": "agent form",
+                                        "dataset": "dataset form", "reward": core_reward}
+    assert received["train"] == {"agent": "agent form", "dataset": "dataset form",
+                                 "reward": core_reward, "config": "config form"}
+    assert trainer.hand_off.config == "config form"
+
+
+def test_a_hook_that_returns_none_hands_on_the_cores_form(toy_job: dict[str, Any]) -> None:
+    toy_job["agent"] = None
+    toy_job["train_engine_name"] = "toy"
+    trainer = AgentTrainer(**toy_job, check_only=True)
+    assert isinstance(trainer.hand_off.agent, AgentSpec), "toy's check_agent returns None"
+
+
+def test_ctx_results_still_hold_each_result_and_reading_one_warns_once(
+    toy_job: dict[str, Any]
+) -> None:
+    trainer = AgentTrainer(**toy_job, check_only=True)
+    results = trainer.context.results
+    assert sorted(results) == ["agent", "config", "dataset", "reward", "tools"]
+    with pytest.warns(DeprecationWarning,
+                      match=r"^ctx.results\['config'\] is deprecated: use the hook's named "
+                            r"argument 'config' \(docs/hooks.md\)$"):
+        assert results["config"] is trainer.hand_off.config
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        assert results.get("config") is trainer.hand_off.config, "once per key"
+    with pytest.warns(DeprecationWarning, match=r"use ctx.tools"):
+        assert results.get("tools") is trainer.context.tools
 
 
 LAYERED_ENGINE = '''
@@ -139,7 +238,7 @@ def test_hook_config_layout(toy_job: dict[str, Any], tmp_path: Path,
     import aworld_train_layered
 
     assert aworld_train_layered.calls == ["config_layout", "check_config"], "once, first"
-    assert trainer.context.results["config"] == {
+    assert trainer.hand_off.config == {
         "width": 3, "policy": {"dtype": "bf16"}, "depth": 2, "algorithm": {"estimator": "grpo"}
     }, "claimed keys in the section; the model key taken out of it"
     assert trainer.context.config.model == "org/policy"
@@ -158,7 +257,7 @@ def test_hook_config_layout(toy_job: dict[str, Any], tmp_path: Path,
     toy_job["config"]["layered"] = {"policy.path": "org/only-here"}
     trainer = AgentTrainer(**toy_job, check_only=True)
     assert trainer.context.config.model == "org/only-here", "the engine's key alone names it"
-    assert trainer.context.results["config"] == {"depth": 2, "algorithm": {"estimator": "grpo"}}
+    assert trainer.hand_off.config == {"depth": 2, "algorithm": {"estimator": "grpo"}}
 
     # A processor owns its config format: it takes every key the core does not know.
     plugins.register_processor("recording", RecordingProcessor)
@@ -191,7 +290,7 @@ def test_a_config_layout_that_breaks_the_contract_is_named(
 def test_hook_check_dataset(toy_job: dict[str, Any]) -> None:
     toy_job["test_dataset"] = [{"prompt": "What is 4 + 4?", "ground_truth": "8"}]
     trainer = AgentTrainer(**toy_job)
-    converted = trainer.context.results["dataset"]
+    converted = trainer.hand_off.dataset
     assert [e.prompt for e in converted["train"]][:1] == ["What is 1 + 1?"]
     assert [(e.prompt, e.ground_truth) for e in converted["test"]] == [("What is 4 + 4?", "8")]
     # The recorder wraps the engine's implementation: it runs around it, after check_agent.
@@ -204,16 +303,16 @@ def test_hook_check_dataset(toy_job: dict[str, Any]) -> None:
 
 def test_hook_check_reward(toy_job: dict[str, Any], rows: list[dict[str, Any]]) -> None:
     trainer = AgentTrainer(**toy_job, check_only=True)
-    wrapped = trainer.context.results["reward"]
+    wrapped = trainer.hand_off.reward
     assert isinstance(wrapped.spec, RewardSpec)
-    example = trainer.context.results["dataset"]["train"][0]
+    example = trainer.hand_off.dataset["train"][0]
     assert wrapped(example, rows[0]["ground_truth"]).score == 1.0
     assert wrapped(example, "wrong").metrics == {"rewards/exact_match": 0.0}
 
 
 def test_hook_check_config(toy_job: dict[str, Any]) -> None:
     toy_job["config"] = {"max_steps": 7, "seed": 3, "toy": {"temperature": 0.5}}
-    settings = AgentTrainer(**toy_job, check_only=True).context.results["config"]
+    settings = AgentTrainer(**toy_job, check_only=True).hand_off.config
     assert settings.max_steps == 7 and settings.seed == 3 and settings.temperature == 0.5
     assert settings.candidates == ("2", "3", "4", "5"), "the dataset's distinct ground truths"
     assert settings.batch_size == 8 and settings.save_steps is None, "the toy engine's defaults"

@@ -38,6 +38,22 @@ def test_mean_reward_rises_on_a_simple_task(toy_job: dict[str, Any]) -> None:
     assert policy["step"] == 60 and policy["candidates"] == ["2", "3", "4", "5"]
 
 
+def test_an_engine_written_against_ctx_results_still_trains_and_is_warned(
+    toy_job: dict[str, Any]
+) -> None:
+    # The toy engine reads ctx.results, as engines did before the hooks received the earlier
+    # results by name: it keeps working, and each key it reads warns once.
+    with pytest.warns(DeprecationWarning) as warned:
+        final, run_dir = train_toy(toy_job, max_steps=4)
+    read = sorted(str(w.message).split("'")[1] for w in warned
+                  if str(w.message).startswith("ctx.results["))
+    assert read == ["config", "dataset", "reward"]
+    assert all(w.filename.endswith(("aworld_train_toy/engine.py", "aworld_train_toy/policy.py"))
+               for w in warned), "each warning points at the engine's own line"
+    assert [r["step"] for r in read_jsonl(run_dir / "metrics.jsonl")] == [1, 2, 3, 4]
+    assert "greedy_reward" in final
+
+
 def test_training_is_reproducible_from_the_seed(toy_job: dict[str, Any]) -> None:
     first = [r["reward"] for r in read_jsonl(train_toy(dict(toy_job), seed=1)[1] / "metrics.jsonl")]
     again = [r["reward"] for r in read_jsonl(train_toy(dict(toy_job), seed=1)[1] / "metrics.jsonl")]
@@ -78,7 +94,7 @@ def test_a_tiny_learning_rate_leaves_the_policy_almost_uniform(toy_job: dict[str
 
 def test_engine_section_sets_candidates_and_temperature(toy_job: dict[str, Any]) -> None:
     toy_job["config"] = dict(toy_job["config"], toy={"candidates": ["4", "5"], "temperature": 2.0})
-    settings = AgentTrainer(**toy_job, check_only=True).context.results["config"]
+    settings = AgentTrainer(**toy_job, check_only=True).hand_off.config
     assert settings.candidates == ("4", "5") and settings.temperature == 2.0
 
 
@@ -109,7 +125,7 @@ def test_the_same_module_under_another_name_reads_its_own_section(
     monkeypatch.setenv("AWORLD_TRAIN_DISABLE_PLUGINS", "aworld-train-dup")
     toy_job["train_engine_name"] = "twin"
     toy_job["config"] = dict(toy_job["config"], twin={"temperature": 3.0}, toy={"temperature": 9})
-    settings = AgentTrainer(**toy_job, check_only=True).context.results["config"]
+    settings = AgentTrainer(**toy_job, check_only=True).hand_off.config
     assert settings.temperature == 3.0
 
 

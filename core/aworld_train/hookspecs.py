@@ -1,12 +1,35 @@
 """The hooks an engine implements.
 
 Before it reads the job's config, the core asks the selected engine how its own config files
-look (``config_layout``). It then calls the five card hooks in this order:
+look (``config_layout``). It then calls the five card hooks in AWorld Train's order:
 ``check_agent``, ``check_dataset``, ``check_reward``, ``check_config``, then, once the trainer
-has marked itself initialised, ``train``. Each receives what the core has already resolved and
-validated (the generic layer) plus a :class:`~aworld_train.context.RunContext`, and returns the
-engine-ready form of its input, or ``None`` to keep the core's form. The context stores each
-result under ``ctx.results`` ("agent", "dataset", "reward", "config") for the later hooks.
+has marked itself initialised, ``train``. The order is kept because processors written for
+AWorld Train rely on it, and because an engine's config assembles from the other three.
+
+Each hook receives, as named arguments, what the core resolved and validated (the generic
+layer: ``agent``, ``train_dataset``/``test_dataset``, ``reward``, ``config``, ``tools``) and
+what the earlier hooks returned, plus ``ctx``, the :class:`~aworld_train.context.RunContext`.
+An implementation takes any subset of a spec's arguments, by name. Each check returns the
+engine-ready form of its input, or ``None`` to keep the core's form, and later hooks receive
+that form under the same name:
+
+=================  ==========================================================================
+hook               receives
+=================  ==========================================================================
+``check_agent``    ``agent`` (the core's AgentSpec), ``config`` (the core's TrainConfig),
+                   ``tools``, ``ctx``
+``check_dataset``  ``train_dataset``, ``test_dataset`` (the core's), ``agent`` (check_agent's),
+                   ``config`` (the core's), ``ctx``
+``check_reward``   ``reward`` (the core's RewardSpec), ``agent``, ``dataset`` (check_dataset's),
+                   ``config`` (the core's), ``ctx``
+``check_config``   ``config`` (the core's), ``agent``, ``dataset``, ``reward`` (the checks'),
+                   ``ctx``
+``train``          ``agent``, ``dataset``, ``reward``, ``config`` (check_config's), ``ctx``
+=================  ==========================================================================
+
+``ctx.results`` still holds each result under "agent", "dataset", "reward", "config" (and
+"tools") for engines written against the earlier form; reading it warns
+(``DeprecationWarning``, once per key).
 
 Check hooks must be cheap: they must not start training, Ray, a GPU, or a model download.
 They raise a subclass of :class:`~aworld_train.errors.AWorldTrainError` for bad input; anything
@@ -31,6 +54,7 @@ if TYPE_CHECKING:
     from aworld_train.config import ConfigLayout, TrainConfig
     from aworld_train.context import RunContext
     from aworld_train.reward import RewardSpec
+    from aworld_train.tools import ToolSet
 
 PROJECT_NAME = "aworld_train"
 
@@ -55,23 +79,26 @@ def config_layout() -> ConfigLayout | None:
 
 
 @hookspec(firstresult=True)
-def check_agent(agent: AgentSpec, ctx: RunContext) -> Any | None:
+def check_agent(agent: AgentSpec, config: TrainConfig, tools: ToolSet,
+                ctx: RunContext) -> Any | None:
     """Check the agent and turn it into the engine's form.
 
-    Called first, after the core has normalised the user's agent (an AWorld ``Agent``, a YAML or
-    JSON file, a dict or a ``module:factory``) into an :class:`~aworld_train.agent.AgentSpec`
-    (the default spec when the user gave none: the model then comes from the config).
-
-    Before it, the core resolves the agent's tools (:func:`aworld_train.tools.resolve_tools`):
-    it imports the Python tools, connects to each MCP server the agent uses, lists its tools and
-    fails naming the server or tool that is wrong. The result, a
-    :class:`~aworld_train.tools.ToolSet` (empty for an agent without tools), is in
-    ``ctx.results["tools"]``: each tool has ``name``, ``description``, ``parameters`` (JSON
-    schema), ``schema`` (OpenAI style) and ``call(**arguments) -> str``.
+    Called first, after the core has read the config, normalised the user's agent (an AWorld
+    ``Agent``, a YAML or JSON file, a dict or a ``module:factory``) into an
+    :class:`~aworld_train.agent.AgentSpec` (the default spec when the user gave none), checked
+    the job's one model (in both ``agent.model`` and ``config.model``) and resolved the agent's
+    tools (:func:`aworld_train.tools.resolve_tools`): it imported the Python tools, connected to
+    each MCP server the agent uses and listed its tools, failing on the server or tool that is
+    wrong.
 
     :param agent: the normalised agent spec (``name``, ``model``, ``system_prompt``, ``tools``,
         ``mcp_config``, ``mcp_servers``, ``max_turns``, LLM settings).
-    :param ctx: the run context; ``ctx.results["tools"]`` holds the resolved tools.
+    :param config: the common training config as the core validated it (``check_config`` has
+        not run yet: read the engine-neutral keys, such as ``max_completion_length``).
+    :param tools: the agent's resolved :class:`~aworld_train.tools.ToolSet` (empty for an agent
+        without tools), also ``ctx.tools``: each tool has ``name``, ``description``,
+        ``parameters`` (JSON schema), ``schema`` (OpenAI style) and ``call(**arguments) -> str``.
+    :param ctx: the run context.
     :returns: the engine-ready agent, or ``None`` to keep ``agent``.
     :raises AgentError: for an agent feature the engine does not support.
     """
@@ -79,18 +106,22 @@ def check_agent(agent: AgentSpec, ctx: RunContext) -> Any | None:
 
 @hookspec(firstresult=True)
 def check_dataset(
-    train_dataset: datasets.Dataset | None, test_dataset: datasets.Dataset | None, ctx: RunContext
+    train_dataset: datasets.Dataset | None, test_dataset: datasets.Dataset | None, agent: Any,
+    config: TrainConfig, ctx: RunContext
 ) -> Any | None:
     """Check the datasets and convert them to the engine's format.
 
     Called second, after the core has loaded both datasets, applied the ``columns:`` mapping and
     validated every row: each has a ``prompt`` (a string or a list of chat messages) and a
     ``ground_truth``; ``data_source`` and ``extra_info`` (a dict) are present, other columns pass
-    through. ``ctx.results["agent"]`` holds the result of :func:`check_agent`.
+    through.
 
     :param train_dataset: the canonical training dataset, or ``None`` when the user gave none
         (an engine that needs one raises ``DatasetError``).
     :param test_dataset: the canonical test dataset, or ``None``.
+    :param agent: what ``check_agent`` returned (the core's ``AgentSpec`` when it returned
+        ``None``).
+    :param config: the common training config as the core validated it.
     :param ctx: the run context; converted files belong in ``ctx.run_dir``.
     :returns: the engine-ready datasets (any form), or ``None`` to keep the canonical ones.
     :raises DatasetError: for rows the engine cannot use, naming the row.
@@ -98,7 +129,8 @@ def check_dataset(
 
 
 @hookspec(firstresult=True)
-def check_reward(reward: RewardSpec | None, ctx: RunContext) -> Any | None:
+def check_reward(reward: RewardSpec | None, agent: Any, dataset: Any, config: TrainConfig,
+                 ctx: RunContext) -> Any | None:
     """Check the reward and wrap it in the engine's reward interface.
 
     Called third. The core has already resolved every reward function, checked its signature
@@ -107,6 +139,10 @@ def check_reward(reward: RewardSpec | None, ctx: RunContext) -> Any | None:
 
     :param reward: the resolved reward functions with their weights, or ``None`` when the user
         gave none (an engine that needs one raises ``RewardError``).
+    :param agent: what ``check_agent`` returned (the core's ``AgentSpec`` when ``None``).
+    :param dataset: what ``check_dataset`` returned (the core's training ``datasets.Dataset``,
+        or ``None``, when it returned ``None``).
+    :param config: the common training config as the core validated it.
     :param ctx: the run context.
     :returns: the engine-ready reward, or ``None`` to keep ``reward``.
     :raises RewardError: when the engine's own reward path fails on a sample.
@@ -114,14 +150,19 @@ def check_reward(reward: RewardSpec | None, ctx: RunContext) -> Any | None:
 
 
 @hookspec(firstresult=True)
-def check_config(config: TrainConfig, ctx: RunContext) -> Any | None:
+def check_config(config: TrainConfig, agent: Any, dataset: Any, reward: Any,
+                 ctx: RunContext) -> Any | None:
     """Map the common config onto the engine's own and validate it with the engine's schema.
 
-    Called fourth. ``config`` holds the validated engine-neutral keys and, in
+    Called fourth, so that the engine's config assembles from what the other three checks
+    returned. ``config`` holds the validated engine-neutral keys and, in
     ``config.engine_section()`` (no argument), the section named after the entry point the
     engine was selected by, which the hook validates against the engine's own schema.
 
     :param config: the common training config.
+    :param agent: what ``check_agent`` returned (the core's ``AgentSpec`` when ``None``).
+    :param dataset: what ``check_dataset`` returned (the core's training dataset when ``None``).
+    :param reward: what ``check_reward`` returned (the core's ``RewardSpec`` when ``None``).
     :param ctx: the run context.
     :returns: the engine's resolved config, or ``None`` to keep ``config``.
     :raises ConfigError: for an unknown key (with a suggestion) or a bad value.
@@ -129,14 +170,18 @@ def check_config(config: TrainConfig, ctx: RunContext) -> Any | None:
 
 
 @hookspec(firstresult=True)
-def train(ctx: RunContext) -> dict[str, Any] | None:
+def train(agent: Any, dataset: Any, reward: Any, config: Any,
+          ctx: RunContext) -> dict[str, Any] | None:
     """Train, reporting each logged step through ``ctx.metrics.log(step, metrics)``.
 
     Called only after every check passed and the trainer marked itself initialised; never in a
-    check-only run. ``ctx.results`` holds the engine-ready agent, dataset, reward and config.
-    Checkpoints and the final model belong in ``ctx.run_dir``; ``ctx.resume_from`` is the run
-    directory of an interrupted run to continue, or ``None``.
+    check-only run. Checkpoints and the final model belong in ``ctx.run_dir``;
+    ``ctx.resume_from`` is the run directory of an interrupted run to continue, or ``None``.
 
+    :param agent: what ``check_agent`` returned (the core's ``AgentSpec`` when ``None``).
+    :param dataset: what ``check_dataset`` returned (the core's training dataset when ``None``).
+    :param reward: what ``check_reward`` returned (the core's ``RewardSpec`` when ``None``).
+    :param config: what ``check_config`` returned (the core's ``TrainConfig`` when ``None``).
     :param ctx: the run context.
     :returns: the final metrics, or ``None``.
     :raises TrainingError: when the engine cannot train on this machine.

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from aworld_train.config import ConfigLayout, TrainConfig
     from aworld_train.context import Given
     from aworld_train.reward import RewardSpec
+    from aworld_train.tools import ToolSet
 
 logger = logging.getLogger("aworld_train")
 
@@ -39,6 +40,18 @@ class CheckResult:
     by: str  # "core" or the engine's name
     detail: str
     seconds: float
+
+
+@dataclass
+class HandOff:
+    """What the hooks hand on to each other: each check's result, or the core's form where the
+    engine's hook returned ``None``. The later hooks receive these as named arguments."""
+
+    tools: ToolSet
+    agent: Any = None
+    dataset: Any = None
+    reward: Any = None
+    config: Any = None
 
 
 @dataclass
@@ -143,7 +156,10 @@ class AgentTrainer:
         try:
             with _signals_interrupt("training"):
                 self.metrics.start(None)
-                result = self.manager.hook.train(ctx=self.context)
+                hand_off = self.hand_off
+                result = self.manager.hook.train(
+                    agent=hand_off.agent, dataset=hand_off.dataset, reward=hand_off.reward,
+                    config=hand_off.config, ctx=self.context)
         except BaseException as exc:
             self._close(exc)
             raise
@@ -225,11 +241,13 @@ class AgentTrainer:
             resume_from=resume_from,
             given=_as_given(given),
         )
-        self._check_agent(spec, given.base_dir)
+        self._check_agent(spec, train_config, given.base_dir)
         train = self._check_datasets(given, spec, train_config)
         self._check_reward(given, train, train_config)
+        hand_off = self.hand_off
         self._engine_step("config", lambda: self.manager.hook.check_config(
-            config=train_config, ctx=self.context), train_config)
+            config=train_config, agent=hand_off.agent, dataset=hand_off.dataset,
+            reward=hand_off.reward, ctx=self.context), train_config)
         return spec
 
     def _config_layout(self) -> ConfigLayout | None:
@@ -297,16 +315,17 @@ class AgentTrainer:
                                   "name the model once")
         return named[0][1] if named else None
 
-    def _check_agent(self, spec: AgentSpec, base_dir: Path | None) -> None:
+    def _check_agent(self, spec: AgentSpec, config: TrainConfig, base_dir: Path | None) -> None:
         from aworld_train.tools import ToolSet, resolve_tools
 
         tools = ToolSet()
         if spec.uses_tools:
             tools = self._step("tools", "core", lambda: resolve_tools(spec, base_dir),
                                _describe_tools)
-        self.context.results["tools"] = tools
+        self.hand_off = HandOff(tools=tools)
+        self.context.tools = self.context.results["tools"] = tools
         self._engine_step("agent", lambda: self.manager.hook.check_agent(
-            agent=spec, ctx=self.context), spec)
+            agent=spec, config=config, tools=tools, ctx=self.context), spec)
 
     def _check_datasets(self, given: _Job, spec: AgentSpec,
                         config: TrainConfig) -> datasets.Dataset | None:
@@ -317,7 +336,8 @@ class AgentTrainer:
         if spec.model and Path(spec.model).is_dir() and train is not None:
             self._check_lengths(spec, config, {"train_dataset": train, "test_dataset": test})
         self._engine_step("dataset", lambda: self.manager.hook.check_dataset(
-            train_dataset=train, test_dataset=test, ctx=self.context), train)
+            train_dataset=train, test_dataset=test, agent=self.hand_off.agent, config=config,
+            ctx=self.context), train)
         return train
 
     def _load_dataset(self, module: str, source: Any, given: _Job,
@@ -339,7 +359,7 @@ class AgentTrainer:
 
         present = {role: dataset for role, dataset in datasets.items() if dataset is not None}
         self._step("lengths", "core", lambda: check_lengths(
-            spec.model, present, spec.system_prompt, self.context.results["tools"].schemas(),
+            spec.model, present, spec.system_prompt, self.context.tools.schemas(),
             config.max_completion_length or spec.llm_max_tokens, spec.max_turns,
             config.trust_remote_code), _describe_lengths)
 
@@ -359,8 +379,10 @@ class AgentTrainer:
             self._record(CheckResult("reward", "core", "none given", 0.0))
         else:
             reward, _ = self._step("reward", "core", resolve_and_score, _describe_reward)
+        hand_off = self.hand_off
         self._engine_step("reward", lambda: self.manager.hook.check_reward(
-            reward=reward, ctx=self.context), reward)
+            reward=reward, agent=hand_off.agent, dataset=hand_off.dataset, config=config,
+            ctx=self.context), reward)
 
     def _step(self, module: str, by: str, run: Callable[[], Any],
               describe: Callable[[Any], str]) -> Any:
@@ -375,7 +397,9 @@ class AgentTrainer:
         result = self._call_engine(f"check_{key}", run)
         kept = result is None
         detail = "kept the core's form" if kept else f"converted ({type(result).__name__})"
-        self.context.results[key] = core_form if kept else result
+        value = core_form if kept else result
+        setattr(self.hand_off, key, value)
+        self.context.results[key] = value
         seconds = time.perf_counter() - started
         self._record(CheckResult(key, self.train_engine_name, detail, seconds))
 
