@@ -44,10 +44,20 @@ from aworld_train.errors import (
     TrainingError,
     did_you_mean,
 )
+from aworld_train.hf import (
+    TrainerConfig,
+    all_argument_names,
+    argument_names,
+    arguments_class,
+    completion_text,
+    last_checkpoint,
+    resume_checkpoint,
+    trainer_callback,
+)
 from aworld_train.hookspecs import hookimpl
 from aworld_train.isolation import call_isolated
 from aworld_train.job import JOB_FIELDS
-from aworld_train.metrics import LogFn, MetricsReporter, StartFn, trainer_callback
+from aworld_train.metrics import LogFn, MetricsReporter, StartFn
 from aworld_train.model import check_lengths, load_tokenizer, max_positions
 from aworld_train.plugins import installed_versions
 from aworld_train.redaction import SecretFilter, redact_text, remember_secrets
@@ -96,7 +106,15 @@ __all__ = [
     "MetricsReporter",
     "LogFn",
     "StartFn",
+    # Engines built on a Hugging Face Trainer
     "trainer_callback",
+    "last_checkpoint",
+    "resume_checkpoint",
+    "completion_text",
+    "TrainerConfig",
+    "arguments_class",
+    "argument_names",
+    "all_argument_names",
     # Models, tokenizers, datasets
     "load_tokenizer",
     "max_positions",
