@@ -188,23 +188,3 @@ StartFn = Callable[[int, int], None]
 #: Told the global step and the metrics of each logged step.
 LogFn = Callable[[int, dict[str, Any]], None]
 
-
-def trainer_callback(base: type, on_start: StartFn, on_log: LogFn) -> type:
-    """A subclass of ``base`` (transformers' ``TrainerCallback``, or an engine's own subclass of
-    it) that forwards the trainer's progress and log entries from the main process.
-
-    The base class is passed in, so that this module does not import transformers.
-    """
-
-    class MetricsCallback(base):  # type: ignore[misc, valid-type]
-        """Forwards the trainer's progress and log entries to aworld-train's metrics."""
-
-        def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            if state.is_world_process_zero:
-                on_start(state.max_steps, state.global_step)
-
-        def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any) -> None:
-            if state.is_world_process_zero and logs:
-                on_log(state.global_step, dict(logs))
-
-    return MetricsCallback

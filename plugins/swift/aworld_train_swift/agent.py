@@ -15,13 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.errors import AgentError
+from aworld_train.engine import AgentError
 
 from aworld_train_swift.schema import validate_section
 
 if TYPE_CHECKING:
-    from aworld_train.agent import AgentSpec
-    from aworld_train.config import TrainConfig
+    from aworld_train.engine import AgentSpec, TrainConfig
 
 
 @dataclass

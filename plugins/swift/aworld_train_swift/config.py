@@ -16,57 +16,50 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.errors import AWorldTrainError, ConfigError
-from aworld_train.workers import scoped_environment
+from aworld_train.engine import (
+    AWorldTrainError,
+    ConfigError,
+    TrainerConfig,
+    arguments_class,
+    scoped_environment,
+)
 
+from aworld_train_swift.logs import LOG_FILE
 from aworld_train_swift.remote_code import model_code
-from aworld_train_swift.schema import SECRETS, arguments_class, validate_section
+from aworld_train_swift.schema import ARGUMENT_CLASSES, SECRETS, validate_section
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from aworld_train.config import TrainConfig
+    from aworld_train.engine import TrainConfig
 
     from aworld_train_swift.agent import SwiftAgent
     from aworld_train_swift.dataset import SwiftDatasets
     from aworld_train_swift.reward import SwiftReward
 
-# Where swift's outputs, its caches and its log lines go inside the run directory.
+# Where swift's outputs and its caches go inside the run directory.
 CHECKPOINTS = "checkpoints"
 CACHE = "cache"
-LOG_FILE = "swift.log"
 # Arguments whose only effect while swift builds its arguments is a network call (a hub
 # download, a vLLM server connection): the check builds without them, after their values
 # were validated.
 _NETWORK_KEYS = ("adapters", "vllm_server_host", "vllm_server_base_url")
 
 
-@dataclass
-class SwiftConfig:
-    """ms-swift's arguments for one run.
+@dataclass(kw_only=True)
+class SwiftConfig(TrainerConfig):
+    """ms-swift's arguments for one run: ``arguments`` of ``SftArguments`` / ``RLHFArguments``
+    (the rewards and the metrics callback they name are registered in the training process);
+    several processes train through torchrun (``NPROC_PER_NODE``, ``NNODES``).
 
-    :ivar algorithm: ``sft``, ``grpo`` or ``dpo``.
-    :ivar arguments: keyword arguments of ``SftArguments`` / ``RLHFArguments``; the rewards
-        and the metrics callback they name are registered in the training process.
     :ivar cache_dir: ``MODELSCOPE_CACHE`` and ``HF_HOME`` point inside it during the run.
     :ivar log_file: where swift's log lines and per-step dicts go instead of the terminal.
     :ivar trust_remote_code: whether code from the model's folder may run.
-    :ivar nproc_per_node: processes per node (``NPROC_PER_NODE``).
-    :ivar nnodes: nodes (``NNODES``).
     """
 
-    algorithm: str
-    arguments: dict[str, Any]
     cache_dir: str
     log_file: str
     trust_remote_code: bool = False
-    nproc_per_node: int = 1
-    nnodes: int = 1
-
-    @property
-    def distributed(self) -> bool:
-        """Whether training runs in several processes, launched through torchrun."""
-        return self.nproc_per_node * self.nnodes > 1
 
 
 def config_to_swift(
@@ -238,7 +231,7 @@ def build_arguments(
     :raises ConfigError: with swift's message when it rejects the arguments.
     :raises ModelError: when the model needs code from its folder the job does not trust.
     """
-    cls = arguments_class(config.algorithm)
+    cls = arguments_class(ARGUMENT_CLASSES, config.algorithm)
     kwargs = dict(config.arguments, **extra)
     if config.algorithm != "sft":
         kwargs["rlhf_type"] = config.algorithm

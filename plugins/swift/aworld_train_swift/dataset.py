@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.errors import DatasetError
+from aworld_train.engine import DatasetError
 
 if TYPE_CHECKING:
     import datasets

@@ -10,24 +10,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from aworld_train import hookimpl
-from aworld_train.plugins import installed_versions
+from aworld_train.engine import ConfigLayout, hookimpl, installed_versions
 
 if TYPE_CHECKING:
     import datasets
 
-    from aworld_train.agent import AgentSpec
-    from aworld_train.config import ConfigLayout, TrainConfig
-    from aworld_train.context import RunContext
-    from aworld_train.reward import RewardSpec
+    from aworld_train.engine import AgentSpec, RewardSpec, RunContext, TrainConfig
 
 
 @hookimpl
 def config_layout() -> ConfigLayout:
     """How an ms-swift config file looks: swift's arguments at its top level, ``model`` naming
     the model."""
-    from aworld_train.config import ConfigLayout
-
     from aworld_train_swift.schema import MODEL_KEY, section_keys
 
     return ConfigLayout(section_keys=section_keys(), model_key=MODEL_KEY)

@@ -15,10 +15,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.workers import rendezvous, reward_references, run_workers
+from aworld_train.engine import rendezvous, reward_references, run_workers
 
 if TYPE_CHECKING:
-    from aworld_train.context import RunContext
+    from aworld_train.engine import RunContext
 
     from aworld_train_swift.config import SwiftConfig
 
@@ -40,7 +40,7 @@ def launch(ctx: RunContext, checkpoint: Path | None, secrets: dict[str, str]) ->
                "-m", "aworld_train_swift.worker", str(job_file)]
     env = dict(os.environ, **secrets, NPROC_PER_NODE=str(config.nproc_per_node),
                NNODES=str(config.nnodes))
-    total = config.nproc_per_node * config.nnodes
+    total = config.world_size
     return run_workers(command, ctx, ctx.run_dir / WORKER_LOG, env=env,
                        what=f"torchrun of {total} swift processes")
 

@@ -14,10 +14,14 @@ import os
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from aworld_train.engine import SecretFilter, quiet_progress_bars
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
+# Where ms-swift's log lines go inside the run directory.
+LOG_FILE = "swift.log"
 # The loggers whose lines belong in swift.log: swift's, the libraries it drives, and the one
 # logging.captureWarnings sends Python warnings to.
 _LOGGERS = ("swift", "modelscope", "transformers", "py.warnings")
@@ -27,8 +31,6 @@ _LOGGERS = ("swift", "modelscope", "transformers", "py.warnings")
 def log_to_file(path: Path) -> Iterator[None]:
     """Send ms-swift's log lines and Python's warnings to ``path`` within the block."""
     import swift.utils.logger  # noqa: F401  (creates swift's logger with a terminal handler)
-
-    from aworld_train.redaction import SecretFilter
 
     handler = logging.FileHandler(path, encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s [%(levelname)s:%(name)s] %(message)s"))
@@ -53,8 +55,6 @@ def log_to_file(path: Path) -> Iterator[None]:
 
 def run_log(run_dir: Path) -> Any:
     """:func:`log_to_file` for the run's ``swift.log``."""
-    from aworld_train_swift.config import LOG_FILE
-
     return log_to_file(run_dir / LOG_FILE)
 
 
@@ -64,8 +64,6 @@ def output_to_log(path: Path) -> Iterator[None]:
     the libraries (model loading, dataset preparation, saving)."""
     from transformers import trainer as hf_trainer
     from transformers.utils import logging as hf_logging
-
-    from aworld_train.dataset import quiet_progress_bars
 
     # The trainer adds one of these two by name when it is built; swift's patcher, imported by
     # steps_to_log, set both to its own.

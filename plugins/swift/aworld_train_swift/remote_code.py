@@ -12,7 +12,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from aworld_train.errors import ModelError
+from aworld_train.engine import ModelError
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -14,8 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from aworld_train.errors import RewardError
-from aworld_train.reward import RewardFunction, RewardSpec
+from aworld_train.engine import RewardError, RewardFunction, RewardSpec, completion_text
 
 # The prefix of every registry name this engine adds to swift's ``orms``.
 ORM_PREFIX = "aworld_"
@@ -80,19 +79,6 @@ def score_batch(spec: RewardSpec, completions: list[Any], columns: dict[str, Any
         )
         scores.append(float(result.score))
     return scores
-
-
-def completion_text(completion: Any) -> str:
-    """The text of one completion: a string, or the assistant messages of a conversation."""
-    if isinstance(completion, str):
-        return completion
-    if isinstance(completion, dict):
-        return str(completion.get("content") or "")
-    return "".join(
-        str(message.get("content") or "")
-        for message in completion
-        if message.get("role", "assistant") == "assistant"
-    )
 
 
 def register(reward: SwiftReward) -> None:

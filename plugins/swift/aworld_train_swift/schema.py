@@ -22,11 +22,22 @@ import typing
 from dataclasses import dataclass
 from typing import Any
 
-from aworld_train.config import first_non_finite
-from aworld_train.errors import ConfigError, did_you_mean
+from aworld_train.engine import (
+    JOB_FIELDS,
+    ConfigError,
+    all_argument_names,
+    arguments_class,
+    did_you_mean,
+    first_non_finite,
+)
 
-# The algorithms this engine trains.
-ALGORITHMS = ("sft", "grpo", "dpo")
+# The argument dataclass swift parses each algorithm this engine trains into.
+ARGUMENT_CLASSES = {
+    "sft": "swift.arguments:SftArguments",
+    "grpo": "swift.arguments:RLHFArguments",
+    "dpo": "swift.arguments:RLHFArguments",
+}
+ALGORITHMS = tuple(ARGUMENT_CLASSES)
 # The argument that names the policy model in an ms-swift config file.
 MODEL_KEY = "model"
 # Arguments this engine sets from the job itself: the section may leave them null (as an
@@ -77,43 +88,23 @@ class Field:
     registry: bool = False
 
 
-def arguments_class(algorithm: str) -> type:
-    """The swift argument dataclass that ``algorithm`` is parsed into."""
-    if algorithm == "sft":
-        from swift.arguments import SftArguments
-
-        return SftArguments
-    from swift.arguments import RLHFArguments
-
-    return RLHFArguments
-
-
 def section_keys() -> frozenset[str]:
     """The top-level keys of an ms-swift config file that belong in the ``swift:`` section: the
     arguments of every dataclass this engine parses an algorithm into.
 
     ``columns``, an argument but also a field of the job file, is left out: at the top of a
-    job's config it is a misplaced job field, not swift's column mapping. Reading the names
-    imports swift's argument classes (no model, no GPU), with swift's import-time log lines
-    kept off the terminal; the core asks once per job.
+    job's config it is a misplaced job field, not swift's column mapping. The names are read
+    from swift's argument classes once per ms-swift version (no model, no GPU), with swift's
+    import-time log lines kept off the terminal.
     """
     import os
     from pathlib import Path
 
-    from aworld_train.job import JOB_FIELDS
-
     from aworld_train_swift.logs import log_to_file
 
     with log_to_file(Path(os.devnull)):
-        names = frozenset().union(*(argument_names(algorithm) for algorithm in ALGORITHMS))
+        names = all_argument_names("ms-swift", ARGUMENT_CLASSES)
     return names - set(JOB_FIELDS)
-
-
-@functools.cache
-def argument_names(algorithm: str) -> frozenset[str]:
-    """The arguments (``__init__`` fields) of swift's dataclass for ``algorithm``."""
-    return frozenset(item.name for item in dataclasses.fields(arguments_class(algorithm))
-                     if item.init)
 
 
 def validate_section(section: dict[str, Any], algorithm: str) -> dict[str, Any]:
@@ -130,7 +121,7 @@ def validate_section(section: dict[str, Any], algorithm: str) -> dict[str, Any]:
             f"config key 'algorithm': the swift engine trains {list(ALGORITHMS)}, not "
             f"'{algorithm}'" + did_you_mean(algorithm, ALGORITHMS)
         )
-    cls = arguments_class(algorithm)
+    cls = arguments_class(ARGUMENT_CLASSES, algorithm)
     fields = section_fields(algorithm)
     plugins = any(section.get(key) for key in _PLUGIN_KEYS)
     # What the engine itself sets a managed argument to, where a config file may repeat it.
@@ -189,7 +180,7 @@ def validate_value(field: Field, value: Any) -> Any:
 @functools.cache
 def section_fields(algorithm: str) -> dict[str, Field]:
     """Every field of swift's argument dataclass for ``algorithm``, with its choices."""
-    cls = arguments_class(algorithm)
+    cls = arguments_class(ARGUMENT_CLASSES, algorithm)
     hints = typing.get_type_hints(cls)
     registries = registry_choices(algorithm)
     fields = {}

@@ -7,13 +7,17 @@ go through torchrun, as ``swift sft`` does with ``NPROC_PER_NODE`` / ``NNODES``:
 
 from __future__ import annotations
 
-import re
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.errors import AWorldTrainError, RunDirectoryError, TrainingError
-from aworld_train.metrics import LogFn, StartFn, trainer_callback
+from aworld_train.engine import (
+    AWorldTrainError,
+    TrainingError,
+    last_checkpoint,
+    resume_checkpoint,
+    trainer_callback,
+)
 
 from aworld_train_swift.config import (
     CHECKPOINTS,
@@ -24,14 +28,13 @@ from aworld_train_swift.config import (
 from aworld_train_swift.logs import output_to_log
 
 if TYPE_CHECKING:
-    from aworld_train.context import RunContext
+    from aworld_train.engine import LogFn, RunContext, StartFn
 
     from aworld_train_swift.config import SwiftConfig
     from aworld_train_swift.reward import SwiftReward
 
 # The name of this engine's metrics callback in swift's ``callbacks_map``.
 CALLBACK = "aworld_train_metrics"
-_CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 # Where the final model goes in the run directory.
 MODEL_DIR = "model"
 _RESUME_ONLY = ("optimizer.pt", "scheduler.pt", "rng_state*.pth", "trainer_state.json",
@@ -41,7 +44,7 @@ _RESUME_ONLY = ("optimizer.pt", "scheduler.pt", "rng_state*.pth", "trainer_state
 def run_training(ctx: RunContext) -> dict[str, Any]:
     """Train the job in ``ctx``, resuming from the last checkpoint of ``ctx.resume_from``."""
     config: SwiftConfig = ctx.results["config"]
-    checkpoint = last_checkpoint(ctx.resume_from) if ctx.resume_from is not None else None
+    checkpoint = resume_checkpoint(ctx.resume_from) if ctx.resume_from is not None else None
     secrets = secret_environment(ctx.config.engine_section(), config.arguments)
     if config.distributed:
         from aworld_train_swift.launch import launch
@@ -56,8 +59,9 @@ def run_training(ctx: RunContext) -> dict[str, Any]:
             checkpoint=checkpoint,
             environment=dict(secrets),
         )
-    if _checkpoints(ctx.run_dir):
-        save_final_model(last_checkpoint(ctx.run_dir), ctx.run_dir / MODEL_DIR)
+    saved = last_checkpoint(ctx.run_dir / CHECKPOINTS)
+    if saved is not None:
+        save_final_model(saved, ctx.run_dir / MODEL_DIR)
     return final
 
 
@@ -65,29 +69,6 @@ def save_final_model(checkpoint: Path, target: Path) -> None:
     """Copy the weights (or LoRA adapter), config and tokenizer of ``checkpoint`` to ``target``,
     leaving out the optimizer and trainer state only resuming needs."""
     shutil.copytree(checkpoint, target, ignore=shutil.ignore_patterns(*_RESUME_ONLY))
-
-
-def last_checkpoint(run_dir: Path) -> Path:
-    """The ``checkpoints/checkpoint-N`` with the highest N that an earlier run left.
-
-    :raises RunDirectoryError: when the run left no checkpoint.
-    """
-    found = _checkpoints(run_dir)
-    if not found:
-        raise RunDirectoryError(
-            f"run {run_dir} has no checkpoint to resume from ({CHECKPOINTS}/checkpoint-N): "
-            "set save_steps so runs save checkpoints, or start a new run"
-        )
-    return max(found)[1]
-
-
-def _checkpoints(run_dir: Path) -> list[tuple[int, Path]]:
-    found = []
-    for folder in (Path(run_dir) / CHECKPOINTS).glob("checkpoint-*"):
-        match = _CHECKPOINT.match(folder.name)
-        if match and (folder / "trainer_state.json").is_file():
-            found.append((int(match.group(1)), folder))
-    return found
 
 
 def train_in_process(

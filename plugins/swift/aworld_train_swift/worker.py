@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from aworld_train.workers import emit, finish_distributed, load_rewards
+from aworld_train.engine import emit, finish_distributed, load_rewards
 
 from aworld_train_swift.config import SwiftConfig
 from aworld_train_swift.reward import SwiftReward

@@ -8,12 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.errors import AgentError
+from aworld_train.engine import AgentError, load_tokenizer
 
 if TYPE_CHECKING:
-    from aworld_train.agent import AgentSpec
-    from aworld_train.config import TrainConfig
-    from aworld_train.tools import ToolSet
+    from aworld_train.engine import AgentSpec, ToolSet, TrainConfig
 
 @dataclass
 class TrlAgent:
@@ -116,8 +114,6 @@ def _tool_response_template(
     if not Path(model).is_dir():
         return None
     from trl import chat_template_utils
-
-    from aworld_train.model import load_tokenizer
 
     # The core's tokenizer is shared; this check sets response templates on its own copy.
     tokenizer = copy.deepcopy(load_tokenizer(model, trust_remote_code))

@@ -15,14 +15,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.errors import ConfigError, did_you_mean
+from aworld_train.engine import (
+    ConfigError,
+    TrainerConfig,
+    all_argument_names,
+    argument_names,
+    arguments_class,
+    did_you_mean,
+)
 
 if TYPE_CHECKING:
-    from aworld_train.config import TrainConfig
+    from aworld_train.engine import TrainConfig
 
     from aworld_train_trl.agent import TrlAgent
 
-ALGORITHMS = ("grpo", "sft")
+# TRL's config dataclass of each algorithm this engine trains.
+ARGUMENT_CLASSES = {"grpo": "trl:GRPOConfig", "sft": "trl:SFTConfig"}
+ALGORITHMS = tuple(ARGUMENT_CLASSES)
 # TRL's ModelConfig key for the policy model, at the top level of a TRL config file.
 MODEL_KEY = "model_name_or_path"
 # Set by the engine itself: the run directory owns the output, the job's top-level key decides
@@ -38,54 +47,27 @@ _RESERVED = {
 SECRET_FIELDS = {"hub_token": "HF_TOKEN"}
 
 
-@dataclass
-class TrlConfig:
-    """The resolved TRL settings of a job.
+@dataclass(kw_only=True)
+class TrlConfig(TrainerConfig):
+    """The resolved TRL settings of a job: ``arguments`` of ``GRPOConfig`` / ``SFTConfig``;
+    several processes train through ``accelerate launch``.
 
-    :ivar algorithm: ``grpo`` or ``sft``.
-    :ivar args: keyword arguments of ``GRPOConfig`` / ``SFTConfig``, plain data (they travel
-        to worker processes as JSON).
-    :ivar num_processes: training processes per node (GPUs, or CPU processes without GPUs).
-    :ivar nnodes: the number of machines.
     :ivar use_gpu: whether a GPU is visible.
     :ivar secret_env: environment variables for the training processes that hold credentials
         from the ``trl:`` section (``HF_TOKEN``); never written to the run directory.
     """
 
-    algorithm: str
-    args: dict[str, Any]
-    num_processes: int = 1
-    nnodes: int = 1
     use_gpu: bool = False
     secret_env: dict[str, str] = field(default_factory=dict, repr=False)
-
-    @property
-    def distributed(self) -> bool:
-        """Whether training runs in several processes, through ``accelerate launch``."""
-        return self.num_processes * self.nnodes > 1
-
-
-def trainer_args_class(algorithm: str) -> type:
-    """TRL's config dataclass for ``algorithm``."""
-    if algorithm == "sft":
-        from trl import SFTConfig
-
-        return SFTConfig
-    from trl import GRPOConfig
-
-    return GRPOConfig
 
 
 def section_keys() -> frozenset[str]:
     """The top-level keys of a TRL config file that belong in the ``trl:`` section: the fields
     of every trainer config this engine maps an algorithm to, and ``model_name_or_path``.
 
-    Reading them imports TRL's config classes (no model, no GPU); the core asks once per job.
+    Read from TRL's config classes once per TRL version (no model, no GPU).
     """
-    from aworld_train_trl.schema import field_names
-
-    fields = (field_names(trainer_args_class(algorithm)) for algorithm in ALGORITHMS)
-    return frozenset().union(*fields, {MODEL_KEY})
+    return all_argument_names("trl", ARGUMENT_CLASSES) | {MODEL_KEY}
 
 
 def config_to_trl(
@@ -107,8 +89,6 @@ def config_to_trl(
     """
     import torch
 
-    from aworld_train_trl.schema import field_names
-
     logger = logger or logging.getLogger("aworld_train")
     algorithm = config.algorithm
     if algorithm not in ALGORITHMS:
@@ -116,8 +96,8 @@ def config_to_trl(
             f"config algorithm: the trl engine trains {' or '.join(ALGORITHMS)}, not "
             f"'{algorithm}'{did_you_mean(str(algorithm), ALGORITHMS)}"
         )
-    args_class = trainer_args_class(algorithm)
-    fields = field_names(args_class)
+    args_class = arguments_class(ARGUMENT_CLASSES, algorithm)
+    fields = argument_names(args_class)
     section = check_section(config.engine_section(), args_class, fields)
     secret_env = {
         variable: section.pop(key)
@@ -135,13 +115,13 @@ def config_to_trl(
     num_processes = gpus if gpus is not None else (torch.cuda.device_count() if use_gpu else 1)
     resolved = TrlConfig(
         algorithm=algorithm,
-        args=args,
-        num_processes=max(1, num_processes),
+        arguments=args,
+        nproc_per_node=max(1, num_processes),
         nnodes=max(1, config.resources.nnodes),
         use_gpu=use_gpu,
         secret_env=secret_env,
     )
-    world_size = resolved.num_processes * resolved.nnodes
+    world_size = resolved.world_size
     if agent.max_turns > 1 and world_size > 1:
         raise ConfigError(
             f"config resources: the trl engine runs an agent with tools in one process, not "
@@ -153,7 +133,7 @@ def config_to_trl(
             # This process has a world size of 1: validate with the batch the workers will have.
             check_args = {k: v for k, v in args.items() if k != "steps_per_generation"}
             check_args["generation_batch_size"] = generation_batch
-            build_trainer_args(dataclasses.replace(resolved, args=check_args))
+            build_trainer_args(dataclasses.replace(resolved, arguments=check_args))
             return resolved
     build_trainer_args(resolved)
     return resolved
@@ -196,9 +176,9 @@ def check_section(
 
 def build_trainer_args(resolved: TrlConfig) -> Any:
     """Construct TRL's config object, turning TRL's own complaint into a one-line ConfigError."""
-    args_class = trainer_args_class(resolved.algorithm)
+    args_class = arguments_class(ARGUMENT_CLASSES, resolved.algorithm)
     try:
-        return args_class(**resolved.args)
+        return args_class(**resolved.arguments)
     except (ValueError, TypeError) as error:
         message = " ".join(str(error).split())
         raise ConfigError(f"config trl: TRL's {args_class.__name__} rejects it: {message}") from None

@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.dataset import quiet_progress_bars
-from aworld_train.errors import DatasetError
+from aworld_train.engine import DatasetError, quiet_progress_bars
 
 if TYPE_CHECKING:
     import datasets

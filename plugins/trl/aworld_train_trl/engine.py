@@ -8,24 +8,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from aworld_train import hookimpl
-from aworld_train.plugins import installed_versions
+from aworld_train.engine import ConfigLayout, hookimpl, installed_versions, resume_checkpoint
 
 if TYPE_CHECKING:
     import datasets
 
-    from aworld_train.agent import AgentSpec
-    from aworld_train.config import ConfigLayout, TrainConfig
-    from aworld_train.context import RunContext
-    from aworld_train.reward import RewardSpec
+    from aworld_train.engine import AgentSpec, RewardSpec, RunContext, TrainConfig
 
 
 @hookimpl
 def config_layout() -> ConfigLayout:
     """How a TRL config file (``trl grpo --config``) looks: trainer config fields and
     ``model_name_or_path`` at its top level."""
-    from aworld_train.config import ConfigLayout
-
     from aworld_train_trl.config import MODEL_KEY, section_keys
 
     return ConfigLayout(section_keys=section_keys(), model_key=MODEL_KEY)
@@ -57,10 +51,8 @@ def check_reward(reward: RewardSpec, ctx: RunContext) -> Any:
 @hookimpl
 def check_config(config: TrainConfig, ctx: RunContext) -> Any:
     from aworld_train_trl.config import config_to_trl
-    from aworld_train_trl.training import last_checkpoint
-
     if ctx.resume_from is not None:
-        last_checkpoint(ctx.resume_from)  # a run without checkpoints fails now, not after loading
+        resume_checkpoint(ctx.resume_from)  # a run without checkpoints fails now, not after loading
     return config_to_trl(config, ctx.results["agent"], ctx.run_dir, ctx.logger)
 
 

@@ -13,10 +13,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.workers import rendezvous, reward_references, run_workers
+from aworld_train.engine import rendezvous, reward_references, run_workers
 
 if TYPE_CHECKING:
-    from aworld_train.context import RunContext
+    from aworld_train.engine import RunContext
 
     from aworld_train_trl.config import TrlConfig
 
@@ -25,7 +25,7 @@ WORKER_LOG = "trl_workers.log"
 
 
 def launch(ctx: RunContext, checkpoint: Path | None) -> dict[str, Any]:
-    """Run the job in ``config.num_processes x config.nnodes`` processes and wait for them.
+    """Run the job in ``config.nproc_per_node x config.nnodes`` processes and wait for them.
 
     :raises TrainingError: when a reward cannot be imported by other processes, the nodes'
         rendezvous is not configured, or a worker fails.
@@ -37,7 +37,7 @@ def launch(ctx: RunContext, checkpoint: Path | None) -> dict[str, Any]:
         *_launcher_args(config),
         "-m", "aworld_train_trl.worker", str(job_file),
     ]
-    total = config.num_processes * config.nnodes
+    total = config.world_size
     return run_workers(command, ctx, ctx.run_dir / WORKER_LOG,
                        what=f"accelerate launch of {total} trl processes")
 
@@ -72,7 +72,7 @@ def write_job(ctx: RunContext, checkpoint: Path | None) -> Path:
 
 
 def _launcher_args(config: TrlConfig) -> list[str]:
-    total = config.num_processes * config.nnodes
+    total = config.world_size
     # accelerate's multi-GPU launcher is torchrun; on CPU its processes join over gloo.
     args = ["--multi_gpu", "--num_processes", str(total), "--num_machines", str(config.nnodes)]
     args += ["--mixed_precision", "no", "--dynamo_backend", "no"]

@@ -6,8 +6,10 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from aworld_train.engine import completion_text
+
 if TYPE_CHECKING:
-    from aworld_train.reward import RewardSpec
+    from aworld_train.engine import RewardSpec
 
 
 class TrlReward:
@@ -59,17 +61,6 @@ class TrlReward:
             for key, total in totals.items():
                 log_metric(key, total / counts[key])
         return scores
-
-
-def completion_text(completion: Any) -> str:
-    """The text of one completion: a string, or the assistant messages of a conversation."""
-    if isinstance(completion, str):
-        return completion
-    return "".join(
-        str(message.get("content") or "")
-        for message in completion
-        if message.get("role", "assistant") == "assistant"
-    )
 
 
 def reward_to_trl(spec: RewardSpec) -> TrlReward:

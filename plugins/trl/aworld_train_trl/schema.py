@@ -19,8 +19,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 
-from aworld_train.config import first_non_finite
-from aworld_train.errors import ConfigError, did_you_mean
+from aworld_train.engine import ConfigError, did_you_mean, first_non_finite
 
 # GRPOConfig fields typed ``str`` whose values TRL 1.16 compares against a fixed set only inside
 # GRPOTrainer (``__init__``, ``_compute_loss``, ``_calculate_rewards``), so a typo fails once the
@@ -122,12 +121,6 @@ def check_value(args_class: type, key: str, value: Any) -> None:
         raise ConfigError(
             f"{where}: expected {describe_type(field_type)}, got {yaml_repr(value)}"
         ) from None
-
-
-@functools.cache
-def field_names(args_class: type) -> frozenset[str]:
-    """The fields of ``args_class`` a caller may pass (those its ``__init__`` takes)."""
-    return frozenset(field.name for field in dataclasses.fields(args_class) if field.init)
 
 
 @functools.cache

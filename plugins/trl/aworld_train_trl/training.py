@@ -2,31 +2,25 @@
 
 from __future__ import annotations
 
-import re
 import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.errors import RunDirectoryError
-from aworld_train.metrics import LogFn, StartFn, trainer_callback
-from aworld_train.workers import scoped_environment
+from aworld_train.engine import resume_checkpoint, scoped_environment, trainer_callback
 
 if TYPE_CHECKING:
-    from aworld_train.context import RunContext
+    from aworld_train.engine import LogFn, RunContext, StartFn
 
     from aworld_train_trl.agent import TrlAgent
     from aworld_train_trl.config import TrlConfig
     from aworld_train_trl.dataset import TrlDatasets
     from aworld_train_trl.reward import TrlReward
 
-_CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
-
-
 def run_training(ctx: RunContext) -> dict[str, Any]:
     """Train the job in ``ctx``, resuming from ``ctx.resume_from`` when set."""
     config: TrlConfig = ctx.results["config"]
-    checkpoint = last_checkpoint(ctx.resume_from) if ctx.resume_from is not None else None
+    checkpoint = resume_checkpoint(ctx.resume_from) if ctx.resume_from is not None else None
     # Credentials reach TRL through the environment (workers inherit it), never through its
     # config object, which the trainer pickles into training_args.bin.
     with scoped_environment(config.secret_env):
@@ -45,24 +39,6 @@ def run_training(ctx: RunContext) -> dict[str, Any]:
             checkpoint=checkpoint,
             tools=ctx.results["tools"].as_functions(),
         )
-
-
-def last_checkpoint(run_dir: Path) -> Path:
-    """The ``checkpoint-N`` with the highest N that an earlier run left in ``run_dir``.
-
-    :raises RunDirectoryError: when the run left no checkpoint.
-    """
-    found = []
-    for folder in (Path(run_dir) / "checkpoints").glob("checkpoint-*"):
-        match = _CHECKPOINT.match(folder.name)
-        if match and (folder / "trainer_state.json").is_file():
-            found.append((int(match.group(1)), folder))
-    if not found:
-        raise RunDirectoryError(
-            f"run {run_dir} has no checkpoint to resume from (checkpoints/checkpoint-N): "
-            "set save_steps so runs save checkpoints, or start a new run"
-        )
-    return max(found)[1]
 
 
 def train_in_process(

@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from aworld_train.workers import emit, finish_distributed, load_rewards
+from aworld_train.engine import emit, finish_distributed, load_rewards
 
 from aworld_train_trl.agent import TrlAgent
 from aworld_train_trl.config import TrlConfig

@@ -26,12 +26,12 @@ def test_valid_job_passes_every_check(job: dict[str, Any]) -> None:
     config = trainer.context.results["config"]
     assert config.use_gpu is torch.cuda.is_available()
     if config.use_gpu:
-        assert "use_cpu" not in config.args
+        assert "use_cpu" not in config.arguments
     else:
-        assert config.args["use_cpu"] is True
-    assert config.args["report_to"] == "none"
-    assert config.args["trust_remote_code"] is False
-    assert config.args["output_dir"].startswith(str(trainer.context.run_dir))
+        assert config.arguments["use_cpu"] is True
+    assert config.arguments["report_to"] == "none"
+    assert config.arguments["trust_remote_code"] is False
+    assert config.arguments["output_dir"].startswith(str(trainer.context.run_dir))
 
 
 def test_misspelled_trl_key_is_rejected_with_a_suggestion(job: dict[str, Any]) -> None:
@@ -69,7 +69,7 @@ def test_trl_values_that_trl_accepts_pass(job: dict[str, Any]) -> None:
         "hub_model_id": None, "include_num_input_tokens_seen": True,
     }
     _with_config(job, trl=accepted)
-    args = AgentTrainer(**job, check_only=True).context.results["config"].args
+    args = AgentTrainer(**job, check_only=True).context.results["config"].arguments
     assert {key: args[key] for key in accepted} == accepted
 
 
@@ -132,14 +132,14 @@ def test_hub_id_is_checked_for_form_only(job: dict[str, Any]) -> None:
 def test_sampling_settings_become_generation_settings(job: dict[str, Any]) -> None:
     job["agent"] = dict(job["agent"], llm_temperature=0.7, llm_top_p=0.9, llm_max_tokens=5)
     job["config"].pop("max_completion_length")
-    args = AgentTrainer(**job, check_only=True).context.results["config"].args
+    args = AgentTrainer(**job, check_only=True).context.results["config"].arguments
     assert (args["temperature"], args["top_p"], args["max_completion_length"]) == (0.7, 0.9, 5)
 
 
 def test_hub_token_is_kept_out_of_trls_arguments(job: dict[str, Any]) -> None:
     _with_config(job, trl={"beta": 0.0, "hub_token": "hf_planted_secret"})
     config = AgentTrainer(**job, check_only=True).context.results["config"]
-    assert "hub_token" not in config.args
+    assert "hub_token" not in config.arguments
     assert config.secret_env == {"HF_TOKEN": "hf_planted_secret"}
     assert "hf_planted_secret" not in repr(config)
 
@@ -147,7 +147,7 @@ def test_hub_token_is_kept_out_of_trls_arguments(job: dict[str, Any]) -> None:
 def test_remote_code_is_allowed_only_by_the_jobs_own_key(job: dict[str, Any]) -> None:
     _with_config(job, trust_remote_code=True)
     trainer = AgentTrainer(**job, check_only=True)
-    assert trainer.context.results["config"].args["trust_remote_code"] is True
+    assert trainer.context.results["config"].arguments["trust_remote_code"] is True
     assert trainer.context.results["agent"].trust_remote_code is True
     _with_config(job, trust_remote_code=False, trl={"trust_remote_code": True})
     with pytest.raises(ConfigError, match=r"trl\.trust_remote_code.*top-level"):

@@ -65,7 +65,7 @@ def test_a_trl_config_file_as_the_whole_config_passes_check(
     assert code == 0, err
 
     trainer = AgentTrainer(**job, check_only=True)
-    args = trainer.context.results["config"].args
+    args = trainer.context.results["config"].arguments
     assert {key: args[key] for key in TRL_FILE} == TRL_FILE
     assert trainer.context.results["agent"].model == str(tiny_model)
     assert trainer.context.config.model == str(tiny_model)
@@ -112,6 +112,6 @@ def test_engine_keys_left_null_are_filled_by_the_engine(
     """A TRL config file may leave the keys the engine sets null: the engine fills them in."""
     job["config"]["trl"] = {"beta": 0.0, "output_dir": None, "trust_remote_code": None}
     trainer = AgentTrainer(**job, check_only=True)
-    args = trainer.context.results["config"].args
+    args = trainer.context.results["config"].arguments
     assert args["output_dir"] == str(trainer.context.run_dir / "checkpoints")
     assert args["trust_remote_code"] is False

@@ -62,7 +62,7 @@ def test_grpo_trains_with_mcp_tools_in_the_chat_template(tool_job: dict[str, Any
     trainer = AgentTrainer(**tool_job)
     results = trainer.context.results
     assert results["agent"].max_turns == 2
-    assert results["config"].args["max_tool_calling_iterations"] == 1
+    assert results["config"].arguments["max_tool_calling_iterations"] == 1
     # The tiny model's template is not one TRL knows: check found the parser that reads its calls.
     assert results["agent"].response_template is not None
 

@@ -1,0 +1,162 @@
+"""What every engine built on a Hugging Face ``Trainer`` (TRL, ms-swift, ...) needs from the core.
+
+The metrics callback a trainer reports through, the checkpoint a run resumes from, the text of
+a completion whatever form the trainer hands it in, the shape of a trainer engine's resolved
+config, and the names of its trainer's arguments (cached per library version). Importing this
+module is cheap: transformers and the trainer's library are imported only by the engine, which
+passes their classes in.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aworld_train.cache import cached
+from aworld_train.errors import RunDirectoryError
+from aworld_train.metrics import LogFn, StartFn
+from aworld_train.plugins import installed_versions
+
+# The folder name transformers' Trainer saves each checkpoint under.
+_CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+# Where a trainer engine's checkpoints go inside the run directory.
+CHECKPOINTS = "checkpoints"
+
+
+def trainer_callback(base: type, on_start: StartFn, on_log: LogFn) -> type:
+    """A subclass of ``base`` (transformers' ``TrainerCallback``, or an engine's own subclass of
+    it) that forwards the trainer's progress and log entries from the main process.
+
+    The base class is passed in, so that this module does not import transformers.
+    """
+
+    class MetricsCallback(base):  # type: ignore[misc, valid-type]
+        """Forwards the trainer's progress and log entries to aworld-train's metrics."""
+
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            if state.is_world_process_zero:
+                on_start(state.max_steps, state.global_step)
+
+        def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None,
+                   **kwargs: Any) -> None:
+            if state.is_world_process_zero and logs:
+                on_log(state.global_step, dict(logs))
+
+    return MetricsCallback
+
+
+def last_checkpoint(folder: Path) -> Path | None:
+    """The ``checkpoint-N`` in ``folder`` with the highest N, or ``None`` when there is none.
+
+    Only a checkpoint with its ``trainer_state.json`` counts: the trainer writes that file last,
+    so a folder without it is a save that an interrupt cut short.
+    """
+    found = []
+    for child in Path(folder).glob("checkpoint-*"):
+        match = _CHECKPOINT.match(child.name)
+        if match and (child / "trainer_state.json").is_file():
+            found.append((int(match.group(1)), child))
+    return max(found)[1] if found else None
+
+
+def resume_checkpoint(run_dir: Path) -> Path:
+    """The checkpoint a run resumes from: :func:`last_checkpoint` of ``run_dir/checkpoints``.
+
+    :raises RunDirectoryError: when the earlier run left no checkpoint.
+    """
+    checkpoint = last_checkpoint(Path(run_dir) / CHECKPOINTS)
+    if checkpoint is None:
+        raise RunDirectoryError(
+            f"run {run_dir} has no checkpoint to resume from ({CHECKPOINTS}/checkpoint-N): "
+            "set save_steps so runs save checkpoints, or start a new run"
+        )
+    return checkpoint
+
+
+def completion_text(completion: Any) -> str:
+    """The text of one completion: a string, one message, or the assistant messages of a
+    conversation (the forms TRL and ms-swift hand a reward)."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, dict):
+        return str(completion.get("content") or "")
+    return "".join(
+        str(message.get("content") or "")
+        for message in completion
+        if message.get("role", "assistant") == "assistant"
+    )
+
+
+@dataclass(kw_only=True)
+class TrainerConfig:
+    """The resolved config of a trainer engine: its trainer's arguments and how many processes
+    train. An engine subclasses it with fields of its own.
+
+    :ivar algorithm: what the engine trains (``grpo``, ``sft``, ...).
+    :ivar arguments: keyword arguments of the trainer's argument class for ``algorithm``, plain
+        data (they travel to worker processes as JSON).
+    :ivar nproc_per_node: training processes per node (GPUs, or CPU processes without GPUs).
+    :ivar nnodes: the number of machines.
+    """
+
+    algorithm: str
+    arguments: dict[str, Any]
+    nproc_per_node: int = 1
+    nnodes: int = 1
+
+    @property
+    def world_size(self) -> int:
+        """The number of training processes on all nodes."""
+        return self.nproc_per_node * self.nnodes
+
+    @property
+    def distributed(self) -> bool:
+        """Whether training runs in several processes."""
+        return self.world_size > 1
+
+
+def arguments_class(classes: Mapping[str, str], algorithm: str) -> type:
+    """The trainer's argument dataclass for ``algorithm`` (importing the trainer's library).
+
+    :param classes: each algorithm the engine trains, with its argument class as
+        ``module:Class``.
+    """
+    module, name = classes[algorithm].split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+@functools.cache
+def argument_names(cls: type) -> frozenset[str]:
+    """The fields of a trainer's argument dataclass a caller may pass (its ``__init__``'s)."""
+    return frozenset(item.name for item in dataclasses.fields(cls) if item.init)
+
+
+def all_argument_names(library: str, classes: Mapping[str, str]) -> frozenset[str]:
+    """The arguments of every class in ``classes`` (see :func:`arguments_class`): what a trainer
+    engine's section keys (:class:`~aworld_train.config.ConfigLayout`) are made of.
+
+    Reading them imports the trainer's library (seconds); they depend only on what is installed,
+    so they are kept in the disk cache once per installed version of ``library``.
+    """
+
+    def make() -> str:
+        names = set().union(*(argument_names(arguments_class(classes, algorithm))
+                              for algorithm in classes))
+        return json.dumps(sorted(names))
+
+    def valid(text: str) -> bool:
+        try:
+            names = json.loads(text)
+        except ValueError:
+            return False
+        return isinstance(names, list) and all(isinstance(name, str) for name in names)
+
+    key = [library, installed_versions(library).get(library), sorted(classes.items())]
+    return frozenset(json.loads(cached("section-keys.json", make, valid, key=key)))
