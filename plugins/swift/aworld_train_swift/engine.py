@@ -17,6 +17,11 @@ if TYPE_CHECKING:
 
     from aworld_train.engine import AgentSpec, RewardSpec, RunContext, TrainConfig
 
+    from aworld_train_swift.agent import SwiftAgent
+    from aworld_train_swift.config import SwiftConfig
+    from aworld_train_swift.dataset import SwiftDatasets
+    from aworld_train_swift.reward import SwiftReward
+
 
 @hookimpl
 def config_layout() -> ConfigLayout:
@@ -28,52 +33,55 @@ def config_layout() -> ConfigLayout:
 
 
 @hookimpl
-def check_agent(agent: AgentSpec, ctx: RunContext) -> Any:
+def check_agent(agent: AgentSpec, config: TrainConfig, ctx: RunContext) -> SwiftAgent:
     from aworld_train_swift.agent import agent_to_swift
     from aworld_train_swift.logs import run_log
 
     with run_log(ctx.run_dir):
-        return agent_to_swift(agent, ctx.config)
+        return agent_to_swift(agent, config)
 
 
 @hookimpl
 def check_dataset(
-    train_dataset: datasets.Dataset | None, test_dataset: datasets.Dataset | None, ctx: RunContext
-) -> Any:
+    train_dataset: datasets.Dataset | None,
+    test_dataset: datasets.Dataset | None,
+    config: TrainConfig,
+    ctx: RunContext,
+) -> SwiftDatasets:
     from aworld_train_swift.dataset import datasets_to_swift
 
-    return datasets_to_swift(train_dataset, test_dataset, ctx.config.algorithm, ctx.run_dir)
+    return datasets_to_swift(train_dataset, test_dataset, config.algorithm, ctx.run_dir)
 
 
 @hookimpl
-def check_reward(reward: RewardSpec | None, ctx: RunContext) -> Any:
+def check_reward(reward: RewardSpec | None, config: TrainConfig, ctx: RunContext) -> Any:
     from aworld_train_swift.logs import run_log
     from aworld_train_swift.reward import reward_to_swift
 
     with run_log(ctx.run_dir):
-        return reward_to_swift(reward, ctx.config.algorithm)
+        return reward_to_swift(reward, config.algorithm)
 
 
 @hookimpl
-def check_config(config: TrainConfig, ctx: RunContext) -> Any:
+def check_config(
+    config: TrainConfig,
+    agent: SwiftAgent,
+    dataset: SwiftDatasets | None,
+    reward: SwiftReward | None,
+    ctx: RunContext,
+) -> SwiftConfig:
     from aworld_train_swift.config import config_to_swift
     from aworld_train_swift.logs import run_log
 
     with run_log(ctx.run_dir):
-        return config_to_swift(
-            config,
-            ctx.results["agent"],
-            ctx.results.get("dataset"),
-            ctx.results.get("reward"),
-            ctx.run_dir,
-        )
+        return config_to_swift(config, agent, dataset, reward, ctx.run_dir)
 
 
 @hookimpl
-def train(ctx: RunContext) -> dict[str, Any] | None:
+def train(reward: SwiftReward | None, config: SwiftConfig, ctx: RunContext) -> dict[str, Any]:
     from aworld_train_swift.training import run_training
 
-    return run_training(ctx)
+    return run_training(config, reward, ctx)
 
 
 @hookimpl

@@ -21,21 +21,28 @@ if TYPE_CHECKING:
     from aworld_train.engine import RunContext
 
     from aworld_train_swift.config import SwiftConfig
+    from aworld_train_swift.reward import SwiftReward
 
 JOB_FILE = "swift_job.json"
 WORKER_LOG = "swift_workers.log"
 
 
-def launch(ctx: RunContext, checkpoint: Path | None, secrets: dict[str, str]) -> dict[str, Any]:
-    """Run the job in ``nproc_per_node x nnodes`` processes and wait for them.
+def launch(
+    ctx: RunContext,
+    checkpoint: Path | None,
+    secrets: dict[str, str],
+    *,
+    config: SwiftConfig,
+    reward: SwiftReward | None,
+) -> dict[str, Any]:
+    """Run the checked job in ``nproc_per_node x nnodes`` processes and wait for them.
 
     :param secrets: environment variables carrying credentials to the workers; the job file
         the workers read holds none.
     :raises TrainingError: when a reward cannot be imported by other processes, the nodes'
         rendezvous is not configured, or a worker fails.
     """
-    config: SwiftConfig = ctx.results["config"]
-    job_file = write_job(ctx, checkpoint)
+    job_file = write_job(ctx.run_dir, checkpoint, config=config, reward=reward)
     command = [sys.executable, "-m", "torch.distributed.run", *torchrun_args(config),
                "-m", "aworld_train_swift.worker", str(job_file)]
     env = dict(os.environ, **secrets, NPROC_PER_NODE=str(config.nproc_per_node),
@@ -45,19 +52,20 @@ def launch(ctx: RunContext, checkpoint: Path | None, secrets: dict[str, str]) ->
                        what=f"torchrun of {total} swift processes")
 
 
-def write_job(ctx: RunContext, checkpoint: Path | None) -> Path:
-    """Write what every worker needs into the run directory and return the job file."""
+def write_job(
+    run_dir: Path, checkpoint: Path | None, *, config: SwiftConfig, reward: SwiftReward | None
+) -> Path:
+    """Write what every worker needs into ``run_dir`` and return the job file."""
     rewards = []
-    reward = ctx.results.get("reward")
-    if reward is not None and ctx.results["config"].algorithm == "grpo":
+    if reward is not None and config.algorithm == "grpo":
         references = reward_references(reward.spec)
         rewards = [dict(ref, orm=name) for ref, name in zip(references, reward.names)]
     job = {
-        "config": dataclasses.asdict(ctx.results["config"]),
+        "config": dataclasses.asdict(config),
         "rewards": rewards,
         "checkpoint": str(checkpoint) if checkpoint is not None else None,
     }
-    job_file = ctx.run_dir / JOB_FILE
+    job_file = run_dir / JOB_FILE
     job_file.write_text(json.dumps(job, indent=2), encoding="utf-8")
     return job_file
 

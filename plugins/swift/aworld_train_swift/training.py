@@ -41,19 +41,20 @@ _RESUME_ONLY = ("optimizer.pt", "scheduler.pt", "rng_state*.pth", "trainer_state
                 "training_args.bin", "global_step*")
 
 
-def run_training(ctx: RunContext) -> dict[str, Any]:
-    """Train the job in ``ctx``, resuming from the last checkpoint of ``ctx.resume_from``."""
-    config: SwiftConfig = ctx.results["config"]
+def run_training(
+    config: SwiftConfig, reward: SwiftReward | None, ctx: RunContext
+) -> dict[str, Any]:
+    """Train the checked job, resuming from the last checkpoint of ``ctx.resume_from``."""
     checkpoint = resume_checkpoint(ctx.resume_from) if ctx.resume_from is not None else None
     secrets = secret_environment(ctx.config.engine_section(), config.arguments)
     if config.distributed:
         from aworld_train_swift.launch import launch
 
-        final = launch(ctx, checkpoint, secrets)
+        final = launch(ctx, checkpoint, secrets, config=config, reward=reward)
     else:
         final = train_in_process(
             config=config,
-            reward=ctx.results.get("reward"),
+            reward=reward,
             on_start=lambda total, done: ctx.metrics.start(total, completed=done),
             on_log=ctx.metrics.log,
             checkpoint=checkpoint,

@@ -101,8 +101,7 @@ def test_a_reward_failing_in_the_orm_names_the_dataset_row() -> None:
 def test_check_maps_the_job_onto_swift_arguments(job: dict[str, Any]) -> None:
     job["agent"] = dict(job["agent"], llm_temperature=0.7, llm_top_p=0.9)
     trainer = _check(job)
-    results = trainer.context.results
-    agent, config = results["agent"], results["config"]
+    agent, config = trainer.hand_off.agent, trainer.hand_off.config
     assert (agent.model_type, agent.template) == ("qwen2", "qwen")
     args = config.arguments
     assert args["model"] == str(Path(job["config"]["model"]).resolve())
@@ -126,7 +125,7 @@ def test_weighted_rewards_become_one_swift_reward_each(job: dict[str, Any]) -> N
 
     job["reward_func"] = [{"name": "rewards.py:score", "weight": 1.0},
                           {"name": "rewards.py:length", "weight": 0.5}]
-    args = _check(job).context.results["config"].arguments
+    args = _check(job).hand_off.config.arguments
     assert args["reward_funcs"] == ["aworld_score", "aworld_length"]
     assert args["reward_weights"] == [1.0, 0.5]
     assert orms["aworld_length"]()(["12"], ground_truth=["1"]) == [0.5]
@@ -165,7 +164,7 @@ def test_a_swift_value_of_the_wrong_type_fails(job: dict[str, Any]) -> None:
 
 def test_a_number_yaml_read_as_text_is_taken_as_a_number(job: dict[str, Any]) -> None:
     trainer = _check(job, swift={"template": "qwen", "weight_decay": "1e-2"})
-    assert trainer.context.results["config"].arguments["weight_decay"] == 0.01
+    assert trainer.hand_off.config.arguments["weight_decay"] == 0.01
 
 
 def test_swift_keys_the_job_sets_are_refused(job: dict[str, Any]) -> None:
@@ -197,5 +196,5 @@ def test_an_algorithm_swift_does_not_train_here_is_refused(job: dict[str, Any]) 
 
 
 def test_more_than_one_process_per_node_launches_through_torchrun(job: dict[str, Any]) -> None:
-    config = _check(job, resources={"gpus_per_node": 2, "nnodes": 1}).context.results["config"]
+    config = _check(job, resources={"gpus_per_node": 2, "nnodes": 1}).hand_off.config
     assert (config.nproc_per_node, config.nnodes, config.distributed) == (2, 1, True)

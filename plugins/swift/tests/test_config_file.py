@@ -69,7 +69,7 @@ def test_an_ms_swift_config_file_as_the_whole_config_passes_check(
     assert code == 0, err
 
     trainer = AgentTrainer(**job, check_only=True)
-    arguments = trainer.context.results["config"].arguments
+    arguments = trainer.hand_off.config.arguments
     carried = {key: value for key, value in SWIFT_FILE.items() if key != "rlhf_type"}
     assert {key: arguments[key] for key in carried} == carried
     assert arguments["model"] == str(tiny_model)
@@ -82,7 +82,7 @@ def test_model_in_the_swift_section_is_the_jobs_model(
     job["config"].pop("model")
     job["config"]["swift"] = {"template": "qwen", "beta": 0.0, "model": str(tiny_model)}
     trainer = AgentTrainer(**job, check_only=True)
-    assert trainer.context.results["config"].arguments["model"] == str(tiny_model)
+    assert trainer.hand_off.config.arguments["model"] == str(tiny_model)
 
 
 def test_swift_model_disagreeing_with_model_is_one_line(

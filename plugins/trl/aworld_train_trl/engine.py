@@ -13,7 +13,12 @@ from aworld_train.engine import ConfigLayout, hookimpl, installed_versions, resu
 if TYPE_CHECKING:
     import datasets
 
-    from aworld_train.engine import AgentSpec, RewardSpec, RunContext, TrainConfig
+    from aworld_train.engine import AgentSpec, RewardSpec, RunContext, ToolSet, TrainConfig
+
+    from aworld_train_trl.agent import TrlAgent
+    from aworld_train_trl.config import TrlConfig
+    from aworld_train_trl.dataset import TrlDatasets
+    from aworld_train_trl.reward import TrlReward
 
 
 @hookimpl
@@ -26,41 +31,47 @@ def config_layout() -> ConfigLayout:
 
 
 @hookimpl
-def check_agent(agent: AgentSpec, ctx: RunContext) -> Any:
+def check_agent(agent: AgentSpec, config: TrainConfig, tools: ToolSet) -> TrlAgent:
     from aworld_train_trl.agent import agent_to_trl
 
-    return agent_to_trl(agent, ctx.config, ctx.results["tools"])
+    return agent_to_trl(agent, config, tools)
 
 
 @hookimpl
 def check_dataset(
-    train_dataset: datasets.Dataset | None, test_dataset: datasets.Dataset | None, ctx: RunContext
-) -> Any:
+    train_dataset: datasets.Dataset | None,
+    test_dataset: datasets.Dataset | None,
+    agent: TrlAgent,
+    config: TrainConfig,
+) -> TrlDatasets:
     from aworld_train_trl.dataset import datasets_to_trl
 
-    return datasets_to_trl(train_dataset, test_dataset, ctx.results["agent"], ctx.config.algorithm)
+    return datasets_to_trl(train_dataset, test_dataset, agent, config.algorithm)
 
 
 @hookimpl
-def check_reward(reward: RewardSpec, ctx: RunContext) -> Any:
+def check_reward(reward: RewardSpec) -> TrlReward:
     from aworld_train_trl.reward import reward_to_trl
 
     return reward_to_trl(reward)
 
 
 @hookimpl
-def check_config(config: TrainConfig, ctx: RunContext) -> Any:
+def check_config(config: TrainConfig, agent: TrlAgent, ctx: RunContext) -> TrlConfig:
     from aworld_train_trl.config import config_to_trl
+
     if ctx.resume_from is not None:
         resume_checkpoint(ctx.resume_from)  # a run without checkpoints fails now, not after loading
-    return config_to_trl(config, ctx.results["agent"], ctx.run_dir, ctx.logger)
+    return config_to_trl(config, agent, ctx.run_dir, ctx.logger)
 
 
 @hookimpl
-def train(ctx: RunContext) -> dict[str, Any] | None:
+def train(
+    agent: TrlAgent, dataset: TrlDatasets, reward: TrlReward, config: TrlConfig, ctx: RunContext
+) -> dict[str, Any]:
     from aworld_train_trl.training import run_training
 
-    return run_training(ctx)
+    return run_training(agent, dataset, reward, config, ctx)
 
 
 @hookimpl

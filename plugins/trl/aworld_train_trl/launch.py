@@ -18,20 +18,32 @@ from aworld_train.engine import rendezvous, reward_references, run_workers
 if TYPE_CHECKING:
     from aworld_train.engine import RunContext
 
+    from aworld_train_trl.agent import TrlAgent
     from aworld_train_trl.config import TrlConfig
+    from aworld_train_trl.dataset import TrlDatasets
+    from aworld_train_trl.reward import TrlReward
 
 JOB_FILE = "trl_job.json"
 WORKER_LOG = "trl_workers.log"
 
 
-def launch(ctx: RunContext, checkpoint: Path | None) -> dict[str, Any]:
-    """Run the job in ``config.nproc_per_node x config.nnodes`` processes and wait for them.
+def launch(
+    ctx: RunContext,
+    checkpoint: Path | None,
+    *,
+    agent: TrlAgent,
+    data: TrlDatasets,
+    reward: TrlReward,
+    config: TrlConfig,
+) -> dict[str, Any]:
+    """Run the checked job in ``config.nproc_per_node x config.nnodes`` processes and wait for
+    them.
 
     :raises TrainingError: when a reward cannot be imported by other processes, the nodes'
         rendezvous is not configured, or a worker fails.
     """
-    config: TrlConfig = ctx.results["config"]
-    job_file = write_job(ctx, checkpoint)
+    job_file = write_job(ctx.run_dir, checkpoint, agent=agent, data=data, reward=reward,
+                         config=config)
     command = [
         sys.executable, "-m", "accelerate.commands.launch",
         *_launcher_args(config),
@@ -42,31 +54,38 @@ def launch(ctx: RunContext, checkpoint: Path | None) -> dict[str, Any]:
                        what=f"accelerate launch of {total} trl processes")
 
 
-def write_job(ctx: RunContext, checkpoint: Path | None) -> Path:
-    """Write what every worker needs into the run directory and return the job file.
+def write_job(
+    run_dir: Path,
+    checkpoint: Path | None,
+    *,
+    agent: TrlAgent,
+    data: TrlDatasets,
+    reward: TrlReward,
+    config: TrlConfig,
+) -> Path:
+    """Write what every worker needs into ``run_dir`` and return the job file.
 
     The file holds no credential: :func:`~aworld_train_trl.training.run_training` sets them in
     the environment the launcher and its workers inherit.
     """
-    rewards = reward_references(ctx.results["reward"].spec)
-    config = dataclasses.asdict(ctx.results["config"])
+    rewards = reward_references(reward.spec)
+    fields = dataclasses.asdict(config)
     # Credentials reach the workers through the environment they inherit, not through this file.
-    del config["secret_env"]
-    data = ctx.results["dataset"]
-    data_dir = ctx.run_dir / "trl_data"
+    del fields["secret_env"]
+    data_dir = run_dir / "trl_data"
     data.train.save_to_disk(str(data_dir / "train"))
     if data.test is not None:
         data.test.save_to_disk(str(data_dir / "test"))
     job = {
-        "run_dir": str(ctx.run_dir),
-        "agent": dataclasses.asdict(ctx.results["agent"]),
-        "config": config,
+        "run_dir": str(run_dir),
+        "agent": dataclasses.asdict(agent),
+        "config": fields,
         "rewards": rewards,
         "train": str(data_dir / "train"),
         "test": str(data_dir / "test") if data.test is not None else None,
         "checkpoint": str(checkpoint) if checkpoint is not None else None,
     }
-    job_file = ctx.run_dir / JOB_FILE
+    job_file = run_dir / JOB_FILE
     job_file.write_text(json.dumps(job, indent=2), encoding="utf-8")
     return job_file
 

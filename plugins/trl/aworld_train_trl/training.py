@@ -17,9 +17,10 @@ if TYPE_CHECKING:
     from aworld_train_trl.dataset import TrlDatasets
     from aworld_train_trl.reward import TrlReward
 
-def run_training(ctx: RunContext) -> dict[str, Any]:
-    """Train the job in ``ctx``, resuming from ``ctx.resume_from`` when set."""
-    config: TrlConfig = ctx.results["config"]
+def run_training(
+    agent: TrlAgent, data: TrlDatasets, reward: TrlReward, config: TrlConfig, ctx: RunContext
+) -> dict[str, Any]:
+    """Train the checked job, resuming from ``ctx.resume_from`` when set."""
     checkpoint = resume_checkpoint(ctx.resume_from) if ctx.resume_from is not None else None
     # Credentials reach TRL through the environment (workers inherit it), never through its
     # config object, which the trainer pickles into training_args.bin.
@@ -27,17 +28,17 @@ def run_training(ctx: RunContext) -> dict[str, Any]:
         if config.distributed:
             from aworld_train_trl.launch import launch
 
-            return launch(ctx, checkpoint)
+            return launch(ctx, checkpoint, agent=agent, data=data, reward=reward, config=config)
         return train_in_process(
-            agent=ctx.results["agent"],
-            data=ctx.results["dataset"],
-            reward=ctx.results["reward"],
+            agent=agent,
+            data=data,
+            reward=reward,
             config=config,
             run_dir=ctx.run_dir,
             on_start=lambda total, done: ctx.metrics.start(total, completed=done),
             on_log=ctx.metrics.log,
             checkpoint=checkpoint,
-            tools=ctx.results["tools"].as_functions(),
+            tools=ctx.tools.as_functions(),
         )
 
 

@@ -23,7 +23,7 @@ def test_valid_job_passes_every_check(job: dict[str, Any]) -> None:
     assert {c.module for c in trainer.checks if c.by == "trl"} == {
         "agent", "dataset", "reward", "config"
     }
-    config = trainer.context.results["config"]
+    config = trainer.hand_off.config
     assert config.use_gpu is torch.cuda.is_available()
     if config.use_gpu:
         assert "use_cpu" not in config.arguments
@@ -69,7 +69,7 @@ def test_trl_values_that_trl_accepts_pass(job: dict[str, Any]) -> None:
         "hub_model_id": None, "include_num_input_tokens_seen": True,
     }
     _with_config(job, trl=accepted)
-    args = AgentTrainer(**job, check_only=True).context.results["config"].arguments
+    args = AgentTrainer(**job, check_only=True).hand_off.config.arguments
     assert {key: args[key] for key in accepted} == accepted
 
 
@@ -126,19 +126,19 @@ def test_missing_model_folder(job: dict[str, Any], tmp_path: Path) -> None:
 def test_hub_id_is_checked_for_form_only(job: dict[str, Any]) -> None:
     _with_config(job, model="Qwen/Qwen2.5-0.5B-Instruct")
     trainer = AgentTrainer(**job, check_only=True)
-    assert trainer.context.results["agent"].model == "Qwen/Qwen2.5-0.5B-Instruct"
+    assert trainer.hand_off.agent.model == "Qwen/Qwen2.5-0.5B-Instruct"
 
 
 def test_sampling_settings_become_generation_settings(job: dict[str, Any]) -> None:
     job["agent"] = dict(job["agent"], llm_temperature=0.7, llm_top_p=0.9, llm_max_tokens=5)
     job["config"].pop("max_completion_length")
-    args = AgentTrainer(**job, check_only=True).context.results["config"].arguments
+    args = AgentTrainer(**job, check_only=True).hand_off.config.arguments
     assert (args["temperature"], args["top_p"], args["max_completion_length"]) == (0.7, 0.9, 5)
 
 
 def test_hub_token_is_kept_out_of_trls_arguments(job: dict[str, Any]) -> None:
     _with_config(job, trl={"beta": 0.0, "hub_token": "hf_planted_secret"})
-    config = AgentTrainer(**job, check_only=True).context.results["config"]
+    config = AgentTrainer(**job, check_only=True).hand_off.config
     assert "hub_token" not in config.arguments
     assert config.secret_env == {"HF_TOKEN": "hf_planted_secret"}
     assert "hf_planted_secret" not in repr(config)
@@ -147,8 +147,8 @@ def test_hub_token_is_kept_out_of_trls_arguments(job: dict[str, Any]) -> None:
 def test_remote_code_is_allowed_only_by_the_jobs_own_key(job: dict[str, Any]) -> None:
     _with_config(job, trust_remote_code=True)
     trainer = AgentTrainer(**job, check_only=True)
-    assert trainer.context.results["config"].arguments["trust_remote_code"] is True
-    assert trainer.context.results["agent"].trust_remote_code is True
+    assert trainer.hand_off.config.arguments["trust_remote_code"] is True
+    assert trainer.hand_off.agent.trust_remote_code is True
     _with_config(job, trust_remote_code=False, trl={"trust_remote_code": True})
     with pytest.raises(ConfigError, match=r"trl\.trust_remote_code.*top-level"):
         AgentTrainer(**job, check_only=True)
@@ -312,7 +312,7 @@ def test_resuming_a_run_without_checkpoints_fails_at_check_time(
 
 def test_several_weighted_rewards_become_one_trl_reward(job: dict[str, Any]) -> None:
     job["reward_func"] = ["rewards.py:score", {"name": "exact_match", "weight": 0.5}]
-    reward = AgentTrainer(**job, check_only=True).context.results["reward"]
+    reward = AgentTrainer(**job, check_only=True).hand_off.reward
     assert reward.__name__ == "total"
     logged: dict[str, float] = {}
     scores = reward(prompts=[[], []], completions=["3", "4"], ground_truth=["3", "3"],

@@ -65,9 +65,9 @@ def test_a_trl_config_file_as_the_whole_config_passes_check(
     assert code == 0, err
 
     trainer = AgentTrainer(**job, check_only=True)
-    args = trainer.context.results["config"].arguments
+    args = trainer.hand_off.config.arguments
     assert {key: args[key] for key in TRL_FILE} == TRL_FILE
-    assert trainer.context.results["agent"].model == str(tiny_model)
+    assert trainer.hand_off.agent.model == str(tiny_model)
     assert trainer.context.config.model == str(tiny_model)
     assert "model_name_or_path" not in trainer.context.config.engine_section()
 
@@ -79,7 +79,7 @@ def test_model_name_or_path_in_the_trl_section_is_the_jobs_model(
     job["config"].pop("model")
     job["config"]["trl"] = {"beta": 0.0, "model_name_or_path": str(tiny_model)}
     trainer = AgentTrainer(**job, check_only=True)
-    assert trainer.context.results["agent"].model == str(tiny_model)
+    assert trainer.hand_off.agent.model == str(tiny_model)
 
 
 def test_model_name_or_path_agreeing_with_model_passes(
@@ -89,7 +89,7 @@ def test_model_name_or_path_agreeing_with_model_passes(
     relative = Path("..") / tiny_model.relative_to(job["base_dir"].parent)
     job["config"]["trl"] = {"beta": 0.0, "model_name_or_path": str(relative)}
     trainer = AgentTrainer(**job, check_only=True)
-    assert trainer.context.results["agent"].model == str(tiny_model)
+    assert trainer.hand_off.agent.model == str(tiny_model)
 
 
 def test_model_name_or_path_disagreeing_with_model_is_one_line(
@@ -112,6 +112,6 @@ def test_engine_keys_left_null_are_filled_by_the_engine(
     """A TRL config file may leave the keys the engine sets null: the engine fills them in."""
     job["config"]["trl"] = {"beta": 0.0, "output_dir": None, "trust_remote_code": None}
     trainer = AgentTrainer(**job, check_only=True)
-    args = trainer.context.results["config"].arguments
+    args = trainer.hand_off.config.arguments
     assert args["output_dir"] == str(trainer.context.run_dir / "checkpoints")
     assert args["trust_remote_code"] is False

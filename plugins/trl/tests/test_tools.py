@@ -60,19 +60,19 @@ def tool_job(tmp_path: Path, tool_model: Path) -> dict[str, Any]:
 
 def test_grpo_trains_with_mcp_tools_in_the_chat_template(tool_job: dict[str, Any]) -> None:
     trainer = AgentTrainer(**tool_job)
-    results = trainer.context.results
-    assert results["agent"].max_turns == 2
-    assert results["config"].arguments["max_tool_calling_iterations"] == 1
+    checked = trainer.hand_off
+    assert checked.agent.max_turns == 2
+    assert checked.config.arguments["max_tool_calling_iterations"] == 1
     # The tiny model's template is not one TRL knows: check found the parser that reads its calls.
-    assert results["agent"].response_template is not None
+    assert checked.agent.response_template is not None
 
     # The prompt as GRPOTrainer renders it: the dataset's messages with the tool functions.
     from transformers import AutoTokenizer
 
-    functions = [tool.as_function() for tool in results["tools"]]
-    tokenizer = AutoTokenizer.from_pretrained(results["agent"].model)
+    functions = [tool.as_function() for tool in checked.tools]
+    tokenizer = AutoTokenizer.from_pretrained(checked.agent.model)
     rendered = tokenizer.apply_chat_template(
-        results["dataset"].train[0]["prompt"], tools=functions,
+        checked.dataset.train[0]["prompt"], tools=functions,
         add_generation_prompt=True, tokenize=False,
     )
     assert '"name": "multiply"' in rendered
@@ -83,7 +83,7 @@ def test_grpo_trains_with_mcp_tools_in_the_chat_template(tool_job: dict[str, Any
     # the function TRL would call with its arguments runs the MCP server.
     from trl.chat_template_utils import parse_response
 
-    tokenizer.response_template = results["agent"].response_template
+    tokenizer.response_template = checked.agent.response_template
     prefix = tokenizer(rendered, add_special_tokens=False)["input_ids"]
     output = '<tool_call>\n{"name": "multiply", "arguments": {"a": 12, "b": 34}}\n</tool_call><|im_end|>'
     parsed = parse_response(tokenizer, tokenizer(output, add_special_tokens=False)["input_ids"],
@@ -166,13 +166,13 @@ def test_grpo_rollout_runs_the_tool_the_model_calls(
     tool_job["agent"]["llm_temperature"] = 0.3
     tool_job["config"].update(model=str(model), max_completion_length=160, seed=0)
     trainer = AgentTrainer(**tool_job)
-    results = trainer.context.results
-    functions = [tool.as_function() for tool in results["tools"]]
+    checked = trainer.hand_off
+    functions = [tool.as_function() for tool in checked.tools]
     assert [function.__name__ for function in functions] == ["multiply"]
 
     # The model learns the exchange on the prompt exactly as GRPOTrainer renders it. Its weights
     # are read when training starts, so teaching them after the checks is enough.
-    prompt = results["dataset"].train[0]["prompt"]
+    prompt = checked.dataset.train[0]["prompt"]
     call = {"type": "function", "function": {"name": "multiply", "arguments": {"a": 12, "b": 34}}}
     _teach_exchange(model, prompt, functions, call, result="408", answer="<answer>408</answer>")
 
