@@ -62,7 +62,7 @@ from aworld_train.model import check_lengths, load_tokenizer, max_positions
 from aworld_train.plugins import installed_versions
 from aworld_train.redaction import SecretFilter, redact_text, remember_secrets
 from aworld_train.reward import RewardFunction, RewardSpec
-from aworld_train.tools import MCPTool, ToolSet
+from aworld_train.tools import DEFAULT_TIMEOUT, MCPTool, ToolSet
 from aworld_train.workers import (
     emit,
     finish_distributed,
@@ -87,6 +87,7 @@ __all__ = [
     "ConfigLayout",
     "ToolSet",
     "MCPTool",
+    "DEFAULT_TIMEOUT",
     "JOB_FIELDS",
     # Errors: each is told to the user in one line
     "AWorldTrainError",
