@@ -4,18 +4,25 @@ It holds ``job.yaml`` (the job as it ran, secrets redacted, re-runnable from any
 ``manifest.json`` (status, process, versions, times, final metrics), ``metrics.jsonl``, the
 reward and loss plots, and whatever the engine writes: converted inputs, checkpoints, the final
 model. A folder under the run path without ``manifest.json`` is not a run.
+
+Its life: the checks run in it (:meth:`RunDirectory.for_checks`, :meth:`RunDirectory.checking`:
+it is removed when a check fails), it becomes a run when :meth:`RunDirectory.start` writes the
+job and the manifest, and :meth:`RunDirectory.close` records how the run ended and draws its
+curves. A check-only run checks in a temporary directory, always removed.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import secrets
 import shutil
 import socket
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +30,42 @@ from aworld_train.errors import RunDirectoryError
 
 MANIFEST = "manifest.json"
 
+logger = logging.getLogger("aworld_train")
+
 
 class RunDirectory:
     """One run's directory and its manifest."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, scratch: bool = False) -> None:
         self.path = path
+        self.scratch = scratch
         self.manifest: dict[str, Any] = {}
+
+    @classmethod
+    def for_checks(cls, run_path: str | Path, engine: str, check_only: bool) -> RunDirectory:
+        """The directory a job's checks run in: the run's own (engines write converted inputs
+        there and keep their absolute paths, so it could not be renamed afterwards), or a
+        temporary one for a check-only run.
+
+        :raises RunDirectoryError: when ``run_path`` is a file or cannot be written.
+        """
+        if check_only:
+            check_run_path(Path(run_path).expanduser())
+            return cls.scratch()
+        return cls.create(run_path, engine)
+
+    @contextlib.contextmanager
+    def checking(self) -> Iterator[RunDirectory]:
+        """Run the checks (and :meth:`start`) in this directory: it is removed when they fail or
+        are interrupted, so a failed ``train`` or ``--resume`` leaves nothing, and a scratch
+        directory is removed after them."""
+        try:
+            yield self
+        except BaseException:
+            self.discard()
+            raise
+        if self.scratch:
+            self.discard()
 
     @classmethod
     def create(cls, run_path: str | Path, engine: str) -> RunDirectory:
@@ -59,7 +95,7 @@ class RunDirectory:
     @classmethod
     def scratch(cls) -> RunDirectory:
         """A temporary directory for a check-only run, removed by :meth:`discard`."""
-        return cls(Path(tempfile.mkdtemp(prefix="aworld-train-check-")))
+        return cls(Path(tempfile.mkdtemp(prefix="aworld-train-check-")), scratch=True)
 
     @property
     def metrics_path(self) -> Path:
@@ -74,15 +110,35 @@ class RunDirectory:
         text = yaml.safe_dump(redact(job), sort_keys=False, allow_unicode=True)
         (self.path / "job.yaml").write_text(text, encoding="utf-8")
 
-    def start(self, **fields: Any) -> None:
-        """Write the manifest with status ``running`` and this process's pid and host, which
-        tell a later reader whether the run is still alive."""
+    def start(self, job: dict[str, Any], **fields: Any) -> None:
+        """Make the directory a run: write ``job.yaml`` (:func:`rerunnable_job`) and the
+        manifest with status ``running`` and this process's pid and host, which tell a later
+        reader whether the run is still alive."""
+        self.write_job(job)
         self.manifest = {"status": "running", "started_at": _now(), "pid": os.getpid(),
                          "host": socket.gethostname(), **fields}
         self.write_manifest()
 
-    def finish(self, status: str, **fields: Any) -> None:
-        """Record how the run ended: ``completed``, ``failed`` or ``interrupted``."""
+    @property
+    def status(self) -> str | None:
+        """``running`` from :meth:`start` to :meth:`close`, then how the run ended."""
+        return self.manifest.get("status")
+
+    def close(self, error: BaseException | None, final_metrics: dict[str, Any]) -> None:
+        """Record how the run ended (``completed``; ``interrupted`` by a ``KeyboardInterrupt``;
+        else ``failed``, with the error redacted) and draw its curves."""
+        from aworld_train.plots import plot_run
+        from aworld_train.redaction import redact_text
+
+        fields: dict[str, Any] = {"final_metrics": final_metrics}
+        status = "completed"
+        if error is not None:
+            status = "interrupted" if isinstance(error, KeyboardInterrupt) else "failed"
+            fields["error"] = redact_text(f"{type(error).__name__}: {error}")
+        try:
+            fields["plots"] = [p.name for p in plot_run(self.path)]
+        except Exception as exc:  # a plot never decides how a run ended
+            logger.warning("could not draw the curves: %s", exc)
         self.manifest.update(status=status, ended_at=_now(), **fields)
         self.write_manifest()
 
