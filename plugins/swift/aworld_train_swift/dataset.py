@@ -109,12 +109,9 @@ def convert_dataset(
     return count
 
 
-def datasets_to_swift(
-    train_dataset: datasets.Dataset | None,
-    test_dataset: datasets.Dataset | None,
-    algorithm: str,
-    run_dir: Path,
-) -> SwiftDatasets:
+def datasets_to_swift(train_dataset: datasets.Dataset | None,
+                      test_dataset: datasets.Dataset | None, algorithm: str,
+                      run_dir: Path) -> SwiftDatasets:
     """Convert both datasets into ``run_dir/data/{train,test}.jsonl``.
 
     :raises DatasetError: when the job gives no training dataset, or for a row swift cannot use.

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from aworld_train.engine import ConfigLayout, hookimpl, installed_versions
 
 if TYPE_CHECKING:
-    import datasets
+    from datasets import Dataset
 
     from aworld_train.engine import AgentSpec, RewardSpec, RunContext, TrainConfig
 
@@ -42,12 +42,8 @@ def check_agent(agent: AgentSpec, config: TrainConfig, ctx: RunContext) -> Swift
 
 
 @hookimpl
-def check_dataset(
-    train_dataset: datasets.Dataset | None,
-    test_dataset: datasets.Dataset | None,
-    config: TrainConfig,
-    ctx: RunContext,
-) -> SwiftDatasets:
+def check_dataset(train_dataset: Dataset | None, test_dataset: Dataset | None,
+                  config: TrainConfig, ctx: RunContext) -> SwiftDatasets:
     from aworld_train_swift.dataset import datasets_to_swift
 
     return datasets_to_swift(train_dataset, test_dataset, config.algorithm, ctx.run_dir)

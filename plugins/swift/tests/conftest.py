@@ -1,84 +1,16 @@
-"""Shared fixtures: the tiny model and a small "Repeat: <digit>" job for AgentTrainer."""
+"""Shared fixtures: the tiny model and a small "Repeat: <digit>" job for AgentTrainer on swift."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-# The reward records every call so tests can check what swift passed per completion. It sends
-# SIGINT to its own process once a run has saved checkpoint-2 when the file `interrupt` exists,
-# the way a user's Ctrl-C would arrive mid-training.
-REWARD_FILE = '''
-import json, os, signal
-from pathlib import Path
-
-HERE = Path(__file__).parent
-
-
-def score(data_source, solution_str, ground_truth, extra_info=None):
-    with (HERE / "calls.jsonl").open("a") as handle:
-        handle.write(json.dumps({"ground_truth": ground_truth, "extra_info": extra_info,
-                                 "solution": solution_str, "data_source": data_source}) + "\\n")
-    marker = HERE / "interrupt"
-    if marker.exists() and list((HERE / "runs").glob("*/checkpoints/checkpoint-2")):
-        marker.unlink()
-        os.kill(os.getpid(), signal.SIGINT)
-    return 1.0 if solution_str.strip() == ground_truth else 0.0
-
-
-def length(data_source, solution_str, ground_truth, extra_info=None):
-    return {"score": min(len(solution_str), 4) / 4, "chars": float(len(solution_str))}
-
-
-def fails_on_four(data_source, solution_str, ground_truth, extra_info=None):
-    if ground_truth == "4":
-        raise ZeroDivisionError("four")
-    return 0.0
-'''
-
-DIGITS = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9, 3]
-
-
-@pytest.fixture(scope="session")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from aworld_train.testing import build_tiny_model
-
-    return build_tiny_model(tmp_path_factory.mktemp("tiny-model"))
+from aworld_train.testing.fixtures import repeat_digit_job, tiny_model  # noqa: F401
 
 
 @pytest.fixture
-def job(tmp_path: Path, tiny_model: Path) -> dict[str, Any]:
+def job(tmp_path: Path, tiny_model: Path) -> dict[str, Any]:  # noqa: F811
     """``AgentTrainer`` keyword arguments for a tiny GRPO job of 4 steps."""
-    rows = [
-        {"prompt": f"Repeat: {digit}", "ground_truth": str(digit), "extra_info": {"digit": str(digit)}}
-        for digit in DIGITS
-    ]
-    (tmp_path / "train.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
-    (tmp_path / "rewards.py").write_text(REWARD_FILE)
-    return {
-        "agent": {"name": "tiny", "system_prompt": "Answer with the digit."},
-        "config": {
-            "algorithm": "grpo",
-            "model": str(tiny_model),
-            "max_steps": 4,
-            "batch_size": 4,
-            "num_generations": 2,
-            "learning_rate": 1e-3,
-            "max_completion_length": 4,
-            "logging_steps": 1,
-            "save_steps": 2,
-            "swift": {"template": "qwen", "beta": 0.0},
-        },
-        "reward_func": "rewards.py:score",
-        "train_dataset": "train.jsonl",
-        "run_path": tmp_path / "runs",
-        "train_engine_name": "swift",
-        "base_dir": tmp_path,
-    }
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return repeat_digit_job(tmp_path, tiny_model, "swift", {"template": "qwen", "beta": 0.0})

@@ -7,11 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from aworld_train import AgentTrainer
-from aworld_train.testing.bad_jobs import BadJobSuite, JobFolder
 from aworld_train.errors import ConfigError
+from aworld_train.testing.fixtures import check_config_file
 
 # An ms-swift config file for GRPO: swift's arguments at the top level, beside keys aworld-train
 # also has (learning_rate, max_steps, seed, num_generations); each test adds the model.
@@ -27,22 +26,6 @@ SWIFT_FILE = {
     "learning_rate": 2.0e-5,
     "seed": 7,
 }
-
-
-class _SwiftCheck(BadJobSuite):
-    """The shared suite's ``aworld-train check`` runner on swift (not a test class)."""
-
-    engine_name = "swift"
-
-
-def _check_file(job: dict[str, Any], capsys: pytest.CaptureFixture[str],
-                **keys: Any) -> tuple[int, str]:
-    """Make ``job``'s whole config the ms-swift file ``grpo.yaml`` (:data:`SWIFT_FILE` with
-    ``keys``) and run ``aworld-train check`` on it as a job file, in this process: exit code,
-    stderr."""
-    (job["base_dir"] / "grpo.yaml").write_text(yaml.safe_dump(dict(SWIFT_FILE, **keys)))
-    job["config"] = "grpo.yaml"
-    return _SwiftCheck().run_check(JobFolder.of_trainer_job(job), capsys)
 
 
 def test_section_keys_are_every_argument_but_the_jobs_own_fields() -> None:
@@ -65,7 +48,7 @@ def test_an_ms_swift_config_file_as_the_whole_config_passes_check(
 ) -> None:
     """An ms-swift-style config file given as ``config:`` passes ``check``, and the resolved
     arguments carry its values and its model."""
-    code, err = _check_file(job, capsys, model=str(tiny_model))
+    code, err = check_config_file(job, capsys, "swift", dict(SWIFT_FILE, model=str(tiny_model)))
     assert code == 0, err
 
     trainer = AgentTrainer(**job, check_only=True)
@@ -90,8 +73,8 @@ def test_swift_model_disagreeing_with_model_is_one_line(
 ) -> None:
     """A config whose ``swift.model`` names another model than the common ``model``:
     ``check`` refuses it in one line naming both."""
-    code, err = _check_file(job, capsys, model="Qwen/Qwen2.5-0.5B-Instruct",
-                            swift={"model": str(tiny_model)})
+    code, err = check_config_file(job, capsys, "swift", dict(
+        SWIFT_FILE, model="Qwen/Qwen2.5-0.5B-Instruct", swift={"model": str(tiny_model)}))
     assert code == 2, err
     assert len(err.splitlines()) == 1 and err.startswith("error: "), err
     for named in ("swift.model", str(tiny_model), "Qwen/Qwen2.5-0.5B-Instruct"):

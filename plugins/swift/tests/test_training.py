@@ -7,13 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DIGITS, read_jsonl
 
 from aworld_train import AgentTrainer
-
-
-def _manifest(run_dir: Path) -> dict[str, Any]:
-    return json.loads((run_dir / "manifest.json").read_text())
+from aworld_train.testing.fixtures import (
+    DIGITS,
+    assert_interrupted_run_resumes,
+    manifest,
+    read_jsonl,
+)
 
 
 def test_grpo_trains_reports_checkpoints_and_saves(job: dict[str, Any], tmp_path: Path) -> None:
@@ -24,7 +25,7 @@ def test_grpo_trains_reports_checkpoints_and_saves(job: dict[str, Any], tmp_path
     final = trainer.train()
     run_dir = trainer.run_dir.path
 
-    assert _manifest(run_dir)["status"] == "completed"
+    assert manifest(run_dir)["status"] == "completed"
     steps = [m for m in read_jsonl(run_dir / "metrics.jsonl") if "reward" in m]
     assert [m["step"] for m in steps] == [1, 2, 3, 4]
     assert all({"loss", "rewards/score/mean", "completions/mean_length"} <= m.keys() for m in steps)
@@ -102,7 +103,7 @@ def test_sft_with_lora_trains_an_adapter_and_evaluates(job: dict[str, Any], tmp_
     trainer.train()
     run_dir = trainer.run_dir.path
 
-    assert _manifest(run_dir)["status"] == "completed"
+    assert manifest(run_dir)["status"] == "completed"
     metrics = read_jsonl(run_dir / "metrics.jsonl")
     losses = [m["loss"] for m in metrics if "loss" in m]
     assert len(losses) == 3 and all(loss > 0 for loss in losses)
@@ -116,29 +117,8 @@ def test_sft_with_lora_trains_an_adapter_and_evaluates(job: dict[str, Any], tmp_
     assert tuned.peft_config["default"].r == 4
 
 
-def test_interrupted_run_resumes_from_its_last_checkpoint(
-    job: dict[str, Any], tmp_path: Path
-) -> None:
-    from aworld_train.errors import Interrupted
-
-    (tmp_path / "interrupt").touch()
-    first = AgentTrainer(**job)
-    with pytest.raises(Interrupted):
-        first.train()
-    first_dir = first.run_dir.path
-    assert _manifest(first_dir)["status"] == "interrupted"
-    before = [m for m in read_jsonl(first_dir / "metrics.jsonl") if "reward" in m]
-    assert [m["step"] for m in before] == [1, 2]
-
-    job["config"] = dict(job["config"], max_steps=6)
-    second = AgentTrainer(**job, resume=first_dir)
-    second.train()
-    resumed = [m for m in read_jsonl(second.run_dir.path / "metrics.jsonl") if "reward" in m]
-    # The parent's steps open the resumed run's metrics as they were; training went on from 3.
-    assert [m["step"] for m in resumed] == [1, 2, 3, 4, 5, 6]
-    assert resumed[:2] == before
-    assert _manifest(second.run_dir.path)["status"] == "completed"
-    assert (second.run_dir.path / "checkpoints" / "checkpoint-6").is_dir()
+def test_interrupted_run_resumes_from_its_last_checkpoint(job: dict[str, Any]) -> None:
+    assert_interrupted_run_resumes(job)
 
 
 def test_two_cpu_processes_train_one_job_through_torchrun(job: dict[str, Any]) -> None:
@@ -154,7 +134,7 @@ def test_two_cpu_processes_train_one_job_through_torchrun(job: dict[str, Any]) -
     # Each process takes one prompt (2 completions) per step: 2 steps x 2 processes cover 4 of
     # the 16 rows, twice what one process covers.
     assert metrics[-1]["epoch"] == pytest.approx(0.25)
-    assert _manifest(run_dir)["status"] == "completed"
+    assert manifest(run_dir)["status"] == "completed"
     assert (run_dir / "model" / "config.json").is_file()
 
 
@@ -185,7 +165,7 @@ def test_grpo_survives_completions_that_end_before_their_first_token(tmp_path: P
     trainer.train()
     run_dir = trainer.run_dir.path
 
-    assert _manifest(run_dir)["status"] == "completed"
+    assert manifest(run_dir)["status"] == "completed"
     steps = [m for m in read_jsonl(run_dir / "metrics.jsonl") if "reward" in m]
     assert [m["step"] for m in steps] == [1, 2, 3]
     assert min(m["completions/min_length"] for m in steps) == 0.0
@@ -200,7 +180,7 @@ def test_dpo_prefers_the_ground_truth_over_the_rejected_reply(job: dict[str, Any
     trainer.train()
     run_dir = trainer.run_dir.path
 
-    assert _manifest(run_dir)["status"] == "completed"
+    assert manifest(run_dir)["status"] == "completed"
     first = json.loads((run_dir / "data" / "train.jsonl").read_text().splitlines()[0])
     assert first["messages"][-1] == {"role": "assistant", "content": "3"}
     assert first["rejected_response"] == "4"

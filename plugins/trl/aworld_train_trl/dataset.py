@@ -26,12 +26,8 @@ class TrlDatasets:
     test: datasets.Dataset | None = None
 
 
-def datasets_to_trl(
-    train: datasets.Dataset | None,
-    test: datasets.Dataset | None,
-    agent: TrlAgent,
-    algorithm: str,
-) -> TrlDatasets:
+def datasets_to_trl(train: datasets.Dataset | None, test: datasets.Dataset | None,
+                    agent: TrlAgent, algorithm: str) -> TrlDatasets:
     """Convert the canonical datasets for ``algorithm`` (``grpo`` or ``sft``).
 
     GRPO keeps every column: ``ground_truth``, ``data_source``, ``extra_info`` and the rest reach

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from aworld_train.engine import ConfigLayout, hookimpl, installed_versions, resume_checkpoint
 
 if TYPE_CHECKING:
-    import datasets
+    from datasets import Dataset
 
     from aworld_train.engine import AgentSpec, RewardSpec, RunContext, ToolSet, TrainConfig
 
@@ -38,12 +38,8 @@ def check_agent(agent: AgentSpec, config: TrainConfig, tools: ToolSet) -> TrlAge
 
 
 @hookimpl
-def check_dataset(
-    train_dataset: datasets.Dataset | None,
-    test_dataset: datasets.Dataset | None,
-    agent: TrlAgent,
-    config: TrainConfig,
-) -> TrlDatasets:
+def check_dataset(train_dataset: Dataset | None, test_dataset: Dataset | None, agent: TrlAgent,
+                  config: TrainConfig) -> TrlDatasets:
     from aworld_train_trl.dataset import datasets_to_trl
 
     return datasets_to_trl(train_dataset, test_dataset, agent, config.algorithm)

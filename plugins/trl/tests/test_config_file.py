@@ -7,10 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from aworld_train import AgentTrainer
-from aworld_train.testing.bad_jobs import BadJobSuite, JobFolder
+from aworld_train.testing.fixtures import check_config_file
 
 # A TRL config file: GRPOConfig fields at the top level, beside keys aworld-train also has
 # (learning_rate, max_steps, seed); each test adds ModelConfig's model_name_or_path.
@@ -24,21 +23,6 @@ TRL_FILE = {
     "learning_rate": 2.0e-5,
     "seed": 7,
 }
-
-
-class _TrlCheck(BadJobSuite):
-    """The shared suite's ``aworld-train check`` runner on trl (not a test class)."""
-
-    engine_name = "trl"
-
-
-def _check_file(job: dict[str, Any], capsys: pytest.CaptureFixture[str],
-                **keys: Any) -> tuple[int, str]:
-    """Make ``job``'s whole config the TRL file ``grpo.yaml`` (:data:`TRL_FILE` with ``keys``)
-    and run ``aworld-train check`` on it as a job file, in this process: exit code, stderr."""
-    (job["base_dir"] / "grpo.yaml").write_text(yaml.safe_dump(dict(TRL_FILE, **keys)))
-    job["config"] = "grpo.yaml"
-    return _TrlCheck().run_check(JobFolder.of_trainer_job(job), capsys)
 
 
 def test_section_keys_are_every_trainer_field_and_the_model_key() -> None:
@@ -61,7 +45,8 @@ def test_a_trl_config_file_as_the_whole_config_passes_check(
 ) -> None:
     """A TRL-style config file given as ``config:`` passes ``check``, and the resolved
     GRPOConfig arguments carry its values and its model."""
-    code, err = _check_file(job, capsys, model_name_or_path=str(tiny_model))
+    code, err = check_config_file(
+        job, capsys, "trl", dict(TRL_FILE, model_name_or_path=str(tiny_model)))
     assert code == 0, err
 
     trainer = AgentTrainer(**job, check_only=True)
@@ -97,8 +82,8 @@ def test_model_name_or_path_disagreeing_with_model_is_one_line(
 ) -> None:
     """A TRL config file whose ``model_name_or_path`` names another model than the common
     ``model``: ``check`` refuses it in one line naming both."""
-    code, err = _check_file(job, capsys, model="Qwen/Qwen2.5-0.5B-Instruct",
-                            model_name_or_path=str(tiny_model))
+    code, err = check_config_file(job, capsys, "trl", dict(
+        TRL_FILE, model="Qwen/Qwen2.5-0.5B-Instruct", model_name_or_path=str(tiny_model)))
     assert code == 2, err
     assert len(err.splitlines()) == 1 and err.startswith("error: "), err
     for named in ("model_name_or_path", str(tiny_model), "Qwen/Qwen2.5-0.5B-Instruct"):

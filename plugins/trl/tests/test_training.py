@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -10,10 +9,7 @@ from typing import Any
 import pytest
 
 from aworld_train import AgentTrainer
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+from aworld_train.testing.fixtures import assert_interrupted_run_resumes, manifest, read_jsonl
 
 
 def _assert_model_reloads(model_dir: Path) -> None:
@@ -23,10 +19,6 @@ def _assert_model_reloads(model_dir: Path) -> None:
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     assert model.config.vocab_size == len(tokenizer)
     assert tokenizer.decode(tokenizer("Repeat: 7")["input_ids"]) == "Repeat: 7"
-
-
-def _manifest(run_dir: Path) -> dict[str, Any]:
-    return json.loads((run_dir / "manifest.json").read_text())
 
 
 # A hub token planted in the job's trl section: the training processes get it as HF_TOKEN, and
@@ -61,7 +53,7 @@ def test_grpo_trains_reports_checkpoints_and_saves(job: dict[str, Any], tmp_path
         assert {"loss", "reward", "reward_std", "rewards/score/mean"} <= entry.keys()
         assert {"completions/mean_length"} <= entry.keys()
     assert final["step"] == 4
-    assert _manifest(run_dir)["status"] == "completed"
+    assert manifest(run_dir)["status"] == "completed"
     assert sorted(p.name for p in (run_dir / "checkpoints").glob("checkpoint-*")) == [
         "checkpoint-2", "checkpoint-4"
     ]
@@ -90,33 +82,12 @@ def test_sft_trains_on_prompt_and_ground_truth(job: dict[str, Any]) -> None:
     assert len(losses) == 4
     assert losses[-1] < losses[0]
     assert (run_dir / "checkpoints" / "checkpoint-4" / "trainer_state.json").is_file()
-    assert _manifest(run_dir)["status"] == "completed"
+    assert manifest(run_dir)["status"] == "completed"
     _assert_model_reloads(run_dir / "model")
 
 
-def test_interrupted_run_resumes_from_its_last_checkpoint(
-    job: dict[str, Any], tmp_path: Path
-) -> None:
-    from aworld_train.trainer import Interrupted
-
-    (tmp_path / "interrupt").touch()
-    first = AgentTrainer(**job)
-    with pytest.raises(Interrupted):
-        first.train()
-    first_dir = first.run_dir.path
-    assert _manifest(first_dir)["status"] == "interrupted"
-    before = [m for m in read_jsonl(first_dir / "metrics.jsonl") if "reward" in m]
-    assert [m["step"] for m in before] == [1, 2]
-
-    job["config"] = dict(job["config"], max_steps=6)
-    second = AgentTrainer(**job, resume=first_dir)
-    second.train()
-    resumed = [m for m in read_jsonl(second.run_dir.path / "metrics.jsonl") if "reward" in m]
-    # The parent's steps open the resumed run's metrics as they were; training went on from 3.
-    assert [m["step"] for m in resumed] == [1, 2, 3, 4, 5, 6]
-    assert resumed[:2] == before
-    assert _manifest(second.run_dir.path)["status"] == "completed"
-    assert (second.run_dir.path / "checkpoints" / "checkpoint-6").is_dir()
+def test_interrupted_run_resumes_from_its_last_checkpoint(job: dict[str, Any]) -> None:
+    assert_interrupted_run_resumes(job)
 
 
 def test_two_cpu_processes_train_one_job(job: dict[str, Any], tmp_path: Path) -> None:
@@ -133,7 +104,7 @@ def test_two_cpu_processes_train_one_job(job: dict[str, Any], tmp_path: Path) ->
     # Each process generates 4 completions (2 prompts) per step: 2 steps x 2 processes x 2
     # prompts is half of the 16 rows, twice what one process covers.
     assert metrics[-1]["epoch"] == pytest.approx(0.5)
-    assert _manifest(run_dir)["status"] == "completed"
+    assert manifest(run_dir)["status"] == "completed"
     _assert_model_reloads(run_dir / "model")
     assert (run_dir / "trl_job.json").is_file()
     _assert_token_kept_off_disk(run_dir, read_jsonl(tmp_path / "calls.jsonl"))

@@ -1,0 +1,172 @@
+"""Pytest fixtures and helpers an engine's own tests share: the tiny offline model, a small
+"Repeat: <digit>" GRPO job for :class:`~aworld_train.AgentTrainer`, and the reward file that job
+scores with, which records every call and can interrupt a run the way Ctrl-C would.
+
+An engine's ``conftest.py`` imports the fixtures it uses (pytest collects them from there) and
+builds its ``job`` fixture with :func:`repeat_digit_job`::
+
+    from aworld_train.testing.fixtures import repeat_digit_job, tiny_model  # noqa: F401
+
+    @pytest.fixture
+    def job(tmp_path, tiny_model):
+        return repeat_digit_job(tmp_path, tiny_model, "my-engine", {"beta": 0.0})
+
+Importing this module is cheap: the model is built only when a test asks for it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# The job's reward file, rewards.py. `score` appends each call to calls.jsonl beside it, so a
+# test can check what the engine passed per completion (and whether the training process got
+# the job's hub token through its environment, HF_TOKEN). When a file named `interrupt` exists
+# beside it and a run has saved checkpoint-2, it removes the file and sends SIGINT to its own
+# process, as a user's Ctrl-C would arrive mid-training. The others return metrics with the
+# score, or raise on one row.
+REWARD_FILE = '''
+import json, os, signal
+from pathlib import Path
+
+HERE = Path(__file__).parent
+
+
+def score(data_source, solution_str, ground_truth, extra_info=None):
+    with (HERE / "calls.jsonl").open("a") as handle:
+        handle.write(json.dumps({"ground_truth": ground_truth, "extra_info": extra_info,
+                                 "solution": solution_str, "data_source": data_source,
+                                 "hf_token": os.environ.get("HF_TOKEN")}) + "\\n")
+    marker = HERE / "interrupt"
+    if marker.exists() and list((HERE / "runs").glob("*/checkpoints/checkpoint-2")):
+        marker.unlink()
+        os.kill(os.getpid(), signal.SIGINT)
+    return 1.0 if solution_str.strip() == ground_truth else 0.0
+
+
+def with_metrics(data_source, solution_str, ground_truth, extra_info=None):
+    return {"score": 0.5, "length": float(len(solution_str))}
+
+
+def length(data_source, solution_str, ground_truth, extra_info=None):
+    return {"score": min(len(solution_str), 4) / 4, "chars": float(len(solution_str))}
+
+
+def fails_on_four(data_source, solution_str, ground_truth, extra_info=None):
+    if ground_truth == "4":
+        raise ZeroDivisionError("four")
+    return 0.0
+'''
+
+# The digits of the job's 16 training rows, in order.
+DIGITS = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9, 3]
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny offline model (:func:`~aworld_train.testing.build_tiny_model`), built once."""
+    from aworld_train.testing import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny-model"))
+
+
+def repeat_digit_job(
+    folder: Path, model: Path, engine: str, section: dict[str, Any]
+) -> dict[str, Any]:
+    """``AgentTrainer`` keyword arguments for a tiny GRPO job of 4 steps on ``engine``.
+
+    Writes ``train.jsonl`` (a row per digit of :data:`DIGITS`: "Repeat: d" -> "d", with the
+    digit in ``extra_info``) and ``rewards.py`` (:data:`REWARD_FILE`) into ``folder``; runs go
+    to ``folder/runs``, a checkpoint every 2 steps.
+
+    :param section: the engine's section of the config.
+    """
+    rows = [
+        {"prompt": f"Repeat: {digit}", "ground_truth": str(digit), "extra_info": {"digit": str(digit)}}
+        for digit in DIGITS
+    ]
+    (folder / "train.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    (folder / "rewards.py").write_text(REWARD_FILE)
+    return {
+        "agent": {"name": "tiny", "system_prompt": "Answer with the digit."},
+        "config": {
+            "algorithm": "grpo",
+            "model": str(model),
+            "max_steps": 4,
+            "batch_size": 4,
+            "num_generations": 2,
+            "learning_rate": 1e-3,
+            "max_completion_length": 4,
+            "logging_steps": 1,
+            "save_steps": 2,
+            engine: section,
+        },
+        "reward_func": "rewards.py:score",
+        "train_dataset": "train.jsonl",
+        "run_path": folder / "runs",
+        "train_engine_name": engine,
+        "base_dir": folder,
+    }
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The records of a JSON-lines file (``metrics.jsonl``, ``calls.jsonl``)."""
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def manifest(run_dir: Path) -> dict[str, Any]:
+    """A run directory's ``manifest.json``."""
+    return json.loads((run_dir / "manifest.json").read_text())
+
+
+def assert_interrupted_run_resumes(job: dict[str, Any]) -> Path:
+    """Interrupt a run of :func:`repeat_digit_job` after its checkpoint at step 2 (through the
+    reward file's ``interrupt`` marker), resume it for 6 steps, and check that the resumed run's
+    metrics open with the interrupted run's and go on from step 3.
+
+    :returns: the resumed run's directory.
+    """
+    from aworld_train import AgentTrainer
+    from aworld_train.errors import Interrupted
+
+    (job["base_dir"] / "interrupt").touch()
+    first = AgentTrainer(**job)
+    with pytest.raises(Interrupted):
+        first.train()
+    first_dir = first.run_dir.path
+    assert manifest(first_dir)["status"] == "interrupted"
+    before = [m for m in read_jsonl(first_dir / "metrics.jsonl") if "reward" in m]
+    assert [m["step"] for m in before] == [1, 2]
+
+    job["config"] = dict(job["config"], max_steps=6)
+    second = AgentTrainer(**job, resume=first_dir)
+    second.train()
+    resumed = [m for m in read_jsonl(second.run_dir.path / "metrics.jsonl") if "reward" in m]
+    # The parent's steps open the resumed run's metrics as they were; training went on from 3.
+    assert [m["step"] for m in resumed] == [1, 2, 3, 4, 5, 6]
+    assert resumed[:2] == before
+    assert manifest(second.run_dir.path)["status"] == "completed"
+    assert (second.run_dir.path / "checkpoints" / "checkpoint-6").is_dir()
+    return second.run_dir.path
+
+
+def check_config_file(
+    job: dict[str, Any], capsys: pytest.CaptureFixture[str], engine: str, config: dict[str, Any]
+) -> tuple[int, str]:
+    """Make ``config`` (an engine's own config file, as a mapping) the whole config of ``job``,
+    as ``grpo.yaml`` beside it, and run ``aworld-train check`` on the job as a job file in this
+    process.
+
+    :returns: the exit code and what ``check`` wrote to stderr.
+    """
+    import yaml
+
+    from aworld_train.testing.bad_jobs import BadJobSuite, JobFolder
+
+    (job["base_dir"] / "grpo.yaml").write_text(yaml.safe_dump(config))
+    job["config"] = "grpo.yaml"
+    runner = type("ConfigFileCheck", (BadJobSuite,), {"engine_name": engine})()
+    return runner.run_check(JobFolder.of_trainer_job(job), capsys)
