@@ -51,6 +51,7 @@ from aworld_train.hf import (
     arguments_class,
     completion_text,
     last_checkpoint,
+    policy_model,
     resume_checkpoint,
     trainer_callback,
 )
@@ -111,6 +112,7 @@ __all__ = [
     "trainer_callback",
     "last_checkpoint",
     "resume_checkpoint",
+    "policy_model",
     "completion_text",
     "TrainerConfig",
     "arguments_class",

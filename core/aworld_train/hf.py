@@ -1,7 +1,7 @@
 """What every engine built on a Hugging Face ``Trainer`` (TRL, ms-swift, ...) needs from the core.
 
-The metrics callback a trainer reports through, the checkpoint a run resumes from, the text of
-a completion whatever form the trainer hands it in, the shape of a trainer engine's resolved
+The metrics callback a trainer reports through, the checkpoint a run resumes from, the model
+the job trains, the text of a completion whatever form the trainer hands it in, the shape of a trainer engine's resolved
 config, and the names of its trainer's arguments (cached per library version). Importing this
 module is cheap: transformers and the trainer's library are imported only by the engine, which
 passes their classes in.
@@ -17,12 +17,16 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aworld_train.cache import cached
-from aworld_train.errors import RunDirectoryError
+from aworld_train.errors import AgentError, RunDirectoryError
 from aworld_train.metrics import LogFn, StartFn
 from aworld_train.plugins import installed_versions
+
+if TYPE_CHECKING:
+    from aworld_train.agent import AgentSpec
+    from aworld_train.config import TrainConfig
 
 # The folder name transformers' Trainer saves each checkpoint under.
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
@@ -78,6 +82,21 @@ def resume_checkpoint(run_dir: Path) -> Path:
             "set save_steps so runs save checkpoints, or start a new run"
         )
     return checkpoint
+
+
+def policy_model(agent: AgentSpec, config: TrainConfig) -> str:
+    """The model the job trains: the one the core checked and set in both ``config.model`` and
+    ``agent.model``.
+
+    :raises AgentError: when neither the agent nor the config names one.
+    """
+    model = config.model or agent.model
+    if not model:
+        raise AgentError(
+            f"agent '{agent.name}' names no model: set `model` in the agent or in the config "
+            "(a local model folder or a hub id)"
+        )
+    return str(model)
 
 
 def completion_text(completion: Any) -> str:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.engine import AgentError
+from aworld_train.engine import AgentError, policy_model
 
 from aworld_train_swift.schema import validate_section
 
@@ -66,16 +66,11 @@ def agent_to_swift(agent: AgentSpec, config: TrainConfig) -> SwiftAgent:
             f"agent '{agent.name}' has max_turns {agent.max_turns}; the swift engine trains "
             "single-turn agents only: set max_turns to 1"
         )
-    model = config.model or agent.model
-    if not model:
-        raise AgentError(
-            f"agent '{agent.name}' names no model: set `model` in the agent or in the config "
-            "(a local model folder or a hub id)"
-        )
+    model = policy_model(agent, config)
     # The section names the model type and template: a misspelt key must say so here.
     section = validate_section(config.engine_section(), config.algorithm)
     model, local, model_type, template = resolve_model(
-        str(model), section.get("model_type"), section.get("template")
+        model, section.get("model_type"), section.get("template")
     )
     return SwiftAgent(
         model=model,

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.engine import AgentError, load_tokenizer
+from aworld_train.engine import AgentError, load_tokenizer, policy_model
 
 if TYPE_CHECKING:
     from aworld_train.engine import AgentSpec, ToolSet, TrainConfig
@@ -70,13 +70,7 @@ def agent_to_trl(agent: AgentSpec, config: TrainConfig, tools: ToolSet) -> TrlAg
             f"agent '{agent.name}' has max_turns {agent.max_turns} but no tools; the trl engine "
             "runs several turns only to answer tool calls: set max_turns to 1"
         )
-    model = config.model or agent.model
-    if not model:
-        raise AgentError(
-            f"agent '{agent.name}' names no model: set `model` in the agent or in the config "
-            "(a local model folder or a hub id)"
-        )
-    model = str(model)
+    model = policy_model(agent, config)
     folder = Path(model)
     conversational = _has_chat_template(folder) if folder.is_dir() else True
     response_template = None
