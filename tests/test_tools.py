@@ -462,7 +462,7 @@ def test_check_resolves_the_tools_before_the_engines_agent_check(
     assert steps[:2] == [("config", "core"), ("agent", "core")]
     assert all(by == "core" for _, by in steps[:tools])  # before any engine check
     assert "3 tools (add, multiply, divide) from MCP server 'calculator'" in trainer.checks[tools].detail
-    assert trainer.context.results["tools"].names == ["add", "multiply", "divide"]
+    assert trainer.context.tools.names == ["add", "multiply", "divide"]
 
 
 def test_check_fails_on_an_unreachable_server_naming_it(
@@ -484,7 +484,7 @@ def test_agents_without_tools_get_an_empty_tool_set(
 ) -> None:
     toy_job.update(train_engine_name="recording", check_only=True)
     trainer = AgentTrainer(**toy_job)
-    assert len(trainer.context.results["tools"]) == 0
+    assert len(trainer.context.tools) == 0
     assert "tools" not in [c.module for c in trainer.checks]
 
 
