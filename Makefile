@@ -5,7 +5,7 @@ VENVS := .venvs
 ENGINES := trl swift verl
 PIP_FLAGS ?= -q
 
-.PHONY: demo test test-core test-aworld $(addprefix test-,$(ENGINES)) venvs clean
+.PHONY: demo test test-core test-aworld $(addprefix test-,$(ENGINES)) venvs dist clean
 
 demo: $(VENVS)/trl/.ready
 	$(VENVS)/trl/bin/python examples/repeat_digit/prepare.py
@@ -58,6 +58,27 @@ test-core: $(VENVS)/core/.ready
 # `test-%:` pattern rule would never run.
 $(addprefix test-,$(ENGINES)): test-%: $(VENVS)/%/.ready
 	$(VENVS)/$*/bin/python -m pytest plugins/$*/tests $(EXTRA_TESTS_$*)
+
+# A wheel and an sdist of the core and of each engine, as users install them (README, Install).
+# `build` makes the sdist first and the wheel from that sdist, in isolated environments, so a
+# file the sdist leaves out fails here rather than on a user's machine. The wheels' timestamps
+# are the last commit's, so the same commit builds the same wheels.
+DIST ?= dist
+DIST_PROJECTS ?= . $(addprefix plugins/,$(ENGINES))
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
+
+$(VENVS)/build/.ready:
+	rm -rf $(VENVS)/build && $(PYTHON) -m venv $(VENVS)/build
+	$(VENVS)/build/bin/pip install $(PIP_FLAGS) "build>=1.2"
+	touch $@
+
+dist: $(VENVS)/build/.ready
+	rm -rf $(DIST)
+	for project in $(DIST_PROJECTS); do \
+		$(if $(SOURCE_DATE_EPOCH),SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH)) \
+		$(VENVS)/build/bin/python -m build --quiet --outdir $(DIST) "$$project" || exit 1; \
+	done
+	ls $(DIST)
 
 clean:
 	rm -rf $(VENVS)
