@@ -4,6 +4,8 @@ example's calculator) over stdio and streamable HTTP through the ``mcp`` library
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import enum
 import pickle
 import socket
 import subprocess
@@ -96,6 +98,59 @@ def test_python_tool_schema_from_a_sphinx_docstring() -> None:
         "description": "the table to search."}
     assert parameters["properties"]["strict"] == {"type": "boolean", "default": True}
     assert parameters["required"] == ["key", "table"]
+
+
+class Shape(enum.Enum):
+    SQUARE = "square"
+    CIRCLE = "circle"
+
+
+@dataclasses.dataclass
+class Size:
+    """A width and a height."""
+
+    width: float
+    height: float = 1.0
+
+
+@dataclasses.dataclass
+class Tree:
+    label: str
+    children: list[Tree]
+
+
+class Opaque:
+    """A class no JSON schema describes."""
+
+
+def draw(shapes: list[Shape], size: Size, tree: Tree, canvas: Opaque) -> str:
+    """Draw shapes.
+
+    Parameters
+    ----------
+    shapes : list of Shape
+        what to draw.
+    size
+        how big.
+    """
+    return ""
+
+
+def test_python_tool_schema_of_enums_classes_and_a_numpy_docstring() -> None:
+    description, parameters = function_schema(draw)
+    assert description == "Draw shapes."
+    properties = parameters["properties"]
+    # Self-contained: no "$ref" into "$defs" that a chat template would not carry; no titles.
+    assert "$defs" not in str(parameters) and "title" not in str(parameters)
+    assert properties["shapes"] == {"type": "array", "description": "what to draw.",
+                                    "items": {"type": "string", "enum": ["square", "circle"]}}
+    assert properties["size"] == {
+        "type": "object", "description": "how big.", "required": ["width"],
+        "properties": {"width": {"type": "number"}, "height": {"type": "number", "default": 1.0}}}
+    # A recursive type is described one level deep; a class without a schema takes anything.
+    assert properties["tree"]["properties"]["children"] == {"type": "array", "items": {}}
+    assert properties["canvas"] == {}
+    assert parameters["required"] == ["shapes", "size", "tree", "canvas"]
 
 
 def test_python_tools_from_references_and_callables(tmp_path: Path) -> None:
