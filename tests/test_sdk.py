@@ -85,3 +85,32 @@ def test_engines_import_only_the_sdk_from_the_core() -> None:
                if not line.endswith(": aworld_train.engine")]
     assert not outside, "engine modules import core modules besides aworld_train.engine:\n" + (
         "\n".join(outside))
+
+
+def code_lines(path: Path) -> list[str]:
+    """The lines of ``path`` that are neither blank nor comments."""
+    return [line for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip() and not line.strip().startswith("#")]
+
+
+def test_the_scaffolded_engine_is_small_laid_out_as_the_engines_and_uses_only_the_sdk(
+    tmp_path: Path
+) -> None:
+    from aworld_train.scaffold import MAX_LINES, scaffold_engine
+
+    package = scaffold_engine("tiny", tmp_path / "aworld-train-tiny") / "aworld_train_tiny"
+    modules = sorted(package.glob("*.py"))
+    assert [path.name for path in modules] == ["__init__.py", "config.py", "engine.py",
+                                               "training.py"]
+    assert sum(len(code_lines(path)) for path in modules) <= MAX_LINES == 70
+    imported = [line for path in modules for line in core_imports(path)]
+    assert imported and all(line.endswith(": aworld_train.engine") for line in imported)
+
+    code = (
+        "import json, sys\n"
+        "import aworld_train_tiny.engine\n"
+        f"print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r})))\n"
+    )
+    result = run_python(code, env={"PYTHONPATH": str(package.parent)})
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == [], "the hooks module imports nothing heavy"

@@ -1,170 +1,178 @@
 """``aworld-train new-engine NAME``: a third-party engine distribution, ready to install.
 
-The generated engine fine-tunes a causal LM on ``prompt`` + ``ground_truth`` with plain PyTorch
-(``algorithm: sft``), logs the loss and the reward of a greedy sample, and passes the
-conformance suite as generated. Its author replaces the training loop with their engine's.
+The generated engine has the layout of the engines this project ships: ``engine.py`` holds the
+hooks (cheap to import), ``config.py`` the engine's settings, ``training.py`` the training,
+imported when ``train`` is called. It fine-tunes a causal LM on ``prompt`` + ``ground_truth``
+with transformers' ``Trainer`` (``algorithm: sft``), reports the trainer's logs through the
+SDK's ``trainer_callback`` and passes the conformance suite as generated. It imports nothing of
+the core but ``aworld_train.engine``, and its own code stays within :data:`MAX_LINES` lines.
+Its author replaces ``training.py`` with their engine's and keeps the hooks.
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from string import Template
 
 from aworld_train.errors import JobError
+
+#: The most lines of code (not blank, not a comment) the generated engine's package may hold.
+MAX_LINES = 70
+
+# The templates are string.Template text: $name and $package are filled in, $$ is a dollar.
 
 _PYPROJECT = '''[build-system]
 requires = ["setuptools>=68"]
 build-backend = "setuptools.build_meta"
 
 [project]
-name = "aworld-train-{name}"
+name = "aworld-train-$name"
 version = "0.1.0"
-description = "The {name} engine for aworld-train."
+description = "The $name engine for aworld-train."
+readme = "README.md"
 requires-python = ">=3.10"
-dependencies = ["aworld-train", "torch", "transformers"]
+dependencies = ["aworld-train", "torch", "transformers[torch]"]
 
 [project.optional-dependencies]
-test = ["pytest", "tokenizers"]
+test = ["aworld-train[testing]"]
 
 [project.entry-points."aworld_train.engines"]
-{name} = "{package}.engine"
+$name = "$package.engine"
 
 [tool.setuptools]
-packages = ["{package}"]
+packages = ["$package"]
 '''
 
-_ENGINE = '''"""The {name} engine: hook implementations for aworld-train.
+_INIT = '''"""The $name engine for aworld-train."""
+'''
 
-Heavy libraries are imported inside the hooks, so listing engines stays instant.
-"""
+_ENGINE = '''\"\"\"The $name engine's hooks, in the order aworld-train calls them; work is imported on call.\"\"\"
 
-from __future__ import annotations
-
-from dataclasses import dataclass, fields
 from typing import Any
 
-from aworld_train import hookimpl
-from aworld_train.errors import AgentError, ConfigError, DatasetError, RewardError, did_you_mean
-from aworld_train.plugins import installed_versions
+from aworld_train.engine import AgentError, AgentSpec, DatasetError, RunContext, ToolSet
+from aworld_train.engine import TrainConfig, hookimpl, installed_versions, policy_model
 
 
-@dataclass
-class Settings:
-    """The keys of this engine's ``{name}:`` config section."""
+@hookimpl
+def check_agent(agent: AgentSpec, config: TrainConfig, tools: ToolSet) -> None:
+    policy_model(agent, config)  # one line for the user when the job names no model
+    if tools:
+        raise AgentError(f"agent '{agent.name}': the $name engine does not call tools yet")
 
-    max_length: int = 128
-    weight_decay: float = 0.0
+
+@hookimpl
+def check_dataset(train_dataset: Any) -> None:
+    if train_dataset is None:
+        raise DatasetError("no train_dataset: the $name engine trains on prompts and answers")
+
+
+@hookimpl
+def check_config(config: TrainConfig) -> Any:
+    from $package.config import settings_from
+
+    return settings_from(config)
+
+
+@hookimpl
+def train(agent: AgentSpec, dataset: Any, config: Any, ctx: RunContext) -> None:
+    from $package.training import run_training
+
+    run_training(agent, dataset, config, ctx)  # the core keeps the last logged metrics
 
 
 @hookimpl
 def engine_versions() -> dict[str, str]:
     return installed_versions("torch", "transformers")
+'''
+
+_CONFIG = '''\"\"\"check_config: the engine's own `$name:` config section, as Settings.\"\"\"
+
+from dataclasses import dataclass, fields
+
+from aworld_train.engine import ConfigError, TrainConfig, did_you_mean
 
 
-@hookimpl
-def check_agent(agent: Any, ctx: Any) -> None:
-    if agent.uses_tools:
-        raise AgentError("the {name} engine does not support tools yet")
-    if not (agent.model or ctx.config.model):
-        raise AgentError("no model: set 'model' in the agent or the config")
+@dataclass
+class Settings:
+    max_length: int = 128
+    weight_decay: float = 0.0
 
 
-@hookimpl
-def check_dataset(train_dataset: Any, test_dataset: Any, ctx: Any) -> None:
-    # The core passes None for a dataset the user did not give; this engine needs one.
-    if train_dataset is None:
-        raise DatasetError("the {name} engine needs a train_dataset")
-
-
-@hookimpl
-def check_reward(reward: Any, ctx: Any) -> None:
-    if reward is None:
-        raise RewardError("the {name} engine needs a reward")
-
-
-@hookimpl
-def check_config(config: Any, ctx: Any) -> Settings:
+def settings_from(config: TrainConfig) -> Settings:
     if config.algorithm != "sft":
-        raise ConfigError(f"the {name} engine trains algorithm 'sft', not '{{config.algorithm}}'")
-    known = [f.name for f in fields(Settings)]
+        raise ConfigError(f"the $name engine trains algorithm 'sft', not '{config.algorithm}'")
+    known = [field.name for field in fields(Settings)]
     section = config.engine_section()  # the section named after this engine's entry point
-    for key in section:
-        if key not in known:
-            raise ConfigError(f"config: unknown {name} key '{{key}}'{{did_you_mean(key, known)}}")
+    for key in sorted(section.keys() - set(known)):  # the first unknown key, if any
+        raise ConfigError(f"config: unknown $name key '{key}'{did_you_mean(key, known)}")
     return Settings(**section)
+'''
+
+_TRAINING = '''\"\"\"train: supervised fine-tuning on prompt + ground_truth with transformers' Trainer.\"\"\"
+
+from typing import Any
+
+from aworld_train.engine import AgentSpec, RunContext, resume_checkpoint, trainer_callback
+
+from $package.config import Settings
 
 
-@hookimpl
-def train(ctx: Any) -> dict[str, float]:
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+def run_training(agent: AgentSpec, dataset: Any, settings: Settings, ctx: RunContext) -> None:
+    import transformers
 
-    config, settings = ctx.config, ctx.results["config"]
-    agent, dataset, reward = ctx.results["agent"], ctx.results["dataset"], ctx.results["reward"]
-    torch.manual_seed(config.seed)
-    tokenizer = AutoTokenizer.from_pretrained(agent.model)
-    model = AutoModelForCausalLM.from_pretrained(agent.model)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate or 1e-4,
-                                  weight_decay=settings.weight_decay)
-    steps, batch_size = config.max_steps or len(dataset), config.batch_size or 4
-    ctx.metrics.start(steps)
-    for step in range(1, steps + 1):
-        rows = [dataset[(step * batch_size + i) % len(dataset)] for i in range(batch_size)]
-        texts = [_prompt_text(tokenizer, agent, row["prompt"]) + row["ground_truth"] for row in rows]
-        batch = tokenizer(texts, return_tensors="pt", padding=True, truncation=True,
-                          max_length=settings.max_length)
-        labels = batch["input_ids"].masked_fill(batch["attention_mask"] == 0, -100)
-        loss = model(**batch, labels=labels).loss
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
-        if step % (config.logging_steps or 1) == 0 or step == steps:
-            ctx.metrics.log(step, {{"loss": loss.item(), "reward": _sample_reward(
-                model, tokenizer, agent, rows[0], reward, config.max_completion_length or 8)}})
-    model.save_pretrained(ctx.run_dir / "model")
-    tokenizer.save_pretrained(ctx.run_dir / "model")
-    return ctx.metrics.last()
+    config, tokenizer = ctx.config, transformers.AutoTokenizer.from_pretrained(agent.model)
+    system = [{"role": "system", "content": agent.system_prompt}] if agent.system_prompt else []
 
+    def tokenized(row: dict[str, Any]) -> dict[str, Any]:
+        prompt = row["prompt"] if isinstance(row["prompt"], list) else [
+            {"role": "user", "content": row["prompt"]}]
+        text = tokenizer.apply_chat_template(system + prompt, tokenize=False,
+                                             add_generation_prompt=True)
+        return tokenizer(text + row["ground_truth"] + tokenizer.eos_token, truncation=True,
+                         max_length=settings.max_length)
 
-def _prompt_text(tokenizer: Any, agent: Any, prompt: Any) -> str:
-    messages = [{{"role": "user", "content": prompt}}] if isinstance(prompt, str) else list(prompt)
-    if agent.system_prompt:
-        messages = [{{"role": "system", "content": agent.system_prompt}}, *messages]
-    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-
-
-def _sample_reward(model: Any, tokenizer: Any, agent: Any, row: dict, reward: Any, length: int) -> float:
-    import torch
-
-    inputs = tokenizer(_prompt_text(tokenizer, agent, row["prompt"]), return_tensors="pt")
-    with torch.no_grad():
-        output = model.generate(**inputs, max_new_tokens=length, do_sample=False,
-                                pad_token_id=tokenizer.pad_token_id)
-    completion = tokenizer.decode(output[0, inputs["input_ids"].shape[1]:], skip_special_tokens=True)
-    return reward.score(row["data_source"], completion, row["ground_truth"], row["extra_info"]).score
+    args = transformers.TrainingArguments(
+        str(ctx.run_dir / "checkpoints"), max_steps=config.max_steps or -1, seed=config.seed,
+        num_train_epochs=config.num_epochs or 1, per_device_train_batch_size=config.batch_size or 8,
+        learning_rate=config.learning_rate or 5e-5, weight_decay=settings.weight_decay,
+        logging_steps=config.logging_steps or 10, save_steps=config.save_steps or 500,
+        report_to="none")
+    callback = trainer_callback(transformers.TrainerCallback, ctx.metrics.start, ctx.metrics.log)
+    trainer = transformers.Trainer(
+        transformers.AutoModelForCausalLM.from_pretrained(agent.model), args,
+        data_collator=transformers.DataCollatorForLanguageModeling(tokenizer, mlm=False),
+        train_dataset=dataset.map(tokenized, remove_columns=dataset.column_names),
+        processing_class=tokenizer, callbacks=[callback()])
+    checkpoint = ctx.resume_from and str(resume_checkpoint(ctx.resume_from))
+    trainer.train(resume_from_checkpoint=checkpoint)
+    trainer.save_model(str(ctx.run_dir / "model"))
 '''
 
 _TEST = '''from aworld_train.testing.conformance import EngineConformance
 
 
 class TestConformance(EngineConformance):
-    engine_name = "{name}"
-    engine_section = {{"max_length": 64}}
-    common_config = {{**EngineConformance.common_config, "algorithm": "sft"}}
+    engine_name = "$name"
+    engine_section = {"max_length": 64}
+    common_config = {**EngineConformance.common_config, "algorithm": "sft"}
 '''
 
-_README = '''# aworld-train-{name}
+_README = '''# aworld-train-$name
 
-The `{name}` engine for [aworld-train](https://pypi.org/project/aworld-train/).
+The `$name` engine for [aworld-train](https://pypi.org/project/aworld-train/).
 
 ```bash
 pip install -e '.[test]'
-aworld-train engines            # lists {name}
+aworld-train engines            # lists $name
 pytest tests                    # the aworld-train conformance suite
-aworld-train train job.yaml --engine {name}
+aworld-train train job.yaml --engine $name
 ```
 
-Replace the training loop in `{package}/engine.py` with your engine's; keep the hooks.
+`$package/engine.py` holds the hooks, `config.py` the `$name:` config section, `training.py`
+the training: replace it with your engine's and keep the hooks. The guide for engine authors
+is aworld-train's `docs/engines.md`.
 '''
 
 
@@ -183,12 +191,15 @@ def scaffold_engine(name: str, directory: Path | None = None) -> Path:
     files = {
         "pyproject.toml": _PYPROJECT,
         "README.md": _README,
-        f"{package}/__init__.py": '"""The {name} engine for aworld-train."""\n',
+        f"{package}/__init__.py": _INIT,
         f"{package}/engine.py": _ENGINE,
+        f"{package}/config.py": _CONFIG,
+        f"{package}/training.py": _TRAINING,
         "tests/test_conformance.py": _TEST,
     }
     for relative, template in files.items():
         path = target / relative
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(template.format(name=name, package=package), encoding="utf-8")
+        path.write_text(Template(template).substitute(name=name, package=package),
+                        encoding="utf-8")
     return target
