@@ -114,3 +114,9 @@ def test_the_scaffolded_engine_is_small_laid_out_as_the_engines_and_uses_only_th
     result = run_python(code, env={"PYTHONPATH": str(package.parent)})
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == [], "the hooks module imports nothing heavy"
+
+
+def test_the_authors_guide_names_every_sdk_name() -> None:
+    guide = (Path(__file__).parent.parent / "docs" / "engines.md").read_text(encoding="utf-8")
+    missing = [name for name in aworld_train.engine.__all__ if f"`{name}`" not in guide]
+    assert not missing, f"docs/engines.md does not name {missing}"
