@@ -14,15 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.errors import AgentError
-from aworld_train.redaction import remember_secrets
+from aworld_train.engine import AgentError, remember_secrets
 
 from aworld_train_verl.vault import Vault
 
 if TYPE_CHECKING:
-    from aworld_train.agent import AgentSpec
-    from aworld_train.config import TrainConfig
-    from aworld_train.tools import ToolSet
+    from aworld_train.engine import AgentSpec, ToolSet, TrainConfig
 
 #: The ``agent_name`` of the dataset rows the plugin's agent loop runs.
 AGENT_LOOP_NAME = "aworld_train_agent"
@@ -98,7 +95,7 @@ def load_tokenizer(model: str, trust_remote_code: bool = False) -> Any:
 def check_agent(agent: AgentSpec, config: TrainConfig, tools: ToolSet | None = None) -> VerlAgent:
     """Check what VeRL's rollout will use of ``agent``.
 
-    :param tools: the agent's resolved tools (the core's ``ctx.results["tools"]``).
+    :param tools: the agent's resolved tools (empty for an agent without tools).
     :raises AgentError: for an agent with tools whose tools were not resolved or whose chat
         template does not render them, an AWorld agent that cannot be shipped to VeRL's workers,
         a missing model, or a tokenizer without a chat template.

@@ -35,7 +35,8 @@ from typing import Any
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput
 from verl.utils.profiler import simple_timer
 
-from aworld_train.tools import DEFAULT_TIMEOUT, MCPTool, ToolSet
+from aworld_train.engine import DEFAULT_TIMEOUT, MCPTool, ToolSet
+
 from aworld_train_verl.trajectory import Trajectory, assistant_message, describe_failure, parse_tool_calls
 
 logger = logging.getLogger(__name__)
@@ -70,7 +71,7 @@ def call_timeout(tools: ToolSet, name: str) -> float:
 class ToolAgentLoop(AgentLoopBase):
     """The user's agent, multi-turn with its tools, as a VeRL agent loop.
 
-    :param tools_file: the pickled :class:`~aworld_train.tools.ToolSet` of the agent.
+    :param tools_file: the pickled :class:`~aworld_train.engine.ToolSet` of the agent.
     :param max_turns: the most model turns of one episode.
     """
 

@@ -19,13 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.errors import ConfigError, did_you_mean
-from aworld_train.redaction import remember_secrets
+from aworld_train.engine import ConfigError, did_you_mean, remember_secrets
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig
 
-    from aworld_train.config import TrainConfig
+    from aworld_train.engine import TrainConfig
 
     from aworld_train_verl.vault import Vault
 
@@ -258,7 +257,7 @@ def base_config() -> DictConfig:
     """
     from omegaconf import OmegaConf
 
-    from aworld_train.cache import cached
+    from aworld_train.engine import cached
 
     from aworld_train_verl.schema import cache_key
 
@@ -513,7 +512,7 @@ def _validate(composed: DictConfig, origins: Mapping[str, str]) -> None:
 def _check_model_len(composed: DictConfig, origins: Mapping[str, str]) -> None:
     """VeRL's rollout server refuses at start-up a ``rollout.max_model_len`` past the model's
     positions (unset, it takes the positions)."""
-    from aworld_train.model import max_positions
+    from aworld_train.engine import max_positions
 
     key = "actor_rollout_ref.rollout.max_model_len"
     max_model_len = composed.actor_rollout_ref.rollout.max_model_len

@@ -24,8 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.dataset import quiet_progress_bars
-from aworld_train.errors import DatasetError
+from aworld_train.engine import DatasetError, quiet_progress_bars
 
 if TYPE_CHECKING:
     import datasets
@@ -241,8 +240,7 @@ def check_response_room(
     :param origin: where VeRL's budget comes from, for the message.
     :raises ModelError: the core's message (naming the row), after ``origin``.
     """
-    from aworld_train.errors import ModelError
-    from aworld_train.model import check_lengths
+    from aworld_train.engine import ModelError, check_lengths
 
     if budget == core_budget:
         return

@@ -11,16 +11,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from aworld_train import hookimpl
-from aworld_train.plugins import installed_versions
+from aworld_train.engine import ConfigLayout, DatasetError, RewardError, hookimpl, installed_versions
 
 if TYPE_CHECKING:
     import datasets
 
-    from aworld_train.agent import AgentSpec
-    from aworld_train.config import ConfigLayout, TrainConfig
-    from aworld_train.context import RunContext
-    from aworld_train.reward import RewardSpec
+    from aworld_train.engine import AgentSpec, RewardSpec, RunContext, ToolSet, TrainConfig
+
+    from aworld_train_verl.agent import VerlAgent
+    from aworld_train_verl.config import VerlConfig
+    from aworld_train_verl.dataset import VerlData
+    from aworld_train_verl.reward import VerlReward
 
 ENGINE = "verl"
 
@@ -29,40 +30,23 @@ ENGINE = "verl"
 def config_layout() -> ConfigLayout:
     """A whole VeRL config belongs in the ``verl:`` section: its top-level keys (read from the
     cached composed config, no VeRL import), and the policy model at ``actor_rollout_ref.model.path``."""
-    from aworld_train.config import ConfigLayout
-
     from aworld_train_verl.config import MODEL_KEY, section_keys
 
     return ConfigLayout(section_keys=section_keys(), model_key=MODEL_KEY)
 
 
-def _agent(ctx: RunContext) -> Any:
-    """The checked agent, or one built from the config when ``check_agent`` was skipped."""
-    from aworld_train.agent import AgentSpec
-
-    from aworld_train_verl.agent import VerlAgent, check_agent as check
-
-    agent = ctx.results.get("agent")
-    if isinstance(agent, VerlAgent):
-        return agent
-    if not isinstance(agent, AgentSpec):
-        agent = AgentSpec()
-    return check(agent, ctx.config, ctx.results.get("tools"))
-
-
 @hookimpl
-def check_agent(agent: AgentSpec, ctx: RunContext) -> Any:
+def check_agent(agent: AgentSpec, config: TrainConfig, tools: ToolSet) -> VerlAgent:
     from aworld_train_verl.agent import check_agent as check
 
-    return check(agent, ctx.config, ctx.results.get("tools"))
+    return check(agent, config, tools)
 
 
 @hookimpl
 def check_dataset(
-    train_dataset: datasets.Dataset | None, test_dataset: datasets.Dataset | None, ctx: RunContext
-) -> Any:
-    from aworld_train.errors import DatasetError
-
+    train_dataset: datasets.Dataset | None, test_dataset: datasets.Dataset | None, agent: VerlAgent,
+    config: TrainConfig, ctx: RunContext,
+) -> VerlData:
     from aworld_train_verl import config as verl_config
     from aworld_train_verl import dataset as verl_dataset
     from aworld_train_verl.agent import load_tokenizer
@@ -72,8 +56,7 @@ def check_dataset(
             "no train_dataset: the verl engine trains on the prompts of a dataset; set "
             "'train_dataset' in the job (a .jsonl, .json, .csv or .parquet file)"
         )
-    agent = _agent(ctx)
-    composed = verl_config.preview(ctx.config, ctx.run_dir, inputs=agent.overrides)
+    composed = verl_config.preview(config, ctx.run_dir, inputs=agent.overrides)
     data = verl_dataset.convert(
         train_dataset,
         test_dataset,
@@ -88,8 +71,8 @@ def check_dataset(
     budget = int(composed.data.max_response_length)
     verl_dataset.check_response_room(
         agent, {"train_dataset": train_dataset, "test_dataset": test_dataset}, budget,
-        core_budget=ctx.config.max_completion_length or agent.overrides.get("data.max_response_length"),
-        origin=_budget_origin(ctx.config, budget),
+        core_budget=config.max_completion_length or agent.overrides.get("data.max_response_length"),
+        origin=_budget_origin(config, budget),
     )
     return data
 
@@ -105,79 +88,63 @@ def _budget_origin(config: TrainConfig, budget: int) -> str:
 
 
 @hookimpl
-def check_reward(reward: RewardSpec | None, ctx: RunContext) -> Any:
-    from aworld_train.errors import RewardError
-
+def check_reward(
+    reward: RewardSpec | None, agent: VerlAgent, dataset: VerlData, config: TrainConfig, ctx: RunContext
+) -> VerlReward:
     from aworld_train_verl import config as verl_config
     from aworld_train_verl import reward as verl_reward
     from aworld_train_verl.agent import load_tokenizer
-    from aworld_train_verl.dataset import VerlData
 
     if reward is None:
         raise RewardError(
             "no reward: the verl engine scores every rollout with a reward function; set 'reward' "
             "in the job (file.py:function, package.module:function or a built-in name)"
         )
-    data = ctx.results.get("dataset")
-    if not isinstance(data, VerlData) or not data.samples:
-        raise RewardError(
-            "the verl engine checks the reward on the rows its check_dataset converted, and it "
-            "converted none: check_dataset runs before check_reward"
-        )
-    agent = _agent(ctx)
     wired = verl_reward.wire(reward, ctx.run_dir, episodes=agent.agent_name is not None, vault=agent.vault)
-    composed = verl_config.preview(ctx.config, ctx.run_dir, inputs={**agent.overrides, **wired.overrides})
+    composed = verl_config.preview(config, ctx.run_dir, inputs={**agent.overrides, **wired.overrides})
     verl_reward.score_with_reward_manager(
-        composed, load_tokenizer(agent.model, agent.trust_remote_code), data.samples[:1],
-        timeout=ctx.config.reward_timeout, environment=agent.vault.environment,
+        composed, load_tokenizer(agent.model, agent.trust_remote_code), dataset.samples[:1],
+        timeout=config.reward_timeout, environment=agent.vault.environment,
     )
     return wired
 
 
 @hookimpl
-def check_config(config: TrainConfig, ctx: RunContext) -> Any:
+def check_config(
+    config: TrainConfig, agent: VerlAgent, dataset: VerlData, reward: VerlReward, ctx: RunContext
+) -> VerlConfig:
     from aworld_train_verl import config as verl_config
     from aworld_train_verl.agent import write_agent_loop
     from aworld_train_verl.launch import write_launch_script
 
-    agent = _agent(ctx)
     inputs: dict[str, Any] = {
         **verl_config.model_overrides(agent.model),
         **agent.overrides,
         **write_agent_loop(agent, ctx.run_dir),
+        **dataset.overrides,
+        **reward.overrides,
     }
-    for key in ("dataset", "reward"):
-        result = ctx.results.get(key)
-        if result is not None and hasattr(result, "overrides"):
-            inputs.update(result.overrides)
     resolved = verl_config.resolve(config, ctx.run_dir, inputs=inputs, vault=agent.vault)
     write_launch_script(ctx.run_dir, secrets=sorted(resolved.environment))
     return resolved
 
 
 @hookimpl
-def train(ctx: RunContext) -> dict[str, Any] | None:
-    from aworld_train.errors import TrainingError
-
+def train(dataset: VerlData, config: VerlConfig, ctx: RunContext) -> dict[str, Any] | None:
     from aworld_train_verl import launch
-    from aworld_train_verl.config import VerlConfig
 
-    resolved = ctx.results.get("config")
-    if not isinstance(resolved, VerlConfig):
-        raise TrainingError("the verl engine trains the config its check_config resolved; run the checks first")
     num_cpus = _cpu_count()
-    launch.preflight(resolved.config, num_cpus)
+    launch.preflight(config.config, num_cpus)
     # Ray refuses a CPU count when it joins an existing cluster.
-    cpus = "null" if launch.joins_cluster(resolved.config) else str(num_cpus)
+    cpus = "null" if launch.joins_cluster(config.config) else str(num_cpus)
     extra = [f"ray_kwargs.ray_init.num_cpus={cpus}"]
     completed = 0
     if ctx.resume_from is not None:
         completed, checkpoint = launch.last_checkpoint(ctx.resume_from)
         extra += launch.resume_overrides(checkpoint)
-    data = ctx.results.get("dataset")
-    ctx.metrics.start(resolved.total_steps or _steps(resolved, data), completed=completed)
+    ctx.metrics.start(config.total_steps or _steps(config, dataset), completed=completed)
     launch.run(launch.main_ppo_command(ctx.run_dir, extra), ctx.run_dir, ctx.metrics.log,
-               environment=resolved.environment)
+               environment=config.environment)
     return ctx.metrics.last()
 
 
@@ -187,10 +154,8 @@ def _cpu_count() -> int:
     return os.cpu_count() or 1
 
 
-def _steps(resolved: Any, data: Any) -> int | None:
+def _steps(resolved: VerlConfig, data: VerlData) -> int | None:
     """The steps VeRL will run: whole batches of the training rows times the epochs."""
-    if data is None:
-        return None
     batches = data.rows // int(resolved.config.data.train_batch_size)
     return batches * int(resolved.config.trainer.total_epochs) or None
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from aworld_train.errors import TrainingError
+from aworld_train.engine import TrainingError
 
 from aworld_train_verl.config import SAVED_CONFIG_NAME, visible_gpus
 
@@ -190,7 +190,7 @@ def run(
     :raises TrainingError: when it exits with an error, with the end of its output.
     :raises KeyboardInterrupt: after SIGINT or SIGTERM was forwarded and the child stopped.
     """
-    from aworld_train.redaction import redact_text, remember_secrets
+    from aworld_train.engine import redact_text, remember_secrets
 
     remember_secrets({"env": dict(environment or {})})  # every value is one
     env = {

@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.errors import RewardError
+from aworld_train.engine import RewardError
 
 from aworld_train_verl.vault import Vault
 
 if TYPE_CHECKING:
-    from aworld_train.reward import RewardFunction, RewardSpec
+    from aworld_train.engine import RewardFunction, RewardSpec
 
 MODULE_NAME = "verl_reward.py"
 PICKLE_NAME = "verl_reward_functions.pkl"
@@ -237,7 +237,7 @@ def score_with_reward_manager(
     environment: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """Load the reward through VeRL's own loader and score ``rows`` with its reward manager, in a
-    child process (:func:`aworld_train.isolation.call_isolated`): the reward is the user's code,
+    child process (:func:`aworld_train.engine.call_isolated`): the reward is the user's code,
     and one that hangs, exits or crashes must fail the check, not stall or end it.
 
     :param timeout: seconds the reward may take on each row (config ``reward_timeout``); VeRL's
@@ -246,7 +246,7 @@ def score_with_reward_manager(
         (set in the child only).
     :raises RewardError: naming the function and row, when loading or scoring fails.
     """
-    from aworld_train.isolation import call_isolated
+    from aworld_train.engine import call_isolated
 
     # Imported here, before the fork, so that the child spends its time on the reward.
     from verl.trainer.ppo.reward import load_reward_manager  # noqa: F401

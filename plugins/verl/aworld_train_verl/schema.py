@@ -24,9 +24,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.cache import cached
-from aworld_train.config import first_non_finite
-from aworld_train.errors import ConfigError, did_you_mean
+from aworld_train.engine import ConfigError, cached, did_you_mean, first_non_finite
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig

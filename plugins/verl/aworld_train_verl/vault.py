@@ -20,7 +20,7 @@ import pickle
 from collections.abc import Mapping
 from typing import Any
 
-from aworld_train.errors import TrainingError
+from aworld_train.engine import TrainingError
 
 ENV_PREFIX = "AWORLD_TRAIN_SECRET_"
 _TAG = "aworld-train-secret"
@@ -39,7 +39,7 @@ class Vault:
 
     def reference(self, text: str) -> str | None:
         """The variable that carries ``text`` when ``text`` holds a secret, else ``None``."""
-        from aworld_train.redaction import redact_text
+        from aworld_train.engine import redact_text
 
         if redact_text(text) == text:
             return None

@@ -1,5 +1,5 @@
-"""Shared fixtures: a tiny offline model, a repeat-a-digit dataset, a reward file, and a run
-context wired the way the core wires it."""
+"""Shared fixtures: a tiny offline model, a repeat-a-digit dataset, a reward file, a run context
+wired the way the core wires it, and the engine's hooks called the way the core calls them."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import asyncio
 import os
 import shutil
 import tempfile
+from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +109,67 @@ def make_ctx(run_dir: Path, model: Path | None, **config: Any) -> RunContext:
         config=train_config,
         metrics=MetricsReporter(run_dir / "metrics.jsonl", show_progress=False),
     )
+
+
+@cache
+def _engine_hooks() -> Any:
+    """The verl engine in a plugin manager of its own, so each hook gets only the named
+    arguments its implementation takes, and a signature the spec lacks fails here as in the core."""
+    import pluggy
+
+    from aworld_train import hookspecs
+    from aworld_train_verl import engine
+
+    manager = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+    manager.add_hookspecs(hookspecs)
+    manager.register(engine, "verl")
+    return manager.hook
+
+
+@dataclass
+class Checks:
+    """The engine's hooks called in the core's order, each given what the core resolved and what
+    the earlier hooks returned (kept here, under the names the hooks receive them by)."""
+
+    ctx: RunContext
+    tools: Any = None
+    agent: Any = None
+    dataset: Any = None
+    reward: Any = None
+    config: Any = None
+
+    def check_agent(self, spec: Any) -> Any:
+        from aworld_train.tools import ToolSet
+
+        self.agent = _engine_hooks().check_agent(agent=spec, config=self.ctx.config,
+                                                 tools=self.tools or ToolSet(), ctx=self.ctx)
+        return self.agent
+
+    def check_dataset(self, train_dataset: Any, test_dataset: Any = None) -> Any:
+        self.dataset = _engine_hooks().check_dataset(train_dataset=train_dataset, test_dataset=test_dataset,
+                                                     agent=self.agent, config=self.ctx.config, ctx=self.ctx)
+        return self.dataset
+
+    def check_reward(self, reward: Any) -> Any:
+        self.reward = _engine_hooks().check_reward(reward=reward, agent=self.agent, dataset=self.dataset,
+                                                   config=self.ctx.config, ctx=self.ctx)
+        return self.reward
+
+    def check_config(self) -> Any:
+        self.config = _engine_hooks().check_config(config=self.ctx.config, agent=self.agent, dataset=self.dataset,
+                                                   reward=self.reward, ctx=self.ctx)
+        return self.config
+
+    def check_job(self, spec: Any, train_dataset: Any, reward: Any) -> Any:
+        """All four checks of a job; ``check_config``'s result."""
+        self.check_agent(spec)
+        self.check_dataset(train_dataset)
+        self.check_reward(reward)
+        return self.check_config()
+
+    def train(self) -> Any:
+        return _engine_hooks().train(agent=self.agent, dataset=self.dataset, reward=self.reward,
+                                     config=self.config, ctx=self.ctx)
 
 
 class LocalActorHandle:

@@ -17,10 +17,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from conftest import LocalActorHandle, dataset, make_ctx
+from conftest import Checks, LocalActorHandle, dataset, make_ctx
 
 from aworld_train.reward import resolve_reward
-from aworld_train_verl import engine
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "calculator_agent"
 
@@ -89,11 +88,7 @@ def rollout(tmp_path: Path, model: Path, spec: Any, resolved: Any, rows: list[di
     ctx = make_ctx(tmp_path / "run", model, batch_size=len(rows), num_generations=1, max_prompt_length=2048,
                    max_completion_length=512,
                    verl={"reward": {"num_workers": 1}, "actor_rollout_ref": {"rollout": {"calculate_log_probs": True}}})
-    ctx.results["tools"] = resolved
-    ctx.results["agent"] = engine.check_agent(spec, ctx)
-    ctx.results["dataset"] = engine.check_dataset(dataset(rows), None, ctx)
-    ctx.results["reward"] = engine.check_reward(resolve_reward("answer_match"), ctx)
-    cfg = engine.check_config(ctx.config, ctx).config
+    cfg = Checks(ctx, tools=resolved).check_job(spec, dataset(rows), resolve_reward("answer_match")).config
     assert cfg.actor_rollout_ref.rollout.agent.agent_loop_config_path == str(tmp_path / "run" / "agent_loop.yaml")
     shipped = list((tmp_path / "run").glob("*.pkl"))  # the tool set or the AWorld agent
     assert shipped and all(path.stat().st_mode & 0o077 == 0 for path in shipped), "secrets stay the owner's"

@@ -17,7 +17,7 @@ from rollouts import EXAMPLE, assert_exact_tool_episodes, model_tokens, rollout
 from aworld_train.agent import load_agent
 from aworld_train.errors import AgentError
 from aworld_train.tools import close_sessions, resolve_tools
-from aworld_train_verl import aworld_loop, engine
+from aworld_train_verl import aworld_loop
 
 SYSTEM_PROMPT = "You are a calculator agent. Call the tools for every step; answer as <answer>NUMBER</answer>."
 SECRET = "sk-never-leaves-the-driver"
@@ -102,18 +102,18 @@ def test_an_aworld_agent_that_fails_or_times_out_scores_0_and_the_step_goes_on(
 def test_an_aworld_agent_that_cannot_reach_the_workers_fails_at_check_time(tmp_path: Path, tool_model: Path) -> None:
     import threading
 
-    from conftest import make_ctx
+    from conftest import Checks, make_ctx
 
     agent = calculator_agent()
     agent.guard = threading.Lock()
     spec = load_agent(agent)
-    ctx = make_ctx(tmp_path, tool_model)
+    checks = Checks(make_ctx(tmp_path, tool_model))
     try:
-        ctx.results["tools"] = resolve_tools(spec, EXAMPLE)
+        checks.tools = resolve_tools(spec, EXAMPLE)
     finally:
         close_sessions()
     with pytest.raises(AgentError, match="AWorld agent 'calculator-agent' cannot be shipped to VeRL's agent-loop workers"):
-        engine.check_agent(spec, ctx)
+        checks.check_agent(spec)
 
 
 def test_an_aworld_agent_job_passes_check_in_a_few_lines(tmp_path: Path, tool_model: Path) -> None:

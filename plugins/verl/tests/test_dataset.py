@@ -8,28 +8,28 @@ from pathlib import Path
 
 import pytest
 
-from conftest import dataset, make_ctx, repeat_rows
+from conftest import Checks, dataset, make_ctx, repeat_rows
 
 from aworld_train.agent import AgentSpec
 from aworld_train.errors import DatasetError
-from aworld_train_verl import engine
 
 
-def checked_ctx(tmp_path: Path, tiny_model: Path, **config):
-    ctx = make_ctx(tmp_path / "run", tiny_model, **config)
-    ctx.results["agent"] = engine.check_agent(AgentSpec(system_prompt="Answer with the digit."), ctx)
-    return ctx
+def agent_checked(tmp_path: Path, tiny_model: Path, **config) -> Checks:
+    checks = Checks(make_ctx(tmp_path / "run", tiny_model, **config))
+    checks.check_agent(AgentSpec(system_prompt="Answer with the digit."))
+    return checks
 
 
 def test_rows_round_trip_through_rlhf_dataset(tmp_path: Path, tiny_model: Path) -> None:
     import pyarrow.parquet as pq
 
-    ctx = checked_ctx(tmp_path, tiny_model)
+    checks = agent_checked(tmp_path, tiny_model)
+    ctx = checks.ctx
     rows = repeat_rows(6)
     rows[2]["difficulty"] = "easy"
     for row in rows:
         row.setdefault("difficulty", "hard")
-    data = engine.check_dataset(dataset(rows), dataset(repeat_rows(2, prompt_as_text=False)), ctx)
+    data = checks.check_dataset(dataset(rows), dataset(repeat_rows(2, prompt_as_text=False)))
 
     assert data.train_file == ctx.run_dir / "data" / "train.parquet"
     assert data.test_file == ctx.run_dir / "data" / "test.parquet"
@@ -52,7 +52,7 @@ def test_rows_round_trip_through_rlhf_dataset(tmp_path: Path, tiny_model: Path) 
 
 
 def test_without_a_test_set_training_rows_serve_validation(tmp_path: Path, tiny_model: Path) -> None:
-    data = engine.check_dataset(dataset(repeat_rows(4)), None, checked_ctx(tmp_path, tiny_model))
+    data = agent_checked(tmp_path, tiny_model).check_dataset(dataset(repeat_rows(4)))
     assert data.test_file is None
     assert data.overrides["data.val_files"] == str(data.train_file)
     assert data.overrides["trainer.test_freq"] == -1
@@ -62,10 +62,10 @@ def test_overlong_prompts_are_an_error_naming_their_rows(tmp_path: Path, tiny_mo
     rows = repeat_rows(20)
     for index in (3, 17):
         rows[index]["prompt"] = "Repeat: " + "x" * 200
-    ctx = checked_ctx(tmp_path, tiny_model)
+    checks = agent_checked(tmp_path, tiny_model)
     with pytest.raises(DatasetError, match=r"^train_dataset row 3: the prompt \(with the chat template and system prompt\) is \d+ tokens, "
                        r"past data.max_prompt_length=64 \(2 row\(s\): 3, 17\)"):
-        engine.check_dataset(dataset(rows), None, ctx)
+        checks.check_dataset(dataset(rows))
 
 
 def test_overlong_prompts_are_counted_when_verl_is_told_to_drop_them(
@@ -73,9 +73,9 @@ def test_overlong_prompts_are_counted_when_verl_is_told_to_drop_them(
 ) -> None:
     rows = repeat_rows(8)
     rows[5]["prompt"] = "Repeat: " + "x" * 200
-    ctx = checked_ctx(tmp_path, tiny_model, verl={"data": {"filter_overlong_prompts": True}})
+    checks = agent_checked(tmp_path, tiny_model, verl={"data": {"filter_overlong_prompts": True}})
     with caplog.at_level(logging.WARNING, logger="aworld_train"):
-        data = engine.check_dataset(dataset(rows), None, ctx)
+        data = checks.check_dataset(dataset(rows))
     assert data.overlong == [5]
     assert data.rows == 7
     assert "train_dataset row 5: the prompt" in caplog.text and "(1 row(s): 5)" in caplog.text
@@ -87,7 +87,7 @@ def test_a_long_list_of_overlong_rows_is_shortened(tmp_path: Path, tiny_model: P
     for row in rows[:25]:
         row["prompt"] = "x" * 200
     with pytest.raises(DatasetError, match=r"\(25 row\(s\): 0, 1, 2, 3, 4, 5, 6, 7, 8, 9 and 15 more\)"):
-        engine.check_dataset(dataset(rows), None, checked_ctx(tmp_path, tiny_model))
+        agent_checked(tmp_path, tiny_model).check_dataset(dataset(rows))
 
 
 GAIA_ROWS = [
@@ -118,7 +118,7 @@ def test_a_verl_layout_parquet_converts_and_rlhf_dataset_reads_it(
 
     source = tmp_path / "gaia.parquet"
     datasets.Dataset.from_list(GAIA_ROWS).to_parquet(str(source))
-    ctx = checked_ctx(tmp_path, tiny_model)
+    ctx = make_ctx(tmp_path / "run", tiny_model)
     data_config = verl_config.preview(ctx.config, ctx.run_dir, inputs={}).data
     tokenizer = load_tokenizer(str(tiny_model))
     data = verl_dataset.convert(

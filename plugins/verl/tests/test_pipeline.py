@@ -21,11 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from conftest import LocalActorHandle, dataset, make_ctx, repeat_rows
+from conftest import Checks, LocalActorHandle, dataset, make_ctx, repeat_rows
 
 from aworld_train.agent import AgentSpec
 from aworld_train.reward import RewardFunction, RewardSpec
-from aworld_train_verl import engine
 
 
 class FakeTokenClient:
@@ -59,18 +58,14 @@ def test_agent_loop_reward_loop_and_grpo_on_cpu(tmp_path: Path, tiny_model: Path
 
     from aworld_train_verl.agent import load_tokenizer
 
-    ctx = make_ctx(tmp_path / "run", tiny_model, verl={"reward": {"num_workers": 1}})
-    ctx.results["agent"] = engine.check_agent(AgentSpec(system_prompt="Answer with the digit."), ctx)
-    ctx.results["dataset"] = engine.check_dataset(dataset(repeat_rows(4)), None, ctx)
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("pipeline_rewards", reward_file)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     reward = RewardSpec([RewardFunction("rewards.py:exact", module.exact, 1.0, f"{reward_file}:exact")])
-    ctx.results["reward"] = engine.check_reward(reward, ctx)
-    config = ctx.results["config"] = engine.check_config(ctx.config, ctx)
-    cfg = config.config
+    checks = Checks(make_ctx(tmp_path / "run", tiny_model, verl={"reward": {"num_workers": 1}}))
+    cfg = checks.check_job(AgentSpec(system_prompt="Answer with the digit."), dataset(repeat_rows(4)), reward).config
     n = int(cfg.actor_rollout_ref.rollout.n)
     assert n == 2
 

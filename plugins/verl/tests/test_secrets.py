@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from conftest import dataset, make_ctx
+from conftest import Checks, dataset, make_ctx
 
 from aworld_train.agent import load_agent
 from aworld_train.config import Resources
 from aworld_train.reward import resolve_reward
 from aworld_train.tools import close_sessions, resolve_tools
-from aworld_train_verl import engine, launch
+from aworld_train_verl import launch
 from aworld_train_verl.vault import ENV_PREFIX, Vault, loads
 
 ENV_SECRET = "sk-planted-env-7f3a91"
@@ -63,13 +63,10 @@ def leaked(run_dir: Path) -> dict[str, list[str]]:
 def checked(ctx: Any, spec: Any, base_dir: Path) -> Any:
     """Run the engine's four checks as the core does; the resolved config."""
     try:
-        ctx.results["tools"] = resolve_tools(spec, base_dir)
+        tools = resolve_tools(spec, base_dir)
     finally:
         close_sessions()
-    ctx.results["agent"] = engine.check_agent(spec, ctx)
-    ctx.results["dataset"] = engine.check_dataset(dataset(ROWS), None, ctx)
-    ctx.results["reward"] = engine.check_reward(resolve_reward("exact_match"), ctx)
-    return engine.check_config(ctx.config, ctx)
+    return Checks(ctx, tools=tools).check_job(spec, dataset(ROWS), resolve_reward("exact_match"))
 
 
 def secret_ctx(run_dir: Path, model: Path) -> Any:

@@ -20,12 +20,12 @@ from typing import Any
 
 import pytest
 
-from conftest import dataset, make_ctx, repeat_rows
+from conftest import Checks, dataset, make_ctx, repeat_rows
 
 from aworld_train.agent import AgentSpec
 from aworld_train.errors import TrainingError
 from aworld_train.reward import RewardFunction, RewardSpec
-from aworld_train_verl import engine, launch
+from aworld_train_verl import launch
 from aworld_train_verl.config import visible_gpus
 
 STEP_LINE = (
@@ -50,34 +50,31 @@ sys.exit(130 if stopped else 0)
 
 
 @pytest.fixture
-def checked(tmp_path: Path, tiny_model: Path, reward_file: Path) -> Any:
-    """A run context after all four checks of a valid job."""
+def checked(tmp_path: Path, tiny_model: Path, reward_file: Path) -> Checks:
+    """All four checks of a valid job, done."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("train_rewards", reward_file)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    ctx = make_ctx(tmp_path / "run", tiny_model, save_steps=1)
-    ctx.run_dir.mkdir(parents=True)
-    ctx.results["agent"] = engine.check_agent(AgentSpec(), ctx)
-    ctx.results["dataset"] = engine.check_dataset(dataset(repeat_rows(8)), None, ctx)
+    checks = Checks(make_ctx(tmp_path / "run", tiny_model, save_steps=1))
+    checks.ctx.run_dir.mkdir(parents=True)
     reward = RewardSpec([RewardFunction("rewards.py:exact", module.exact, 1.0, f"{reward_file}:exact")])
-    ctx.results["reward"] = engine.check_reward(reward, ctx)
-    ctx.results["config"] = engine.check_config(ctx.config, ctx)
-    return ctx
+    checks.check_job(AgentSpec(), dataset(repeat_rows(8)), reward)
+    return checks
 
 
 @pytest.mark.skipif(visible_gpus() > 0, reason="this machine has a GPU")
-def test_train_without_a_gpu_fails_in_seconds(checked: Any) -> None:
+def test_train_without_a_gpu_fails_in_seconds(checked: Checks) -> None:
     started = time.monotonic()
     with pytest.raises(TrainingError, match=r"VeRL needs 1 GPU\(s\).*but 0 NVIDIA GPU\(s\) are visible here"):
-        engine.train(checked)
+        checked.train()
     assert time.monotonic() - started < 5
-    assert not (checked.run_dir / launch.LOG_NAME).exists(), "main_ppo was started"
+    assert not (checked.ctx.run_dir / launch.LOG_NAME).exists(), "main_ppo was started"
 
 
-def test_preflight_counts_gpus_against_nodes(checked: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    config = checked.results["config"].config.copy()
+def test_preflight_counts_gpus_against_nodes(checked: Checks, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = checked.config.config.copy()
     config.trainer.n_gpus_per_node = 2
     monkeypatch.setattr(launch, "visible_gpus", lambda: 1)
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
@@ -90,9 +87,9 @@ def test_preflight_counts_gpus_against_nodes(checked: Any, monkeypatch: pytest.M
     launch.preflight(config, num_cpus=1)  # the cluster holds the GPUs and CPUs
 
 
-def test_preflight_refuses_a_ray_that_would_wait_forever_for_cpus(checked: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_preflight_refuses_a_ray_that_would_wait_forever_for_cpus(checked: Checks, monkeypatch: pytest.MonkeyPatch) -> None:
     """main_ppo on 2 CPUs hangs in the transfer queue's placement group: 8 storage units × 1 CPU."""
-    config = checked.results["config"].config
+    config = checked.config.config
     monkeypatch.setattr(launch, "visible_gpus", lambda: 1)
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     assert launch.ray_cpus_held(config) == 10
@@ -106,28 +103,28 @@ def test_cuda_visible_devices_hides_gpus(monkeypatch: pytest.MonkeyPatch) -> Non
     assert visible_gpus() == 0
 
 
-def test_launch_script_and_command_run_the_saved_config(checked: Any) -> None:
-    script = checked.run_dir / launch.LAUNCH_SCRIPT
+def test_launch_script_and_command_run_the_saved_config(checked: Checks) -> None:
+    script = checked.ctx.run_dir / launch.LAUNCH_SCRIPT
     text = script.read_text()
     assert os.access(script, os.X_OK)
     assert "-m verl.trainer.main_ppo" in text and "--config-name=verl_config" in text
     subprocess.run(["bash", "-n", str(script)], check=True)
-    command = launch.main_ppo_command(checked.run_dir, ["trainer.total_epochs=1"])
+    command = launch.main_ppo_command(checked.ctx.run_dir, ["trainer.total_epochs=1"])
     assert command[1:3] == ["-m", "verl.trainer.main_ppo"]
-    assert f"--config-path={checked.run_dir}" in command and command[-1] == "trainer.total_epochs=1"
+    assert f"--config-path={checked.ctx.run_dir}" in command and command[-1] == "trainer.total_epochs=1"
 
 
-def test_main_ppo_reads_the_saved_config_and_runs_verls_own_validation(checked: Any) -> None:
+def test_main_ppo_reads_the_saved_config_and_runs_verls_own_validation(checked: Checks) -> None:
     """VeRL's own entry point, started by the standalone launch.sh, accepts the saved config;
     Hydra's ``--cfg job`` prints it and stops before Ray."""
-    script = checked.run_dir / launch.LAUNCH_SCRIPT
-    out = subprocess.run(["bash", str(script), "--cfg", "job"], cwd=checked.run_dir.parent,
+    script = checked.ctx.run_dir / launch.LAUNCH_SCRIPT
+    out = subprocess.run(["bash", str(script), "--cfg", "job"], cwd=checked.ctx.run_dir.parent,
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert f"default_local_dir: {checked.run_dir / 'checkpoints'}" in out.stdout
+    assert f"default_local_dir: {checked.ctx.run_dir / 'checkpoints'}" in out.stdout
     assert "name: vllm" in out.stdout
     assert f"num_cpus: {os.cpu_count()}" in out.stdout
-    joining = subprocess.run(["bash", str(script), "--cfg", "job"], cwd=checked.run_dir.parent, capture_output=True,
+    joining = subprocess.run(["bash", str(script), "--cfg", "job"], cwd=checked.ctx.run_dir.parent, capture_output=True,
                              text=True, timeout=120, env={**os.environ, "RAY_ADDRESS": "ray://head:10001"})
     assert joining.returncode == 0, joining.stderr[-2000:]
     assert "num_cpus: null" in joining.stdout, "Ray refuses a CPU count when it joins a cluster"
@@ -201,27 +198,27 @@ def test_resume_without_a_checkpoint_is_an_error(tmp_path: Path) -> None:
         launch.last_checkpoint(tmp_path)
 
 
-def test_train_passes_resume_and_cpus_to_main_ppo(checked: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_train_passes_resume_and_cpus_to_main_ppo(checked: Checks, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """With the preflight passed, train runs main_ppo on the saved config plus these overrides."""
     old = tmp_path / "old-run"
     (old / "checkpoints" / "global_step_2").mkdir(parents=True)
     (old / "checkpoints" / "latest_checkpointed_iteration.txt").write_text("2")
-    checked.resume_from = old
+    checked.ctx.resume_from = old
     seen: dict[str, Any] = {}
     monkeypatch.setattr(launch, "preflight", lambda config, num_cpus: None)
     monkeypatch.setattr(launch, "run", lambda command, run_dir, on_step, environment: seen.update(command=command) or on_step(1, {"reward": 0.5}))
-    result = engine.train(checked)
+    result = checked.train()
     assert f"trainer.resume_from_path={old / 'checkpoints' / 'global_step_2'}" in seen["command"]
     assert f"ray_kwargs.ray_init.num_cpus={os.cpu_count()}" in seen["command"]
     assert result["reward"] == 0.5
-    assert json.loads((checked.run_dir / "metrics.jsonl").read_text().splitlines()[0])["step"] == 1
+    assert json.loads((checked.ctx.run_dir / "metrics.jsonl").read_text().splitlines()[0])["step"] == 1
 
 
 def test_train_joining_a_cluster_skips_the_local_checks_and_the_cpu_count(
-    checked: Any, monkeypatch: pytest.MonkeyPatch
+    checked: Checks, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: dict[str, Any] = {}
     monkeypatch.setenv("RAY_ADDRESS", "ray://head:10001")
     monkeypatch.setattr(launch, "run", lambda command, run_dir, on_step, environment: seen.update(command=command))
-    engine.train(checked)
+    checked.train()
     assert "ray_kwargs.ray_init.num_cpus=null" in seen["command"]
