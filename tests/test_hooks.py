@@ -48,6 +48,18 @@ def documented_sections() -> dict[str, str]:
     return dict(zip(parts[1::2], parts[2::2]))
 
 
+@pytest.fixture
+def engine_job(toy_job: dict[str, Any], tmp_path: Path,
+               monkeypatch: pytest.MonkeyPatch) -> Callable[[str, str], dict[str, Any]]:
+    """Install the engine ``name`` from its hook module's source; returns the toy job on it."""
+    def install(name: str, source: str) -> dict[str, Any]:
+        lay_out_engine(tmp_path, name, source)
+        monkeypatch.syspath_prepend(str(tmp_path))
+        toy_job["train_engine_name"] = name
+        return toy_job
+    return install
+
+
 def test_the_five_card_hooks_are_specified() -> None:
     assert {"check_agent", "check_dataset", "check_reward", "check_config", "train"} <= set(
         hook_specs())
@@ -146,11 +158,9 @@ def train(agent, dataset, reward, config, ctx):
 
 
 def test_each_hook_receives_the_earlier_results_as_named_arguments(
-    toy_job: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    engine_job: Callable[[str, str], dict[str, Any]]
 ) -> None:
-    lay_out_engine(tmp_path, "handing", HANDING_ENGINE)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    toy_job["train_engine_name"] = "handing"
+    toy_job = engine_job("handing", HANDING_ENGINE)
     with warnings.catch_warnings():
         warnings.simplefilter("error", DeprecationWarning)  # the new form never warns
         trainer = AgentTrainer(**toy_job)
@@ -227,11 +237,9 @@ def train(ctx):
 '''
 
 
-def test_hook_config_layout(toy_job: dict[str, Any], tmp_path: Path,
-                            monkeypatch: pytest.MonkeyPatch) -> None:
-    lay_out_engine(tmp_path, "layered", LAYERED_ENGINE)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    toy_job.update(train_engine_name="layered", config={
+def test_hook_config_layout(engine_job: Callable[[str, str], dict[str, Any]]) -> None:
+    toy_job = engine_job("layered", LAYERED_ENGINE)
+    toy_job.update(config={
         "depth": 2, "algorithm": {"estimator": "grpo"}, "model": "org/policy",
         "layered": {"width": 3, "policy": {"path": "org/policy", "dtype": "bf16"}}})
     trainer = AgentTrainer(**toy_job, check_only=True)
@@ -273,14 +281,11 @@ def test_hook_config_layout(toy_job: dict[str, Any], tmp_path: Path,
     ("layoutraises", "raise KeyError('schema')", "config_layout raised KeyError: 'schema'"),
 ])
 def test_a_config_layout_that_breaks_the_contract_is_named(
-    toy_job: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str,
-    body: str, message: str
+    engine_job: Callable[[str, str], dict[str, Any]], name: str, body: str, message: str
 ) -> None:
     source = ("from aworld_train import hookimpl\n\n\n@hookimpl\ndef config_layout():\n"
               f"    {body}\n\n\n@hookimpl\ndef train(ctx):\n    return None\n")
-    lay_out_engine(tmp_path, name, source)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    toy_job["train_engine_name"] = name
+    toy_job = engine_job(name, source)
     with pytest.raises(PluginError) as raised:
         AgentTrainer(**toy_job, check_only=True)
     assert str(raised.value) == f"engine '{name}' (aworld-train-{name} 0.1.0) {message}"
@@ -398,11 +403,9 @@ def report_metrics(step):
 
 
 def test_the_engines_own_report_metrics_raising_fails_the_run(
-    toy_job: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    engine_job: Callable[[str, str], dict[str, Any]]
 ) -> None:
-    lay_out_engine(tmp_path, "loud", LOUD_ENGINE)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    toy_job["train_engine_name"] = "loud"
+    toy_job = engine_job("loud", LOUD_ENGINE)
     trainer = AgentTrainer(**toy_job)
     with pytest.raises(RuntimeError, match="dashboard is down"):
         trainer.train()
