@@ -89,7 +89,7 @@ def test_job_without_a_training_dataset(tmp_path: Path) -> None:
     ("agent: 5\n", "'agent' must be an agent file, a module:factory or file.py:factory "
                    "reference, or a mapping, got int 5"),
     ("agent: [a]\n", "'agent' must be an agent file"),
-    ("reward: 3\n", "'reward' must be a reward name, a file.py:function or module:function "
+    ("reward: 3\n", "'reward' must be a reward name, a file.py[:function] or module:function "
                     "reference, a mapping {name, weight}, or a list of these, got int 3"),
     ("reward: [exact_match, 3]\n", "'reward' must be a reward name"),
     ("reward: [[exact_match]]\n", "'reward' must be a reward name"),
