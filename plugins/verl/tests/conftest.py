@@ -17,6 +17,7 @@ import pytest
 from aworld_train.config import TrainConfig
 from aworld_train.context import RunContext
 from aworld_train.metrics import MetricsReporter
+from aworld_train.testing.fixtures import tiny_model  # noqa: F401 - the shared tiny offline model
 
 REWARD_FILE = '''
 def exact(data_source, solution_str, ground_truth, extra_info=None):
@@ -60,13 +61,6 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(getattr(config, "_verl_scratch", ""), ignore_errors=True)
-
-
-@pytest.fixture(scope="session")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from aworld_train.testing import build_tiny_model
-
-    return build_tiny_model(tmp_path_factory.mktemp("tiny-model"))
 
 
 @pytest.fixture
