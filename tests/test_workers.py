@@ -15,6 +15,7 @@ from aworld_train.errors import TrainingError
 from aworld_train.metrics import MetricsReporter
 from aworld_train.reward import resolve_reward
 from aworld_train.workers import (
+    EVENT_MARKER,
     load_rewards,
     rendezvous,
     reward_references,
@@ -70,12 +71,15 @@ def test_the_main_workers_events_become_metrics(tmp_path: Path) -> None:
     final = run_workers([sys.executable, "-c", WORKER], ctx, tmp_path / "workers.log", what="test")
     assert final == {"reward": 0.75}
     assert [(r["step"], r["reward"]) for r in ctx.metrics.history] == [(1, 0.25), (2, 0.75)]
-    assert (tmp_path / "workers.log").read_text() == "a line for the log\n"
+    log = (tmp_path / "workers.log").read_text().splitlines()
+    assert log[0] == "a line for the log"
+    assert [json.loads(line.removeprefix(EVENT_MARKER))["event"] for line in log[1:]] == [
+        "start", "log", "log", "done"]
 
 
 def test_a_failing_launch_names_its_last_error(tmp_path: Path) -> None:
     code = "import sys; print('loading'); print('ValueError: planted', flush=True); sys.exit(3)"
-    with pytest.raises(TrainingError, match=r"2 test processes failed \(exit 3\): ValueError: planted"):
+    with pytest.raises(TrainingError, match=r"2 test processes exited with status 3: ValueError: planted \(full output in .*w\.log\)"):
         run_workers([sys.executable, "-c", code], make_ctx(tmp_path), tmp_path / "w.log",
                     what="2 test processes")
 

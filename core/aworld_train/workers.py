@@ -1,7 +1,8 @@
 """Training in worker processes, for engines that launch them (``accelerate``, ``torchrun``).
 
 The parent writes the checked job to a file, starts the launcher with the engine's worker
-module, and forwards the metrics events the main worker prints — one marked JSON line each —
+module (through :func:`aworld_train.launcher.run_process`, which stops every worker however the
+run ends), and forwards the metrics events the main worker prints — one marked JSON line each —
 to the run's metrics reporter. Rewards reach the workers as importable references.
 """
 
@@ -10,12 +11,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import subprocess
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aworld_train.errors import RewardError, TrainingError
+from aworld_train.launcher import run_process
 
 if TYPE_CHECKING:
     from aworld_train.context import RunContext
@@ -113,51 +114,26 @@ def run_workers(
     what: str,
     env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Run the launcher ``command``, forward the main worker's events to ``ctx.metrics`` and
-    write everything else to ``log_path``; returns the final metrics.
+    """Run the launcher ``command`` through :func:`~aworld_train.launcher.run_process`, forward
+    the main worker's events to ``ctx.metrics``; every line goes to ``log_path``. Returns the
+    final metrics.
 
     :param what: what was launched, for the error (``"accelerate launch of 2 trl processes"``).
     :raises TrainingError: when the launcher exits non-zero, with its last error line.
+    :raises KeyboardInterrupt: after SIGINT or SIGTERM was forwarded and the workers stopped.
     """
     final: dict[str, Any] = {}
-    with log_path.open("w", encoding="utf-8") as log, subprocess.Popen(
-        command,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        bufsize=1,
-        env=env,
-        start_new_session=True,  # a terminal's Ctrl-C reaches the parent, which stops them
-    ) as process:
-        try:
-            assert process.stdout is not None
-            for line in process.stdout:
-                if not line.startswith(EVENT_MARKER):
-                    log.write(line)
-                    continue
-                event = json.loads(line[len(EVENT_MARKER):])
-                if event["event"] == "start":
-                    ctx.metrics.start(event["total"], completed=event["done"])
-                elif event["event"] == "log":
-                    ctx.metrics.log(event["step"], event["metrics"])
-                elif event["event"] == "done":
-                    final = event["metrics"]
-            returncode = process.wait()
-        except BaseException:
-            process.terminate()
-            process.wait()
-            raise
-    if returncode != 0:
-        raise TrainingError(
-            f"{what} failed (exit {returncode}): {last_error(log_path)}; full log: {log_path}"
-        )
+
+    def forward(line: str) -> None:
+        if not line.startswith(EVENT_MARKER):
+            return
+        event = json.loads(line[len(EVENT_MARKER):])
+        if event["event"] == "start":
+            ctx.metrics.start(event["total"], completed=event["done"])
+        elif event["event"] == "log":
+            ctx.metrics.log(event["step"], event["metrics"])
+        elif event["event"] == "done":
+            final.update(event["metrics"])
+
+    run_process(command, what=what, log_path=log_path, on_line=forward, env=env)
     return final
-
-
-def last_error(log_path: Path) -> str:
-    """The last line of a log that names an error, else its last line."""
-    lines = [line.strip() for line in log_path.read_text(encoding="utf-8").splitlines()]
-    for line in reversed(lines):
-        if line and ("Error" in line or "Exception" in line):
-            return line
-    return next((line for line in reversed(lines) if line), "no output")
