@@ -58,6 +58,7 @@ from aworld_train.hf import (
 from aworld_train.hookspecs import hookimpl
 from aworld_train.isolation import call_isolated
 from aworld_train.job import JOB_FIELDS
+from aworld_train.launcher import run_process
 from aworld_train.metrics import LogFn, MetricsReporter, StartFn
 from aworld_train.model import check_lengths, load_tokenizer, max_positions
 from aworld_train.plugins import installed_versions
@@ -132,6 +133,7 @@ __all__ = [
     "rendezvous",
     "scoped_environment",
     "run_workers",
+    "run_process",
     # Versions and secrets
     "installed_versions",
     "cached",
