@@ -23,8 +23,6 @@ if TYPE_CHECKING:
     from aworld_train_verl.dataset import VerlData
     from aworld_train_verl.reward import VerlReward
 
-ENGINE = "verl"
-
 
 @hookimpl
 def config_layout() -> ConfigLayout:
