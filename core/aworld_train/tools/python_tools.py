@@ -131,6 +131,8 @@ _SCHEMA_MAPS = ("properties", "patternProperties")
 
 
 def _tidy(schema: Any, defs: dict[str, Any], inlining: frozenset[str]) -> Any:
+    """``schema`` as :func:`type_schema` gives it, its references replaced by ``defs``' entries
+    (``inlining``: the entries being inlined around it, met again only in a recursive type)."""
     if isinstance(schema, list):
         return [_tidy(item, defs, inlining) for item in schema]
     if not isinstance(schema, dict):
