@@ -1,8 +1,8 @@
 """Training: ``python -m verl.trainer.main_ppo`` on the saved config, in a child process.
 
-The child gets its own session so that a signal reaches it only through :func:`run`, which
-forwards SIGINT and SIGTERM to its whole process group (VeRL's driver and the local Ray it
-started) and waits for it to stop before the run is marked interrupted.
+The child gets its own process group (``run_process`` of the engine SDK) so that a signal reaches
+it only through :func:`run`, which forwards SIGINT and SIGTERM to the whole group (VeRL's driver
+and the local Ray it started) and waits for it to stop before the run is marked interrupted.
 """
 
 from __future__ import annotations
@@ -10,24 +10,18 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import signal
-import subprocess
 import sys
-import time
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from aworld_train.engine import TrainingError
+from aworld_train.engine import TrainingError, remember_secrets, run_process
 
 from aworld_train_verl.config import SAVED_CONFIG_NAME, visible_gpus
 
 LAUNCH_SCRIPT = "launch.sh"
 LOG_NAME = "verl_train.log"
 METRICS_NAME = "verl_metrics.jsonl"
-STOP_GRACE_S = 30.0
-TAIL_LINES = 20
 
 # VeRL's console logger prints one line per step: "step:3 - actor/pg_loss:0.1 - ...".
 _STEP_LINE = re.compile(r"step:(\d+) - (.*)$")
@@ -190,8 +184,6 @@ def run(
     :raises TrainingError: when it exits with an error, with the end of its output.
     :raises KeyboardInterrupt: after SIGINT or SIGTERM was forwarded and the child stopped.
     """
-    from aworld_train.engine import redact_text, remember_secrets
-
     remember_secrets({"env": dict(environment or {})})  # every value is one
     env = {
         **os.environ,
@@ -200,63 +192,12 @@ def run(
         "HYDRA_FULL_ERROR": "1",
         "VERL_FILE_LOGGER_PATH": str(run_dir / METRICS_NAME),
     }
-    tail: deque[str] = deque(maxlen=TAIL_LINES)
-    with (run_dir / LOG_NAME).open("a", encoding="utf-8") as log:
-        child = subprocess.Popen(
-            command,
-            cwd=run_dir,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            bufsize=1,
-            start_new_session=True,
-        )
-        interrupted: list[int] = []
 
-        def forward(signum: int, _frame: Any) -> None:
-            interrupted.append(signum)
-            _signal_group(child, signum)
+    def on_line(line: str) -> None:
+        echo(line.rstrip())
+        parsed = parse_step(line)
+        if parsed is not None:
+            on_step(*parsed)
 
-        previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            assert child.stdout is not None
-            for raw in child.stdout:
-                line = redact_text(raw)
-                log.write(line)
-                tail.append(line.rstrip())
-                echo(line.rstrip())
-                parsed = parse_step(line)
-                if parsed is not None:
-                    on_step(*parsed)
-            _wait(child)
-        finally:
-            if child.poll() is None:
-                _signal_group(child, signal.SIGTERM)
-                _wait(child)
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
-    if interrupted:
-        raise KeyboardInterrupt(f"VeRL stopped after signal {signal.Signals(interrupted[0]).name}")
-    if child.returncode != 0:
-        last = next((line for line in reversed(tail) if line.strip()), "")
-        raise TrainingError(
-            f"VeRL's main_ppo exited with status {child.returncode}: {last} "
-            f"(full output in {run_dir / LOG_NAME})"
-        )
-
-
-def _signal_group(child: subprocess.Popen[str], signum: int) -> None:
-    try:
-        os.killpg(child.pid, signum)
-    except ProcessLookupError:
-        pass
-
-
-def _wait(child: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + STOP_GRACE_S
-    while child.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.1)
-    if child.poll() is None:
-        _signal_group(child, signal.SIGKILL)
-        child.wait()
+    run_process(command, what="VeRL's main_ppo", log_path=run_dir / LOG_NAME, on_line=on_line,
+                cwd=run_dir, env=env)
