@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 
 JOB_FILE = "swift_job.json"
 WORKER_LOG = "swift_workers.log"
+# torchrun's flag for each variable of the nodes' rendezvous.
+_RENDEZVOUS_FLAGS = {"NODE_RANK": "--node_rank", "MASTER_ADDR": "--master_addr",
+                     "MASTER_PORT": "--master_port"}
 
 
 def launch(
@@ -73,13 +76,8 @@ def write_job(
 def torchrun_args(config: SwiftConfig) -> list[str]:
     """torchrun's arguments for ``config``; several nodes rendezvous at ``MASTER_ADDR``."""
     args = ["--nproc_per_node", str(config.nproc_per_node), "--nnodes", str(config.nnodes)]
-    if config.nnodes > 1:
-        nodes = rendezvous(config.nnodes)
-        args += [
-            "--node_rank", nodes["NODE_RANK"],
-            "--master_addr", nodes["MASTER_ADDR"],
-            "--master_port", nodes["MASTER_PORT"],
-        ]
-    else:
-        args += ["--standalone"]
+    if config.nnodes == 1:
+        return [*args, "--standalone"]
+    for variable, value in rendezvous(config.nnodes).items():
+        args += [_RENDEZVOUS_FLAGS[variable], value]
     return args

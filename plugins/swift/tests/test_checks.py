@@ -198,3 +198,23 @@ def test_an_algorithm_swift_does_not_train_here_is_refused(job: dict[str, Any]) 
 def test_more_than_one_process_per_node_launches_through_torchrun(job: dict[str, Any]) -> None:
     config = _check(job, resources={"gpus_per_node": 2, "nnodes": 1}).hand_off.config
     assert (config.nproc_per_node, config.nnodes, config.distributed) == (2, 1, True)
+
+
+def test_torchrun_runs_one_node_standalone_and_several_at_the_main_node(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from aworld_train_swift.config import SwiftConfig
+    from aworld_train_swift.launch import torchrun_args
+
+    def config(nnodes: int) -> SwiftConfig:
+        return SwiftConfig(algorithm="sft", arguments={}, cache_dir="cache", log_file="log",
+                           nproc_per_node=2, nnodes=nnodes)
+
+    assert torchrun_args(config(1)) == ["--nproc_per_node", "2", "--nnodes", "1", "--standalone"]
+    monkeypatch.setenv("MASTER_ADDR", "10.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", "29500")
+    monkeypatch.setenv("NODE_RANK", "1")
+    args = torchrun_args(config(2))
+    assert "--standalone" not in args
+    assert dict(zip(args[4::2], args[5::2])) == {
+        "--node_rank": "1", "--master_addr": "10.0.0.1", "--master_port": "29500"}

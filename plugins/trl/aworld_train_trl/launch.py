@@ -25,6 +25,11 @@ if TYPE_CHECKING:
 
 JOB_FILE = "trl_job.json"
 WORKER_LOG = "trl_workers.log"
+# accelerate launch's flag for each variable of the nodes' rendezvous.
+_RENDEZVOUS_FLAGS = {
+    "NODE_RANK": "--machine_rank", "MASTER_ADDR": "--main_process_ip",
+    "MASTER_PORT": "--main_process_port",
+}
 
 
 def launch(
@@ -96,10 +101,6 @@ def _launcher_args(config: TrlConfig) -> list[str]:
     args = ["--multi_gpu", "--num_processes", str(total), "--num_machines", str(config.nnodes)]
     args += ["--mixed_precision", "no", "--dynamo_backend", "no"]
     if config.nnodes > 1:
-        nodes = rendezvous(config.nnodes)
-        args += [
-            "--machine_rank", nodes["NODE_RANK"],
-            "--main_process_ip", nodes["MASTER_ADDR"],
-            "--main_process_port", nodes["MASTER_PORT"],
-        ]
+        for variable, value in rendezvous(config.nnodes).items():
+            args += [_RENDEZVOUS_FLAGS[variable], value]
     return args

@@ -333,3 +333,19 @@ def test_trainer_choices_are_the_ones_trls_help_lists() -> None:
         help_text = field_metadata(GRPOConfig)[key]["help"]
         missing = [c for c in choices if isinstance(c, str) and c not in help_text]
         assert missing == [], f"{key}: {missing}"
+
+
+def test_several_nodes_meet_at_the_main_node_through_accelerate(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from aworld_train_trl.config import TrlConfig
+    from aworld_train_trl.launch import _launcher_args
+
+    monkeypatch.setenv("MASTER_ADDR", "10.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", "29500")
+    monkeypatch.setenv("NODE_RANK", "1")
+    args = _launcher_args(TrlConfig(algorithm="grpo", arguments={}, nproc_per_node=2, nnodes=2))
+    flags = dict(zip(args[1::2], args[2::2]))  # after --multi_gpu, flags and values
+    assert flags["--num_processes"] == "4" and flags["--num_machines"] == "2"
+    assert (flags["--machine_rank"], flags["--main_process_ip"],
+            flags["--main_process_port"]) == ("1", "10.0.0.1", "29500")
