@@ -1,12 +1,13 @@
 """``aworld-train new-engine NAME``: a third-party engine distribution, ready to install.
 
 The generated engine has the layout of the engines this project ships: ``engine.py`` holds the
-hooks (cheap to import), ``config.py`` the engine's settings, ``training.py`` the training,
-imported when ``train`` is called. It fine-tunes a causal LM on ``prompt`` + ``ground_truth``
-with transformers' ``Trainer`` (``algorithm: sft``), reports the trainer's logs through the
-SDK's ``trainer_callback`` and passes the conformance suite as generated. It imports nothing of
-the core but ``aworld_train.engine``, and its own code stays within :data:`MAX_LINES` lines.
-Its author replaces ``training.py`` with their engine's and keeps the hooks.
+hooks, ``config.py`` the engine's settings, ``training.py`` the training; all three are cheap to
+import (torch and transformers load when training starts). It fine-tunes a causal LM on
+``prompt`` + ``ground_truth`` with transformers' ``Trainer`` (``algorithm: sft``), reports the
+trainer's logs through the SDK's ``trainer_callback`` and passes the conformance suite as
+generated. It imports nothing of the core but ``aworld_train.engine``, and its own code stays
+within :data:`MAX_LINES` lines. Its author replaces ``training.py`` with their engine's and
+keeps the hooks.
 """
 
 from __future__ import annotations
@@ -47,12 +48,16 @@ packages = ["$package"]
 _INIT = '''"""The $name engine for aworld-train."""
 '''
 
-_ENGINE = '''\"\"\"The $name engine's hooks, in the order aworld-train calls them; work is imported on call.\"\"\"
+_ENGINE = '''\"\"\"The $name engine's hooks, in the order aworld-train calls them.\"\"\"
 
 from typing import Any
 
 from aworld_train.engine import AgentError, AgentSpec, DatasetError, RunContext, ToolSet
 from aworld_train.engine import TrainConfig, hookimpl, installed_versions, policy_model
+
+# Both import nothing heavy at their top: torch and transformers load when training starts.
+from $package.config import Settings, settings_from
+from $package.training import run_training
 
 
 @hookimpl
@@ -69,16 +74,13 @@ def check_dataset(train_dataset: Any) -> None:
 
 
 @hookimpl
-def check_config(config: TrainConfig) -> Any:
-    from $package.config import settings_from
-
-    return settings_from(config)
+def check_config(config: TrainConfig) -> Settings:
+    # engine_section(): the section named after the entry point the engine was selected by.
+    return settings_from(config.algorithm, config.engine_section())
 
 
 @hookimpl
-def train(agent: AgentSpec, dataset: Any, config: Any, ctx: RunContext) -> None:
-    from $package.training import run_training
-
+def train(agent: AgentSpec, dataset: Any, config: Settings, ctx: RunContext) -> None:
     run_training(agent, dataset, config, ctx)  # the core keeps the last logged metrics
 
 
@@ -90,8 +92,9 @@ def engine_versions() -> dict[str, str]:
 _CONFIG = '''\"\"\"check_config: the engine's own `$name:` config section, as Settings.\"\"\"
 
 from dataclasses import dataclass, fields
+from typing import Any
 
-from aworld_train.engine import ConfigError, TrainConfig, did_you_mean
+from aworld_train.engine import ConfigError, did_you_mean
 
 
 @dataclass
@@ -100,11 +103,10 @@ class Settings:
     weight_decay: float = 0.0
 
 
-def settings_from(config: TrainConfig) -> Settings:
-    if config.algorithm != "sft":
-        raise ConfigError(f"the $name engine trains algorithm 'sft', not '{config.algorithm}'")
+def settings_from(algorithm: str, section: dict[str, Any]) -> Settings:
+    if algorithm != "sft":
+        raise ConfigError(f"the $name engine trains algorithm 'sft', not '{algorithm}'")
     known = [field.name for field in fields(Settings)]
-    section = config.engine_section()  # the section named after this engine's entry point
     for key in sorted(section.keys() - set(known)):  # the first unknown key, if any
         raise ConfigError(f"config: unknown $name key '{key}'{did_you_mean(key, known)}")
     return Settings(**section)
