@@ -121,7 +121,6 @@ class _Group:
         self.exited = False
         self.closed = False  # every writer closed the output pipe
         self.kill_at: float | None = None  # set by the first stop
-        self.killed = False
         for target in (self._read, self._await_exit):
             threading.Thread(target=target, daemon=True).start()
 
@@ -150,11 +149,11 @@ class _Group:
     def _next_event(self, timeout: float | None) -> Any:
         """The next event, waiting at most ``timeout`` and never past the kill deadline;
         ``None`` when the wait ended without one. Kills the group when its grace is over."""
-        if self.kill_at is not None and not self.killed:
-            left = max(self.kill_at - time.monotonic(), 0.0)
-            if left == 0.0:
-                self.killed = True
+        if self.kill_at is not None:
+            left = self.kill_at - time.monotonic()
+            if left <= 0:  # again at each look while a process of the group is alive
                 _signal_group(self.process.pid, signal.SIGKILL)
+                left = _CHECK_S
             timeout = left if timeout is None else min(timeout, left)
         try:
             return self.events.get(timeout=timeout)
@@ -211,8 +210,10 @@ def _forwarded_signals() -> Iterator[queue.SimpleQueue[Any]]:
 
 
 def _signal_group(pgid: int, signum: int) -> None:
-    with contextlib.suppress(ProcessLookupError):  # the group is already gone
-        os.killpg(pgid, signum)
+    # Only a group with a live process: once none is left, its id may be given to another.
+    if _group_alive(pgid):
+        with contextlib.suppress(ProcessLookupError):  # it ended since it was looked at
+            os.killpg(pgid, signum)
 
 
 def _group_alive(pgid: int) -> bool:
