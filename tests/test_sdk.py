@@ -75,8 +75,6 @@ def test_core_imports_finds_every_form(tmp_path: Path) -> None:
                                     "7: aworld_train.context", "9: aworld_train.workers"]
 
 
-@pytest.mark.xfail(strict=False, reason="the engines move onto aworld_train.engine in this "
-                   "issue's engine parts (TRL, ms-swift, VeRL); strict once they have")
 def test_engines_import_only_the_sdk_from_the_core() -> None:
     modules = sorted(PLUGINS.glob("*/aworld_train_*/**/*.py"))
     assert modules, "no engine modules found"

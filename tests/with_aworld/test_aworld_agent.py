@@ -86,7 +86,7 @@ def test_an_aworld_agent_trains_through_a_processor_and_its_key_is_redacted(tmp_
     finally:
         AgentTrainer.unregister_processor("capture")
     assert Capture.seen[-1].name() == "solver", "the processor gets the AWorld Agent itself"
-    tools = trainer.context.results["tools"]
+    tools = trainer.context.tools
     assert "multiply" in tools.names
     assert tools.call("multiply", {"a": 12, "b": 34}).strip() == "408"
     written = "".join(p.read_text() for p in trainer.run_dir.path.glob("*.yaml"))

@@ -179,7 +179,7 @@ def test_an_aworld_train_processor_runs_unchanged_on_what_the_user_passed(
     # The core's own checks ran on the same inputs before the processor's.
     assert [c.module for c in trainer.checks if c.by == "core"] == [
         "config", "agent", "model", "tools", "dataset", "test dataset", "reward"]
-    assert trainer.context.results["tools"].names == ["add", "multiply", "divide"]
+    assert trainer.context.tools.names == ["add", "multiply", "divide"]
 
 
 WHOLE_VERL_CONFIG = {
