@@ -45,11 +45,11 @@ def test_an_engine_written_against_ctx_results_still_trains_and_is_warned(
     # results by name: it keeps working, and each key it reads warns once.
     with pytest.warns(DeprecationWarning) as warned:
         final, run_dir = train_toy(toy_job, max_steps=4)
-    read = sorted(str(w.message).split("'")[1] for w in warned
-                  if str(w.message).startswith("ctx.results["))
-    assert read == ["config", "dataset", "reward"]
+    # Only ours: the libraries a run imports may warn of their own deprecations too.
+    ours = [w for w in warned if str(w.message).startswith("ctx.results[")]
+    assert sorted(str(w.message).split("'")[1] for w in ours) == ["config", "dataset", "reward"]
     assert all(w.filename.endswith(("aworld_train_toy/engine.py", "aworld_train_toy/policy.py"))
-               for w in warned), "each warning points at the engine's own line"
+               for w in ours), "each warning points at the engine's own line"
     assert [r["step"] for r in read_jsonl(run_dir / "metrics.jsonl")] == [1, 2, 3, 4]
     assert "greedy_reward" in final
 
