@@ -14,7 +14,8 @@ import functools
 import importlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -157,17 +158,23 @@ def argument_names(cls: type) -> frozenset[str]:
     return frozenset(item.name for item in dataclasses.fields(cls) if item.init)
 
 
-def all_argument_names(library: str, classes: Mapping[str, str]) -> frozenset[str]:
+def all_argument_names(library: str, classes: Mapping[str, str],
+                       quiet: Callable[[], AbstractContextManager[Any]] = nullcontext,
+                       ) -> frozenset[str]:
     """The arguments of every class in ``classes`` (see :func:`arguments_class`): what a trainer
     engine's section keys (:class:`~aworld_train.config.ConfigLayout`) are made of.
 
     Reading them imports the trainer's library (seconds); they depend only on what is installed,
     so they are kept in the disk cache once per installed version of ``library``.
+
+    :param quiet: a context manager that keeps the library's import-time output off the
+        terminal; entered only when the names are read, not when the cache has them.
     """
 
     def make() -> str:
-        names = set().union(*(argument_names(arguments_class(classes, algorithm))
-                              for algorithm in classes))
+        with quiet():
+            names = set().union(*(argument_names(arguments_class(classes, algorithm))
+                                  for algorithm in classes))
         return json.dumps(sorted(names))
 
     def valid(text: str) -> bool:

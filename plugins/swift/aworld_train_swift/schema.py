@@ -97,14 +97,14 @@ def section_keys() -> frozenset[str]:
     from swift's argument classes once per ms-swift version (no model, no GPU), with swift's
     import-time log lines kept off the terminal.
     """
+    import functools
     import os
     from pathlib import Path
 
     from aworld_train_swift.logs import log_to_file
 
-    with log_to_file(Path(os.devnull)):
-        names = all_argument_names("ms-swift", ARGUMENT_CLASSES)
-    return names - set(JOB_FIELDS)
+    quiet = functools.partial(log_to_file, Path(os.devnull))
+    return all_argument_names("ms-swift", ARGUMENT_CLASSES, quiet) - set(JOB_FIELDS)
 
 
 def validate_section(section: dict[str, Any], algorithm: str) -> dict[str, Any]:
