@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aworld_train.engine import resume_checkpoint, scoped_environment, trainer_callback
+
+from aworld_train_trl.tools import trl_tools
 
 if TYPE_CHECKING:
     from aworld_train.engine import LogFn, RunContext, StartFn
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
     from aworld_train_trl.config import TrlConfig
     from aworld_train_trl.dataset import TrlDatasets
     from aworld_train_trl.reward import TrlReward
+    from aworld_train_trl.tools import SchemaTool
 
 def run_training(
     agent: TrlAgent, data: TrlDatasets, reward: TrlReward, config: TrlConfig, ctx: RunContext
@@ -38,7 +40,7 @@ def run_training(
             on_start=lambda total, done: ctx.metrics.start(total, completed=done),
             on_log=ctx.metrics.log,
             checkpoint=checkpoint,
-            tools=ctx.tools.as_functions(),
+            tools=trl_tools(ctx.tools),
         )
 
 
@@ -52,7 +54,7 @@ def train_in_process(
     on_start: StartFn,
     on_log: LogFn,
     checkpoint: Path | None = None,
-    tools: list[Callable[..., str]] | None = None,
+    tools: list[SchemaTool] | None = None,
 ) -> dict[str, Any]:
     """Train with TRL's trainer for ``config.algorithm`` and save the final model.
 
@@ -61,7 +63,8 @@ def train_in_process(
     :param on_start: called once with the total number of steps and the steps already done.
     :param on_log: called with the global step and the metrics of each logged step.
     :param checkpoint: a ``checkpoint-N`` folder to resume from.
-    :param tools: the agent's tools as plain functions, which GRPO calls between turns.
+    :param tools: the agent's tools (:func:`~aworld_train_trl.tools.trl_tools`): GRPO shows the
+        model each one's schema as its server advertises it and calls it between turns.
     :returns: the latest value of every logged metric.
     """
     import datasets

@@ -11,6 +11,7 @@ import pytest
 
 from aworld_train import AgentTrainer
 from aworld_train.errors import AgentError
+from aworld_train_trl.tools import trl_tools
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "calculator_agent"
 
@@ -66,10 +67,10 @@ def test_grpo_trains_with_mcp_tools_in_the_chat_template(tool_job: dict[str, Any
     # The tiny model's template is not one TRL knows: check found the parser that reads its calls.
     assert checked.agent.response_template is not None
 
-    # The prompt as GRPOTrainer renders it: the dataset's messages with the tool functions.
+    # The prompt as GRPOTrainer renders it: the dataset's messages with the tools it is given.
     from transformers import AutoTokenizer
 
-    functions = [tool.as_function() for tool in checked.tools]
+    functions = trl_tools(checked.tools)
     tokenizer = AutoTokenizer.from_pretrained(checked.agent.model)
     rendered = tokenizer.apply_chat_template(
         checked.dataset.train[0]["prompt"], tools=functions,
@@ -167,7 +168,7 @@ def test_grpo_rollout_runs_the_tool_the_model_calls(
     tool_job["config"].update(model=str(model), max_completion_length=160, seed=0)
     trainer = AgentTrainer(**tool_job)
     checked = trainer.hand_off
-    functions = [tool.as_function() for tool in checked.tools]
+    functions = trl_tools(checked.tools)
     assert [function.__name__ for function in functions] == ["multiply"]
 
     # The model learns the exchange on the prompt exactly as GRPOTrainer renders it. Its weights
