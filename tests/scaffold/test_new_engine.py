@@ -18,8 +18,9 @@ def test_generated_engine_installs_and_passes_conformance(tmp_path: Path) -> Non
     cli = [sys.executable, "-m", "aworld_train.cli"]
     subprocess.run([*cli, "new-engine", "scaffolded", str(source)], check=True)
     site = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
-                    "--target", str(site), str(source)], check=True)
+    # Offline: no index, and the build backend (setuptools) taken from this environment.
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
+                    "--no-build-isolation", "--target", str(site), str(source)], check=True)
     env = {**os.environ, "PYTHONPATH": str(site)}
 
     listed = subprocess.run([*cli, "engines"], env=env, capture_output=True, text=True, check=True)

@@ -24,6 +24,7 @@ from aworld_train.testing.bad_jobs import (
     set_section,
     without,
 )
+from aworld_train.testing.fixtures import vllm_can_run
 
 _swift = functools.partial(set_section, "swift")  # set keys of the swift: section
 
@@ -127,6 +128,8 @@ class TestSwiftBadJobs(BadJobSuite):
     def test_swift_bad_job_fails_check_in_one_line(
         self, case: BadJob, job_folder: JobFolder, capsys: pytest.CaptureFixture[str]
     ) -> None:
+        if case.id == "use_vllm_without_vllm" and vllm_can_run():
+            pytest.skip("vLLM and a GPU are both here: use_vllm is a valid job on this machine")
         self.assert_refused(case, job_folder, capsys)
 
     def test_the_valid_job_checks_quietly(self, job_folder: JobFolder,

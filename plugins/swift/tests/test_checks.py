@@ -11,6 +11,7 @@ import pytest
 from aworld_train import AgentTrainer
 from aworld_train.errors import AgentError, ConfigError, DatasetError, RewardError
 from aworld_train.reward import RewardFunction, RewardSpec
+from aworld_train.testing.fixtures import vllm_can_run
 
 from aworld_train_swift.dataset import convert_dataset
 from aworld_train_swift.reward import reward_to_swift, score_batch
@@ -185,9 +186,26 @@ def test_an_ambiguous_template_asks_for_swift_template(job: dict[str, Any]) -> N
 
 
 def test_vllm_without_vllm_or_a_gpu_is_one_line(job: dict[str, Any]) -> None:
+    if vllm_can_run():
+        pytest.skip("vLLM and a GPU are both here: use_vllm is a valid job on this machine")
     with pytest.raises(ConfigError, match="swift.use_vllm") as error:
         _check(job, swift={"template": "qwen", "use_vllm": True})
     assert "\n" not in str(error.value)
+
+
+def test_a_job_that_asks_for_the_cpu_keeps_it_where_a_gpu_is_visible(
+    job: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the two-process training test relies on when it runs on a GPU machine: the engine
+    adds use_cpu and float32 only where no GPU is visible, and the job's own keep them."""
+    from aworld_train_swift import config as swift_config
+
+    monkeypatch.setattr(swift_config, "_gpu_visible", lambda: True)
+    plain = _check(job).hand_off.config.arguments
+    assert "use_cpu" not in plain and "torch_dtype" not in plain
+    asked = _check(job, swift=dict(job["config"]["swift"], use_cpu=True, torch_dtype="float32"))
+    arguments = asked.hand_off.config.arguments
+    assert (arguments["use_cpu"], arguments["torch_dtype"]) == (True, "float32")
 
 
 def test_an_algorithm_swift_does_not_train_here_is_refused(job: dict[str, Any]) -> None:

@@ -121,8 +121,15 @@ def test_interrupted_run_resumes_from_its_last_checkpoint(job: dict[str, Any]) -
     assert_interrupted_run_resumes(job)
 
 
-def test_two_cpu_processes_train_one_job_through_torchrun(job: dict[str, Any]) -> None:
+def test_two_cpu_processes_train_one_job_through_torchrun(
+    job: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # CPU processes on any machine: the workers see no GPU (on a one-GPU machine rank 1 would
+    # otherwise ask for cuda:1), and the job asks for the CPU itself, since this process may
+    # have seen a GPU already and then resolves the job for one.
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     job["config"] = dict(job["config"], max_steps=2, batch_size=2, resources={"gpus_per_node": 2})
+    job["config"]["swift"] = dict(job["config"]["swift"], use_cpu=True, torch_dtype="float32")
     trainer = AgentTrainer(**job)
     trainer.train()
     run_dir = trainer.run_dir.path

@@ -9,6 +9,7 @@ import pytest
 
 from aworld_train import AgentTrainer
 from aworld_train.errors import AgentError, ConfigError, DatasetError, RewardError
+from aworld_train.testing.fixtures import vllm_can_run
 
 
 def _with_config(job: dict[str, Any], **changes: Any) -> dict[str, Any]:
@@ -106,6 +107,8 @@ def test_unknown_algorithm(job: dict[str, Any]) -> None:
 
 
 def test_vllm_without_vllm_or_gpu(job: dict[str, Any]) -> None:
+    if vllm_can_run():
+        pytest.skip("vLLM and a GPU are both here: use_vllm is a valid job on this machine")
     _with_config(job, trl={"use_vllm": True})
     with pytest.raises(ConfigError, match=r"trl\.use_vllm: vLLM"):
         AgentTrainer(**job, check_only=True)

@@ -90,8 +90,15 @@ def test_interrupted_run_resumes_from_its_last_checkpoint(job: dict[str, Any]) -
     assert_interrupted_run_resumes(job)
 
 
-def test_two_cpu_processes_train_one_job(job: dict[str, Any], tmp_path: Path) -> None:
+def test_two_cpu_processes_train_one_job(
+    job: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # CPU processes on any machine: the workers see no GPU (on a one-GPU machine both would
+    # otherwise take cuda:0 and cuda:1), and the job asks for the CPU itself, since this process
+    # may have seen a GPU already and then resolves the job for one.
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     job["config"] = dict(job["config"], max_steps=2, resources={"gpus_per_node": 2})
+    job["config"]["trl"] = dict(job["config"]["trl"], use_cpu=True, bf16=False)
     _plant_hub_token(job)
     trainer = AgentTrainer(**job)
     (tmp_path / "calls.jsonl").unlink()  # drop the call made by the checks
