@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from aworld_train import AgentTrainer
+from policy_inputs import train_recording_inputs
 
 # A FastMCP server (as most are written) whose one tool has what a signature cannot carry.
 SERVER = '''
@@ -107,7 +108,6 @@ def advertised(server: Path) -> list[Any]:
 def test_trl_renders_the_tool_schema_the_server_advertises(
     clock_job: dict[str, Any], tmp_path: Path
 ) -> None:
-    import torch
     from transformers import AutoTokenizer
 
     from aworld_train_trl.tools import trl_tools
@@ -151,16 +151,6 @@ def test_trl_renders_the_tool_schema_the_server_advertises(
           f"{len(tokenizer(rebuilt)['input_ids'])} rebuilt from a signature")
 
     # And that prompt is what the policy reads when GRPOTrainer trains the job.
-    seen: list[list[int]] = []
-
-    def record(module: torch.nn.Module, args: tuple[Any, ...]) -> None:
-        if isinstance(module, torch.nn.Embedding) and args and args[0].dim() == 2:
-            seen.extend(args[0].tolist())
-
-    hook = torch.nn.modules.module.register_module_forward_pre_hook(record)
-    try:
-        final = trainer.train()
-    finally:
-        hook.remove()
+    final, seen = train_recording_inputs(trainer)
     assert final["step"] == 1
     assert any(on_verl in tokenizer.decode(ids) for ids in seen)

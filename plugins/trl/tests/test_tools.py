@@ -12,6 +12,7 @@ import pytest
 from aworld_train import AgentTrainer
 from aworld_train.errors import AgentError
 from aworld_train_trl.tools import trl_tools
+from policy_inputs import train_recording_inputs
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "calculator_agent"
 
@@ -153,7 +154,6 @@ def test_grpo_rollout_runs_the_tool_the_model_calls(
     """A model that writes a multiply call has the calculator's MCP server run it in the middle
     of a GRPO rollout: the server's result enters the model's context after the call, the model
     goes on from it, and the reward scores the turn written after the tool's result."""
-    import torch
     from transformers import AutoTokenizer
 
     (tmp_path / "train.jsonl").write_text(
@@ -178,17 +178,7 @@ def test_grpo_rollout_runs_the_tool_the_model_calls(
     _teach_exchange(model, prompt, functions, call, result="408", answer="<answer>408</answer>")
 
     # Every input the policy reads during training: prompts, its own turns and what TRL appends.
-    seen: list[list[int]] = []
-
-    def record(module: torch.nn.Module, args: tuple[Any, ...]) -> None:
-        if isinstance(module, torch.nn.Embedding) and args and args[0].dim() == 2:
-            seen.extend(args[0].tolist())
-
-    hook = torch.nn.modules.module.register_module_forward_pre_hook(record)
-    try:
-        final = trainer.train()
-    finally:
-        hook.remove()
+    final, seen = train_recording_inputs(trainer)
     assert final["step"] == 2
 
     # The server's product of the arguments the model wrote follows the model's call in its
