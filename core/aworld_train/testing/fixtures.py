@@ -26,8 +26,8 @@ import pytest
 # test can check what the engine passed per completion (and whether the training process got
 # the job's hub token through its environment, HF_TOKEN). When a file named `interrupt` exists
 # beside it and a run has saved checkpoint-2, it removes the file and sends SIGINT to its own
-# process, as a user's Ctrl-C would arrive mid-training. The others return metrics with the
-# score, or raise on one row.
+# process, as a user's Ctrl-C would arrive mid-training. `length` returns a metric beside its
+# score.
 REWARD_FILE = '''
 import json, os, signal
 from pathlib import Path
@@ -47,18 +47,9 @@ def score(data_source, solution_str, ground_truth, extra_info=None):
     return 1.0 if solution_str.strip() == ground_truth else 0.0
 
 
-def with_metrics(data_source, solution_str, ground_truth, extra_info=None):
-    return {"score": 0.5, "length": float(len(solution_str))}
-
-
 def length(data_source, solution_str, ground_truth, extra_info=None):
     return {"score": min(len(solution_str), 4) / 4, "chars": float(len(solution_str))}
 
-
-def fails_on_four(data_source, solution_str, ground_truth, extra_info=None):
-    if ground_truth == "4":
-        raise ZeroDivisionError("four")
-    return 0.0
 '''
 
 # The digits of the job's 16 training rows, in order.
