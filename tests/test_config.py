@@ -446,3 +446,89 @@ def test_pop_section_key_reports_a_null_as_found() -> None:
     assert pop_section_key(section, "model_name_or_path") == (True, None)
     assert section == {"beta": 0.1}
     assert pop_section_key({"a": 1}, "a.b") == (False, None), "a value is not a mapping"
+
+
+def test_the_common_settings_read_and_write_back() -> None:
+    import yaml
+
+    from aworld_train.settings import Lora
+
+    config = load_config({"precision": "bf16", "lora": {"rank": 8}, "report_to": "tensorboard",
+                          "kl_coef": 0, "lr_scheduler": "constant", "warmup_ratio": 0.1,
+                          "loss_aggregation": "token-mean", "clip_ratio": 0.2,
+                          "entropy_coef": 0.0, "eval_steps": 5, "eval_limit": 10,
+                          "log_samples": 0})
+    assert config.lora == Lora(rank=8, alpha=16.0, dropout=0.0, target_modules="all-linear")
+    assert config.report_to == ("tensorboard",)
+    assert config.kl_coef == 0.0 and isinstance(config.kl_coef, float)
+    data = config.to_dict()
+    assert data["lora"] == {"rank": 8, "alpha": 16.0, "dropout": 0.0,
+                            "target_modules": "all-linear"}
+    assert data["report_to"] == ["tensorboard"]
+    assert yaml.safe_load(yaml.safe_dump(data)) == data, "job.yaml holds plain data"
+    assert load_config(config) == config
+    defaults = TrainConfig()
+    assert (defaults.precision, defaults.lora, defaults.report_to) == ("auto", None, ())
+    assert not {"precision", "report_to", "lora", "kl_coef"} & set(defaults.to_dict())
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("none", ()), ([], ()), ("wandb", ("wandb",)), (None, ()),
+    (["mlflow", "tensorboard", "mlflow"], ("mlflow", "tensorboard")),
+])
+def test_report_to_takes_one_name_a_list_or_none(value: object, expected: tuple) -> None:
+    assert load_config({"report_to": value}).report_to == expected
+
+
+def test_lora_keys_from_overrides_keep_the_rest_default() -> None:
+    config = load_config({}, ["lora.rank=4", "lora.target_modules=[q_proj, v_proj]"])
+    assert config.lora is not None
+    assert config.lora.to_dict() == {"rank": 4, "alpha": 8.0, "dropout": 0.0,
+                                     "target_modules": ["q_proj", "v_proj"]}
+
+
+@pytest.mark.parametrize(("config", "message"), [
+    ({"precision": "bf32"}, "config 'precision' must be one of auto, fp32, bf16, fp16, got str "
+                            "'bf32' (did you mean 'fp32'?)"),
+    ({"lr_scheduler": "cosine_with_restarts"}, "config 'lr_scheduler' must be one of constant, "
+                                               "linear, cosine, got str 'cosine_with_restarts'"),
+    ({"loss_aggregation": "token_mean"}, "config 'loss_aggregation' must be one of token-mean, "
+     "seq-mean-token-mean, seq-mean-token-sum, seq-mean-token-sum-norm, got str 'token_mean' "
+     "(did you mean 'token-mean'?)"),
+    ({"report_to": ["tensorbord"]}, "config 'report_to' must be none, or a list of tensorboard,"
+     " wandb, mlflow, swanlab, got list ['tensorbord'] (did you mean 'tensorboard'?)"),
+    ({"report_to": ["none", "wandb"]}, "config 'report_to' must be none, or a list of "
+     "tensorboard, wandb, mlflow, swanlab, got list ['none', 'wandb']"),
+    ({"kl_coef": -0.1}, "config 'kl_coef' must be a finite number >= 0, got float -0.1"),
+    ({"warmup_ratio": 1.5}, "config 'warmup_ratio' must be a number from 0 to 1, got float 1.5"),
+    ({"clip_ratio": 0}, "config 'clip_ratio' must be a finite number > 0, got int 0"),
+    ({"entropy_coef": ".nan"}, "config 'entropy_coef' must be a finite number >= 0, got str '.nan'"),
+    ({"eval_steps": 0}, "config 'eval_steps' must be an integer >= 1, got int 0"),
+    ({"eval_limit": 2.0}, "config 'eval_limit' must be an integer >= 1, got float 2.0"),
+    ({"log_samples": -1}, "config 'log_samples' must be an integer >= 0 (0: none), got int -1"),
+    ({"lora": 8}, "config 'lora' must be a mapping of rank, alpha, dropout, target_modules (for "
+                  "example lora: {rank: 8}), got int 8"),
+    ({"lora": {"alpha": 16}}, "config 'lora.rank' is missing: give the adapter's rank, an "
+                              "integer >= 1 (for example lora: {rank: 8})"),
+    ({"lora": {"rank": 8, "rnak": 8}}, "unknown config key 'lora.rnak' (did you mean 'rank'?); "
+                                       "known keys: rank, alpha, dropout, target_modules"),
+    ({"lora": {"rank": 0}}, "config 'lora.rank' must be an integer >= 1, got int 0"),
+    ({"lora": {"rank": 8, "dropout": 1}}, "config 'lora.dropout' must be a number >= 0 and < 1, "
+                                          "got int 1"),
+    ({"lora": {"rank": 8, "target_modules": []}}, "config 'lora.target_modules' must be "
+     "'all-linear' or a non-empty list of module names, got list []"),
+])
+def test_a_bad_common_setting_is_one_line_naming_the_key(config: dict, message: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        load_config(config)
+    assert str(raised.value) == message
+
+
+def test_a_bad_lora_key_in_a_file_or_override_names_where(tmp_path: Path) -> None:
+    (tmp_path / "config.yaml").write_text("lora:\n  rank: 8\n  alpha: 0\n")
+    with pytest.raises(ConfigError, match=r"^.*config\.yaml: config 'lora\.alpha' must be a "
+                                          r"finite number > 0, got int 0$"):
+        load_config(tmp_path / "config.yaml")
+    with pytest.raises(ConfigError, match=r"^-o lora\.rank=x: config 'lora\.rank' must be an "
+                                          r"integer >= 1, got str 'x'$"):
+        load_config({}, ["lora.rank=x"])

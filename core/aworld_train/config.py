@@ -17,6 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from aworld_train.errors import ConfigError, PluginError, did_you_mean
+from aworld_train.settings import (
+    ALL_LINEAR,
+    LOSS_AGGREGATIONS,
+    LR_SCHEDULERS,
+    PRECISIONS,
+    TRACKERS,
+    Lora,
+)
 
 ALGORITHMS = ("grpo", "ppo", "sft", "dpo")
 SEED_MAX = 2**32 - 1  # numpy's and CUDA's generators take 32-bit seeds
@@ -87,6 +95,11 @@ class TrainConfig:
     ``trust_remote_code`` lets a model whose folder holds its own code be loaded (that code
     runs); ``reward_timeout`` is how many seconds the reward may take on the sample row during
     the checks. ``engine`` is the engine the job runs on, set by the core, never a job key.
+
+    The keys from ``precision`` on mean the same on every engine (README, "The job file"):
+    ``precision`` the dtype training computes in (``auto``: bf16 on a GPU that supports it,
+    else fp32), ``lora`` a LoRA adapter to train, ``report_to`` the trackers the engine logs to,
+    then the RL knobs, evaluation during training and the rollout samples kept per logged step.
     """
 
     algorithm: str = "grpo"
@@ -103,6 +116,18 @@ class TrainConfig:
     save_steps: int | None = None
     trust_remote_code: bool = False
     reward_timeout: float = 5.0
+    precision: str = "auto"
+    lora: Lora | None = None
+    report_to: tuple[str, ...] = ()
+    kl_coef: float | None = None
+    lr_scheduler: str | None = None
+    warmup_ratio: float | None = None
+    loss_aggregation: str | None = None
+    clip_ratio: float | None = None
+    entropy_coef: float | None = None
+    eval_steps: int | None = None
+    eval_limit: int | None = None
+    log_samples: int | None = None
     resources: Resources = field(default_factory=Resources)
     sections: dict[str, dict[str, Any]] = field(default_factory=dict)
     engine: str | None = None
@@ -131,8 +156,9 @@ class TrainConfig:
     def to_dict(self) -> dict[str, Any]:
         """The config as plain data, as a job file would hold it.
 
-        Keys at their "engine default" (``None``) are left out, and so are the safety keys at
-        their defaults, which keeps a saved job short; ``engine`` is not a job key.
+        Keys at their "engine default" (``None``) are left out, and so are the safety keys,
+        ``precision`` and ``report_to`` at their defaults, which keeps a saved job short;
+        ``engine`` is not a job key. ``lora`` is written as its mapping, ``report_to`` as a list.
         """
         defaults = TrainConfig()
         data: dict[str, Any] = {}
@@ -140,7 +166,9 @@ class TrainConfig:
             value = getattr(self, key)
             if value is None or (key in _OMIT_AT_DEFAULT and value == getattr(defaults, key)):
                 continue
-            data[key] = value
+            if isinstance(value, Lora):
+                value = value.to_dict()
+            data[key] = list(value) if isinstance(value, tuple) else value
         data["resources"] = {
             key: getattr(self.resources, key)
             for key in RESOURCE_KEYS
@@ -154,7 +182,11 @@ COMMON_KEYS = tuple(
     f.name for f in fields(TrainConfig) if f.name not in ("resources", "sections", "engine")
 )
 RESOURCE_KEYS = tuple(f.name for f in fields(Resources))
-_OMIT_AT_DEFAULT = ("trust_remote_code", "reward_timeout")
+LORA_KEYS = ("rank", "alpha", "dropout", "target_modules")
+_OMIT_AT_DEFAULT = ("trust_remote_code", "reward_timeout", "precision", "report_to")
+# The keys that take one of a few names: a misspelt one gets a did-you-mean.
+_CHOICES = {"precision": PRECISIONS, "lr_scheduler": LR_SCHEDULERS,
+            "loss_aggregation": LOSS_AGGREGATIONS, "report_to": TRACKERS}
 
 
 def first_non_finite(value: Any) -> float | None:
@@ -261,7 +293,10 @@ def load_config(
     sections: dict[str, dict[str, Any]] = {}
     for key, value in data.items():
         _check_name(where, "", key)
-        if key in COMMON_KEYS:
+        if key == "lora":
+            if value is not None:  # null: no LoRA
+                values[key] = _lora(where, value, sources)
+        elif key in COMMON_KEYS:
             if value is not None:  # null keeps the default (seed 42, algorithm grpo)
                 values[key] = value
         elif key == "resources":
@@ -278,8 +313,10 @@ def load_config(
                 f"{where}: unknown config key '{key}'{did_you_mean(key, allowed)}; "
                 f"known keys: {', '.join(sorted(allowed))}{hint}"
             )
+    lora = values.pop("lora", None)
     checked = _validate(_common_schema(), values, where, "", sources)
-    return TrainConfig(**checked, resources=resources, sections=sections, engine=engine)
+    return TrainConfig(**checked, lora=lora, resources=resources, sections=sections,
+                       engine=engine)
 
 
 def read_config(config: dict[str, Any] | str | Path | TrainConfig | None,
@@ -388,6 +425,31 @@ def _resources(where: str, value: Any, sources: dict[str, str]) -> Resources:
     return Resources(**_validate(_resources_schema(), items, where, "resources.", sources))
 
 
+def _lora(where: str, value: Any, sources: dict[str, str]) -> Lora:
+    """The ``lora:`` mapping checked, with the defaults filled (``alpha`` 2 × ``rank``).
+
+    :raises ConfigError: for a value that is not a mapping, an unknown key (did-you-mean), a
+        missing ``rank`` or a value out of range, naming ``lora.<key>``.
+    """
+    if isinstance(value, Lora):  # a TrainConfig given again
+        value = value.to_dict()
+    origin = sources.get("lora", None if where == "config" else where)
+    prefix = f"{origin}: " if origin else ""
+    if not isinstance(value, dict):
+        raise ConfigError(f"{prefix}config 'lora' must be a mapping of {', '.join(LORA_KEYS)} "
+                          f"(for example lora: {{rank: 8}}), got {describe_value(value)}")
+    for key in value:
+        _check_name(where, "lora.", key)
+        if key not in LORA_KEYS:
+            raise ConfigError(f"{prefix}unknown config key 'lora.{key}'"
+                              f"{did_you_mean(key, LORA_KEYS)}; known keys: {', '.join(LORA_KEYS)}")
+    items = {key: item for key, item in value.items() if item is not None}
+    if "rank" not in items:
+        raise ConfigError(f"{prefix}config 'lora.rank' is missing: give the adapter's rank, an "
+                          "integer >= 1 (for example lora: {rank: 8})")
+    return Lora(**_validate(_lora_schema(), items, where, "lora.", sources))
+
+
 def _validate(schema: Any, values: dict[str, Any], where: str, prefix: str,
               sources: dict[str, str]) -> dict[str, Any]:
     """``values`` checked against ``schema``; the first failure as one line naming the key."""
@@ -405,6 +467,10 @@ def _validate(schema: Any, values: dict[str, Any], where: str, prefix: str,
             hint = did_you_mean(value.lower(), ALGORITHMS)
         elif key == "algorithm" and isinstance(value, dict):  # VeRL's own algorithm section
             hint = f"; {_VERL_HINT}"
+        elif key in _CHOICES:
+            names = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+            wrong = [name for name in names if isinstance(name, str) and name not in _CHOICES[key]]
+            hint = did_you_mean(wrong[0].lower(), _CHOICES[key]) if wrong else ""
         raise ConfigError(
             (f"{origin}: " if origin else "")
             + f"config '{dotted}' must be {schema.model_fields[key].description}, "
@@ -441,9 +507,19 @@ def _common_schema() -> Any:
     """The common keys' types and ranges; ``description`` is how an error line words each."""
     from typing import Annotated
 
-    from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+    from typing import Literal
 
-    count, _, finite = _number_types()
+    from pydantic import (
+        BaseModel,
+        BeforeValidator,
+        ConfigDict,
+        Field,
+        StrictBool,
+        StrictInt,
+        StrictStr,
+    )
+
+    count, natural, finite = _number_types()
     count_rule = "an integer >= 1"
 
     class CommonKeys(BaseModel):
@@ -471,8 +547,71 @@ def _common_schema() -> Any:
         trust_remote_code: StrictBool = Field(False, description="true or false")
         reward_timeout: Annotated[finite, Field(gt=0, le=REWARD_TIMEOUT_MAX)] = Field(
             5.0, description=f"a number of seconds > 0 and <= {REWARD_TIMEOUT_MAX:g}")
+        precision: Literal[PRECISIONS] = Field(  # type: ignore[valid-type]
+            "auto", description=_one_of(PRECISIONS))
+        report_to: Annotated[
+            tuple[Literal[TRACKERS], ...], BeforeValidator(_trackers)  # type: ignore[valid-type]
+        ] = Field((), description=f"none, or a list of {', '.join(TRACKERS)}")
+        kl_coef: Annotated[finite, Field(ge=0)] | None = Field(
+            None, description="a finite number >= 0")
+        lr_scheduler: Literal[LR_SCHEDULERS] | None = Field(  # type: ignore[valid-type]
+            None, description=_one_of(LR_SCHEDULERS))
+        warmup_ratio: Annotated[finite, Field(ge=0, le=1)] | None = Field(
+            None, description="a number from 0 to 1")
+        loss_aggregation: Literal[LOSS_AGGREGATIONS] | None = Field(  # type: ignore[valid-type]
+            None, description=_one_of(LOSS_AGGREGATIONS))
+        clip_ratio: Annotated[finite, Field(gt=0)] | None = Field(
+            None, description="a finite number > 0")
+        entropy_coef: Annotated[finite, Field(ge=0)] | None = Field(
+            None, description="a finite number >= 0")
+        eval_steps: count | None = Field(None, description=count_rule)
+        eval_limit: count | None = Field(None, description=count_rule)
+        log_samples: natural | None = Field(None, description="an integer >= 0 (0: none)")
 
     return CommonKeys
+
+
+def _one_of(names: tuple[str, ...]) -> str:
+    return "one of " + ", ".join(names)
+
+
+def _trackers(value: Any) -> Any:
+    """``report_to`` as a tuple: one name is one tracker, ``none`` none; repeats dropped."""
+    if value == "none":
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list):
+        return tuple(dict.fromkeys(value)) if all(isinstance(v, str) for v in value) else value
+    return value
+
+
+@functools.cache
+def _lora_schema() -> Any:
+    """The ``lora:`` keys' types and ranges (the defaults are :class:`Lora`'s)."""
+    from typing import Annotated
+
+    from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictStr
+
+    count, _, finite = _number_types()
+    name = Annotated[StrictStr, Field(pattern=r"\S")]
+
+    def modules(value: Any) -> Any:
+        return tuple(value) if isinstance(value, list) else value
+
+    class LoraKeys(BaseModel):
+        model_config = ConfigDict(strict=True, extra="forbid")
+
+        rank: count = Field(description="an integer >= 1")
+        alpha: Annotated[finite, Field(gt=0)] | None = Field(
+            None, description="a finite number > 0")
+        dropout: Annotated[finite, Field(ge=0, lt=1)] = Field(
+            0.0, description="a number >= 0 and < 1")
+        target_modules: name | Annotated[
+            tuple[name, ...], Field(min_length=1), BeforeValidator(modules)
+        ] = Field(ALL_LINEAR, description=f"'{ALL_LINEAR}' or a non-empty list of module names")
+
+    return LoraKeys
 
 
 @functools.cache

@@ -64,6 +64,25 @@ from aworld_train.model import check_lengths, load_tokenizer, max_positions
 from aworld_train.plugins import installed_versions
 from aworld_train.redaction import SecretFilter, redact_text, remember_secrets
 from aworld_train.reward import RewardFunction, RewardSpec
+from aworld_train.samples import append_samples, read_samples
+from aworld_train.settings import (
+    ADAPTER_DIR,
+    DEFAULT_LOG_SAMPLES,
+    ENGINE_KEYS,
+    LOSS_AGGREGATIONS,
+    LR_SCHEDULERS,
+    MODEL_DIR,
+    PRECISIONS,
+    SAMPLES_FILE,
+    TENSORBOARD_DIR,
+    TRACKERS,
+    Lora,
+    Setting,
+    check_trackers,
+    describe_device,
+    resolve_precision,
+    tracker_environment,
+)
 from aworld_train.tools import DEFAULT_TIMEOUT, MCPTool, ToolSet
 from aworld_train.workers import (
     emit,
@@ -91,6 +110,25 @@ __all__ = [
     "MCPTool",
     "DEFAULT_TIMEOUT",
     "JOB_FIELDS",
+    # The common settings: allowed values, the effective-settings table, run-directory names
+    "Lora",
+    "Setting",
+    "PRECISIONS",
+    "LR_SCHEDULERS",
+    "LOSS_AGGREGATIONS",
+    "TRACKERS",
+    "ENGINE_KEYS",
+    "DEFAULT_LOG_SAMPLES",
+    "TENSORBOARD_DIR",
+    "ADAPTER_DIR",
+    "MODEL_DIR",
+    "SAMPLES_FILE",
+    "describe_device",
+    "resolve_precision",
+    "check_trackers",
+    "tracker_environment",
+    "append_samples",
+    "read_samples",
     # Errors: each is told to the user in one line
     "AWorldTrainError",
     "AgentError",

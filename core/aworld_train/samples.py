@@ -1,0 +1,49 @@
+"""Rollout samples: what the policy generated during training, a few per logged step.
+
+Every engine appends to ``<run>/samples.jsonl`` through :func:`append_samples` (on rank 0 only),
+one line per sample: ``{"step", "prompt", "completion", "reward", "rewards": {name: score}}``;
+``aworld-train show`` and users read it back with :func:`read_samples`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from aworld_train.settings import SAMPLES_FILE
+
+
+def append_samples(run_dir: Path, step: int, rows: list[dict[str, Any]]) -> None:
+    """Append ``rows`` as the samples of training step ``step``.
+
+    :param rows: each with ``prompt`` (text, or the chat messages), ``completion`` (the text
+        the reward saw), ``reward`` (the weighted total) and optionally ``rewards`` (each reward
+        function's score by name). A score that is not a finite number is written as ``null``.
+    """
+    lines = []
+    for row in rows:
+        rewards = {str(name): _score(score) for name, score in (row.get("rewards") or {}).items()}
+        sample = {"step": int(step), "prompt": row["prompt"], "completion": row["completion"],
+                  "reward": _score(row["reward"]), "rewards": rewards}
+        lines.append(json.dumps(sample, ensure_ascii=False) + "\n")
+    if lines:
+        # One write per call keeps a step's lines together.
+        with open(Path(run_dir) / SAMPLES_FILE, "a", encoding="utf-8") as file:
+            file.write("".join(lines))
+
+
+def read_samples(run_dir: Path) -> list[dict[str, Any]]:
+    """Every sample of the run, in the order written; ``[]`` when it has none."""
+    path = Path(run_dir) / SAMPLES_FILE
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def _score(value: Any) -> float | None:
+    if value is None:
+        return None
+    score = float(value)
+    return score if math.isfinite(score) else None

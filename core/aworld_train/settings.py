@@ -1,0 +1,214 @@
+"""The common training settings: their allowed values, the effective-settings table an engine
+reports, and the run-directory names every engine writes to.
+
+A job states precision, LoRA, trackers and the RL knobs once, under their common names; each
+engine maps them onto its own keys (:data:`ENGINE_KEYS` names them for the shipped engines) and
+answers the ``effective_settings`` hook with one :class:`Setting` per common name, which
+``check`` prints and the manifest keeps. Nothing heavy is imported here: torch only inside
+:func:`describe_device` and :func:`resolve_precision`, and only when a GPU is asked for.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import netrc
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aworld_train.errors import ConfigError
+
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+LR_SCHEDULERS = ("constant", "linear", "cosine")
+# VeRL's names for how a batch's token losses become one loss (its loss_agg_mode).
+LOSS_AGGREGATIONS = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum",
+                     "seq-mean-token-sum-norm")
+TRACKERS = ("tensorboard", "wandb", "mlflow", "swanlab")
+DEFAULT_LOG_SAMPLES = 4  # rollout samples per logged step when log_samples is unset
+TENSORBOARD_DIR = "tensorboard"  # <run>/tensorboard holds every engine's event files
+ADAPTER_DIR = "adapter"  # <run>/adapter: the LoRA adapter (a PEFT folder)
+MODEL_DIR = "model"  # <run>/model: the final model, merged for LoRA, loads without peft
+SAMPLES_FILE = "samples.jsonl"
+ALL_LINEAR = "all-linear"  # PEFT's name for every linear layer but the output head
+
+# The package each tracker needs, as pip names it.
+_TRACKER_PACKAGES = {"tensorboard": "tensorboard", "wandb": "wandb", "mlflow": "mlflow",
+                     "swanlab": "swanlab"}
+_WANDB_HOST = "api.wandb.ai"
+
+
+@dataclass(frozen=True)
+class Lora:
+    """The checked common ``lora:`` key: train a LoRA adapter with exactly these settings.
+
+    The core fills the defaults (``alpha`` 2 × ``rank``, ``dropout`` 0.0, ``target_modules``
+    ``"all-linear"``), so ``lora: {rank: 8}`` is a whole setting.
+
+    :ivar target_modules: ``"all-linear"`` (or another name PEFT reads as one string), or the
+        module names to adapt.
+    """
+
+    rank: int
+    alpha: float = None  # type: ignore[assignment]  # filled in: 2 * rank
+    dropout: float = 0.0
+    target_modules: str | tuple[str, ...] = ALL_LINEAR
+
+    def __post_init__(self) -> None:
+        if self.alpha is None:
+            object.__setattr__(self, "alpha", 2.0 * self.rank)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The setting as plain data: a job file's form, and the manifest's."""
+        modules = self.target_modules
+        return {"rank": self.rank, "alpha": self.alpha, "dropout": self.dropout,
+                "target_modules": modules if isinstance(modules, str) else list(modules)}
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One row of the effective-settings table: a common setting as the engine will use it.
+
+    :ivar name: the common name (``kl_coef``, ``device``, ``precision``, ...).
+    :ivar value: its value in the common form, JSON-able (``0.0``, ``"constant"``, ``"fp32"``,
+        ``Lora.to_dict()``, a list).
+    :ivar engine_key: the engine's own key for it (``beta``,
+        ``actor_rollout_ref.actor.kl_loss_coef``); ``""`` when the engine has none.
+    :ivar engine_value: the value under the engine's own key (``"dapo"`` for ``token-mean``).
+    :ivar source: ``"job"`` (a common key), ``"section"`` (the engine's own section) or
+        ``"default"`` (the engine's default).
+    """
+
+    name: str
+    value: Any
+    engine_key: str
+    engine_value: Any
+    source: str
+
+
+def describe_device(use_gpu: bool) -> str:
+    """``"cpu"``, or the visible GPUs as ``"NVIDIA H200 x 2"``.
+
+    :param use_gpu: whether the run trains on the GPUs (the engine's decision); without it
+        torch is not imported.
+    """
+    if not use_gpu:
+        return "cpu"
+    import torch
+
+    count = torch.cuda.device_count()
+    if count == 0:
+        return "cpu"
+    return f"{torch.cuda.get_device_name(0)} x {count}"
+
+
+def resolve_precision(precision: str, use_gpu: bool) -> str:
+    """The precision a run computes in: ``auto`` is bf16 on a GPU that supports it, else fp32.
+
+    :param precision: one of :data:`PRECISIONS`.
+    :param use_gpu: whether the run trains on the GPUs.
+    """
+    if precision != "auto":
+        return precision
+    if not use_gpu:
+        return "fp32"
+    import torch
+
+    return "bf16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "fp32"
+
+
+def check_trackers(report_to: tuple[str, ...]) -> None:
+    """Each tracker in ``report_to`` can log: its package is installed and, for wandb, a key or
+    an offline mode is set. Cheap: packages are found, not imported.
+
+    :raises ConfigError: one line naming the tracker and the package to install, or how to give
+        wandb a key.
+    """
+    for tracker in report_to:
+        package = _TRACKER_PACKAGES[tracker]
+        if importlib.util.find_spec(package) is None:
+            raise ConfigError(f"config report_to: {tracker} is not installed: pip install {package}")
+        if tracker == "wandb" and not _wandb_can_log():
+            raise ConfigError(
+                "config report_to: wandb has no API key: set WANDB_API_KEY, run `wandb login`, "
+                "or set WANDB_MODE=offline to keep the logs in the run directory only")
+
+
+def _wandb_can_log() -> bool:
+    """A key in the environment or in ``~/.netrc`` (where ``wandb login`` writes it), or a mode
+    that needs none."""
+    if os.environ.get("WANDB_API_KEY") or os.environ.get("WANDB_MODE") in ("offline", "disabled"):
+        return True
+    try:
+        return netrc.netrc(os.environ.get("NETRC")).authenticators(_WANDB_HOST) is not None
+    except (FileNotFoundError, netrc.NetrcParseError, OSError):
+        return False
+
+
+def tracker_environment(report_to: tuple[str, ...] | list[str], run_dir: Path) -> dict[str, str]:
+    """The environment variables that keep each tracker's files inside the run directory.
+
+    An MLflow tracking URI the user set is kept (a tracking server); otherwise MLflow writes to
+    ``<run>/mlruns``. TensorBoard needs none: engines point their logging folder at
+    ``<run>/tensorboard``.
+    """
+    run_dir = Path(run_dir).absolute()
+    environment: dict[str, str] = {}
+    if "wandb" in report_to:
+        environment["WANDB_DIR"] = str(run_dir)
+    if "mlflow" in report_to:
+        environment["MLFLOW_TRACKING_URI"] = os.environ.get(
+            "MLFLOW_TRACKING_URI", f"file:{run_dir / 'mlruns'}")
+    if "swanlab" in report_to:
+        environment["SWANLAB_LOG_DIR"] = str(run_dir / "swanlog")
+    return environment
+
+
+# The shipped engines' own keys for each common name. Each common name maps to the tuple of the
+# engine's keys that carry it: the first is the one the settings table shows, the rest are the
+# engine's other keys for the same setting (TRL's fp16 beside bf16), so that a key of another
+# engine's section is named by its common key in a warning.
+ENGINE_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
+    "trl": {
+        "precision": ("bf16", "fp16"),
+        "kl_coef": ("beta",),
+        "lr_scheduler": ("lr_scheduler_type",),
+        "warmup_ratio": ("warmup_ratio",),
+        "loss_aggregation": ("loss_type",),
+        "clip_ratio": ("epsilon",),
+        "lora": ("peft_config",),
+        "report_to": ("report_to",),
+        "eval_steps": ("eval_steps",),
+        "log_samples": ("num_completions_to_print",),
+    },
+    "swift": {
+        "precision": ("torch_dtype",),
+        "kl_coef": ("beta",),
+        "lr_scheduler": ("lr_scheduler_type",),
+        "warmup_ratio": ("warmup_ratio",),
+        "loss_aggregation": ("loss_type",),
+        "clip_ratio": ("epsilon",),
+        "lora": ("tuner_type",),
+        "report_to": ("report_to",),
+        "eval_steps": ("eval_steps",),
+    },
+    "verl": {
+        "precision": ("actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype",),
+        "kl_coef": ("actor_rollout_ref.actor.kl_loss_coef", "actor_rollout_ref.actor.use_kl_loss"),
+        "lr_scheduler": ("actor_rollout_ref.actor.optim.lr_scheduler_type",),
+        "warmup_ratio": ("actor_rollout_ref.actor.optim.lr_warmup_steps_ratio",),
+        "loss_aggregation": ("actor_rollout_ref.actor.loss_agg_mode",),
+        "clip_ratio": ("actor_rollout_ref.actor.clip_ratio",),
+        "entropy_coef": ("actor_rollout_ref.actor.entropy_coeff",),
+        "lora": ("actor_rollout_ref.model.lora_rank",),
+        "report_to": ("trainer.logger",),
+        "eval_steps": ("trainer.test_freq",),
+    },
+}
+
+
+def common_name(engine: str, key: str) -> str | None:
+    """The common name that carries ``engine``'s own ``key`` (``trl``, ``fp16`` ->
+    ``precision``), or ``None`` when :data:`ENGINE_KEYS` maps no common name to it."""
+    return next((name for name, keys in ENGINE_KEYS.get(engine, {}).items() if key in keys),
+                None)
