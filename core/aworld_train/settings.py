@@ -173,13 +173,13 @@ ENGINE_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
         "precision": ("bf16", "fp16"),
         "kl_coef": ("beta",),
         "lr_scheduler": ("lr_scheduler_type",),
-        "warmup_ratio": ("warmup_ratio",),
+        "warmup_ratio": ("warmup_steps",),  # TRL has no warmup_ratio: below 1 it is a ratio
         "loss_aggregation": ("loss_type",),
         "clip_ratio": ("epsilon",),
+        "entropy_coef": ("entropy_coef",),
         "lora": ("peft_config",),
         "report_to": ("report_to",),
-        "eval_steps": ("eval_steps",),
-        "log_samples": ("num_completions_to_print",),
+        "eval_steps": ("eval_steps", "eval_strategy"),
     },
     "swift": {
         "precision": ("torch_dtype",),
