@@ -17,12 +17,15 @@ from typing import TYPE_CHECKING, Any
 
 from aworld_train.engine import (
     ConfigError,
+    Setting,
     TrainerConfig,
     all_argument_names,
     argument_names,
     arguments_class,
     did_you_mean,
 )
+
+from aworld_train_trl.settings import resolve_settings
 
 if TYPE_CHECKING:
     from aworld_train.engine import TrainConfig
@@ -52,13 +55,27 @@ class TrlConfig(TrainerConfig):
     """The resolved TRL settings of a job: ``arguments`` of ``GRPOConfig`` / ``SFTConfig``;
     several processes train through ``accelerate launch``.
 
-    :ivar use_gpu: whether a GPU is visible.
+    :ivar use_gpu: whether training runs on the visible GPUs.
+    :ivar lora: the LoRA adapter to train (``Lora.to_dict()``), or ``None`` for full training.
+    :ivar environment: variables for the training processes that keep each tracker's files
+        inside the run directory.
+    :ivar evaluate_at_end: score the test set once after training.
+    :ivar log_samples: rollout samples appended to ``samples.jsonl`` per logged step.
+    :ivar reward_names: the job's reward functions, whose eval metrics are renamed
+        ``eval_<name>``.
     :ivar secret_env: environment variables for the training processes that hold credentials
         from the ``trl:`` section (``HF_TOKEN``); never written to the run directory.
+    :ivar settings: the effective-settings table (``effective_settings``); not sent to workers.
     """
 
     use_gpu: bool = False
+    lora: dict[str, Any] | None = None
+    environment: dict[str, str] = field(default_factory=dict)
+    evaluate_at_end: bool = False
+    log_samples: int = 0
+    reward_names: list[str] = field(default_factory=list)
     secret_env: dict[str, str] = field(default_factory=dict, repr=False)
+    settings: list[Setting] = field(default_factory=list, repr=False)
 
 
 def section_keys() -> frozenset[str]:
@@ -75,11 +92,14 @@ def config_to_trl(
     agent: TrlAgent,
     run_dir: Path,
     logger: logging.Logger | None = None,
+    *,
+    has_test: bool = False,
+    reward_names: list[str] | None = None,
 ) -> TrlConfig:
     """Map ``config`` onto TRL's config dataclass and validate it with TRL itself.
 
-    Common keys come first, then the agent's sampling settings, then the ``trl:`` section, whose
-    keys must be fields of ``GRPOConfig`` (GRPO) or ``SFTConfig`` (SFT) and whose values must
+    Common keys come first (:func:`~aworld_train_trl.settings.resolve_settings`), then the
+    agent's sampling settings, then the ``trl:`` section, whose keys must be fields of ``GRPOConfig`` (GRPO) or ``SFTConfig`` (SFT) and whose values must
     have the field's type, be one of the values TRL accepts and lie in a sensible range.
 
     :raises ConfigError: naming the key, for an unknown field (with a suggestion), a value of
@@ -105,8 +125,12 @@ def config_to_trl(
         if section.get(key) is not None
     }
 
-    use_gpu = torch.cuda.is_available()
+    # The section's use_cpu keeps a GPU machine's run on its CPU.
+    use_gpu = torch.cuda.is_available() and not section.get("use_cpu")
+    common = resolve_settings(config, section, args_class, use_gpu=use_gpu, has_test=has_test,
+                              run_dir=run_dir)
     args = _common_args(config, agent, run_dir, use_gpu, fields, logger)
+    args.update(common.arguments)
     args.update(section)
     if args.get("use_vllm"):
         _check_vllm(use_gpu)
@@ -119,7 +143,13 @@ def config_to_trl(
         nproc_per_node=max(1, num_processes),
         nnodes=max(1, config.resources.nnodes),
         use_gpu=use_gpu,
+        lora=common.lora,
+        environment=common.environment,
+        evaluate_at_end=common.evaluate_at_end,
+        log_samples=common.log_samples,
+        reward_names=list(reward_names or []),
         secret_env=secret_env,
+        settings=common.settings,
     )
     world_size = resolved.world_size
     if agent.max_turns > 1 and world_size > 1:
@@ -195,7 +225,6 @@ def _common_args(
     args: dict[str, Any] = {
         "output_dir": str(run_dir / "checkpoints"),
         "trust_remote_code": config.trust_remote_code,
-        "report_to": "none",
         "seed": config.seed,
         "logging_steps": config.logging_steps or 1,
         "disable_tqdm": True,
@@ -206,7 +235,7 @@ def _common_args(
             "activation_checkpointing" if "activation_checkpointing" in fields
             else "gradient_checkpointing"
         )
-        args.update({"use_cpu": True, "bf16": False, "fp16": False, checkpointing: False})
+        args.update({"use_cpu": True, checkpointing: False})
     optional = {
         "learning_rate": config.learning_rate,
         "max_steps": config.max_steps,

@@ -27,13 +27,14 @@ class TrlDatasets:
 
 
 def datasets_to_trl(train: datasets.Dataset | None, test: datasets.Dataset | None,
-                    agent: TrlAgent, algorithm: str) -> TrlDatasets:
+                    agent: TrlAgent, algorithm: str, eval_limit: int | None = None) -> TrlDatasets:
     """Convert the canonical datasets for ``algorithm`` (``grpo`` or ``sft``).
 
     GRPO keeps every column: ``ground_truth``, ``data_source``, ``extra_info`` and the rest reach
     the reward function as keyword lists. SFT keeps only what ``SFTTrainer`` reads.
 
     :param train: the training rows, or ``None`` when the job gave none.
+    :param eval_limit: evaluate on the first this many test rows only (all when ``None``).
     :raises DatasetError: for no training dataset, or naming the dataset and the row or column
         the engine cannot use.
     """
@@ -44,6 +45,8 @@ def datasets_to_trl(train: datasets.Dataset | None, test: datasets.Dataset | Non
             "list of dicts)"
         )
     convert = _to_sft if algorithm == "sft" else _to_grpo
+    if test is not None and eval_limit is not None and eval_limit < len(test):
+        test = test.select(range(eval_limit))
     with quiet_progress_bars():
         return TrlDatasets(
             train=convert(train, agent, "train_dataset"),

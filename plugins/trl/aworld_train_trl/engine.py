@@ -13,7 +13,14 @@ from aworld_train.engine import ConfigLayout, hookimpl, installed_versions, resu
 if TYPE_CHECKING:
     from datasets import Dataset
 
-    from aworld_train.engine import AgentSpec, RewardSpec, RunContext, ToolSet, TrainConfig
+    from aworld_train.engine import (
+        AgentSpec,
+        RewardSpec,
+        RunContext,
+        Setting,
+        ToolSet,
+        TrainConfig,
+    )
 
     from aworld_train_trl.agent import TrlAgent
     from aworld_train_trl.config import TrlConfig
@@ -42,7 +49,8 @@ def check_dataset(train_dataset: Dataset | None, test_dataset: Dataset | None, a
                   config: TrainConfig) -> TrlDatasets:
     from aworld_train_trl.dataset import datasets_to_trl
 
-    return datasets_to_trl(train_dataset, test_dataset, agent, config.algorithm)
+    return datasets_to_trl(train_dataset, test_dataset, agent, config.algorithm,
+                           eval_limit=config.eval_limit)
 
 
 @hookimpl
@@ -53,12 +61,19 @@ def check_reward(reward: RewardSpec) -> TrlReward:
 
 
 @hookimpl
-def check_config(config: TrainConfig, agent: TrlAgent, ctx: RunContext) -> TrlConfig:
+def check_config(config: TrainConfig, agent: TrlAgent, dataset: TrlDatasets, reward: TrlReward,
+                 ctx: RunContext) -> TrlConfig:
     from aworld_train_trl.config import config_to_trl
 
     if ctx.resume_from is not None:
         resume_checkpoint(ctx.resume_from)  # a run without checkpoints fails now, not after loading
-    return config_to_trl(config, agent, ctx.run_dir, ctx.logger)
+    return config_to_trl(config, agent, ctx.run_dir, ctx.logger, has_test=dataset.test is not None,
+                         reward_names=[function.name for function in reward.spec.functions])
+
+
+def effective_settings(config: TrlConfig) -> list[Setting]:
+    """The table ``check_config`` resolved: one row per common name, TRL's key and value."""
+    return list(config.settings)
 
 
 @hookimpl

@@ -75,8 +75,9 @@ def write_job(
     """
     rewards = reward_references(reward.spec)
     fields = dataclasses.asdict(config)
-    # Credentials reach the workers through the environment they inherit, not through this file.
-    del fields["secret_env"]
+    # Credentials reach the workers through the environment they inherit, not through this file;
+    # the settings table is the parent's report.
+    del fields["secret_env"], fields["settings"]
     data_dir = run_dir / "trl_data"
     data.train.save_to_disk(str(data_dir / "train"))
     if data.test is not None:

@@ -12,12 +12,19 @@ if TYPE_CHECKING:
     from aworld_train.engine import RewardSpec
 
 
+# The column of TRL's completion log holding each function's score per completion:
+# rewards/<name>.
+REWARD_COLUMN = "rewards/"
+
+
 class TrlReward:
     """A TRL reward function that scores each completion with the job's :class:`RewardSpec`.
 
     TRL calls it with the batch's prompts and completions plus every other dataset column as a
-    keyword list (one item per completion). It returns the weighted total per completion and
-    logs each function's score and the extra keys of dict results through TRL's ``log_metric``.
+    keyword list (one item per completion). It returns the weighted total per completion, logs
+    each function's score and the extra keys of dict results through TRL's ``log_metric``, and
+    adds each function's score per completion to TRL's completion log (``log_extra``), where
+    the rollout samples read it.
     """
 
     def __init__(self, spec: RewardSpec) -> None:
@@ -36,9 +43,11 @@ class TrlReward:
         data_source: list[str] | None = None,
         extra_info: list[dict[str, Any] | None] | None = None,
         log_metric: Callable[[str, float], None] | None = None,
+        log_extra: Callable[[str, list[Any]], None] | None = None,
         **_: Any,
     ) -> list[float]:
         scores: list[float] = []
+        per_function: dict[str, list[float]] = defaultdict(list)
         totals: dict[str, float] = defaultdict(float)
         counts: dict[str, int] = defaultdict(int)
         for i, completion in enumerate(completions):
@@ -52,6 +61,9 @@ class TrlReward:
                 row=row if isinstance(row, int) else i,
             )
             scores.append(float(result.score))
+            for function in self.spec.functions:
+                key = f"{REWARD_COLUMN}{function.name}"
+                per_function[key].append(float(result.metrics[key]))
             for key, value in result.metrics.items():
                 if key in self._repeated:
                     continue
@@ -60,6 +72,9 @@ class TrlReward:
         if log_metric is not None:
             for key, total in totals.items():
                 log_metric(key, total / counts[key])
+        if log_extra is not None:
+            for key, values in per_function.items():
+                log_extra(key, values)
         return scores
 
 

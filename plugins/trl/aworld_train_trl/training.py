@@ -6,8 +6,17 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.engine import resume_checkpoint, scoped_environment, trainer_callback
+from aworld_train.engine import (
+    ADAPTER_DIR,
+    MODEL_DIR,
+    append_samples,
+    completion_text,
+    resume_checkpoint,
+    scoped_environment,
+    trainer_callback,
+)
 
+from aworld_train_trl.reward import REWARD_COLUMN
 from aworld_train_trl.tools import trl_tools
 
 if TYPE_CHECKING:
@@ -25,8 +34,9 @@ def run_training(
     """Train the checked job, resuming from ``ctx.resume_from`` when set."""
     checkpoint = resume_checkpoint(ctx.resume_from) if ctx.resume_from is not None else None
     # Credentials reach TRL through the environment (workers inherit it), never through its
-    # config object, which the trainer pickles into training_args.bin.
-    with scoped_environment(config.secret_env):
+    # config object, which the trainer pickles into training_args.bin; so do the trackers'
+    # folders inside the run directory.
+    with scoped_environment({**config.environment, **config.secret_env}):
         if config.distributed:
             from aworld_train_trl.launch import launch
 
@@ -87,7 +97,9 @@ def train_in_process(
     )
     if agent.response_template is not None:
         tokenizer.response_template = agent.response_template
-    callback = trainer_callback(TrainerCallback, on_start, on_log)()
+    log = eval_names(on_log, config.reward_names)
+    callback = trainer_callback(TrainerCallback, on_start, log)()
+    peft_config = _peft_config(config.lora)
     if config.algorithm == "sft":
         from trl import SFTTrainer
 
@@ -98,6 +110,7 @@ def train_in_process(
             eval_dataset=data.test,
             processing_class=tokenizer,
             callbacks=[callback],
+            peft_config=peft_config,
         )
     else:
         from trl import GRPOTrainer
@@ -111,13 +124,133 @@ def train_in_process(
             processing_class=tokenizer,
             callbacks=[callback],
             tools=tools or None,
+            peft_config=peft_config,
         )
+        greedy_evaluation(trainer)
+        if config.log_samples:
+            trainer.add_callback(samples_callback(TrainerCallback, trainer, run_dir,
+                                                  config.log_samples, config.reward_names))
     trainer.remove_callback(PrinterCallback)
     trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint is not None else None)
-    trainer.save_model(str(run_dir / "model"))
+    if config.evaluate_at_end:
+        trainer.evaluate()
+    _save(trainer, agent, run_dir, lora=peft_config is not None)
     final: dict[str, Any] = {}
     for entry in trainer.state.log_history:
         final.update(entry)
     final["step"] = trainer.state.global_step
     final["num_processes"] = trainer.accelerator.num_processes
     return final
+
+
+def _peft_config(lora: dict[str, Any] | None) -> Any:
+    if lora is None:
+        return None
+    from peft import LoraConfig
+
+    from aworld_train_trl.settings import lora_arguments
+
+    return LoraConfig(**lora_arguments(lora))
+
+
+def _save(trainer: Any, agent: TrlAgent, run_dir: Path, *, lora: bool) -> None:
+    """The final model into ``<run>/model``; with LoRA, the adapter into ``<run>/adapter`` and
+    the base model merged with it into ``<run>/model``, which loads without peft."""
+    if not lora:
+        trainer.save_model(str(run_dir / MODEL_DIR))
+        return
+    trainer.save_model(str(run_dir / ADAPTER_DIR))
+    trainer.accelerator.wait_for_everyone()
+    if trainer.accelerator.is_main_process:
+        merged = trainer.accelerator.unwrap_model(trainer.model).merge_and_unload()
+        merged.save_pretrained(str(run_dir / MODEL_DIR))
+        trainer.processing_class.save_pretrained(str(run_dir / MODEL_DIR))
+
+
+def eval_names(on_log: LogFn, reward_names: list[str]) -> LogFn:
+    """``on_log`` with TRL's eval metrics of each reward function named as every engine names
+    them: ``eval_rewards/<name>/mean`` (one function) and ``eval_rewards/<name>`` (each of
+    several, logged by :class:`~aworld_train_trl.reward.TrlReward`) become ``eval_<name>``.
+    TRL's ``eval_reward`` is already the job's weighted total."""
+    renamed = {}
+    for name in reward_names:
+        renamed[f"eval_rewards/{name}/mean"] = renamed[f"eval_rewards/{name}"] = f"eval_{name}"
+
+    def log(step: int, metrics: dict[str, Any]) -> None:
+        on_log(step, {renamed.get(key, key): value for key, value in metrics.items()})
+
+    return log
+
+
+def greedy_evaluation(trainer: Any) -> None:
+    """Make ``trainer.evaluate`` generate greedily, as every engine scores its test set.
+
+    GRPOTrainer evaluates with the sampling settings it trains with; its generation config is
+    swapped for the span of each evaluation (the transformers generation path; vLLM keeps its
+    own sampling parameters).
+    """
+    from transformers import GenerationConfig
+
+    sampling_keys = ("do_sample", "temperature", "top_p", "top_k", "min_p")
+    kwargs = {k: v for k, v in trainer.generation_kwargs.items() if k not in sampling_keys}
+    greedy = GenerationConfig(**kwargs, do_sample=False, disable_compile=True)
+    evaluate = trainer.evaluate
+
+    def evaluate_greedily(*args: Any, **kwargs: Any) -> Any:
+        sampling = trainer.generation_config
+        trainer.generation_config = greedy
+        try:
+            return evaluate(*args, **kwargs)
+        finally:
+            trainer.generation_config = sampling
+
+    trainer.evaluate = evaluate_greedily
+
+
+def samples_callback(base: type, trainer: Any, run_dir: Path, count: int,
+                     reward_names: list[str]) -> Any:
+    """A ``base`` (TrainerCallback) that appends ``count`` of the latest generation batch's
+    (prompt, completion, reward, rewards) to ``<run>/samples.jsonl`` at each logged training
+    step, from the main process.
+
+    The batch is the one GRPOTrainer keeps for its own completion logging (``_logs``, gathered
+    from every process); each function's score comes from the column
+    :class:`~aworld_train_trl.reward.TrlReward` adds to it. A logged step that generated
+    nothing new (several steps per generation) adds nothing.
+    """
+
+    class SamplesCallback(base):  # type: ignore[misc, valid-type]
+        def __init__(self) -> None:
+            self.written: list[Any] = []  # the completions the last call appended
+
+        def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None,
+                   **kwargs: Any) -> None:
+            if not state.is_world_process_zero or not logs or "reward" not in logs:
+                return
+            batch = trainer._logs
+            completions = list(batch["completion"])[:count]
+            if not completions or completions == self.written:
+                return
+            self.written = completions
+            totals = next(iter(batch["rewards"].values()))
+            columns = {name: batch["extra"].get(f"{REWARD_COLUMN}{name}") for name in reward_names}
+            rows = []
+            for i, completion in enumerate(completions):
+                rows.append({
+                    "prompt": prompt_text(batch["prompt"][i]),
+                    "completion": completion_text(completion),
+                    "reward": float(totals[i]),
+                    "rewards": {name: float(column[i]) for name, column in columns.items()
+                                if column is not None and column[i] is not None},
+                })
+            append_samples(run_dir, state.global_step, rows)
+
+    return SamplesCallback()
+
+
+def prompt_text(prompt: Any) -> str:
+    """The text of a prompt: a string, or the last message of a chat (the row's question; the
+    system prompt is the same for every row)."""
+    if isinstance(prompt, str):
+        return prompt
+    return str(prompt[-1].get("content") or "") if prompt else ""

@@ -1,0 +1,278 @@
+"""The common settings of a job (precision, LoRA, trackers, the RL knobs, evaluation, samples)
+as TRL's own keys, and the effective-settings table the engine reports for them.
+
+A common key and the ``trl:`` section's own key for it may both be given only with the same
+value; either alone decides, and with neither TRL's own default applies (and is reported as
+such). Nothing heavy is imported here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aworld_train.engine import (
+    DEFAULT_LOG_SAMPLES,
+    TENSORBOARD_DIR,
+    TRACKERS,
+    ConfigError,
+    Setting,
+    check_trackers,
+    describe_device,
+    resolve_precision,
+    tracker_environment,
+)
+
+if TYPE_CHECKING:
+    from aworld_train.engine import TrainConfig
+
+# Common loss_aggregation (VeRL's names) -> GRPOConfig.loss_type. seq-mean-token-sum has no
+# TRL counterpart.
+LOSS_TYPES = {"token-mean": "dapo", "seq-mean-token-mean": "grpo",
+              "seq-mean-token-sum-norm": "dr_grpo"}
+# GRPOConfig.lr_scheduler_type -> the common lr_scheduler it means (the others have none).
+_SCHEDULER_NAMES = {"constant": "constant", "constant_with_warmup": "constant",
+                    "linear": "linear", "cosine": "cosine"}
+# transformers' TensorBoardCallback writes its event files here when the variable is set
+# (else under <output_dir>/runs/<date>), in every training process.
+TENSORBOARD_VARIABLE = "TENSORBOARD_LOGGING_DIR"
+
+
+@dataclass
+class Resolved:
+    """The common settings as TRL arguments and what the training code does besides.
+
+    :ivar arguments: ``GRPOConfig`` / ``SFTConfig`` fields set from common keys.
+    :ivar settings: the effective-settings table, one row per common name.
+    :ivar lora: the LoRA adapter to train (``Lora.to_dict()``), or ``None``.
+    :ivar environment: variables that keep each tracker's files inside the run directory.
+    :ivar evaluate_at_end: score the test set once after training (no cadence was set).
+    :ivar log_samples: rollout samples kept per logged step in ``samples.jsonl``.
+    """
+
+    arguments: dict[str, Any] = field(default_factory=dict)
+    settings: list[Setting] = field(default_factory=list)
+    lora: dict[str, Any] | None = None
+    environment: dict[str, str] = field(default_factory=dict)
+    evaluate_at_end: bool = False
+    log_samples: int = 0
+
+
+def resolve_settings(
+    config: TrainConfig,
+    section: dict[str, Any],
+    args_class: type,
+    *,
+    use_gpu: bool,
+    has_test: bool,
+    run_dir: Path,
+) -> Resolved:
+    """Map the common keys onto TRL's for ``config.algorithm`` and tabulate the result.
+
+    :param section: the checked ``trl:`` section, which TRL receives as it is.
+    :param args_class: ``GRPOConfig`` or ``SFTConfig``, whose defaults fill unset keys.
+    :param use_gpu: whether training runs on the visible GPUs.
+    :param has_test: whether the job has a test set.
+    :raises ConfigError: one line for a value TRL cannot honour, or a common key and its
+        ``trl.`` key set to different values.
+    """
+    defaults = {f.name: _default(f) for f in dataclasses.fields(args_class)}
+    grpo = config.algorithm == "grpo"
+    resolved = Resolved()
+    rows = resolved.settings
+    rows.append(Setting("device", describe_device(use_gpu), "use_cpu", not use_gpu,
+                        "section" if "use_cpu" in section else "default"))
+    rows.append(_precision(config, section, use_gpu, resolved.arguments))
+    rows.append(_lora(config, resolved))
+    rows.append(_report_to(config, section, run_dir, resolved))
+
+    warmup = _knob(section, defaults, resolved.arguments, "warmup_ratio", config.warmup_ratio,
+                   "warmup_steps", _warmup_steps, _warmup_ratio)
+    warmed = bool(warmup.engine_value)
+    rows.append(_knob(section, defaults, resolved.arguments, "lr_scheduler", config.lr_scheduler,
+                      "lr_scheduler_type",
+                      lambda name: "constant_with_warmup" if name == "constant" and warmed
+                      else name,
+                      lambda value: _SCHEDULER_NAMES.get(_plain(value))))
+    rows.append(warmup)
+    rl_knobs = (
+        ("kl_coef", config.kl_coef, "beta", float, float),
+        ("loss_aggregation", config.loss_aggregation, "loss_type", _loss_type,
+         lambda value: {v: k for k, v in LOSS_TYPES.items()}.get(value)),
+        ("clip_ratio", config.clip_ratio, "epsilon", float, float),
+        ("entropy_coef", config.entropy_coef, "entropy_coef", float, float),
+    )
+    for name, value, key, to_trl, to_common in rl_knobs:
+        if grpo:
+            rows.append(_knob(section, defaults, resolved.arguments, name, value, key, to_trl,
+                              to_common))
+        elif value is not None:
+            raise ConfigError(f"config {name}: the trl engine's {config.algorithm} has no "
+                              f"{name} (it applies to grpo): leave it out")
+    rows.append(_evaluation(config, section, has_test, resolved))
+    if grpo and has_test and "num_generations_eval" not in section:
+        # Greedy decoding gives one completion per prompt: more would repeat it.
+        resolved.arguments["num_generations_eval"] = 1
+    if grpo:
+        resolved.log_samples = (DEFAULT_LOG_SAMPLES if config.log_samples is None
+                                else config.log_samples)
+        rows.append(Setting("log_samples", resolved.log_samples, "", resolved.log_samples,
+                            "default" if config.log_samples is None else "job"))
+    elif config.log_samples:
+        raise ConfigError(f"config log_samples: the trl engine's {config.algorithm} generates "
+                          "no rollouts to sample (grpo does): leave it out")
+    return resolved
+
+
+def _precision(config: TrainConfig, section: dict[str, Any], use_gpu: bool,
+               arguments: dict[str, Any]) -> Setting:
+    """``precision`` as TRL's ``bf16``/``fp16`` flags (mixed precision through accelerate).
+
+    On CPU, ``bf16`` is real bf16 arithmetic where TRL allows it: transformers hands
+    ``bf16=True`` with ``use_cpu`` to accelerate, which runs every training forward pass under
+    ``torch.autocast("cpu", dtype=torch.bfloat16)`` with fp32 master weights, as it does on a
+    GPU; generation, as on a GPU, runs on the fp32 weights.
+    """
+    flags = {key: section[key] for key in ("bf16", "fp16") if section.get(key) is not None}
+    if config.precision == "auto" and flags:
+        used = "fp16" if flags.get("fp16") else "bf16" if flags.get("bf16") else "fp32"
+        source = "section"
+    else:
+        used = resolve_precision(config.precision, use_gpu)
+        source = "default" if config.precision == "auto" else "job"
+        wanted = {"bf16": used == "bf16", "fp16": used == "fp16"}
+        for key, value in flags.items():
+            if value != wanted[key]:
+                raise ConfigError(
+                    f"config precision: {used} and trl.{key}: {str(value).lower()} disagree: "
+                    "set one of them")
+        arguments.update(wanted)
+    if used == "fp16" and not use_gpu:
+        raise ConfigError("config precision: fp16 needs a GPU on the trl engine (none is "
+                          "visible): use bf16 or fp32")
+    key = "fp16" if used == "fp16" else "bf16"
+    return Setting("precision", used, key, used == key, source)
+
+
+def _lora(config: TrainConfig, resolved: Resolved) -> Setting:
+    """``lora`` as the ``peft_config`` TRL's trainers take."""
+    if config.lora is None:
+        return Setting("lora", None, "peft_config", None, "default")
+    if importlib.util.find_spec("peft") is None:
+        raise ConfigError("config lora: peft is not installed: pip install "
+                          "'aworld-train-trl[lora]'")
+    resolved.lora = config.lora.to_dict()
+    return Setting("lora", resolved.lora, "peft_config", lora_arguments(resolved.lora), "job")
+
+
+def lora_arguments(lora: dict[str, Any]) -> dict[str, Any]:
+    """The ``peft.LoraConfig`` arguments of a ``Lora.to_dict()``."""
+    modules = lora["target_modules"]
+    return {"r": lora["rank"], "lora_alpha": lora["alpha"], "lora_dropout": lora["dropout"],
+            "target_modules": modules if isinstance(modules, str) else list(modules),
+            "task_type": "CAUSAL_LM"}
+
+
+def _report_to(config: TrainConfig, section: dict[str, Any], run_dir: Path,
+               resolved: Resolved) -> Setting:
+    """``report_to`` as TRL's own, with every tracker's files inside the run directory."""
+    common = list(config.report_to)
+    own = section.get("report_to")
+    if own is not None:
+        own = [] if own in ("none", ["none"]) else [own] if isinstance(own, str) else list(own)
+    if common and own is not None and own != common:
+        raise ConfigError(f"config report_to: {common} and trl.report_to: {own} disagree: set "
+                          "one of them")
+    trackers = common or own or []
+    source = "job" if common else "section" if own is not None else "default"
+    check_trackers(tuple(name for name in trackers if name in TRACKERS))
+    resolved.arguments["report_to"] = trackers or "none"
+    resolved.environment = {
+        TENSORBOARD_VARIABLE: str(Path(run_dir).absolute() / TENSORBOARD_DIR),
+        **tracker_environment(trackers, run_dir),
+    }
+    return Setting("report_to", trackers, "report_to", trackers or "none", source)
+
+
+def _evaluation(config: TrainConfig, section: dict[str, Any], has_test: bool,
+                resolved: Resolved) -> Setting:
+    """``eval_steps``: with a test set, TRL's evaluation at that cadence (transformers also
+    evaluates after the last step); unset, once after training."""
+    steps = config.eval_steps
+    own = section.get("eval_steps")
+    if steps is not None and own is not None and own != steps:
+        raise ConfigError(f"config eval_steps: {steps} and trl.eval_steps: {own} disagree: set "
+                          "one of them")
+    if not has_test:
+        return Setting("eval_steps", steps, "eval_strategy", section.get("eval_strategy", "no"),
+                       "job" if steps is not None else "default")
+    if steps is not None:
+        resolved.arguments.update(eval_strategy="steps", eval_steps=steps)
+        return Setting("eval_steps", steps, "eval_steps", steps, "job")
+    if section.get("eval_strategy", "no") != "no":
+        return Setting("eval_steps", own, "eval_steps", own, "section")
+    resolved.evaluate_at_end = True
+    return Setting("eval_steps", None, "eval_strategy", "no", "default")
+
+
+def _knob(
+    section: dict[str, Any],
+    defaults: dict[str, Any],
+    arguments: dict[str, Any],
+    name: str,
+    value: Any,
+    key: str,
+    to_trl: Callable[[Any], Any],
+    to_common: Callable[[Any], Any],
+) -> Setting:
+    """One common key carried by one TRL field: the job's value, else the section's, else
+    TRL's default (its common value ``None`` where it has no common name)."""
+    if value is not None:
+        trl_value = to_trl(value)
+        if key in section and section[key] != trl_value:
+            raise ConfigError(f"config {name}: {value!r} (TRL's {key}: {trl_value!r}) and "
+                              f"trl.{key}: {section[key]!r} disagree: set one of them")
+        arguments[key] = trl_value
+        return Setting(name, value, key, trl_value, "job")
+    if key in section:
+        return Setting(name, to_common(section[key]), key, section[key], "section")
+    default = defaults[key]
+    return Setting(name, to_common(default), key, default, "default")
+
+
+def _loss_type(aggregation: str) -> str:
+    if aggregation not in LOSS_TYPES:
+        names = ", ".join(f"{k} ({v})" for k, v in LOSS_TYPES.items())
+        raise ConfigError(f"config loss_aggregation: {aggregation} has no TRL loss_type on the "
+                          f"trl engine, which takes {names}")
+    return LOSS_TYPES[aggregation]
+
+
+def _warmup_steps(ratio: float) -> float:
+    # TRL has no warmup_ratio: warmup_steps below 1 is the ratio of the run's steps, and 1 or
+    # more a number of steps.
+    if ratio >= 1:
+        raise ConfigError("config warmup_ratio: the trl engine takes a ratio below 1 (TRL's "
+                          "warmup_steps reads 1 as one step)")
+    return float(ratio)
+
+
+def _warmup_ratio(steps: Any) -> float | None:
+    return float(steps) if isinstance(steps, int | float) and steps < 1 else None
+
+
+def _plain(value: Any) -> Any:
+    """An enum's value (TRL's ``SchedulerType``), or ``value``."""
+    return getattr(value, "value", value)
+
+
+def _default(f: dataclasses.Field) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return _plain(f.default)
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return None
