@@ -163,6 +163,12 @@ def new_engine(name: str, directory: Path | None) -> None:
                f"{install}")
 
 
+from aworld_train.cli_eval import eval_command, show_command  # noqa: E402 (commands' modules)
+
+cli.add_command(eval_command)
+cli.add_command(show_command)
+
+
 def _trainer_kwargs(job: Path | None, engine: str | None, overrides: tuple[str, ...],
                     fields: dict[str, Any], run_path: str | None = None) -> dict[str, Any]:
     from aworld_train.job import load_job

@@ -12,11 +12,14 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aworld_train import plugins
 from aworld_train.checks import CHECKS, CheckResult, CheckRun, Job
 from aworld_train.errors import Interrupted
+
+if TYPE_CHECKING:
+    from aworld_train.evaluation import EvalResult
 
 
 class AgentTrainer:
@@ -132,6 +135,29 @@ class AgentTrainer:
         final = dict(result) if isinstance(result, dict) else self.metrics.last()
         self._close(None, final)
         return final
+
+    def evaluate(self, model: str = "final", dataset: str = "test", *, limit: int | None = None,
+                 samples: int = 1) -> EvalResult:
+        """Score a model of this run on a dataset with the job's reward, as ``aworld-train
+        eval`` does, and write ``<run>/eval/<model>-<dataset>.json`` and ``.samples.jsonl``.
+
+        :param model: ``final`` (the run's ``model/``), ``base`` (the job's model) or a folder.
+        :param dataset: ``test``, ``train`` or a dataset file.
+        :param limit: score only the first ``limit`` rows.
+        :param samples: 1: one greedy completion per row; K: K sampled ones and pass@K.
+        :raises AWorldTrainError: for bad input (no final model yet, no such dataset, ...).
+        """
+        from aworld_train.errors import JobError
+        from aworld_train.evaluation import evaluate
+
+        if self.check_only:
+            raise JobError("this trainer was made with check_only=True: it has no run to "
+                           "evaluate")
+        return evaluate(self.run_dir.path, model=model, dataset=dataset, limit=limit,
+                        samples=samples, progress=True)
+
+    #: AWorld Train's name for :meth:`evaluate`.
+    inference = evaluate
 
     @staticmethod
     def register_processor(train_engine_name: str, train_type: type) -> None:

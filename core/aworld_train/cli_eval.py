@@ -1,0 +1,167 @@
+"""The ``aworld-train eval`` and ``aworld-train show`` commands: score what a run trained, and
+summarise a run. :mod:`aworld_train.cli` registers them; errors reach its one-line handler."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+if TYPE_CHECKING:
+    from aworld_train.evaluation import EvalResult
+
+# Samples longer than this are cut in `show`'s lines.
+_SHOWN_CHARS = 120
+
+
+@click.command("eval")
+@click.argument("target", type=click.Path(path_type=Path))
+@click.option("--model", help="final (the run's model/, the default for a run), base (the job's "
+              "starting model, the default for a job file) or a model folder.")
+@click.option("--compare", is_flag=True,
+              help="Evaluate base and final side by side, with the difference.")
+@click.option("--dataset", default="test", show_default=True,
+              help="test, train, or a dataset file read as the job reads its datasets.")
+@click.option("--limit", type=click.IntRange(min=1), help="Score only the first N rows.")
+@click.option("--samples", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Completions per prompt: 1 is greedy; K > 1 samples K at the agent's "
+              "temperature and reports pass@K.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
+@click.option("--debug", is_flag=True, help="Show tracebacks.")
+def eval_command(target: Path, model: str | None, compare: bool, dataset: str,
+                 limit: int | None, samples: int, as_json: bool, debug: bool) -> None:
+    """Score a run's model (or a job's) on a dataset with the job's reward.
+
+    TARGET is a run directory (results go to its eval/ folder) or a job file (results go to
+    eval/ beside it).
+    """
+    from aworld_train.evaluation import difference, evaluate, open_target, resolve_model
+
+    if compare and model is not None:
+        raise click.UsageError("--compare evaluates base and final: leave out --model")
+    opened = open_target(target)
+    names = ["base", "final"] if compare else [model]
+    for name in names:  # a missing final model is refused before any model loads
+        resolve_model(opened, name)
+    results = [evaluate(opened, model=name, dataset=dataset, limit=limit, samples=samples,
+                        progress=True) for name in names]
+    if as_json:
+        if compare:
+            summary: dict[str, Any] = {"base": results[0].summary(),
+                                       "final": results[1].summary(),
+                                       "difference": difference(*results)}
+        else:
+            summary = results[0].summary()
+        click.echo(json.dumps(summary))
+        return
+    _print_table(results)
+    for result in results:
+        click.echo(f"samples: {opened.out_dir / f'{result.model}-{result.dataset}.samples.jsonl'}")
+
+
+def _print_table(results: list[EvalResult]) -> None:
+    """One column per model (and the difference for two), one row per figure."""
+    from rich.console import Console
+    from rich.table import Table
+
+    first = results[0]
+    table = Table(title=f"eval on {first.dataset} ({first.rows} rows, "
+                        f"{first.samples} completion{'s' if first.samples > 1 else ''} each)",
+                  title_justify="left")
+    table.add_column("")
+    for result in results:
+        table.add_column(result.model, justify="right")
+    if len(results) == 2:
+        table.add_column("difference", justify="right")
+    figures = [("mean reward", lambda r: r.mean_reward)]
+    figures += [(f"reward {name}", lambda r, name=name: r.rewards.get(name))
+                for name in first.rewards]
+    if first.pass_at_k is not None:
+        figures.append((f"pass@{first.samples}", lambda r: r.pass_at_k))
+    for label, figure in figures:
+        values = [figure(result) for result in results]
+        cells = [_number(value) for value in values]
+        if len(results) == 2:
+            known = None not in values
+            cells.append(f"{values[1] - values[0]:+.4f}" if known else "")
+        table.add_row(label, *cells)
+    table.add_row("seconds", *[f"{result.seconds:.1f}" for result in results],
+                  *([""] if len(results) == 2 else []))
+    Console(soft_wrap=False).print(table)
+
+
+def _number(value: float | None) -> str:
+    return "" if value is None else f"{value:.4f}"
+
+
+@click.command("show")
+@click.argument("run", type=click.Path(path_type=Path))
+@click.option("--samples", "last", type=click.IntRange(min=0), default=3, show_default=True,
+              help="How many of the last rollout samples to print.")
+@click.option("--debug", is_flag=True, help="Show tracebacks.")
+def show_command(run: Path, last: int, debug: bool) -> None:
+    """Summarise a run: status, final metrics, eval results, the last rollout samples and the
+    plots."""
+    from aworld_train.errors import RunDirectoryError
+    from aworld_train.rundir import MANIFEST, read_manifest
+    from aworld_train.samples import read_samples
+
+    if not (run / MANIFEST).is_file():
+        raise RunDirectoryError(f"{run} is not a run directory (it holds no {MANIFEST})")
+    manifest = read_manifest(run)
+    click.echo(f"run:      {run.resolve()}")
+    click.echo(f"engine:   {manifest.get('engine', '?')}")
+    ended = f", ended {manifest['ended_at']}" if manifest.get("ended_at") else ""
+    click.echo(f"status:   {manifest.get('status', '?')} (started "
+               f"{manifest.get('started_at', '?')}{ended})")
+    if manifest.get("error"):
+        click.echo(f"error:    {manifest['error']}")
+    final = manifest.get("final_metrics") or {}
+    shown = {key: value for key, value in final.items()
+             if isinstance(value, (int, float)) and not isinstance(value, bool)}
+    if shown:
+        click.echo("final metrics: " + ", ".join(f"{key} {value:.4g}"
+                                                 for key, value in shown.items()))
+    _show_evals(run)
+    samples = read_samples(run)
+    if samples and last:
+        click.echo(f"last rollout samples ({min(last, len(samples))} of {len(samples)}):")
+        for sample in samples[-last:]:
+            click.echo(f"  step {sample.get('step')}, reward {_short(sample.get('reward'))}: "
+                       f"{_short(sample.get('prompt'))} -> {_short(sample.get('completion'))}")
+    plots = [run / name for name in manifest.get("plots") or []]
+    for plot in plots:
+        click.echo(f"plot:     {plot.resolve()}")
+
+
+def _show_evals(run: Path) -> None:
+    """One line per ``eval/*.json``."""
+    from aworld_train.evaluation import EVAL_DIR
+
+    found = sorted((run / EVAL_DIR).glob("*.json"))
+    if not found:
+        click.echo(f"eval results: none (aworld-train eval {run})")
+        return
+    click.echo("eval results:")
+    for path in found:
+        try:
+            result = json.loads(path.read_text(encoding="utf-8"))
+            line = (f"{result['model']} on {result['dataset']}: {result['rows']} rows, "
+                    f"mean reward {result['mean_reward']:.4f}")
+            line += "".join(f", {name} {value:.4f}" for name, value in result["rewards"].items())
+            if result.get("pass_at_k") is not None:
+                line += f", pass@{result['samples']} {result['pass_at_k']:.4f}"
+        except (ValueError, KeyError, TypeError, AttributeError):
+            line = "unreadable"
+        click.echo(f"  {path.name}: {line}")
+
+
+def _short(value: Any) -> str:
+    """A value on one line of at most :data:`_SHOWN_CHARS` characters."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{value:.4g}"
+    text = (repr(" ".join(value.split())) if isinstance(value, str)
+            else json.dumps(value, ensure_ascii=False))
+    return text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS - 1] + "…"

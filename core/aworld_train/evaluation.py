@@ -1,0 +1,578 @@
+"""Evaluation: score a model on a dataset with the job's own reward, its prompts built as
+training builds them.
+
+:func:`generate_and_score` takes a model already in memory (an engine may call it during
+training); :func:`evaluate` is what ``aworld-train eval`` and ``AgentTrainer.evaluate()`` run:
+it reads a run directory (or a job file), loads the model it is asked for, scores the dataset
+and writes ``eval/<model>-<dataset>.json`` and ``.samples.jsonl``.
+
+A prompt is rendered as the engines render it for generation: the agent's system prompt as a
+system message (unless the row starts with its own), the model's chat template with the
+generation prompt; a tokenizer without a chat template gets the plain text (system prompt, a
+blank line, the prompt). A completion is at most the job's ``max_completion_length`` tokens,
+ends at the tokenizer's end-of-sequence token and is decoded without special tokens: the text
+the reward sees in training. Generation is greedy (one completion per prompt, so an eval
+repeated gives the same numbers) unless ``samples`` asks for several, which are sampled at the
+agent's temperature and top-p. vLLM generates when it is installed and a GPU is visible, else
+``transformers`` in batches of left-padded prompts.
+
+Heavy libraries (torch, transformers, datasets, vllm) are imported inside the functions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aworld_train.errors import AgentError, DatasetError, JobError, ModelError, RunDirectoryError
+
+if TYPE_CHECKING:
+    from aworld_train.agent import AgentSpec
+    from aworld_train.config import TrainConfig
+    from aworld_train.job import Job
+    from aworld_train.reward import RewardSpec
+    from aworld_train.tools import ToolSet
+
+#: Completion tokens when the job sets neither ``max_completion_length`` nor the agent's
+#: ``llm_max_tokens``: TRL's and ms-swift's default ``max_completion_length``.
+DEFAULT_MAX_NEW_TOKENS = 256
+#: Where a run (or a job file's folder) keeps its eval results.
+EVAL_DIR = "eval"
+#: The temperature of sampled completions when the agent sets none (the engines' default).
+DEFAULT_TEMPERATURE = 1.0
+#: A sampled completion passes (for pass@K) when every reward function gives it at least this:
+#: the full score of a reward that scores from 0 to 1.
+PASS_SCORE = 1.0
+
+
+@dataclass
+class EvalResult:
+    """One model scored on one dataset.
+
+    :ivar model: what was evaluated: ``final``, ``base``, or a folder's name.
+    :ivar dataset: ``test``, ``train``, or a dataset file's name.
+    :ivar rows: the dataset rows scored.
+    :ivar mean_reward: the weighted reward, averaged over every completion.
+    :ivar rewards: each reward function's own score, averaged, by its name.
+    :ivar pass_at_k: with ``samples`` K > 1, the share of rows where at least one of the K
+        completions passes (every reward function scores at least :data:`PASS_SCORE`).
+    :ivar samples: completions per row.
+    :ivar seconds: the time generation and scoring took (loading the model excluded).
+    :ivar records: per row: ``prompt``, ``ground_truth``, and ``completion``, ``score``,
+        ``rewards`` (one completion) or ``completions``, ``scores``, ``rewards``, ``passed``
+        (K of them).
+    """
+
+    model: str
+    dataset: str
+    rows: int
+    mean_reward: float
+    rewards: dict[str, float]
+    pass_at_k: float | None
+    samples: int
+    seconds: float
+    records: list[dict[str, Any]] = field(default_factory=list, repr=False)
+
+    def summary(self) -> dict[str, Any]:
+        """Everything but the records, as plain data (``eval/<model>-<dataset>.json``)."""
+        return {"model": self.model, "dataset": self.dataset, "rows": self.rows,
+                "mean_reward": self.mean_reward, "rewards": dict(self.rewards),
+                "pass_at_k": self.pass_at_k, "samples": self.samples, "seconds": self.seconds}
+
+
+# --- generating and scoring a model in memory ---------------------------------------------
+
+
+def generate_and_score(
+    model: Any,
+    tokenizer: Any,
+    rows: list[dict[str, Any]],
+    *,
+    agent: AgentSpec,
+    reward: RewardSpec,
+    max_new_tokens: int,
+    samples: int = 1,
+    batch_size: int = 16,
+    tools: ToolSet | None = None,
+    progress: bool = False,
+    seed: int = 42,
+) -> EvalResult:
+    """Generate ``samples`` completions for each row's prompt and score them with ``reward``.
+
+    :param model: a ``transformers`` causal LM (on the device it should run on) or a
+        ``vllm.LLM``.
+    :param rows: canonical dataset rows (``prompt``, ``ground_truth``, ``data_source``,
+        ``extra_info``).
+    :param agent: gives the system prompt and, for sampling, the temperature and top-p.
+    :param samples: 1: one greedy completion; K > 1: K sampled completions and pass@K.
+    :param tools: the agent's tools; an agent with tools is refused (see :func:`refuse_tools`).
+    :param progress: draw a progress bar (on a terminal only).
+    :param seed: seeds sampling, so a sampled eval repeated gives the same numbers.
+    :returns: the result, named after ``model``'s folder and ``"dataset"``; the caller renames.
+    :raises AgentError: for an agent with tools.
+    :raises RewardError: when a reward function fails, naming it and the row.
+    """
+    if tools is not None and len(tools):
+        refuse_tools(agent)
+    started = time.perf_counter()
+    prompts = [render_prompt(tokenizer, row["prompt"], agent.system_prompt, index)
+               for index, row in enumerate(rows)]
+    sampling = _Sampling(samples, agent.llm_temperature, agent.llm_top_p, seed)
+    with _progress_bar(progress, len(rows)) as advance:
+        if _is_vllm(model):
+            completions = _generate_vllm(model, prompts, max_new_tokens, sampling, advance)
+        else:
+            completions = _generate_transformers(model, tokenizer, prompts, max_new_tokens,
+                                                 sampling, batch_size, advance)
+    eos = tokenizer.eos_token_id
+    texts = [[tokenizer.decode(_until_eos(ids, eos), skip_special_tokens=True) for ids in row]
+             for row in completions]
+    result = score_completions(rows, texts, reward)
+    result.model = _model_name(model)
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def refuse_tools(agent: AgentSpec) -> None:
+    """:raises AgentError: eval runs agents without tools only (no tool loop is run here)."""
+    raise AgentError(f"agent '{agent.name}' calls tools: aworld-train eval scores agents without "
+                     "tools only; evaluate during training instead (config eval_steps), which "
+                     "runs the engine's own tool loop")
+
+
+def render_prompt(tokenizer: Any, prompt: Any, system_prompt: str | None,
+                  row: int = 0) -> list[int]:
+    """The token ids of one prompt as training renders it for generation.
+
+    :param prompt: a string, or a list of ``{role, content}`` messages.
+    :raises DatasetError: for chat messages and a tokenizer without a chat template.
+    """
+    if getattr(tokenizer, "chat_template", None):
+        messages = ([{"role": "user", "content": prompt}] if isinstance(prompt, str)
+                    else [{"role": m["role"], "content": m["content"]} for m in prompt])
+        if system_prompt and messages[0]["role"] != "system":
+            messages.insert(0, {"role": "system", "content": system_prompt})
+        encoded = tokenizer.apply_chat_template(messages, add_generation_prompt=True,
+                                                tokenize=True, return_dict=True)
+        return list(encoded["input_ids"])
+    if not isinstance(prompt, str):
+        raise DatasetError(f"row {row}: the prompt is a list of chat messages but the model has "
+                           "no chat template: give prompts as plain strings")
+    text = f"{system_prompt}\n\n{prompt}" if system_prompt else prompt
+    return list(tokenizer(text)["input_ids"])
+
+
+def score_completions(rows: list[dict[str, Any]], completions: list[list[str]],
+                      reward: RewardSpec) -> EvalResult:
+    """Score each row's completions with the job's reward (weights included) and summarise.
+
+    :param completions: per row, its completions' text (one, or K).
+    """
+    names = [function.name for function in reward.functions]
+    records, scores, per_reward = [], [], {name: [] for name in names}
+    passed = 0
+    for index, (row, texts) in enumerate(zip(rows, completions, strict=True)):
+        results = [reward.score(row.get("data_source") or "", text, row["ground_truth"],
+                                row.get("extra_info"), row=index) for text in texts]
+        each = [{name: result.metrics[f"rewards/{name}"] for name in names} for result in results]
+        scores.extend(result.score for result in results)
+        for values in each:
+            for name in names:
+                per_reward[name].append(values[name])
+        row_passed = any(all(value >= PASS_SCORE for value in values.values()) for values in each)
+        passed += row_passed
+        record: dict[str, Any] = {"prompt": row["prompt"], "ground_truth": row["ground_truth"]}
+        if len(texts) == 1:
+            record.update(completion=texts[0], score=results[0].score, rewards=each[0])
+        else:
+            record.update(completions=texts, scores=[r.score for r in results], rewards=each,
+                          passed=row_passed)
+        records.append(record)
+    samples = len(completions[0]) if completions else 1
+    return EvalResult(
+        model="", dataset="", rows=len(rows), mean_reward=_mean(scores),
+        rewards={name: _mean(values) for name, values in per_reward.items()},
+        pass_at_k=passed / len(rows) if samples > 1 and rows else None,
+        samples=samples, seconds=0.0, records=records)
+
+
+@dataclass(frozen=True)
+class _Sampling:
+    """How completions are drawn: one greedy, or ``samples`` at a temperature and top-p."""
+
+    samples: int
+    temperature: float | None
+    top_p: float | None
+    seed: int
+
+    @property
+    def greedy(self) -> bool:
+        return self.samples == 1
+
+
+def _generate_transformers(model: Any, tokenizer: Any, prompts: list[list[int]],
+                           max_new_tokens: int, sampling: _Sampling, batch_size: int,
+                           advance: Callable[[int], None]) -> list[list[list[int]]]:
+    """Each prompt's completions' token ids, prompts of similar length batched together
+    (less padding), left-padded, as TRL generates without vLLM."""
+    import torch
+    from transformers import GenerationConfig
+
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    settings: dict[str, Any] = {"do_sample": False}
+    if not sampling.greedy:
+        torch.manual_seed(sampling.seed)
+        settings = {"do_sample": True, "num_return_sequences": sampling.samples,
+                    "temperature": sampling.temperature or DEFAULT_TEMPERATURE,
+                    "top_p": 1.0 if sampling.top_p is None else sampling.top_p, "top_k": 0}
+    # A config of its own: the folder's generation_config.json (a repetition penalty, sampling
+    # defaults) shapes neither training's generations nor these.
+    config = GenerationConfig(max_new_tokens=max_new_tokens, pad_token_id=pad,
+                              eos_token_id=tokenizer.eos_token_id, **settings)
+    device = next(model.parameters()).device
+    order = sorted(range(len(prompts)), key=lambda index: len(prompts[index]))
+    completions: list[list[list[int]]] = [[] for _ in prompts]
+    model.eval()
+    for start in range(0, len(order), batch_size):
+        batch = order[start:start + batch_size]
+        width = max(len(prompts[index]) for index in batch)
+        ids = [[pad] * (width - len(prompts[i])) + prompts[i] for i in batch]
+        mask = [[0] * (width - len(prompts[i])) + [1] * len(prompts[i]) for i in batch]
+        with torch.no_grad():
+            generated = model.generate(input_ids=torch.tensor(ids, device=device),
+                                       attention_mask=torch.tensor(mask, device=device),
+                                       generation_config=config)
+        new = generated[:, width:].tolist()
+        for position, index in enumerate(batch):
+            completions[index] = new[position * sampling.samples:(position + 1) * sampling.samples]
+        advance(len(batch))
+    return completions
+
+
+def _generate_vllm(llm: Any, prompts: list[list[int]], max_new_tokens: int, sampling: _Sampling,
+                   advance: Callable[[int], None]) -> list[list[list[int]]]:
+    from vllm import SamplingParams
+
+    params = SamplingParams(
+        n=sampling.samples, max_tokens=max_new_tokens, seed=sampling.seed,
+        temperature=0.0 if sampling.greedy else sampling.temperature or DEFAULT_TEMPERATURE,
+        top_p=1.0 if sampling.greedy or sampling.top_p is None else sampling.top_p)
+    outputs = llm.generate([{"prompt_token_ids": ids} for ids in prompts], params,
+                           use_tqdm=False)
+    advance(len(prompts))
+    return [[list(completion.token_ids) for completion in output.outputs] for output in outputs]
+
+
+def _until_eos(ids: list[int], eos: int | None) -> list[int]:
+    """A completion's tokens up to its end-of-sequence token: what follows is padding."""
+    return ids[:ids.index(eos)] if eos is not None and eos in ids else ids
+
+
+def _is_vllm(model: Any) -> bool:
+    return type(model).__module__.startswith("vllm")
+
+
+def _model_name(model: Any) -> str:
+    config = getattr(model, "config", None)
+    return Path(str(getattr(config, "_name_or_path", "") or "model")).name
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+@contextlib.contextmanager
+def _progress_bar(enabled: bool, total: int) -> Iterator[Callable[[int], None]]:
+    """A rich progress bar over the rows on a terminal (stderr), nothing elsewhere; it gives
+    the function that advances it by a number of rows."""
+    if not (enabled and sys.stderr.isatty()):
+        yield lambda rows: None
+        return
+    from rich.console import Console
+    from rich.progress import Progress
+
+    with Progress(console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("generating", total=total)
+        yield lambda rows: bar.advance(task, rows)
+
+
+# --- what `aworld-train eval` evaluates: a run or a job file ------------------------------
+
+
+@dataclass
+class EvalTarget:
+    """A run directory or a job file, read for evaluation.
+
+    :ivar path: the run directory or the job file, as given.
+    :ivar run_dir: the run directory; ``None`` for a job file.
+    :ivar job: the job (a run's ``job.yaml``).
+    :ivar agent: the job's agent.
+    :ivar config: the job's config.
+    :ivar reward: the job's reward.
+    :ivar out_dir: where results go: ``<run>/eval``, or ``eval/`` beside the job file.
+    """
+
+    path: Path
+    run_dir: Path | None
+    job: Job
+    agent: AgentSpec
+    config: TrainConfig
+    reward: RewardSpec
+    out_dir: Path
+
+    @property
+    def max_new_tokens(self) -> int:
+        """The job's completion budget: ``max_completion_length``, else the agent's
+        ``llm_max_tokens``, as the engines take it."""
+        return (self.config.max_completion_length or self.agent.llm_max_tokens
+                or DEFAULT_MAX_NEW_TOKENS)
+
+    @property
+    def base_model(self) -> str:
+        """The job's starting model: the config's ``model``, else the agent's.
+
+        :raises JobError: when the job names none.
+        """
+        model = self.config.model or self.agent.model
+        if not model:
+            raise JobError(f"{self.path}: the job names no model (config key 'model' or the "
+                           "agent's model): give --model PATH")
+        return model
+
+
+def open_target(target: str | Path) -> EvalTarget:
+    """Read a run directory (its ``job.yaml``) or a job file for evaluation.
+
+    :raises JobError: for a path that is neither, or a job without a reward; the job's own
+        errors (agent, config, reward) as the checks word them.
+    """
+    from aworld_train.agent import load_agent
+    from aworld_train.job import load_job
+    from aworld_train.reward import resolve_reward
+    from aworld_train.rundir import MANIFEST
+
+    path = Path(target)
+    if (path / MANIFEST).is_file() and (path / "job.yaml").is_file():
+        run_dir: Path | None = path.resolve()
+        job = load_job(path / "job.yaml")
+        out_dir = path.resolve() / EVAL_DIR
+    elif path.is_file() and path.suffix in (".yaml", ".yml", ".json"):
+        run_dir = None
+        job = load_job(path)
+        out_dir = job.base_dir / EVAL_DIR
+    else:
+        raise JobError(f"{target} is neither a run directory (one holding {MANIFEST} and "
+                       "job.yaml) nor a job file (.yaml, .yml or .json)")
+    agent = load_agent(job.agent, job.base_dir)
+    if job.reward is None:
+        raise JobError(f"{path}: the job names no reward; eval scores with the job's reward")
+    return EvalTarget(path=path, run_dir=run_dir, job=job, agent=agent,
+                      config=_job_config(job), reward=resolve_reward(job.reward, job.base_dir),
+                      out_dir=out_dir)
+
+
+def _job_config(job: Job) -> TrainConfig:
+    from aworld_train import plugins
+    from aworld_train.config import load_config
+
+    engine_names = tuple(set(plugins.installed_engine_names()) | set(plugins.KNOWN_ENGINES))
+    return load_config(job.config, (), engine_names, job.base_dir, engine=job.engine)
+
+
+def resolve_model(target: EvalTarget, model: str | None) -> tuple[str, str]:
+    """The name results are filed under and the model to load for ``--model``.
+
+    :param model: ``final`` (a run's ``model/``; the default for a run), ``base`` (the job's
+        starting model; the default for a job file) or a model folder.
+    :raises RunDirectoryError: for ``final`` of a run that left no final model, naming its last
+        checkpoint and the ``--model`` that evaluates it.
+    :raises JobError: for ``final`` of a job file.
+    """
+    from aworld_train.settings import MODEL_DIR
+
+    if model is None:
+        model = "final" if target.run_dir is not None else "base"
+    if model == "base":
+        return "base", target.base_model
+    if model != "final":
+        return Path(model).name or "model", model
+    if target.run_dir is None:
+        raise JobError(f"{target.path} is a job file: it has a base model only; evaluate a run "
+                       "directory for its final model, or give --model PATH")
+    final = target.run_dir / MODEL_DIR
+    if not (final / "config.json").is_file():
+        raise RunDirectoryError(_no_final_model(target.run_dir))
+    return "final", str(final)
+
+
+def _no_final_model(run_dir: Path) -> str:
+    """Why a run has no final model, and what to evaluate instead."""
+    from aworld_train.hf import CHECKPOINTS, last_checkpoint
+    from aworld_train.rundir import read_manifest
+    from aworld_train.settings import MODEL_DIR
+
+    status = read_manifest(run_dir).get("status", "unknown")
+    checkpoint = last_checkpoint(run_dir / CHECKPOINTS)
+    where = (f"its last checkpoint is {checkpoint}: evaluate it with --model {checkpoint}"
+             if checkpoint is not None else "and it saved no checkpoint")
+    return f"run {run_dir} has no final model ({MODEL_DIR}/; the run is {status}); {where}"
+
+
+def load_rows(target: EvalTarget, dataset: str, limit: int | None) -> tuple[str, list[dict]]:
+    """The name results are filed under and the rows of ``--dataset``.
+
+    :param dataset: ``test``, ``train`` or a dataset file, read as the job reads its datasets
+        (its ``columns`` mapping included).
+    :param limit: score only the first ``limit`` rows.
+    :raises DatasetError: for a job without that dataset, or a dataset that does not load (a
+        row without ``ground_truth`` among them), naming the file and row.
+    """
+    from aworld_train.dataset import load_dataset
+
+    job = target.job
+    if dataset in ("test", "train"):
+        source = getattr(job, f"{dataset}_dataset")
+        if source is None:
+            raise DatasetError(f"{target.path}: the job has no {dataset}_dataset; evaluate on "
+                               f"--dataset {'train' if dataset == 'test' else 'test'} or "
+                               "--dataset PATH")
+        name, role, base_dir = dataset, f"{dataset}_dataset", job.base_dir
+    else:
+        name, role, source, base_dir = Path(dataset).stem, "--dataset", dataset, None
+    loaded = load_dataset(source, job.columns, base_dir, role)
+    if limit is not None:
+        loaded = loaded.select(range(min(limit, len(loaded))))
+    return name, loaded.to_list()
+
+
+def load_model(model: str, target: EvalTarget, use_vllm: bool) -> tuple[Any, Any]:
+    """The model and tokenizer, checked first as the checks do (no code from the folder runs
+    unless the job sets ``trust_remote_code``); a vLLM engine when ``use_vllm``.
+
+    :raises ModelError: one line naming the folder, when it is refused or does not load.
+    """
+    from aworld_train.model import preflight_model
+
+    trust = target.config.trust_remote_code
+    checked = str(preflight_model(model, None, trust))
+    from transformers.utils import logging as transformers_logging
+
+    bars = transformers_logging.is_progress_bar_enabled()
+    transformers_logging.disable_progress_bar()  # "Loading weights" bars, a line each
+    try:
+        return _loaded(checked, trust, use_vllm, target.config.seed)
+    except Exception as exc:  # transformers, safetensors and vllm raise many kinds
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        raise ModelError(f"model {checked} does not load: "
+                         f"{(lines[0] if lines else type(exc).__name__)[:300]}") from None
+    finally:
+        if bars:
+            transformers_logging.enable_progress_bar()
+
+
+def _loaded(folder: str, trust_remote_code: bool, use_vllm: bool, seed: int) -> tuple[Any, Any]:
+    """The model (a vLLM engine, or a transformers model in fp32 on CPU, in its saved dtype on
+    a GPU) and its tokenizer."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=trust_remote_code)
+    if use_vllm:
+        from vllm import LLM
+
+        return LLM(model=folder, trust_remote_code=trust_remote_code, seed=seed), tokenizer
+    gpu = torch.cuda.is_available()
+    model = AutoModelForCausalLM.from_pretrained(
+        folder, trust_remote_code=trust_remote_code, dtype="auto" if gpu else torch.float32)
+    return model.to("cuda" if gpu else "cpu"), tokenizer
+
+
+def vllm_usable() -> bool:
+    """Whether vLLM is installed and a GPU is visible."""
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is None:
+        return False
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def evaluate(target: str | Path | EvalTarget, *, model: str | None = None, dataset: str = "test",
+             limit: int | None = None, samples: int = 1, progress: bool = False,
+             batch_size: int = 16) -> EvalResult:
+    """Score ``model`` of ``target`` on ``dataset`` with the job's reward; write
+    ``eval/<model>-<dataset>.json`` (:meth:`EvalResult.summary`) and ``.samples.jsonl`` (the
+    records) into the run directory, or beside a job file.
+
+    :param target: a run directory or a job file (or one already opened).
+    :param model: see :func:`resolve_model`.
+    :param dataset: see :func:`load_rows`.
+    :param samples: 1: one greedy completion per row; K: K sampled ones and pass@K.
+    :raises AWorldTrainError: for bad input, in one line (see the functions above).
+    """
+    opened = target if isinstance(target, EvalTarget) else open_target(target)
+    if opened.agent.uses_tools:
+        refuse_tools(opened.agent)
+    if samples < 1:
+        raise JobError(f"samples must be 1 or more, got {samples}")
+    model_name, model_path = resolve_model(opened, model)
+    dataset_name, rows = load_rows(opened, dataset, limit)
+    use_vllm = vllm_usable()
+    loaded, tokenizer = load_model(model_path, opened, use_vllm)
+    try:
+        result = generate_and_score(
+            loaded, tokenizer, rows, agent=opened.agent, reward=opened.reward,
+            max_new_tokens=opened.max_new_tokens, samples=samples, batch_size=batch_size,
+            progress=progress, seed=opened.config.seed)
+    finally:
+        del loaded
+        _free_gpu(use_vllm)
+    result.model, result.dataset = model_name, dataset_name
+    write_result(result, opened.out_dir)
+    return result
+
+
+def write_result(result: EvalResult, out_dir: Path) -> Path:
+    """Write ``<model>-<dataset>.json`` and ``.samples.jsonl`` into ``out_dir``; returns the
+    former."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = out_dir / f"{result.model}-{result.dataset}"
+    summary = stem.with_name(stem.name + ".json")
+    summary.write_text(json.dumps(result.summary(), indent=2) + "\n", encoding="utf-8")
+    stem.with_name(stem.name + ".samples.jsonl").write_text(
+        "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in result.records),
+        encoding="utf-8")
+    return summary
+
+
+def _free_gpu(use_vllm: bool) -> None:
+    """Give a GPU's memory back between the two models of a comparison."""
+    import gc
+
+    gc.collect()
+    import torch
+
+    if torch.cuda.is_available():
+        if use_vllm:
+            from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
+
+            cleanup_dist_env_and_memory()
+        torch.cuda.empty_cache()
+
+
+def difference(base: EvalResult, final: EvalResult) -> dict[str, Any]:
+    """Final minus base, for each figure both have."""
+    return {
+        "mean_reward": final.mean_reward - base.mean_reward,
+        "rewards": {name: final.rewards[name] - base.rewards[name]
+                    for name in final.rewards if name in base.rewards},
+        "pass_at_k": (final.pass_at_k - base.pass_at_k
+                      if final.pass_at_k is not None and base.pass_at_k is not None else None),
+    }

@@ -1,0 +1,334 @@
+"""``aworld-train eval`` and ``show`` on a real TRL run of the tiny model: base and final scores
+that a plain transformers greedy loop, written here, reproduces exactly; sampled completions
+with pass@K; every bad input one line and exit 2; ``AgentTrainer.evaluate()``.
+
+Needs torch and the TRL engine (run in the TRL venv: the Makefile's EXTRA_TESTS_trl).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("torch", reason="eval generates with transformers")
+pytest.importorskip("aworld_train_trl", reason="the run evaluated here trains on TRL")
+
+from aworld_train import AgentTrainer  # noqa: E402
+from aworld_train.cli import main  # noqa: E402
+from aworld_train.testing.fixtures import read_jsonl, repeat_digit_job  # noqa: E402
+from aworld_train.testing.fixtures import tiny_model  # noqa: E402, F401
+
+SYSTEM_PROMPT = "Answer with the digit."
+TEST_ROWS = [{"prompt": f"Repeat: {digit}", "ground_truth": str(digit)} for digit in range(10)]
+# The job's reward: the fixture's exact `score` and its `length` at half weight.
+REWARD = ["rewards.py:score", {"name": "rewards.py:length", "weight": 0.5}]
+
+
+def varied_model(tiny_model: Path, folder: Path) -> Path:
+    """The tiny model with noise on its weights: a freshly initialised one answers every prompt
+    with the same newlines, which would hide a prompt built wrongly; this one answers each
+    prompt differently."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model)
+    noise = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.add_(torch.randn(parameter.shape, generator=noise) * 0.3)
+    model.save_pretrained(folder)
+    AutoTokenizer.from_pretrained(tiny_model).save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> AgentTrainer:  # noqa: F811
+    """A 4-step TRL GRPO run of the (varied) tiny model with a test set."""
+    folder = tmp_path_factory.mktemp("eval")
+    model = varied_model(tiny_model, folder / "varied-model")
+    job = repeat_digit_job(folder, model, "trl", {"beta": 0.0})
+    (folder / "test.jsonl").write_text("".join(json.dumps(row) + "\n" for row in TEST_ROWS))
+    trainer = AgentTrainer(**dict(job, test_dataset="test.jsonl", reward_func=REWARD,
+                                  show_progress=False))
+    trainer.train()
+    return trainer
+
+
+@pytest.fixture
+def run(trained: AgentTrainer) -> Path:
+    return trained.run_dir.path
+
+
+def aworld_train(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str, str]:
+    """Run the command in this process: its exit code, stdout and stderr."""
+    capsys.readouterr()
+    try:
+        main([str(arg) for arg in args])
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_line_error(capsys: pytest.CaptureFixture[str], *args: str | Path) -> str:
+    """The command's one error line, after checking it exits 2 with nothing else on stderr."""
+    code, out, err = aworld_train(capsys, *args)
+    assert code == 2, (out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    return lines[0]
+
+
+# --- the reference: a plain transformers greedy loop ---------------------------------------
+
+
+def greedy_loop(model_folder: str | Path, rows: list[dict[str, Any]],
+                max_new_tokens: int) -> list[str]:
+    """One prompt at a time: the chat template with the system prompt and the generation
+    prompt, greedy generation, the new tokens decoded without special tokens."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_folder)
+    model = AutoModelForCausalLM.from_pretrained(model_folder, dtype=torch.float32)
+    completions = []
+    for row in rows:
+        messages = [{"role": "system", "content": SYSTEM_PROMPT},
+                    {"role": "user", "content": row["prompt"]}]
+        inputs = tokenizer.apply_chat_template(messages, add_generation_prompt=True,
+                                               return_tensors="pt", return_dict=True)
+        with torch.no_grad():
+            output = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False)
+        prompt_tokens = inputs["input_ids"].shape[1]
+        completions.append(tokenizer.decode(output[0, prompt_tokens:], skip_special_tokens=True))
+    return completions
+
+
+def reference_scores(folder: Path, rows: list[dict[str, Any]],
+                     completions: list[str]) -> dict[str, list[float]]:
+    """Each completion scored by the job's reward file directly, weights applied by hand."""
+    spec = importlib.util.spec_from_file_location("reference_rewards", folder / "rewards.py")
+    assert spec is not None and spec.loader is not None
+    rewards = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rewards)
+    score = [rewards.score("", text, row["ground_truth"]) for row, text in zip(rows, completions)]
+    length = [rewards.length("", text, row["ground_truth"])["score"]
+              for row, text in zip(rows, completions)]
+    return {"score": score, "length": length,
+            "total": [s + 0.5 * n for s, n in zip(score, length)]}
+
+
+def job_model(run: Path) -> str:
+    """The model the run started from, as its job.yaml names it."""
+    import yaml
+
+    return yaml.safe_load((run / "job.yaml").read_text())["config"]["model"]
+
+
+def mean(values: list[float]) -> float:
+    return sum(values) / len(values)
+
+
+def test_compare_reproduces_a_plain_greedy_loop(
+        run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = aworld_train(capsys, "eval", run, "--compare", "--json")
+    assert code == 0, err
+    summary = json.loads(out)
+    job_folder = run.parent.parent
+    models = {"base": job_model(run), "final": run / "model"}
+    answers: dict[str, list[str]] = {}
+    for name, folder in models.items():
+        completions = greedy_loop(folder, TEST_ROWS, max_new_tokens=4)
+        scores = reference_scores(job_folder, TEST_ROWS, completions)
+        result = summary[name]
+        assert (result["model"], result["dataset"], result["rows"]) == (name, "test", 10)
+        assert result["mean_reward"] == mean(scores["total"])
+        assert result["rewards"] == {"score": mean(scores["score"]),
+                                     "length": mean(scores["length"])}
+        assert result["pass_at_k"] is None and result["samples"] == 1
+        records = read_jsonl(run / "eval" / f"{name}-test.samples.jsonl")
+        assert [r["completion"] for r in records] == completions
+        assert [r["score"] for r in records] == scores["total"]
+        assert [r["ground_truth"] for r in records] == [row["ground_truth"] for row in TEST_ROWS]
+        saved = json.loads((run / "eval" / f"{name}-test.json").read_text())
+        assert saved == result
+        answers[name] = completions
+    # The prompts got different answers, and training changed them: a mix-up would show.
+    assert len(set(answers["base"])) > 1 and answers["final"] != answers["base"]
+    assert summary["difference"]["mean_reward"] == (summary["final"]["mean_reward"]
+                                                    - summary["base"]["mean_reward"])
+
+
+def test_a_repeated_eval_gives_the_same_numbers(
+        run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    first = json.loads(aworld_train(capsys, "eval", run, "--limit", "4", "--json")[1])
+    again = json.loads(aworld_train(capsys, "eval", run, "--limit", "4", "--json")[1])
+    first.pop("seconds"), again.pop("seconds")
+    assert first == again and first["rows"] == 4 and first["model"] == "final"
+
+
+def test_samples_give_k_completions_their_mean_and_pass_at_k(
+        run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = aworld_train(capsys, "eval", run, "--samples", "3", "--limit", "5",
+                                  "--dataset", "train", "--json")
+    assert code == 0, err
+    result = json.loads(out)
+    assert (result["dataset"], result["rows"], result["samples"]) == ("train", 5, 3)
+    records = read_jsonl(run / "eval" / "final-train.samples.jsonl")
+    assert [len(r["completions"]) for r in records] == [3] * 5
+    scores = [score for record in records for score in record["scores"]]
+    assert result["mean_reward"] == pytest.approx(mean(scores))
+    # A row passes when one of its completions gets every reward's full score.
+    passed = [any(all(v >= 1.0 for v in rewards.values()) for rewards in record["rewards"])
+              for record in records]
+    assert [r["passed"] for r in records] == passed
+    assert result["pass_at_k"] == sum(passed) / 5
+    # Sampling is seeded: the same command gives the same completions.
+    aworld_train(capsys, "eval", run, "--samples", "3", "--limit", "5", "--dataset", "train")
+    assert read_jsonl(run / "eval" / "final-train.samples.jsonl") == records
+
+
+def test_the_table_names_both_models_and_the_difference(
+        run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = aworld_train(capsys, "eval", run, "--compare", "--limit", "2")
+    assert code == 0
+    header = next(line for line in out.splitlines() if "base" in line)
+    assert "final" in header and "difference" in header
+    assert "reward length" in out and "mean reward" in out
+    assert f"samples: {run / 'eval' / 'final-test.samples.jsonl'}" in out
+
+
+def test_a_job_file_evaluates_its_model_into_eval_beside_it(
+        run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    job = run / "job.yaml"
+    folder = run.parent.parent / "job-file"
+    folder.mkdir(exist_ok=True)
+    shutil.copy(job, folder / "job.yaml")
+    code, out, err = aworld_train(capsys, "eval", folder / "job.yaml", "--limit", "3", "--json")
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["model"] == "base" and result["rows"] == 3
+    assert json.loads((folder / "eval" / "base-test.json").read_text()) == result
+    assert one_line_error(capsys, "eval", folder / "job.yaml", "--compare").endswith(
+        "is a job file: it has a base model only; evaluate a run directory for its final "
+        "model, or give --model PATH")
+
+
+def test_evaluate_from_python(trained: AgentTrainer) -> None:
+    result = trained.evaluate("base", limit=3)
+    assert (result.model, result.dataset, result.rows, len(result.records)) == ("base", "test",
+                                                                               3, 3)
+    same = trained.inference("base", limit=3)
+    assert same.summary() | {"seconds": 0} == result.summary() | {"seconds": 0}
+
+
+# --- bad input: one line, exit 2 -----------------------------------------------------------
+
+
+def test_a_run_without_a_final_model_names_its_last_checkpoint(
+        run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy, ignore=shutil.ignore_patterns("model", "eval"))
+    checkpoint = copy / "checkpoints" / "checkpoint-4"
+    error = one_line_error(capsys, "eval", copy)
+    assert error == (f"error: run {copy.resolve()} has no final model (model/; the run is "
+                     f"completed); its last checkpoint is {checkpoint.resolve()}: evaluate it "
+                     f"with --model {checkpoint.resolve()}")
+    code, out, err = aworld_train(capsys, "eval", copy, "--model", checkpoint, "--limit", "2",
+                                  "--json")
+    assert code == 0, err
+    assert json.loads(out)["model"] == "checkpoint-4"
+    assert (copy / "eval" / "checkpoint-4-test.json").is_file()
+
+
+def test_a_dataset_without_ground_truth(run: Path, tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "questions.jsonl"
+    data.write_text(json.dumps({"prompt": "Repeat: 1", "ground_truth": "1"}) + "\n"
+                    + json.dumps({"prompt": "Repeat: 2"}) + "\n")
+    error = one_line_error(capsys, "eval", run, "--dataset", data)
+    assert error.startswith(f"error: {data}:2: ") and "ground_truth" in error
+
+
+def test_a_model_folder_that_does_not_load(run: Path, tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    remote = tmp_path / "remote-code"
+    shutil.copytree(run / "model", remote)
+    config = json.loads((remote / "config.json").read_text())
+    config["auto_map"] = {"AutoModelForCausalLM": "modeling_evil.Model"}
+    (remote / "config.json").write_text(json.dumps(config))
+    (remote / "modeling_evil.py").write_text("raise SystemExit('code from the folder ran')\n")
+    error = one_line_error(capsys, "eval", run, "--model", remote)
+    assert str(remote) in error and "trust_remote_code" in error
+
+    broken = tmp_path / "broken"
+    shutil.copytree(run / "model", broken)
+    (broken / "model.safetensors").write_bytes(b"not safetensors")
+    error = one_line_error(capsys, "eval", run, "--model", broken)
+    assert str(broken) in error
+
+
+def test_a_target_that_is_neither_run_nor_job(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    assert one_line_error(capsys, "eval", tmp_path) == (
+        f"error: {tmp_path} is neither a run directory (one holding manifest.json and "
+        "job.yaml) nor a job file (.yaml, .yml or .json)")
+
+
+def test_a_job_without_a_test_set(run: Path, tmp_path: Path,
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+    import yaml
+
+    job = yaml.safe_load((run / "job.yaml").read_text())
+    del job["test_dataset"]
+    (tmp_path / "job.yaml").write_text(yaml.safe_dump(job))
+    assert one_line_error(capsys, "eval", tmp_path / "job.yaml") == (
+        f"error: {tmp_path / 'job.yaml'}: the job has no test_dataset; evaluate on --dataset "
+        "train or --dataset PATH")
+
+
+def test_an_agent_with_tools_is_refused(run: Path, tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    import yaml
+
+    job = yaml.safe_load((run / "job.yaml").read_text())
+    job["agent"]["tools"] = ["math:sqrt"]
+    (tmp_path / "job.yaml").write_text(yaml.safe_dump(job))
+    error = one_line_error(capsys, "eval", tmp_path / "job.yaml")
+    assert error.startswith("error: agent 'tiny' calls tools: aworld-train eval scores agents "
+                            "without tools only")
+
+
+# --- show --------------------------------------------------------------------------------
+
+
+def test_show_prints_status_metrics_evals_samples_and_plots(
+        run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from aworld_train.samples import append_samples
+
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy, ignore=shutil.ignore_patterns("model", "checkpoints"))
+    (copy / "samples.jsonl").unlink(missing_ok=True)
+    append_samples(copy, 3, [{"prompt": "Repeat: 7", "completion": "7", "reward": 1.0,
+                              "rewards": {"score": 1.0}}])
+    append_samples(copy, 4, [{"prompt": "Repeat: 8", "completion": "x", "reward": 0.0,
+                              "rewards": {"score": 0.0}}])
+    aworld_train(capsys, "eval", copy, "--model", "base", "--limit", "2")
+    code, out, err = aworld_train(capsys, "show", copy, "--samples", "1")
+    assert code == 0, err
+    manifest = json.loads((copy / "manifest.json").read_text())
+    assert f"run:      {copy.resolve()}" in out
+    assert "engine:   trl" in out and "status:   completed (started " in out
+    assert f"final metrics: loss {manifest['final_metrics']['loss']:.4g}" in out
+    assert "  base-test.json: base on test: 2 rows, mean reward " in out
+    assert "last rollout samples (1 of 2):\n  step 4, reward 0: 'Repeat: 8' -> 'x'" in out
+    assert f"plot:     {(copy / 'reward.png').resolve()}" in out
+
+    assert one_line_error(capsys, "show", tmp_path) == (
+        f"error: {tmp_path} is not a run directory (it holds no manifest.json)")
