@@ -509,7 +509,8 @@ def test_an_engine_bug_is_one_line_and_debug_shows_the_traceback(tmp_path: Path)
                    version="1.0")
     lay_out_engine(site, "idle", "")
     env = clean_env(PYTHONPATH=str(site))
-    job = write_job(tmp_path)
+    # No toy section: on another engine it would add a warning line.
+    job = write_job(tmp_path, config={"max_steps": 5, "batch_size": 4})
     assert_one_line_error(aworld_train("check", job, "--engine", "buggy", env=env),
                           "error: engine 'buggy' (aworld-train-buggy 1.0) check_config raised "
                           "RuntimeError: schema table missing")

@@ -323,6 +323,82 @@ def test_hook_check_config(toy_job: dict[str, Any]) -> None:
     assert settings.batch_size == 8 and settings.save_steps is None, "the toy engine's defaults"
 
 
+# The toy engine reporting its settings: it reads check_config's result (the toy settings).
+SETTINGS_ENGINE = '''
+from aworld_train.engine import Setting, describe_device, hookimpl, resolve_precision
+from aworld_train_toy.engine import check_agent, check_config, check_dataset, check_reward, train
+
+
+@hookimpl
+def effective_settings(config, ctx):
+    common = ctx.config
+    return [
+        Setting("device", describe_device(False), "use_cpu", True, "default"),
+        Setting("precision", resolve_precision(common.precision, False), "dtype",
+                "float32", "job" if common.precision != "auto" else "default"),
+        Setting("kl_coef", common.kl_coef or 0.0, "", 0.0, "default"),
+        Setting("lora", common.lora.to_dict() if common.lora else None, "", None, "job"),
+        Setting("temperature", config.temperature, "temperature", config.temperature, "section"),
+    ]
+'''
+
+
+def test_hook_effective_settings(engine_job: Callable[[str, str], dict[str, Any]]) -> None:
+    toy_job = engine_job("reporting", SETTINGS_ENGINE)
+    toy_job["config"] = {"max_steps": 2, "precision": "fp32", "lora": {"rank": 4},
+                         "reporting": {"temperature": 0.5}}
+    trainer = AgentTrainer(**toy_job)
+    assert [(s.name, s.value, s.source) for s in trainer.settings] == [
+        ("device", "cpu", "default"), ("precision", "fp32", "job"),
+        ("kl_coef", 0.0, "default"),
+        ("lora", {"rank": 4, "alpha": 8.0, "dropout": 0.0, "target_modules": "all-linear"}, "job"),
+        ("temperature", 0.5, "section")]
+    assert [c.module for c in trainer.checks][-1] == "settings"
+    assert trainer.checks[-1].detail == "5 settings; device cpu, precision fp32"
+    written = manifest(trainer.run_dir.path)
+    assert (written["device"], written["precision"]) == ("cpu", "fp32")
+    assert written["settings"] == {"device": "cpu", "precision": "fp32", "kl_coef": 0.0,
+                                   "lora": {"rank": 4, "alpha": 8.0, "dropout": 0.0,
+                                            "target_modules": "all-linear"},
+                                   "temperature": 0.5}
+    toy_job["config"]["precision"] = "auto"
+    checked = AgentTrainer(**toy_job, check_only=True)
+    assert checked.settings is not None and checked.settings[1].value == "fp32", "auto resolved"
+
+
+def test_an_engine_without_effective_settings_reports_none(toy_job: dict[str, Any]) -> None:
+    trainer = AgentTrainer(**toy_job)
+    assert trainer.settings is None
+    assert "settings" not in [c.module for c in trainer.checks]
+    assert not {"device", "precision", "settings"} & set(manifest(trainer.run_dir.path))
+
+
+@pytest.mark.parametrize(("answer", "problem"), [
+    # Each case installs an engine of its own name: a module once imported stays imported.
+    ("{'device': 'cpu'}", "returned dict, not a list of Setting"),
+    ("[Setting('device', 'cpu', '', None, 'default')]", "no precision among the settings"),
+    ("[Setting('device', 'cpu', '', None, 'default'), "
+     "Setting('precision', 'auto', '', None, 'default')]",
+     "precision 'auto' is not the precision used (one of fp32, bf16, fp16)"),
+    ("[Setting('device', 'cpu', '', None, 'default'), "
+     "Setting('device', 'cpu', '', None, 'default')]", "'device' is reported twice"),
+    ("[Setting('device', object(), '', None, 'default')]", "'device' has a value that is not JSON"),
+])
+def test_a_wrong_effective_settings_answer_names_the_engine(
+    engine_job: Callable[[str, str], dict[str, Any]], answer: str, problem: str
+) -> None:
+    name = f"wrong{abs(hash(answer))}"
+    source = ("from aworld_train.engine import Setting, hookimpl\n"
+              "from aworld_train_toy.engine import check_config, check_dataset, train\n\n\n"
+              f"@hookimpl\ndef effective_settings():\n    return {answer}\n")
+    toy_job = engine_job(name, source)
+    with pytest.raises(PluginError) as raised:
+        AgentTrainer(**toy_job)
+    assert str(raised.value).startswith(
+        f"engine '{name}' (aworld-train-{name} 0.1.0) effective_settings {problem}")
+    assert list(toy_job["run_path"].iterdir()) == [], "a failed check leaves no run"
+
+
 def test_hook_train(recording_engine: type[RecordingProcessor], toy_job: dict[str, Any]) -> None:
     toy_job["train_engine_name"] = "recording"
     AgentTrainer(**toy_job, check_only=True)

@@ -6,11 +6,13 @@ result is described. The core reads the config first (the model and the checks' 
 from it), then the agent and its one model; the engine's check hooks come in AWorld Train's
 order (agent, dataset, reward, config), each after the core's own check of that module, and
 receive what the core resolved and what the earlier hooks returned as named arguments
-(:class:`HandOff`).
+(:class:`HandOff`). After ``check_config`` the engine says which settings it will train with
+(``effective_settings``), under their common names.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Callable
@@ -31,7 +33,10 @@ if TYPE_CHECKING:
     from aworld_train.metrics import MetricsReporter
     from aworld_train.reward import RewardSpec
     from aworld_train.rundir import RunDirectory
+    from aworld_train.settings import Setting
     from aworld_train.tools import ToolSet
+
+logger = logging.getLogger("aworld_train")
 
 
 @dataclass
@@ -116,6 +121,7 @@ class CheckRun:
     train_dataset: datasets.Dataset | None = None
     test_dataset: datasets.Dataset | None = None
     reward: RewardSpec | None = None
+    settings: list[Setting] | None = None  # None: the engine does not report its settings
 
     def run(self, steps: tuple[Step, ...]) -> None:
         """Run each step that applies to this job, in order, recording its row as soon as it
@@ -152,6 +158,15 @@ class CheckRun:
                     self.engine_info.distribution: self.engine_info.version}
         versions.update(self.call_engine("engine_versions") or {})
         return versions
+
+    def settings_fields(self) -> dict[str, Any]:
+        """What ``manifest.json`` records of the effective settings: ``device``, ``precision``
+        and ``settings`` (``{common name: value}``); nothing when the engine reports none."""
+        if self.settings is None:
+            return {}
+        values = {setting.name: setting.value for setting in self.settings}
+        return {"device": values["device"], "precision": values["precision"],
+                "settings": values}
 
     def rerunnable_job(self, run_path: Path) -> dict[str, Any]:
         """The job as ``job.yaml`` keeps it."""
@@ -190,7 +205,52 @@ def _load_config(checks: CheckRun) -> TrainConfig:
     engine_names = tuple(set(plugins.installed_engine_names()) | set(plugins.KNOWN_ENGINES))
     checks.config = load_config(job.config, job.overrides, engine_names, job.base_dir,
                                 engine=checks.engine, layout=checks.layout)
+    for line in other_sections_warnings(checks.config, checks.engine):
+        logger.warning(line)
     return checks.config
+
+
+def other_sections_warnings(config: TrainConfig, engine: str) -> list[str]:
+    """One line per key of another engine's section: it has no effect on ``engine``, and the
+    common key that carries it to every engine, where one does (:data:`ENGINE_KEYS`).
+
+    A section whose engine has dotted keys (VeRL) is named by its leaf keys, dotted.
+    """
+    from aworld_train.settings import ENGINE_KEYS, common_name
+
+    lines = []
+    for name, section in config.sections.items():
+        if name == engine:
+            continue
+        dotted = any("." in key for keys in ENGINE_KEYS.get(name, {}).values() for key in keys)
+        for key in _section_keys(section, dotted):
+            common = common_name(name, key)
+            carried = f"; the common key {common} carries it to every engine" if common else ""
+            lines.append(f"config {name}.{key}: no effect on engine {engine} (only the {name} "
+                         f"engine reads the {name} section){carried}")
+    return lines
+
+
+def _section_keys(section: dict[str, Any], dotted: bool, prefix: str = "") -> list[str]:
+    """The keys of ``section``; with ``dotted``, the leaf keys of its nested mappings."""
+    keys = []
+    for key, value in section.items():
+        if dotted and isinstance(value, dict) and value:
+            keys += _section_keys(value, dotted, f"{prefix}{key}.")
+        else:
+            keys.append(f"{prefix}{key}")
+    return keys
+
+
+def _check_trackers(checks: CheckRun) -> tuple[str, ...]:
+    from aworld_train.settings import check_trackers
+
+    check_trackers(checks.config.report_to)
+    return checks.config.report_to
+
+
+def _describe_trackers(report_to: tuple[str, ...]) -> str:
+    return f"{', '.join(report_to)}: installed"
 
 
 def _describe_config(config: TrainConfig) -> str:
@@ -400,6 +460,60 @@ def _engine_check(key: str, core_form: Callable[[CheckRun], Any],
     return run
 
 
+def _effective_settings(checks: CheckRun) -> list[Setting] | None:
+    """The engine's answer to ``effective_settings``, checked.
+
+    :raises PluginError: for an answer that is not a list of ``Setting`` with unique names,
+        ``device`` and a resolved ``precision`` among them and JSON values (a bug in the
+        engine).
+    """
+    from aworld_train.errors import PluginError
+    from aworld_train.settings import Setting
+
+    answer = checks.call_engine("effective_settings", config=checks.hand_off.config,
+                                ctx=checks.context)
+    if answer is None:
+        return None
+    problem = _settings_problem(answer, Setting)
+    if problem:
+        raise PluginError(f"{checks.engine_info.label} effective_settings {problem}")
+    checks.settings = list(answer)
+    return checks.settings
+
+
+def _settings_problem(answer: Any, setting_type: type) -> str | None:
+    """What is wrong with an ``effective_settings`` answer, or ``None``."""
+    import json
+
+    from aworld_train.settings import PRECISIONS
+
+    if not isinstance(answer, list) or not all(isinstance(s, setting_type) for s in answer):
+        return f"returned {type(answer).__name__}, not a list of Setting"
+    values: dict[str, Any] = {}
+    for setting in answer:
+        if setting.name in values:
+            return f"'{setting.name}' is reported twice"
+        try:
+            json.dumps(setting.value)
+        except (TypeError, ValueError):
+            return f"'{setting.name}' has a value that is not JSON: {setting.value!r}"
+        values[setting.name] = setting.value
+    missing = [name for name in ("device", "precision") if name not in values]
+    if missing:
+        return f"no {' or '.join(missing)} among the settings (every engine reports both)"
+    if values["precision"] not in PRECISIONS[1:]:
+        return (f"precision {values['precision']!r} is not the precision used (one of "
+                f"{', '.join(PRECISIONS[1:])})")
+    return None
+
+
+def _describe_settings(settings: list[Setting] | None) -> str:
+    if settings is None:
+        return "not reported"
+    values = {setting.name: setting.value for setting in settings}
+    return f"{len(settings)} settings; device {values['device']}, precision {values['precision']}"
+
+
 def _describe_engine_result(result: Any) -> str:
     return "kept the core's form" if result is None else f"converted ({type(result).__name__})"
 
@@ -416,6 +530,8 @@ CHECKS: tuple[Step, ...] = (
     Step("engine", "core", _load_engine, None),
     Step("config layout", "engine", _config_layout, None),
     Step("config", "core", _load_config, _describe_config),
+    Step("trackers", "core", _check_trackers, _describe_trackers,
+         when=lambda checks: bool(checks.config.report_to)),
     Step("agent", "core", _load_agent, _describe_agent),
     Step("model", "core", _check_model, _describe_model),
     Step("context", "core", _new_context, None),
@@ -447,6 +563,8 @@ CHECKS: tuple[Step, ...] = (
         lambda c: {"config": c.config, "agent": c.hand_off.agent, "dataset": c.hand_off.dataset,
                    "reward": c.hand_off.reward}),
         _describe_engine_result),
+    Step("settings", "engine", _effective_settings, _describe_settings,
+         when=lambda checks: bool(checks.manager.hook.effective_settings.get_hookimpls())),
 )
 
 

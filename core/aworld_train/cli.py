@@ -239,21 +239,50 @@ def _resume_command(job: Path | None, engine: str | None, overrides: tuple[str, 
 def _run_checks(kwargs: dict[str, Any], check_only: bool, resume: str | None = None) -> Any:
     """Build the trainer, printing the check table (also when a check fails)."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from aworld_train.trainer import AgentTrainer
 
     checks: list[Any] = []
+    console = Console(soft_wrap=False)
     try:
-        return AgentTrainer(**kwargs, check_only=check_only, resume=resume,
-                            on_check=checks.append)
+        trainer = AgentTrainer(**kwargs, check_only=check_only, resume=resume,
+                               on_check=checks.append)
     finally:
         table = Table(title="checks", title_justify="left")
         for column in ("module", "checked by", "result", "time"):
             table.add_column(column)
         for item in checks:
             table.add_row(item.module, item.by, redact_text(item.detail), f"{item.seconds:.2f}s")
-        Console(soft_wrap=False).print(table)
+        console.print(table)
+    if trainer.settings is not None:
+        engine = trainer.train_engine_name
+        table = Table(title="effective settings", title_justify="left")
+        for column in ("setting", "value", f"{engine} key", f"{engine} value", "from"):
+            table.add_column(column)
+        for setting in trainer.settings:
+            table.add_row(*map(escape, (setting.name, _setting_text(setting.value),
+                                        setting.engine_key or "-",
+                                        _setting_text(setting.engine_value), setting.source)))
+        console.print(table)
+    return trainer
+
+
+def _setting_text(value: Any) -> str:
+    """A setting's value as the table shows it, secrets hidden: ``none`` for ``None``, a list
+    or a mapping in one line."""
+    if value is None:
+        text = "none"
+    elif isinstance(value, float):
+        text = f"{value:g}"
+    elif isinstance(value, dict):
+        text = ", ".join(f"{key} {_setting_text(item)}" for key, item in value.items())
+    elif isinstance(value, (list, tuple)):
+        text = ", ".join(_setting_text(item) for item in value) or "none"
+    else:
+        text = str(value)
+    return redact_text(text)
 
 
 def _one_line(text: str) -> str:

@@ -27,6 +27,10 @@ hook               receives
 ``train``          ``agent``, ``dataset``, ``reward``, ``config`` (check_config's), ``ctx``
 =================  ==========================================================================
 
+Right after ``check_config`` the core asks ``effective_settings`` (``config``: check_config's)
+for the settings the engine will train with under their common names, which ``check`` prints
+and the manifest keeps.
+
 ``ctx.results`` still holds each result under "agent", "dataset", "reward", "config" (and
 "tools") for engines written against the earlier form; reading it warns
 (``DeprecationWarning``, once per key).
@@ -54,6 +58,7 @@ if TYPE_CHECKING:
     from aworld_train.config import ConfigLayout, TrainConfig
     from aworld_train.context import RunContext
     from aworld_train.reward import RewardSpec
+    from aworld_train.settings import Setting
     from aworld_train.tools import ToolSet
 
 PROJECT_NAME = "aworld_train"
@@ -166,6 +171,26 @@ def check_config(config: TrainConfig, agent: Any, dataset: Any, reward: Any,
     :param ctx: the run context.
     :returns: the engine's resolved config, or ``None`` to keep ``config``.
     :raises ConfigError: for an unknown key (with a suggestion) or a bad value.
+    """
+
+
+@hookspec(firstresult=True)
+def effective_settings(config: Any, ctx: RunContext) -> list[Setting] | None:
+    """Say which value of each common setting the engine will train with, and under which of
+    its own keys.
+
+    Called right after ``check_config``, in ``check`` too; cheap like the checks (the device is
+    described, not opened: :func:`~aworld_train.settings.describe_device`). ``check`` prints
+    the answer as a table; the manifest records ``device``, ``precision`` and ``settings``
+    (``{name: value}``).
+
+    :param config: what ``check_config`` returned (the core's ``TrainConfig`` when ``None``);
+        ``ctx.config`` is the common ``TrainConfig``.
+    :param ctx: the run context.
+    :returns: one :class:`~aworld_train.settings.Setting` per common name that applies to the
+        job's algorithm, always including ``device`` and ``precision`` (resolved, never
+        ``auto``), with ``source="default"`` and the engine's own default for a setting the job
+        leaves unset; or ``None`` when the engine does not report its settings.
     """
 
 

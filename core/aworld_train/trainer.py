@@ -49,7 +49,9 @@ class AgentTrainer:
     ``None`` and decide whether they need it.
 
     After the checks, ``checks`` holds the check table, ``context`` the run context,
-    ``hand_off`` what the hooks handed on and ``run_dir`` the run's directory.
+    ``hand_off`` what the hooks handed on, ``settings`` the engine's effective settings (a list
+    of ``Setting``, or ``None`` when the engine reports none) and ``run_dir`` the run's
+    directory.
 
     :raises AWorldTrainError: for every mistake in the job, naming where it is.
     """
@@ -98,10 +100,11 @@ class AgentTrainer:
                 checks.run(CHECKS)
                 self.manager, self.context = checks.manager, checks.context
                 self.metrics, self.hand_off = checks.metrics, checks.hand_off
+                self.settings = checks.settings
                 if not check_only:
                     self.run_dir.start(checks.rerunnable_job(self.run_path),
                                        engine=self.train_engine_name,
-                                       versions=checks.versions(),
+                                       versions=checks.versions(), **checks.settings_fields(),
                                        resumed_from=str(resume_from) if resume_from else None)
         self.initialized = True
 
