@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -97,8 +98,9 @@ def train_in_process(
     )
     if agent.response_template is not None:
         tokenizer.response_template = agent.response_template
-    log = eval_names(on_log, config.reward_names)
-    callback = trainer_callback(TrainerCallback, on_start, log)()
+    renamed = eval_names(config.reward_names)
+    callback = trainer_callback(
+        TrainerCallback, on_start, lambda step, metrics: on_log(step, renamed(metrics)))()
     peft_config = _peft_config(config.lora)
     if config.algorithm == "sft":
         from trl import SFTTrainer
@@ -137,7 +139,7 @@ def train_in_process(
     _save(trainer, agent, run_dir, lora=peft_config is not None)
     final: dict[str, Any] = {}
     for entry in trainer.state.log_history:
-        final.update(entry)
+        final.update(renamed(entry))
     final["step"] = trainer.state.global_step
     final["num_processes"] = trainer.accelerator.num_processes
     return final
@@ -167,19 +169,19 @@ def _save(trainer: Any, agent: TrlAgent, run_dir: Path, *, lora: bool) -> None:
         trainer.processing_class.save_pretrained(str(run_dir / MODEL_DIR))
 
 
-def eval_names(on_log: LogFn, reward_names: list[str]) -> LogFn:
-    """``on_log`` with TRL's eval metrics of each reward function named as every engine names
+def eval_names(reward_names: list[str]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A function that names TRL's eval metrics of each reward function as every engine names
     them: ``eval_rewards/<name>/mean`` (one function) and ``eval_rewards/<name>`` (each of
     several, logged by :class:`~aworld_train_trl.reward.TrlReward`) become ``eval_<name>``.
     TRL's ``eval_reward`` is already the job's weighted total."""
-    renamed = {}
+    names = {}
     for name in reward_names:
-        renamed[f"eval_rewards/{name}/mean"] = renamed[f"eval_rewards/{name}"] = f"eval_{name}"
+        names[f"eval_rewards/{name}/mean"] = names[f"eval_rewards/{name}"] = f"eval_{name}"
 
-    def log(step: int, metrics: dict[str, Any]) -> None:
-        on_log(step, {renamed.get(key, key): value for key, value in metrics.items()})
+    def renamed(metrics: dict[str, Any]) -> dict[str, Any]:
+        return {names.get(key, key): value for key, value in metrics.items()}
 
-    return log
+    return renamed
 
 
 def greedy_evaluation(trainer: Any) -> None:
