@@ -1,9 +1,10 @@
 """The run directory: ``<run_path>/<timestamp>-<engine>-<id>/``, never reused or overwritten.
 
 It holds ``job.yaml`` (the job as it ran, secrets redacted, re-runnable from any folder),
-``manifest.json`` (status, process, versions, times, final metrics), ``metrics.jsonl``, the
-reward and loss plots, and whatever the engine writes: converted inputs, checkpoints, the final
-model. A folder under the run path without ``manifest.json`` is not a run.
+``manifest.json`` (status, process, versions, times, the device, precision and effective
+settings the engine reported, final metrics), ``metrics.jsonl``, the reward and loss plots, and
+whatever the engine writes: converted inputs, checkpoints, ``samples.jsonl`` (rollout samples),
+``adapter/`` (a LoRA adapter), ``model/`` (the final model). A folder under the run path without ``manifest.json`` is not a run.
 
 Its life: the checks run in it (:meth:`RunDirectory.for_checks`, :meth:`RunDirectory.checking`:
 it is removed when a check fails), it becomes a run when :meth:`RunDirectory.start` writes the
