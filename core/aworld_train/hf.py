@@ -186,3 +186,46 @@ def all_argument_names(library: str, classes: Mapping[str, str],
 
     key = [library, installed_versions(library).get(library), sorted(classes.items())]
     return frozenset(json.loads(cached("section-keys.json", make, valid, key=key)))
+
+
+def merge_adapter(base_model: str, adapter: Path, target: Path, *,
+                  trust_remote_code: bool = False) -> None:
+    """Merge a LoRA adapter into its base model and save a plain Hugging Face folder (weights,
+    config, tokenizer with its chat template) that loads without peft.
+
+    The tokenizer is the adapter folder's when it holds one (the trainer saved the one it
+    trained with), else the base model's. The folder is written beside ``target`` and renamed
+    into place, so ``target`` never holds half a model; an existing ``target`` is replaced.
+
+    :param base_model: the model the adapter was trained on (a folder or hub id).
+    :param adapter: the PEFT adapter folder (``adapter_config.json`` and its weights).
+    :param target: the folder to write, usually ``<run>/model``.
+    :raises TrainingError: when peft is not installed or the adapter folder holds no adapter.
+    """
+    import shutil
+
+    from aworld_train.errors import TrainingError
+
+    adapter, target = Path(adapter), Path(target)
+    if not (adapter / "adapter_config.json").is_file():
+        raise TrainingError(f"no LoRA adapter to merge in {adapter}: it has no "
+                            "adapter_config.json")
+    try:
+        from peft import PeftModel
+    except ImportError:
+        raise TrainingError("merging the LoRA adapter needs peft: pip install peft") from None
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    # The base's own dtype: the merged weights keep the precision the model ships in.
+    model = AutoModelForCausalLM.from_pretrained(base_model, dtype="auto",
+                                                 trust_remote_code=trust_remote_code)
+    merged = PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
+    has_tokenizer = (adapter / "tokenizer_config.json").is_file()
+    tokenizer = AutoTokenizer.from_pretrained(str(adapter) if has_tokenizer else base_model,
+                                              trust_remote_code=trust_remote_code)
+    partial = target.with_name(f"{target.name}.partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    merged.save_pretrained(partial)
+    tokenizer.save_pretrained(partial)
+    shutil.rmtree(target, ignore_errors=True)
+    partial.rename(target)

@@ -52,6 +52,16 @@ def length(data_source, solution_str, ground_truth, extra_info=None):
 
 '''
 
+# A job's common keys that every engine must honour alike (issue "One job, one meaning"): no KL
+# penalty, a constant rate, fp32 and a rank-8 LoRA adapter with the core's defaults.
+COMMON_KEYS_JOB: dict[str, Any] = {"kl_coef": 0.0, "lr_scheduler": "constant",
+                                   "precision": "fp32", "lora": {"rank": 8}}
+# What the manifest's ``settings`` must show for COMMON_KEYS_JOB, on every engine.
+COMMON_KEYS_EFFECTIVE: dict[str, Any] = {
+    "kl_coef": 0.0, "lr_scheduler": "constant", "precision": "fp32",
+    "lora": {"rank": 8, "alpha": 16.0, "dropout": 0.0, "target_modules": "all-linear"},
+}
+
 # The digits of the job's 16 training rows, in order.
 DIGITS = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9, 3]
 
@@ -173,3 +183,62 @@ def check_config_file(
     job["config"] = "grpo.yaml"
     runner = type("ConfigFileCheck", (BadJobSuite,), {"engine_name": engine})()
     return runner.run_check(JobFolder.of_trainer_job(job), capsys)
+
+
+def tensorboard_scalars(folder: Path) -> dict[str, list[tuple[int, float]]]:
+    """Every scalar in the TensorBoard event files under ``folder`` (searched recursively), as
+    ``{tag: [(step, value), ...]}`` sorted by step, read with TensorBoard's own reader.
+
+    :raises AssertionError: when ``folder`` holds no event file.
+    """
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    files = sorted(Path(folder).rglob("events.out.tfevents.*"))
+    assert files, f"no TensorBoard event files under {folder}"
+    scalars: dict[str, list[tuple[int, float]]] = {}
+    for file in files:
+        reader = EventAccumulator(str(file), size_guidance={"scalars": 0})  # 0: keep every one
+        reader.Reload()
+        for tag in reader.Tags()["scalars"]:
+            scalars.setdefault(tag, []).extend(
+                (event.step, event.value) for event in reader.Scalars(tag))
+    return {tag: sorted(points) for tag, points in scalars.items()}
+
+
+# Run in a fresh interpreter where ``import peft`` fails (and transformers sees no peft): loads the
+# folder with plain transformers and generates a few tokens from a chat prompt.
+_LOAD_WITHOUT_PEFT = """
+import json, sys
+sys.modules["peft"] = None
+from transformers import AutoModelForCausalLM, AutoTokenizer
+folder = sys.argv[1]
+tokenizer = AutoTokenizer.from_pretrained(folder)
+model = AutoModelForCausalLM.from_pretrained(folder)
+prompt = tokenizer.apply_chat_template([{"role": "user", "content": "Repeat: 7"}],
+                                       add_generation_prompt=True, return_tensors="pt",
+                                       return_dict=True)
+output = model.generate(**prompt, max_new_tokens=4, do_sample=False,
+                        pad_token_id=tokenizer.pad_token_id or tokenizer.eos_token_id)
+new = output[0][prompt["input_ids"].shape[1]:]
+print(json.dumps({"new_tokens": int(new.shape[0]), "text": tokenizer.decode(new),
+                  "peft_loaded": any(name.split(".")[0] == "peft" and module is not None
+                                     for name, module in sys.modules.items())}))
+"""
+
+
+def assert_loads_without_peft(folder: Path) -> None:
+    """``folder`` is a plain Hugging Face model: in a fresh interpreter where ``import peft``
+    fails, ``AutoModelForCausalLM`` and ``AutoTokenizer`` load it (chat template included) and
+    it generates from a chat prompt."""
+    import subprocess
+    import sys
+
+    folder = Path(folder)
+    assert not (folder / "adapter_config.json").exists(), f"{folder} is a LoRA adapter, not merged"
+    assert (folder / "config.json").is_file(), f"{folder} holds no model (no config.json)"
+    result = subprocess.run([sys.executable, "-c", _LOAD_WITHOUT_PEFT, str(folder)],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    loaded = json.loads(result.stdout.strip().splitlines()[-1])
+    assert loaded["new_tokens"] > 0, loaded
+    assert not loaded["peft_loaded"], loaded
