@@ -9,9 +9,11 @@ In an engine's own tests::
         engine_section = {"some_setting": 1}   # the engine's config section for the tiny job
 
 The suite proves that the engine is discovered, that its hooks validate against the specs,
-that ``check`` passes on a valid job and fails clearly on bad input, and that ``train`` runs a
-tiny job to completion and reports metrics (or raises ``train_error`` where the machine cannot
-train, such as an engine that needs a GPU).
+that ``check`` passes on a valid job and fails clearly on bad input, that the settings it
+reports (``effective_settings``, where it implements the hook) name the device and the precision
+it will use under their common names, and that ``train`` runs a tiny job to completion and
+reports metrics (or raises ``train_error`` where the machine cannot train, such as an engine
+that needs a GPU).
 """
 
 from __future__ import annotations
@@ -112,8 +114,33 @@ class EngineConformance:
         trainer = AgentTrainer(**job, check_only=True)
         assert trainer.initialized
         checked_by_engine = {c.module for c in trainer.checks if c.by == self.engine_name}
-        assert checked_by_engine == {"agent", "dataset", "reward", "config"}
+        reports = {"settings"} if trainer.settings is not None else set()
+        assert checked_by_engine == {"agent", "dataset", "reward", "config", *reports}
         assert not (job["run_path"]).exists(), "check wrote a run directory"
+
+    def test_effective_settings_name_the_device_and_the_precision(
+        self, job: dict[str, Any]
+    ) -> None:
+        from aworld_train import AgentTrainer
+        from aworld_train.config import COMMON_KEYS
+        from aworld_train.settings import PRECISIONS, Setting
+
+        job["config"] = dict(job["config"], precision="fp32")
+        settings = AgentTrainer(**job, check_only=True).settings
+        if settings is None:
+            pytest.skip(f"engine {self.engine_name} does not implement effective_settings")
+        assert isinstance(settings, list) and all(isinstance(s, Setting) for s in settings)
+        names = [setting.name for setting in settings]
+        assert len(names) == len(set(names)), f"a setting reported twice: {names}"
+        assert set(names) <= {"device", *COMMON_KEYS}, "settings go by their common names"
+        values = {setting.name: setting for setting in settings}
+        assert isinstance(values["device"].value, str) and values["device"].value
+        assert values["precision"].value == "fp32" and values["precision"].source == "job"
+        assert all(s.source in ("job", "section", "default") for s in settings)
+        job["config"]["precision"] = "auto"
+        resolved = AgentTrainer(**job, check_only=True).settings
+        assert resolved is not None
+        assert {s.name: s.value for s in resolved}["precision"] in PRECISIONS[1:], "auto resolved"
 
     def test_check_rejects_an_unknown_engine_key(self, job: dict[str, Any]) -> None:
         from aworld_train import AgentTrainer
@@ -151,6 +178,11 @@ class EngineConformance:
         trainer.train()
         manifest = json.loads((run_dir / "manifest.json").read_text())
         assert manifest["status"] == "completed"
+        if trainer.settings is not None:
+            reported = {setting.name: setting.value for setting in trainer.settings}
+            assert manifest["settings"] == reported
+            assert (manifest["device"], manifest["precision"]) == (reported["device"],
+                                                                   reported["precision"])
         records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
         assert records and all("step" in r for r in records)
         assert any(key not in ("step", "time") for r in records for key in r)
