@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -100,4 +101,22 @@ def test_an_engine_key_is_named_by_its_common_key() -> None:
     assert common_name("trl", "fp16") == "precision", "a second own key of one setting"
     assert common_name("verl", "actor_rollout_ref.actor.kl_loss_coef") == "kl_coef"
     assert common_name("trl", "num_generations") is None
+    assert common_name("verl", "actor_rollout_ref.actor.kl_loss_coef_extra") is None
+    mixed = "actor_rollout_ref.actor.fsdp_config.mixed_precision"
+    assert common_name("verl", f"{ENGINE_KEYS['verl']['precision'][0]}.inner") == "precision"
+    assert common_name("verl", f"{mixed}x") != "precision", "a longer name is another key"
     assert common_name("mine", "beta") is None
+
+
+def test_the_readme_explains_every_common_key() -> None:
+    from aworld_train.config import COMMON_KEYS
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    explained = re.findall(r"^\| `(\w+)`", readme, flags=re.MULTILINE)
+    documented = {name for row in re.findall(r"^\| ((?:`\w+`(?:, )?)+) \|", readme,
+                                             flags=re.MULTILINE)
+                  for name in re.findall(r"`(\w+)`", row)}
+    missing = [key for key in COMMON_KEYS if key not in documented]
+    assert not missing, f"README.md does not explain {missing}"
+    mapped = [key for key in ENGINE_KEYS["trl"] if explained.count(key) < 2]
+    assert not mapped, f"README.md has no row of engine keys for {mapped}"

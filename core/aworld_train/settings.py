@@ -218,6 +218,8 @@ ENGINE_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
 
 def common_name(engine: str, key: str) -> str | None:
     """The common name that carries ``engine``'s own ``key`` (``trl``, ``fp16`` ->
-    ``precision``), or ``None`` when :data:`ENGINE_KEYS` maps no common name to it."""
-    return next((name for name, keys in ENGINE_KEYS.get(engine, {}).items() if key in keys),
-                None)
+    ``precision``), or ``None`` when :data:`ENGINE_KEYS` maps no common name to it. A dotted key
+    inside a mapped one is carried by the same name (VeRL's ``...mixed_precision.reduce_dtype``
+    by ``precision``)."""
+    return next((name for name, keys in ENGINE_KEYS.get(engine, {}).items()
+                 if any(key == own or key.startswith(f"{own}.") for own in keys)), None)
