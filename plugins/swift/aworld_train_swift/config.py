@@ -17,16 +17,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aworld_train.engine import (
+    TRACKERS,
     AWorldTrainError,
     ConfigError,
     TrainerConfig,
     arguments_class,
+    check_trackers,
     scoped_environment,
 )
 
 from aworld_train_swift.logs import LOG_FILE
 from aworld_train_swift.remote_code import model_code
 from aworld_train_swift.schema import ARGUMENT_CLASSES, SECRETS, validate_section
+from aworld_train_swift.settings import common_arguments, end_only_eval, samples_per_step
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -52,14 +55,20 @@ class SwiftConfig(TrainerConfig):
     (the rewards and the metrics callback they name are registered in the training process);
     several processes train through torchrun (``NPROC_PER_NODE``, ``NNODES``).
 
+    :ivar run_dir: the run directory (rollout samples go to its ``samples.jsonl``).
     :ivar cache_dir: ``MODELSCOPE_CACHE`` and ``HF_HOME`` point inside it during the run.
     :ivar log_file: where swift's log lines and per-step dicts go instead of the terminal.
     :ivar trust_remote_code: whether code from the model's folder may run.
+    :ivar log_samples: GRPO rollout samples kept per logged step.
+    :ivar end_only_eval: evaluate the test set once, after the last step.
     """
 
+    run_dir: str
     cache_dir: str
     log_file: str
     trust_remote_code: bool = False
+    log_samples: int = 0
+    end_only_eval: bool = False
 
 
 def config_to_swift(
@@ -85,11 +94,9 @@ def config_to_swift(
         "model": agent.model,
         "model_type": agent.model_type,
         "template": agent.template,
-        "tuner_type": "full",
         "check_model": False,
         "add_version": False,
         "output_dir": str(run_dir / CHECKPOINTS),
-        "report_to": ["none"],
         "seed": config.seed,
         "data_seed": config.seed,
         "dataloader_num_workers": 0,
@@ -102,9 +109,13 @@ def config_to_swift(
         arguments["dataset"] = [str(data.train)]
         if data.test is not None:
             arguments["val_dataset"] = [str(data.test)]
+            if algorithm == "grpo":
+                # One completion per test row, decoded greedily (patches.greedy_evaluation).
+                arguments["num_generations_eval"] = 1
             if config.batch_size is not None:
-                # swift's default of 1 cannot hold a GRPO group of num_generations.
-                arguments["per_device_eval_batch_size"] = config.batch_size
+                # Batches of the training size, or the whole test set where it is smaller
+                # (swift refuses an evaluation batch larger than the test set).
+                arguments["per_device_eval_batch_size"] = min(config.batch_size, data.test_rows)
     common = {
         "learning_rate": config.learning_rate,
         "max_steps": config.max_steps,
@@ -131,21 +142,30 @@ def config_to_swift(
     arguments.update({key: value for key, value in common.items() if value is not None})
     if config.save_steps is None and config.max_steps is not None:
         arguments["save_steps"] = config.max_steps
-    if not _gpu_visible():
-        # Half precision on a CPU is slow and swift's default follows the GPU's support;
-        # use_cpu is what makes torchrun's CPU processes one data-parallel group.
-        arguments.update(torch_dtype="float32", use_cpu=True)
-    arguments.update({key: value for key, value in section.items() if key not in SECRETS})
+    use_gpu = _gpu_visible() and not section.get("use_cpu")
+    if not use_gpu:
+        # use_cpu is also what makes torchrun's CPU processes one data-parallel group.
+        arguments["use_cpu"] = True
+    has_test = data is not None and data.test is not None
+    settings = common_arguments(config, section, run_dir, use_gpu, has_test)
+    arguments.update(settings)
+    # A section key left null keeps what the common settings made of it.
+    arguments.update({key: value for key, value in section.items()
+                      if key not in SECRETS and not (value is None and key in settings)})
 
+    check_trackers(tuple(t for t in arguments["report_to"] if t in TRACKERS))
     if arguments.get("use_vllm"):
         check_vllm()
     nproc = config.resources.gpus_per_node or 1
     swift_config = SwiftConfig(
         algorithm=algorithm,
         arguments=arguments,
+        run_dir=str(run_dir),
         cache_dir=str(run_dir / CACHE),
         log_file=str(run_dir / LOG_FILE),
         trust_remote_code=config.trust_remote_code,
+        log_samples=samples_per_step(config),
+        end_only_eval=end_only_eval(config, section, has_test),
         nproc_per_node=nproc,
         nnodes=config.resources.nnodes,
     )
@@ -206,7 +226,8 @@ def _gpu_visible() -> bool:
 def swift_environment(
     config: SwiftConfig, environment: dict[str, str | None] | None = None
 ) -> Iterator[None]:
-    """Keep swift's caches inside the run directory for the duration of the block.
+    """Keep swift's caches and TensorBoard's event files inside the run directory for the
+    duration of the block.
 
     :param environment: more variables to set for the block; ``None`` values unset one.
     """
@@ -215,6 +236,9 @@ def swift_environment(
         "MODELSCOPE_CACHE": str(cache / "modelscope"),
         "HF_HOME": str(cache / "huggingface"),
         "HF_DATASETS_CACHE": str(cache / "huggingface" / "datasets"),
+        # transformers' TensorBoard callback reads its folder from here; swift only sets it
+        # where it is unset, which would keep an earlier run's folder in this process.
+        "TENSORBOARD_LOGGING_DIR": config.arguments.get("logging_dir"),
         **(environment or {}),
     }
     with scoped_environment(wanted):

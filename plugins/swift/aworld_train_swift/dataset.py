@@ -32,6 +32,7 @@ class SwiftDatasets:
     train: Path
     test: Path | None
     train_rows: int
+    test_rows: int = 0
 
 
 def prompt_messages(prompt: Any, role: str, row: int) -> list[dict[str, str]]:
@@ -111,9 +112,10 @@ def convert_dataset(
 
 def datasets_to_swift(train_dataset: datasets.Dataset | None,
                       test_dataset: datasets.Dataset | None, algorithm: str,
-                      run_dir: Path) -> SwiftDatasets:
+                      run_dir: Path, eval_limit: int | None = None) -> SwiftDatasets:
     """Convert both datasets into ``run_dir/data/{train,test}.jsonl``.
 
+    :param eval_limit: keep the first this many rows of the test set (evaluation scores them).
     :raises DatasetError: when the job gives no training dataset, or for a row swift cannot use.
     """
     if train_dataset is None:
@@ -123,8 +125,11 @@ def datasets_to_swift(train_dataset: datasets.Dataset | None,
         )
     folder = run_dir / DATA_DIR
     rows = convert_dataset(train_dataset, folder / "train.jsonl", algorithm, "train_dataset")
-    test = None
+    test, test_rows = None, 0
     if test_dataset is not None:
+        if eval_limit is not None and eval_limit < len(test_dataset):
+            test_dataset = test_dataset.select(range(eval_limit))
         test = folder / "test.jsonl"
-        convert_dataset(test_dataset, test, algorithm, "test_dataset")
-    return SwiftDatasets(train=folder / "train.jsonl", test=test, train_rows=rows)
+        test_rows = convert_dataset(test_dataset, test, algorithm, "test_dataset")
+    return SwiftDatasets(train=folder / "train.jsonl", test=test, train_rows=rows,
+                         test_rows=test_rows)

@@ -15,7 +15,7 @@ from aworld_train.engine import ConfigLayout, hookimpl, installed_versions
 if TYPE_CHECKING:
     from datasets import Dataset
 
-    from aworld_train.engine import AgentSpec, RewardSpec, RunContext, TrainConfig
+    from aworld_train.engine import AgentSpec, RewardSpec, RunContext, Setting, TrainConfig
 
     from aworld_train_swift.agent import SwiftAgent
     from aworld_train_swift.config import SwiftConfig
@@ -46,7 +46,8 @@ def check_dataset(train_dataset: Dataset | None, test_dataset: Dataset | None,
                   config: TrainConfig, ctx: RunContext) -> SwiftDatasets:
     from aworld_train_swift.dataset import datasets_to_swift
 
-    return datasets_to_swift(train_dataset, test_dataset, config.algorithm, ctx.run_dir)
+    return datasets_to_swift(train_dataset, test_dataset, config.algorithm, ctx.run_dir,
+                             config.eval_limit)
 
 
 @hookimpl
@@ -71,6 +72,16 @@ def check_config(
 
     with run_log(ctx.run_dir):
         return config_to_swift(config, agent, dataset, reward, ctx.run_dir)
+
+
+@hookimpl
+def effective_settings(config: SwiftConfig, ctx: RunContext) -> list[Setting]:
+    """The common settings as ms-swift will train them, read from its arguments."""
+    from aworld_train_swift.schema import validate_section
+    from aworld_train_swift.settings import effective_settings as settings
+
+    section = validate_section(ctx.config.engine_section(), ctx.config.algorithm)
+    return settings(ctx.config, config.arguments, section)
 
 
 @hookimpl

@@ -33,22 +33,22 @@ _RENDEZVOUS_FLAGS = {"NODE_RANK": "--node_rank", "MASTER_ADDR": "--master_addr",
 def launch(
     ctx: RunContext,
     checkpoint: Path | None,
-    secrets: dict[str, str],
+    environment: dict[str, str],
     *,
     config: SwiftConfig,
     reward: SwiftReward | None,
 ) -> dict[str, Any]:
     """Run the checked job in ``nproc_per_node x nnodes`` processes and wait for them.
 
-    :param secrets: environment variables carrying credentials to the workers; the job file
-        the workers read holds none.
+    :param environment: environment variables for the workers: credentials (the job file the
+        workers read holds none) and where the trackers keep their files.
     :raises TrainingError: when a reward cannot be imported by other processes, the nodes'
         rendezvous is not configured, or a worker fails.
     """
     job_file = write_job(ctx.run_dir, checkpoint, config=config, reward=reward)
     command = [sys.executable, "-m", "torch.distributed.run", *torchrun_args(config),
                "-m", "aworld_train_swift.worker", str(job_file)]
-    env = dict(os.environ, **secrets, NPROC_PER_NODE=str(config.nproc_per_node),
+    env = dict(os.environ, **environment, NPROC_PER_NODE=str(config.nproc_per_node),
                NNODES=str(config.nnodes))
     total = config.world_size
     return run_workers(command, ctx, ctx.run_dir / WORKER_LOG, env=env,

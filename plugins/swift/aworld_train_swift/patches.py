@@ -1,6 +1,11 @@
-"""A fix for one ms-swift 4.6 GRPO failure, applied in the training process.
+"""Two changes to ms-swift 4.6's GRPO trainer, applied in the training process.
 
-When the policy's first generated token is the end of turn, ms-swift keeps an empty completion
+Evaluation decodes greedily. swift generates the test set's completions as it generates the
+training rollouts, sampled at the training temperature, so its evaluation reward would vary from
+one evaluation of the same model to the next; the evaluation this engine promises scores one
+greedy completion per test row (``num_generations_eval`` 1), as ``aworld-train eval`` does.
+
+An empty completion no longer stops training. When the policy's first generated token is the end of turn, ms-swift keeps an empty completion
 whose labels are all masked. Its collate step (``collate_to_grpo_micro_batch``) then measures
 the completion region of that row from position 0, asks the model for one more logit than the
 sequence has, and training stops with ``Size does not match at dimension 1``. Small models stop
@@ -19,7 +24,32 @@ _PATCHED = "_aworld_train_empty_completion_fix"
 
 
 def apply() -> None:
-    """Wrap swift's GRPO collate once per process."""
+    """Make both changes, once per process."""
+    greedy_evaluation()
+    keep_empty_completions()
+
+
+def greedy_evaluation() -> None:
+    """Wrap swift's rollout settings so that evaluation rollouts decode greedily (temperature
+    0, which swift's generation turns into ``do_sample=False``)."""
+    from swift.rlhf_trainers.rollout_mixin import RolloutTrainerMixin
+
+    original = RolloutTrainerMixin._get_request_config
+    if getattr(original, _PATCHED, False):
+        return
+
+    def request_config(self: Any) -> Any:
+        config = original(self)
+        if not self.model.training:
+            config.temperature = 0
+        return config
+
+    setattr(request_config, _PATCHED, True)
+    RolloutTrainerMixin._get_request_config = request_config
+
+
+def keep_empty_completions() -> None:
+    """Wrap swift's GRPO collate."""
     from swift.rlhf_trainers import grpo_trainer
 
     original = grpo_trainer.collate_to_grpo_micro_batch

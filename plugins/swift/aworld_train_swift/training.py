@@ -12,13 +12,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aworld_train.engine import (
+    ADAPTER_DIR,
+    MODEL_DIR,
+    TRACKERS,
     AWorldTrainError,
     TrainingError,
     last_checkpoint,
+    merge_adapter,
     resume_checkpoint,
-    trainer_callback,
+    tracker_environment,
 )
 
+from aworld_train_swift.callbacks import CALLBACK, common_metrics, run_callback
 from aworld_train_swift.config import (
     CHECKPOINTS,
     build_arguments,
@@ -33,10 +38,6 @@ if TYPE_CHECKING:
     from aworld_train_swift.config import SwiftConfig
     from aworld_train_swift.reward import SwiftReward
 
-# The name of this engine's metrics callback in swift's ``callbacks_map``.
-CALLBACK = "aworld_train_metrics"
-# Where the final model goes in the run directory.
-MODEL_DIR = "model"
 _RESUME_ONLY = ("optimizer.pt", "scheduler.pt", "rng_state*.pth", "trainer_state.json",
                 "training_args.bin", "global_step*")
 
@@ -46,11 +47,14 @@ def run_training(
 ) -> dict[str, Any]:
     """Train the checked job, resuming from the last checkpoint of ``ctx.resume_from``."""
     checkpoint = resume_checkpoint(ctx.resume_from) if ctx.resume_from is not None else None
-    secrets = secret_environment(ctx.config.engine_section(), config.arguments)
+    trackers = tuple(t for t in config.arguments["report_to"] if t in TRACKERS)
+    # Credentials, and where the trackers keep their files (inside the run directory).
+    environment = {**secret_environment(ctx.config.engine_section(), config.arguments),
+                   **tracker_environment(trackers, ctx.run_dir)}
     if config.distributed:
         from aworld_train_swift.launch import launch
 
-        final = launch(ctx, checkpoint, secrets, config=config, reward=reward)
+        final = launch(ctx, checkpoint, environment, config=config, reward=reward)
     else:
         final = train_in_process(
             config=config,
@@ -58,18 +62,29 @@ def run_training(
             on_start=lambda total, done: ctx.metrics.start(total, completed=done),
             on_log=ctx.metrics.log,
             checkpoint=checkpoint,
-            environment=dict(secrets),
+            environment=dict(environment),
         )
     saved = last_checkpoint(ctx.run_dir / CHECKPOINTS)
     if saved is not None:
-        save_final_model(saved, ctx.run_dir / MODEL_DIR)
+        save_final_model(saved, ctx.run_dir, config)
     return final
 
 
-def save_final_model(checkpoint: Path, target: Path) -> None:
-    """Copy the weights (or LoRA adapter), config and tokenizer of ``checkpoint`` to ``target``,
-    leaving out the optimizer and trainer state only resuming needs."""
-    shutil.copytree(checkpoint, target, ignore=shutil.ignore_patterns(*_RESUME_ONLY))
+def save_final_model(checkpoint: Path, run_dir: Path, config: SwiftConfig) -> None:
+    """Leave the trained model in ``run_dir/model``, without the optimizer and trainer state
+    only resuming needs.
+
+    A LoRA checkpoint (a PEFT adapter) is kept in ``run_dir/adapter`` and merged into the base
+    model, so that ``model/`` loads without peft; other checkpoints are copied.
+    """
+    ignore = shutil.ignore_patterns(*_RESUME_ONLY)
+    if not (checkpoint / "adapter_config.json").is_file():
+        shutil.copytree(checkpoint, run_dir / MODEL_DIR, ignore=ignore)
+        return
+    adapter = run_dir / ADAPTER_DIR
+    shutil.copytree(checkpoint, adapter, ignore=ignore)
+    merge_adapter(str(config.arguments["model"]), adapter, run_dir / MODEL_DIR,
+                  trust_remote_code=config.trust_remote_code)
 
 
 def train_in_process(
@@ -87,7 +102,8 @@ def train_in_process(
     to ``config.log_file``: aworld-train reports progress and metrics itself.
 
     :param on_start: called once with the total number of steps and the steps already done.
-    :param on_log: called with the global step and the metrics of each logged step.
+    :param on_log: called with the global step and the metrics of each logged step, under the
+        common names (:func:`~aworld_train_swift.callbacks.common_metrics`).
     :param checkpoint: a ``checkpoint-N`` folder to resume from.
     :param environment: variables to set while training (the credentials swift reads).
     :returns: the latest value of every logged metric, plus ``step``.
@@ -104,7 +120,9 @@ def train_in_process(
         if reward is not None:
             register(reward)
         # swift builds each callback as cls(args, trainer): register the class.
-        callbacks_map[CALLBACK] = trainer_callback(TrainerCallback, on_start, on_log)
+        callbacks_map[CALLBACK] = run_callback(
+            TrainerCallback, on_start, on_log, run_dir=Path(config.run_dir),
+            log_samples=config.log_samples, end_only_eval=config.end_only_eval)
         extra: dict[str, Any] = {
             "callbacks": [*config.arguments.get("callbacks", []), CALLBACK],
         }
@@ -124,6 +142,6 @@ def train_in_process(
             raise TrainingError(f"ms-swift {config.algorithm} training failed: {error}") from error
     final: dict[str, Any] = {}
     for entry in result.get("log_history", []):
-        final.update(entry)
+        final.update(common_metrics(entry))
     final["step"] = result.get("global_step", final.get("step", 0))
     return final

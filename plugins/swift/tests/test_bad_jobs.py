@@ -189,6 +189,7 @@ def test_swift_never_runs_code_from_an_untrusted_model_folder(
                    "output_dir": str(tmp_path / "out"), "report_to": ["none"],
                    "torch_dtype": "float32", "use_cpu": True, "num_generations": 2,
                    "per_device_train_batch_size": 2},
+        run_dir=str(tmp_path),
         cache_dir=str(tmp_path / "cache"),
         log_file=str(tmp_path / "swift.log"),
         trust_remote_code=False,

@@ -193,21 +193,6 @@ def test_vllm_without_vllm_or_a_gpu_is_one_line(job: dict[str, Any]) -> None:
     assert "\n" not in str(error.value)
 
 
-def test_a_job_that_asks_for_the_cpu_keeps_it_where_a_gpu_is_visible(
-    job: dict[str, Any], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """What the two-process training test relies on when it runs on a GPU machine: the engine
-    adds use_cpu and float32 only where no GPU is visible, and the job's own keep them."""
-    from aworld_train_swift import config as swift_config
-
-    monkeypatch.setattr(swift_config, "_gpu_visible", lambda: True)
-    plain = _check(job).hand_off.config.arguments
-    assert "use_cpu" not in plain and "torch_dtype" not in plain
-    asked = _check(job, swift=dict(job["config"]["swift"], use_cpu=True, torch_dtype="float32"))
-    arguments = asked.hand_off.config.arguments
-    assert (arguments["use_cpu"], arguments["torch_dtype"]) == (True, "float32")
-
-
 def test_an_algorithm_swift_does_not_train_here_is_refused(job: dict[str, Any]) -> None:
     with pytest.raises(ConfigError, match="trains \\['sft', 'grpo', 'dpo'\\], not 'ppo'"):
         _check(job, algorithm="ppo")
@@ -225,8 +210,8 @@ def test_torchrun_runs_one_node_standalone_and_several_at_the_main_node(
     from aworld_train_swift.launch import torchrun_args
 
     def config(nnodes: int) -> SwiftConfig:
-        return SwiftConfig(algorithm="sft", arguments={}, cache_dir="cache", log_file="log",
-                           nproc_per_node=2, nnodes=nnodes)
+        return SwiftConfig(algorithm="sft", arguments={}, run_dir="run", cache_dir="cache",
+                           log_file="log", nproc_per_node=2, nnodes=nnodes)
 
     assert torchrun_args(config(1)) == ["--nproc_per_node", "2", "--nnodes", "1", "--standalone"]
     monkeypatch.setenv("MASTER_ADDR", "10.0.0.1")

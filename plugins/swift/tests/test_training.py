@@ -12,6 +12,7 @@ from aworld_train import AgentTrainer
 from aworld_train.testing.fixtures import (
     DIGITS,
     assert_interrupted_run_resumes,
+    assert_loads_without_peft,
     manifest,
     read_jsonl,
 )
@@ -85,7 +86,11 @@ def test_the_hub_token_reaches_swift_only_through_the_environment_and_output_sta
     assert "[INFO:swift]" in log and "'loss':" in log
 
 
-def test_sft_with_lora_trains_an_adapter_and_evaluates(job: dict[str, Any], tmp_path: Path) -> None:
+def test_sft_with_lora_keeps_the_adapter_merges_it_and_evaluates_at_the_end(
+    job: dict[str, Any], tmp_path: Path
+) -> None:
+    """LoRA through the section's own keys; evaluation once, after the last step (swift's
+    default would evaluate at every save_steps: here step 2 too)."""
     from peft import PeftModel
     from transformers import AutoModelForCausalLM
 
@@ -93,7 +98,7 @@ def test_sft_with_lora_trains_an_adapter_and_evaluates(job: dict[str, Any], tmp_
         job["config"],
         algorithm="sft",
         max_steps=3,
-        save_steps=3,
+        save_steps=2,
         swift={"template": "qwen", "tuner_type": "lora", "lora_rank": 4, "lora_alpha": 8},
     )
     test_rows = [{"prompt": f"Repeat: {d}", "ground_truth": str(d)} for d in (0, 7)]
@@ -104,17 +109,19 @@ def test_sft_with_lora_trains_an_adapter_and_evaluates(job: dict[str, Any], tmp_
     run_dir = trainer.run_dir.path
 
     assert manifest(run_dir)["status"] == "completed"
+    assert manifest(run_dir)["settings"]["lora"] == {
+        "rank": 4, "alpha": 8.0, "dropout": 0.05, "target_modules": "all-linear"}
     metrics = read_jsonl(run_dir / "metrics.jsonl")
     losses = [m["loss"] for m in metrics if "loss" in m]
     assert len(losses) == 3 and all(loss > 0 for loss in losses)
-    assert any("eval_loss" in m for m in metrics)
+    assert [m["step"] for m in metrics if "eval_loss" in m] == [3]
     first = json.loads((run_dir / "data" / "train.jsonl").read_text().splitlines()[0])
     assert first["messages"][-1] == {"role": "assistant", "content": "3"}
-    adapter = run_dir / "model"
-    assert (adapter / "adapter_config.json").is_file()
+    adapter = run_dir / "adapter"
     base = AutoModelForCausalLM.from_pretrained(job["config"]["model"])
     tuned = PeftModel.from_pretrained(base, adapter)
     assert tuned.peft_config["default"].r == 4
+    assert_loads_without_peft(run_dir / "model")
 
 
 def test_interrupted_run_resumes_from_its_last_checkpoint(job: dict[str, Any]) -> None:
@@ -143,6 +150,8 @@ def test_two_cpu_processes_train_one_job_through_torchrun(
     assert metrics[-1]["epoch"] == pytest.approx(0.25)
     assert manifest(run_dir)["status"] == "completed"
     assert (run_dir / "model" / "config.json").is_file()
+    # The rollout samples come from the main process alone: 4 of each step's 4 completions.
+    assert [s["step"] for s in read_jsonl(run_dir / "samples.jsonl")] == [1] * 4 + [2] * 4
 
 
 def test_grpo_survives_completions_that_end_before_their_first_token(tmp_path: Path) -> None:

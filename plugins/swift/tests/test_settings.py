@@ -1,0 +1,236 @@
+"""The common settings on ms-swift, without training: each key becomes swift's own argument,
+swift builds what it is given, the effective-settings table reads back what swift will use, and
+what the engine cannot honour (or a section that disagrees) is one line."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from aworld_train import AgentTrainer
+from aworld_train.errors import ConfigError
+
+from aworld_train_swift.config import build_arguments
+
+
+def _check(job: dict[str, Any], **config: Any) -> AgentTrainer:
+    job["config"] = dict(job["config"], **config)
+    return AgentTrainer(**job, check_only=True)
+
+
+def _settings(trainer: AgentTrainer) -> dict[str, tuple[Any, str, Any, str]]:
+    return {s.name: (s.value, s.engine_key, s.engine_value, s.source) for s in trainer.settings}
+
+
+def _with_test_set(job: dict[str, Any], rows: int = 4) -> None:
+    lines = [json.dumps({"prompt": f"Repeat: {d}", "ground_truth": str(d)}) for d in range(rows)]
+    (job["base_dir"] / "test.jsonl").write_text("\n".join(lines) + "\n")
+    job["test_dataset"] = "test.jsonl"
+
+
+def test_the_common_keys_become_swift_arguments_that_swift_builds(job: dict[str, Any]) -> None:
+    trainer = _check(
+        job, swift={"template": "qwen"}, kl_coef=0.0, lr_scheduler="constant", warmup_ratio=0.1,
+        loss_aggregation="token-mean", clip_ratio=0.3, entropy_coef=0.0, precision="fp32",
+        lora={"rank": 8}, report_to=["tensorboard"])
+    config = trainer.hand_off.config
+    args = config.arguments
+    run_dir = trainer.context.run_dir
+    assert (args["beta"], args["lr_scheduler_type"], args["warmup_ratio"]) == (
+        0.0, "constant_with_warmup", 0.1)
+    assert (args["loss_type"], args["epsilon"]) == ("dapo", 0.3)
+    assert (args["torch_dtype"], args["bf16"], args["fp16"]) == ("float32", False, False)
+    assert (args["tuner_type"], args["lora_rank"], args["lora_alpha"], args["lora_dropout"],
+            args["target_modules"]) == ("lora", 8, 16.0, 0.0, ["all-linear"])
+    assert args["report_to"] == ["tensorboard"]
+    assert args["logging_dir"] == str(run_dir / "tensorboard")
+
+    built = build_arguments(config)  # what swift makes of them
+    training = built.training_args
+    assert (built.beta, built.loss_type, built.epsilon) == (0.0, "dapo", 0.3)
+    assert training.lr_scheduler_type == "constant_with_warmup"
+    assert (training.fp16, training.bf16) == (False, False)
+    assert built.ref_model is None  # beta 0: no reference model
+
+    settings = _settings(trainer)
+    assert settings["kl_coef"] == (0.0, "beta", 0.0, "job")
+    assert settings["lr_scheduler"] == ("constant", "lr_scheduler_type", "constant_with_warmup",
+                                        "job")
+    assert settings["loss_aggregation"] == ("token-mean", "loss_type", "dapo", "job")
+    assert settings["clip_ratio"] == (0.3, "epsilon", 0.3, "job")
+    assert settings["entropy_coef"] == (0.0, "", None, "job")
+    assert settings["precision"] == ("fp32", "torch_dtype", "float32", "job")
+    assert settings["lora"] == ({"rank": 8, "alpha": 16.0, "dropout": 0.0,
+                                 "target_modules": "all-linear"}, "tuner_type", "lora", "job")
+    assert settings["report_to"] == (["tensorboard"], "report_to", ["tensorboard"], "job")
+
+
+def test_unset_settings_show_what_swift_itself_uses(job: dict[str, Any]) -> None:
+    trainer = _check(job, swift={"template": "qwen"})
+    settings = _settings(trainer)
+    built = build_arguments(trainer.hand_off.config)
+    assert settings["kl_coef"] == (built.beta, "beta", built.beta, "default") == (
+        0.04, "beta", 0.04, "default")
+    assert settings["lr_scheduler"][:3] == ("cosine", "lr_scheduler_type", "cosine")
+    assert built.training_args.lr_scheduler_type == "cosine"
+    assert settings["loss_aggregation"][:3] == ("seq-mean-token-mean", "loss_type", built.loss_type)
+    assert settings["clip_ratio"][:3] == (built.epsilon, "epsilon", 0.2)
+    assert settings["warmup_ratio"][0] == built.warmup_ratio == 0.0
+    assert settings["entropy_coef"] == (0.0, "", None, "default")
+    assert settings["lora"] == (None, "tuner_type", "full", "default")
+    assert settings["report_to"] == ([], "report_to", ["none"], "default")
+    assert settings["eval_steps"][0] is None
+    assert settings["log_samples"] == (4, "", None, "default")
+    assert settings["device"] == ("cpu", "use_cpu", True, "default")
+    # auto on a CPU: fp32, with neither of swift's half-precision flags (swift would set fp16).
+    assert settings["precision"] == ("fp32", "torch_dtype", "float32", "default")
+    assert (built.training_args.fp16, built.training_args.bf16) == (False, False)
+
+
+def test_the_section_s_own_keys_show_as_such(job: dict[str, Any]) -> None:
+    section = {"template": "qwen", "beta": 0.1, "loss_type": "dr_grpo", "tuner_type": "lora",
+               "lora_rank": 4, "torch_dtype": "float32", "lr_scheduler_type": "linear"}
+    settings = _settings(_check(job, swift=section))
+    assert settings["kl_coef"] == (0.1, "beta", 0.1, "section")
+    assert settings["loss_aggregation"] == ("seq-mean-token-sum-norm", "loss_type", "dr_grpo",
+                                            "section")
+    assert settings["lora"] == ({"rank": 4, "alpha": 32.0, "dropout": 0.05,
+                                 "target_modules": "all-linear"}, "tuner_type", "lora", "section")
+    assert settings["precision"] == ("fp32", "torch_dtype", "float32", "section")
+    assert settings["lr_scheduler"] == ("linear", "lr_scheduler_type", "linear", "section")
+
+
+@pytest.mark.parametrize(("common", "section", "message"), [
+    ({"kl_coef": 0.1}, {"beta": 0.0},
+     r"^config kl_coef is 0\.1 but swift\.beta is 0\.0: both set ms-swift's beta, differently"),
+    ({"lr_scheduler": "linear"}, {"lr_scheduler_type": "cosine"},
+     r"^config lr_scheduler is 'linear' but swift\.lr_scheduler_type is 'cosine'"),
+    ({"loss_aggregation": "token-mean"}, {"loss_type": "grpo"},
+     r"^config loss_aggregation is 'token-mean' but swift\.loss_type is \['grpo'\]"),
+    ({"clip_ratio": 0.3}, {"epsilon_high": 0.28},
+     r"^config clip_ratio is 0\.3 but swift\.epsilon_high is 0\.28"),
+    ({"precision": "bf16"}, {"torch_dtype": "float32"},
+     r"^config precision is 'bf16' but swift\.torch_dtype is 'float32'"),
+    ({"lora": {"rank": 8}}, {"lora_rank": 4}, r"^config lora\.rank is 8 but swift\.lora_rank is 4"),
+    ({"lora": {"rank": 8}}, {"tuner_type": "full"}, r"^config lora is .* swift\.tuner_type is"),
+    ({"report_to": "tensorboard"}, {"report_to": "none"},
+     r"^config report_to is \['tensorboard'\] but swift\.report_to is \['none'\]"),
+])
+def test_a_common_key_the_section_contradicts_is_one_line_naming_both(
+    job: dict[str, Any], common: dict[str, Any], section: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message) as error:
+        _check(job, swift={"template": "qwen", **section}, **common)
+    assert "\n" not in str(error.value)
+
+
+def test_a_section_that_agrees_with_the_common_key_passes(job: dict[str, Any]) -> None:
+    args = _check(job, kl_coef=0.0, lora={"rank": 4, "alpha": 8},
+                  swift={"template": "qwen", "beta": 0.0, "lora_rank": 4, "lora_alpha": 8,
+                         "loss_type": "dapo"},
+                  loss_aggregation="token-mean").hand_off.config.arguments
+    assert (args["beta"], args["lora_rank"], args["lora_alpha"]) == (0.0, 4, 8.0)
+
+
+@pytest.mark.parametrize(("config", "message"), [
+    ({"entropy_coef": 0.01}, r"^config entropy_coef is 0\.01: ms-swift's GRPO has no entropy bonus"),
+    ({"loss_aggregation": "seq-mean-token-sum"},
+     r"^config loss_aggregation: ms-swift has no loss_type for seq-mean-token-sum; the swift "
+     r"engine takes token-mean \(dapo\)"),
+    ({"precision": "fp16"}, r"^config precision: fp16 needs a GPU on the swift engine"),
+    ({"swift": {"template": "qwen", "torch_dtype": "float16"}},
+     r"^config swift\.torch_dtype: fp16 needs a GPU"),
+    ({"algorithm": "sft", "kl_coef": 0.1, "swift": {"template": "qwen"}},
+     r"^config kl_coef: the swift engine uses it for GRPO only, not for sft"),
+])
+def test_a_value_the_engine_cannot_honour_is_one_line(
+    job: dict[str, Any], config: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message) as error:
+        _check(job, **config)
+    assert "\n" not in str(error.value)
+
+
+def test_bf16_on_a_cpu_computes_in_bf16(job: dict[str, Any]) -> None:
+    trainer = _check(job, precision="bf16")
+    args = trainer.hand_off.config.arguments
+    assert (args["torch_dtype"], args["bf16"], args["fp16"], args["use_cpu"]) == (
+        "bfloat16", True, False, True)
+    training = build_arguments(trainer.hand_off.config).training_args
+    assert (training.bf16, training.fp16, training.use_cpu) == (True, False, True)
+    assert _settings(trainer)["precision"] == ("bf16", "torch_dtype", "bfloat16", "job")
+
+
+def test_a_missing_tracker_fails_the_check(job: dict[str, Any],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "swanlab" else find_spec(name, *a))
+    with pytest.raises(ConfigError, match=r"report_to: swanlab is not installed: pip install "
+                                          r"swanlab"):
+        _check(job, swift={"template": "qwen", "report_to": ["swanlab"]})
+
+
+def test_evaluation_follows_eval_steps_and_eval_limit(job: dict[str, Any]) -> None:
+    _with_test_set(job, rows=6)
+    trainer = _check(job, eval_steps=2, eval_limit=3)
+    config = trainer.hand_off.config
+    assert (config.arguments["eval_strategy"], config.arguments["eval_steps"]) == ("steps", 2)
+    assert not config.end_only_eval
+    assert trainer.hand_off.dataset.test_rows == 3
+    assert _settings(trainer)["eval_steps"] == (2, "eval_steps", 2, "job")
+
+    end_only = _check(job, eval_steps=None, eval_limit=None).hand_off.config
+    assert end_only.end_only_eval
+    assert (end_only.arguments["eval_strategy"], end_only.arguments["eval_steps"]) == ("steps", 4)
+    own = _check(job, swift={"template": "qwen", "eval_steps": 3}).hand_off.config
+    assert not own.end_only_eval and own.arguments["eval_steps"] == 3
+
+
+def test_a_job_that_asks_for_the_cpu_keeps_it_where_a_gpu_is_visible(
+    job: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the two-process training test relies on when it runs on a GPU machine: the engine
+    asks for the CPU only where no GPU is visible, the job's own use_cpu and float32 hold, and
+    precision auto resolves for the GPU."""
+    from aworld_train.engine import resolve_precision
+
+    from aworld_train_swift import config as swift_config
+
+    monkeypatch.setattr(swift_config, "_gpu_visible", lambda: True)
+    plain = _check(job).hand_off.config.arguments
+    assert "use_cpu" not in plain
+    expected = {"bf16": "bfloat16", "fp32": "float32"}[resolve_precision("auto", True)]
+    assert plain["torch_dtype"] == expected
+    asked = _check(job, swift=dict(job["config"]["swift"], use_cpu=True, torch_dtype="float32"))
+    arguments = asked.hand_off.config.arguments
+    assert (arguments["use_cpu"], arguments["torch_dtype"], arguments["bf16"]) == (
+        True, "float32", False)
+    assert _settings(asked)["device"] == ("cpu", "use_cpu", True, "section")
+
+
+def test_engine_keys_name_swift_s_own_keys() -> None:
+    from aworld_train.engine import ENGINE_KEYS
+
+    from aworld_train_swift.schema import section_fields
+
+    fields = section_fields("grpo")
+    for name, keys in ENGINE_KEYS["swift"].items():
+        assert all(key in fields for key in keys), name
+
+
+def test_eval_limit_keeps_the_first_rows_of_the_test_set(tmp_path: Any) -> None:
+    import datasets
+
+    from aworld_train_swift.dataset import datasets_to_swift
+
+    rows = datasets.Dataset.from_list(
+        [{"prompt": f"Repeat: {d}", "ground_truth": str(d)} for d in (5, 6, 7)])
+    converted = datasets_to_swift(rows, rows, "grpo", tmp_path, eval_limit=2)
+    assert converted.test is not None and converted.test_rows == 2
+    kept = [json.loads(line)["ground_truth"] for line in converted.test.read_text().splitlines()]
+    assert kept == ["5", "6"]
