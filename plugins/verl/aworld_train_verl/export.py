@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from aworld_train.engine import ADAPTER_DIR, MODEL_DIR, TrainingError, run_process
+from aworld_train.engine import ADAPTER_DIR, MODEL_DIR, TrainingError, merge_adapter, run_process
 
 from aworld_train_verl.config import SAVED_CONFIG_NAME
 
@@ -77,7 +77,7 @@ def export_model(run_dir: Path) -> Path:
         if adapter.is_dir():
             adapter = adapter.rename(staging / ADAPTER_DIR)
             model = staging / MODEL_DIR
-            _merge(merged, adapter, model, trust_remote_code)
+            merge_adapter(str(merged), adapter, model, trust_remote_code=trust_remote_code)
         _add_missing_files(actor / "huggingface", model)
         if adapter.parent == staging:
             _replace(run_dir / ADAPTER_DIR, adapter, staging)
@@ -142,13 +142,6 @@ def _saved_config(run_dir: Path) -> Any:
     if not path.is_file():
         raise TrainingError(f"{run_dir}: not a run of the verl engine ({path.name} is missing)")
     return OmegaConf.load(path)
-
-
-def _merge(base: Path, adapter: Path, target: Path, trust_remote_code: bool) -> None:
-    """Write ``base`` with the LoRA ``adapter`` merged in to ``target`` (peft, in this process)."""
-    from aworld_train.engine import merge_adapter
-
-    merge_adapter(str(base), adapter, target, trust_remote_code=trust_remote_code)
 
 
 def _add_missing_files(source: Path, model: Path) -> None:

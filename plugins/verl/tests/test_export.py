@@ -12,11 +12,8 @@ since the trainer needs Ray and GPUs.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import socket
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +22,7 @@ import pytest
 import torch
 
 from aworld_train.engine import TrainingError
+from aworld_train.testing.fixtures import assert_loads_without_peft
 from aworld_train_verl import export
 from aworld_train_verl.export import export_model, last_actor_checkpoint
 
@@ -125,34 +123,14 @@ def full_run(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path, gloo_gr
     return write_verl_run(tmp_path_factory.mktemp("full-run"), tiny_model, lora=False)
 
 
+@pytest.fixture(scope="module")
+def lora_run(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path, gloo_group: Any) -> Checkpointed:
+    return write_verl_run(tmp_path_factory.mktemp("lora-run"), tiny_model, lora=True)
+
+
 def _copy_run(run: Checkpointed, target: Path) -> Path:
     shutil.copytree(run.run_dir, target)
     return target
-
-
-# Loads the folder as a user would, in a process where peft cannot be imported, and generates
-# from a chat prompt; prints what the test compares.
-_LOAD_WITHOUT_PEFT = """
-import json, sys
-sys.modules["peft"] = None
-import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer
-folder = sys.argv[1]
-model = AutoModelForCausalLM.from_pretrained(folder)
-tokenizer = AutoTokenizer.from_pretrained(folder)
-ids = tokenizer.apply_chat_template([{"role": "user", "content": "Repeat: 3"}], add_generation_prompt=True,
-                                    return_tensors="pt", return_dict=True)["input_ids"]
-out = model.generate(ids, max_new_tokens=4, do_sample=False, pad_token_id=tokenizer.pad_token_id)
-print(json.dumps({"new_tokens": out.shape[1] - ids.shape[1], "chat_template": tokenizer.chat_template,
-                  "architecture": type(model).__name__}))
-"""
-
-
-def loaded_without_peft(folder: Path) -> dict[str, Any]:
-    result = subprocess.run([sys.executable, "-c", _LOAD_WITHOUT_PEFT, str(folder)], capture_output=True,
-                            text=True, timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    assert result.returncode == 0, result.stderr[-3000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def model_weights(folder: Path) -> dict[str, torch.Tensor]:
@@ -181,11 +159,42 @@ def test_the_last_checkpoint_becomes_a_model_that_loads_without_peft(full_run: C
     converted = AutoTokenizer.from_pretrained(folder)
     assert converted.chat_template == original.chat_template
     assert converted("Repeat: 12345").input_ids == original("Repeat: 12345").input_ids
-    used = loaded_without_peft(folder)
-    assert used["new_tokens"] > 0 and used["chat_template"] == original.chat_template
-    assert used["architecture"] == "Qwen2ForCausalLM"
+    assert_loads_without_peft(folder)
     assert not list(run_dir.glob(".export-*"))  # the staging folder is gone
     assert not (run_dir / "adapter").exists()
+
+
+def test_lora_checkpoint_gives_the_adapter_and_the_merged_model(lora_run: Checkpointed, tiny_model: Path,
+                                                              tmp_path: Path) -> None:
+    from peft import LoraConfig, TaskType, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    run_dir = _copy_run(lora_run, tmp_path / "run")
+
+    folder = export_model(run_dir)
+
+    adapter = json.loads((run_dir / "adapter" / "adapter_config.json").read_text())
+    assert (adapter["r"], adapter["lora_alpha"]) == (LORA_RANK, LORA_ALPHA)
+    assert (run_dir / "adapter" / "adapter_model.safetensors").is_file()
+    assert not (folder / "adapter_config.json").exists() and not (folder / "lora_adapter").exists()
+    # What the trained weights give when peft merges them in full precision.
+    reference = get_peft_model(AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.float32),
+                               LoraConfig(task_type=TaskType.CAUSAL_LM, r=LORA_RANK, lora_alpha=LORA_ALPHA,
+                                          target_modules="all-linear", bias="none"))
+    reference.load_state_dict(lora_run.weights[2])
+    expected = reference.merge_and_unload().state_dict()
+    base = AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.float32).state_dict()
+    loaded = model_weights(folder)
+    assert set(loaded) <= set(expected)
+    adapted = 0
+    for key, value in loaded.items():
+        torch.testing.assert_close(value.float(), expected[key], rtol=1e-2, atol=1e-3, msg=key)
+        change = (expected[key] - base[key]).norm()
+        if change > 0:  # an adapted weight: the merged one carries the adapter's change
+            assert (value.float() - expected[key]).norm() < 0.25 * change, key
+            adapted += 1
+    assert adapted == 7 * 2  # q, k, v, o, gate, up, down in each of the tiny model's 2 layers
+    assert_loads_without_peft(folder)
 
 
 def test_a_new_export_replaces_the_model_only_when_whole(full_run: Checkpointed, tmp_path: Path) -> None:
@@ -252,7 +261,7 @@ def test_no_code_from_the_model_folder_runs_without_trust_remote_code(full_run: 
 
     assert not marker.exists()
     assert (folder / "planted.py").is_file()  # kept with the model, for a user who trusts it
-    assert loaded_without_peft(folder)["new_tokens"] > 0
+    assert_loads_without_peft(folder)
     assert not marker.exists()
 
     # With the job's trust_remote_code, VeRL's merger imports the folder's code (which here
