@@ -71,6 +71,7 @@ def check_config(config: TrainConfig, agent: TrlAgent, dataset: TrlDatasets, rew
                          reward_names=[function.name for function in reward.spec.functions])
 
 
+@hookimpl
 def effective_settings(config: TrlConfig) -> list[Setting]:
     """The table ``check_config`` resolved: one row per common name, TRL's key and value."""
     return list(config.settings)

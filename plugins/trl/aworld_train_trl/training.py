@@ -12,6 +12,7 @@ from aworld_train.engine import (
     MODEL_DIR,
     append_samples,
     completion_text,
+    merge_adapter,
     resume_checkpoint,
     scoped_environment,
     trainer_callback,
@@ -164,9 +165,8 @@ def _save(trainer: Any, agent: TrlAgent, run_dir: Path, *, lora: bool) -> None:
     trainer.save_model(str(run_dir / ADAPTER_DIR))
     trainer.accelerator.wait_for_everyone()
     if trainer.accelerator.is_main_process:
-        merged = trainer.accelerator.unwrap_model(trainer.model).merge_and_unload()
-        merged.save_pretrained(str(run_dir / MODEL_DIR))
-        trainer.processing_class.save_pretrained(str(run_dir / MODEL_DIR))
+        merge_adapter(agent.model, run_dir / ADAPTER_DIR, run_dir / MODEL_DIR,
+                      trust_remote_code=agent.trust_remote_code)
 
 
 def eval_names(reward_names: list[str]) -> Callable[[dict[str, Any]], dict[str, Any]]:

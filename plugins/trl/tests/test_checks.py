@@ -22,8 +22,9 @@ def test_valid_job_passes_every_check(job: dict[str, Any]) -> None:
 
     trainer = AgentTrainer(**job, check_only=True)
     assert {c.module for c in trainer.checks if c.by == "trl"} == {
-        "agent", "dataset", "reward", "config"
+        "agent", "dataset", "reward", "config", "settings"
     }
+    assert trainer.settings == trainer.hand_off.config.settings
     config = trainer.hand_off.config
     assert config.use_gpu is torch.cuda.is_available()
     if config.use_gpu:
