@@ -5,13 +5,12 @@ training rollouts, sampled at the training temperature, so its evaluation reward
 one evaluation of the same model to the next; the evaluation this engine promises scores one
 greedy completion per test row (``num_generations_eval`` 1), as ``aworld-train eval`` does.
 
-An empty completion no longer stops training. When the policy's first generated token is the end of turn, ms-swift keeps an empty completion
-whose labels are all masked. Its collate step (``collate_to_grpo_micro_batch``) then measures
-the completion region of that row from position 0, asks the model for one more logit than the
-sequence has, and training stops with ``Size does not match at dimension 1``. Small models stop
-at once often enough to hit this within a few steps.
-
-The wrapper lets such a row count as one completion token (its last) while swift sizes the
+An empty completion no longer stops training. When the policy's first generated token is the
+end of turn, ms-swift keeps an empty completion whose labels are all masked. Its collate step
+(``collate_to_grpo_micro_batch``) then measures the completion region of that row from position
+0, asks the model for one more logit than the sequence has, and training stops with ``Size does
+not match at dimension 1``. Small models stop at once often enough to hit this within a few
+steps. The wrapper lets such a row count as one completion token (its last) while swift sizes the
 batch, then clears that row's completion mask, so the empty completion still gets its reward
 but adds nothing to the loss (swift divides by the mask sum clamped at 1).
 """

@@ -98,7 +98,7 @@ def common_arguments(config: TrainConfig, section: dict[str, Any], run_dir: Path
         arguments["report_to"] = ["none"]
     arguments["logging_dir"] = str(run_dir / TENSORBOARD_DIR)
 
-    warmup = config.warmup_ratio if config.warmup_ratio is not None else given.get("warmup_ratio", 0)
+    warmup = given.get("warmup_ratio", 0) if config.warmup_ratio is None else config.warmup_ratio
     if config.lr_scheduler is not None:
         name = config.lr_scheduler
         if name == "constant" and warmup > 0:

@@ -135,7 +135,8 @@ def test_a_section_that_agrees_with_the_common_key_passes(job: dict[str, Any]) -
 
 
 @pytest.mark.parametrize(("config", "message"), [
-    ({"entropy_coef": 0.01}, r"^config entropy_coef is 0\.01: ms-swift's GRPO has no entropy bonus"),
+    ({"entropy_coef": 0.01},
+     r"^config entropy_coef is 0\.01: ms-swift's GRPO has no entropy bonus"),
     ({"loss_aggregation": "seq-mean-token-sum"},
      r"^config loss_aggregation: ms-swift has no loss_type for seq-mean-token-sum; the swift "
      r"engine takes token-mean \(dapo\)"),
