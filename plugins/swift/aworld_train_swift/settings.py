@@ -26,6 +26,8 @@ from aworld_train.engine import (
 from aworld_train_swift.schema import ARGUMENT_CLASSES
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from aworld_train.engine import TrainConfig
 
 # swift's dtype for each precision.
@@ -154,7 +156,7 @@ def samples_per_step(config: TrainConfig) -> int:
 
 
 def _precision(config: TrainConfig, given: dict[str, Any], use_gpu: bool,
-               put: Any) -> dict[str, Any]:
+               put: Callable[[str, Any, str, Any], None]) -> dict[str, Any]:
     """torch_dtype, bf16 and fp16 for the job's precision, or for the section's own keys when
     the job leaves it ``auto``.
 

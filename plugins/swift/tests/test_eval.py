@@ -47,7 +47,9 @@ def test_the_last_evaluation_scores_what_aworld_train_eval_scores(
     (job["base_dir"] / "text.py").write_text(TEXT_REWARD)
     job.update(test_dataset="test.jsonl",
                reward_func=["rewards.py:score", {"name": "text.py:checksum", "weight": 0.5}])
-    job["config"] = dict(job["config"], model=str(model), eval_limit=8, max_steps=2)
+    # fp32 on any device: eval loads the final model in its saved dtype.
+    job["config"] = dict(job["config"], model=str(model), eval_limit=8, max_steps=2,
+                         precision="fp32")
     trainer = AgentTrainer(**job)
     trainer.train()
     run_dir = trainer.run_dir.path

@@ -15,6 +15,15 @@ from aworld_train.errors import ConfigError
 from aworld_train_swift.config import build_arguments
 
 
+@pytest.fixture(autouse=True)
+def _no_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine sees no GPU, so that what these checks expect of a CPU holds on a GPU machine
+    too (a test that wants one visible says so)."""
+    from aworld_train_swift import config as swift_config
+
+    monkeypatch.setattr(swift_config, "_gpu_visible", lambda: False)
+
+
 def _check(job: dict[str, Any], **config: Any) -> AgentTrainer:
     job["config"] = dict(job["config"], **config)
     return AgentTrainer(**job, check_only=True)
