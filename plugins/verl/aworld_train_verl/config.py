@@ -14,12 +14,24 @@ import io
 import math
 import os
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.engine import ConfigError, did_you_mean, remember_secrets
+from aworld_train.engine import (
+    DEFAULT_LOG_SAMPLES,
+    TENSORBOARD_DIR,
+    TRACKERS,
+    ConfigError,
+    Setting,
+    check_trackers,
+    describe_device,
+    did_you_mean,
+    remember_secrets,
+    resolve_precision,
+    tracker_environment,
+)
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig
@@ -83,6 +95,27 @@ DEFAULTS: dict[str, Any] = {
     "trainer.val_before_train": False,
 }
 
+# The FSDP engine configs that compute in the job's precision: the policy, its reference model
+# and the critic (PPO). VeRL's FSDP engine reads ``mixed_precision.{param,reduce,buffer}_dtype``
+# (no such node in the packaged YAML: unset, it is bf16/fp32/fp32) and keeps the master weights
+# in ``model_dtype`` (fp32); ``dtype`` is the same choice for its Megatron and VeOmni engines.
+FSDP_NODES = ("actor_rollout_ref.actor.fsdp_config", "actor_rollout_ref.ref.fsdp_config", "critic.fsdp")
+PRECISION_KEY = "actor_rollout_ref.actor.fsdp_config.mixed_precision"
+ROLLOUT_DTYPE_KEY = "actor_rollout_ref.rollout.dtype"
+# The dtype names VeRL's ``dtype`` keys and vLLM's ``dtype`` take for each common precision.
+TORCH_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+# VeRL's own trackers beside the common ones: its console lines feed the progress bar and
+# metrics.jsonl, its file logger writes verl_metrics.jsonl.
+OWN_LOGGERS = ("console", "file")
+# VeRL's FSDP optimizer schedules (FSDPOptimizerConfig asserts them).
+LR_SCHEDULER_TYPES = ("constant", "cosine")
+# The largest LoRA rank vLLM serves (VeRL's fallback list when vLLM does not say).
+VLLM_MAX_LORA_RANK = 512
+#: Where VeRL dumps each step's rollouts (``trainer.rollout_data_dir``), inside the run.
+ROLLOUTS_DIR = "rollouts"
+
+_ACTOR = "actor_rollout_ref.actor"
+
 
 @dataclass
 class VerlConfig:
@@ -93,12 +126,15 @@ class VerlConfig:
     :ivar overrides: the dotted overrides it was composed with, in order.
     :ivar environment: the job's secrets, by the environment variable VeRL's processes read
         each from (the saved files reference them, :mod:`aworld_train_verl.vault`).
+    :ivar variables: the environment VeRL's processes need that is not secret: where each
+        tracker writes inside the run directory.
     """
 
     config: DictConfig
     path: Path
     overrides: dict[str, Any]
     environment: dict[str, str] = field(default_factory=dict, repr=False)
+    variables: dict[str, str] = field(default_factory=dict)
 
     @property
     def total_steps(self) -> int | None:
@@ -193,6 +229,319 @@ def common_overrides(config: TrainConfig) -> dict[str, Any]:
 def model_overrides(model: str) -> dict[str, Any]:
     """The policy's model folder, for the actor, its rollout and reference, and the critic (PPO)."""
     return {MODEL_KEY: model, "critic.model.path": model}
+
+
+@dataclass(frozen=True)
+class Carried:
+    """A VeRL key that a common key of the job sets.
+
+    :ivar common: the common key, as the job writes it (``kl_coef``).
+    :ivar value: the common key's value.
+    :ivar engine_value: what it sets the VeRL key to.
+    :ivar agrees: whether a value the ``verl:`` section gives the same key says the same.
+    """
+
+    common: str
+    value: Any
+    engine_value: Any
+    agrees: Callable[[Any], bool]
+
+
+def setting_overrides(config: TrainConfig, run_dir: Path) -> tuple[dict[str, Any], dict[str, Carried]]:
+    """The VeRL keys the common settings set (precision, LoRA, trackers, the RL knobs, evaluation
+    and rollout samples), and, for each key a common key of the job set, what set it.
+
+    A common key left unset sets nothing and keeps VeRL's default, except ``precision``
+    (``auto`` is resolved, :func:`training_precision`) and ``log_samples`` (the rollout dump is on).
+
+    :raises ConfigError: for a value VeRL cannot honour (``lr_scheduler: linear``, a LoRA
+        dropout), naming the key and the engine.
+    """
+    out: dict[str, Any] = {}
+    carried: dict[str, Carried] = {}
+
+    def carry(common: str, key: str, value: Any, agrees: Callable[[Any], bool] | None = None,
+              chosen: bool = True) -> None:
+        """Set ``key``; when the job chose the common key, the section must agree with it."""
+        out[key] = value
+        if chosen:
+            carried[key.lstrip("+")] = Carried(common, getattr(config, common), value,
+                                               agrees or functools.partial(_equal, expected=value))
+
+    precision = training_precision(config)
+    same = functools.partial(_same_dtype, precision)
+    chosen = config.precision != "auto"  # auto leaves the section free to choose the dtypes
+    for node in FSDP_NODES:
+        mixed = {"param_dtype": precision, "reduce_dtype": "fp32", "buffer_dtype": "fp32"}
+        carry("precision", f"+{node}.mixed_precision", mixed, functools.partial(_same_dtypes, mixed), chosen)
+        carry("precision", f"{node}.dtype", TORCH_DTYPES[precision], same, chosen)
+    carry("precision", ROLLOUT_DTYPE_KEY, TORCH_DTYPES[precision], same, chosen)
+
+    if config.lora is not None:
+        carry("lora", "actor_rollout_ref.model.lora_rank", config.lora.rank)
+        carry("lora", "actor_rollout_ref.model.lora_alpha", _lora_alpha(config.lora.alpha))
+        modules = config.lora.target_modules
+        carry("lora", "actor_rollout_ref.model.target_modules", modules if isinstance(modules, str) else list(modules))
+        if config.lora.dropout:
+            raise ConfigError(
+                f"config key 'lora.dropout': the verl engine cannot honour {config.lora.dropout!r}: VeRL's FSDP "
+                f"LoRA builds peft's LoraConfig without dropout; set 0 or train with the trl or swift engine"
+            )
+
+    if config.report_to:
+        trackers = set(config.report_to)
+        carry("report_to", "trainer.logger", [*OWN_LOGGERS, *config.report_to],
+              lambda other: {str(t) for t in _as_list(other) if str(t) in TRACKERS} == trackers)
+
+    if config.kl_coef is not None:
+        carry("kl_coef", f"{_ACTOR}.use_kl_loss", config.kl_coef > 0)
+        carry("kl_coef", f"{_ACTOR}.kl_loss_coef", config.kl_coef)
+        if config.kl_coef == 0:
+            # No KL at all, so no reference model: a KL penalty in the reward would load one.
+            carry("kl_coef", "algorithm.use_kl_in_reward", False)
+    if config.lr_scheduler is not None:
+        if config.lr_scheduler not in LR_SCHEDULER_TYPES:
+            raise ConfigError(
+                f"config key 'lr_scheduler': the verl engine has no {config.lr_scheduler!r} schedule (VeRL's "
+                f"{_ACTOR}.optim.lr_scheduler_type is one of {', '.join(LR_SCHEDULER_TYPES)}); choose one of those"
+            )
+        carry("lr_scheduler", f"{_ACTOR}.optim.lr_scheduler_type", config.lr_scheduler)
+        # VeRL's deprecated name for the same key, which overwrites it when set.
+        carried[f"{_ACTOR}.optim.warmup_style"] = Carried(
+            "lr_scheduler", config.lr_scheduler, config.lr_scheduler, lambda other: other == config.lr_scheduler)
+    if config.warmup_ratio is not None:
+        carry("warmup_ratio", f"{_ACTOR}.optim.lr_warmup_steps_ratio", config.warmup_ratio)
+        # A positive step count wins over the ratio in VeRL.
+        carried[f"{_ACTOR}.optim.lr_warmup_steps"] = Carried(
+            "warmup_ratio", config.warmup_ratio, -1, lambda other: other is None or other <= 0)
+    if config.loss_aggregation is not None:
+        carry("loss_aggregation", f"{_ACTOR}.loss_agg_mode", config.loss_aggregation)
+    if config.clip_ratio is not None:
+        for key in ("clip_ratio", "clip_ratio_low", "clip_ratio_high"):
+            carry("clip_ratio", f"{_ACTOR}.{key}", config.clip_ratio)
+    if config.entropy_coef is not None:
+        carry("entropy_coef", f"{_ACTOR}.entropy_coeff", config.entropy_coef)
+    if config.eval_steps is not None:
+        carry("eval_steps", "trainer.test_freq", config.eval_steps)
+
+    samples = DEFAULT_LOG_SAMPLES if config.log_samples is None else config.log_samples
+    rollouts = str(run_dir / ROLLOUTS_DIR) if samples else None
+    if config.log_samples is None:
+        out["trainer.rollout_data_dir"] = rollouts
+    else:
+        carry("log_samples", "trainer.rollout_data_dir", rollouts, lambda other: _same(other, rollouts))
+    return out, carried
+
+
+def effective_settings(resolved: VerlConfig, config: TrainConfig) -> list[Setting]:
+    """The common settings as VeRL will train with them, read back from the composed config:
+    one row per common name, with VeRL's key and value, and whether the job's common key, the
+    ``verl:`` section or VeRL's default decided."""
+    composed = resolved.config
+    actor = composed.actor_rollout_ref.actor
+    section = {key.lstrip("+") for key in flatten(config.engine_section())}
+
+    def source(name: str, keys: tuple[str, ...], chosen: bool | None = None) -> str:
+        if getattr(config, name) is not None if chosen is None else chosen:
+            return "job"
+        return "section" if any(key in section for key in keys) else "default"
+
+    rows = [_device_row(config, composed)]
+
+    mixed = actor.fsdp_config.get("mixed_precision") or {}
+    precision = _precision_name(mixed.get("param_dtype", "bf16"))
+    precision_keys = (PRECISION_KEY, ROLLOUT_DTYPE_KEY, *(f"{node}.{leaf}" for node in FSDP_NODES
+                                                         for leaf in ("dtype", "mixed_precision")))
+    rows.append(Setting("precision", precision, f"{PRECISION_KEY}.param_dtype", mixed.get("param_dtype", "bf16"),
+                        source("precision", precision_keys, config.precision != "auto")))
+
+    model = composed.actor_rollout_ref.model
+    lora = None if not model.lora_rank else {
+        "rank": int(model.lora_rank), "alpha": float(model.lora_alpha), "dropout": 0.0,
+        "target_modules": _plain(model.target_modules)}
+    rows.append(Setting("lora", lora, "actor_rollout_ref.model.lora_rank", int(model.lora_rank or 0),
+                        source("lora", ("actor_rollout_ref.model.lora_rank",))))
+
+    rows.append(Setting("report_to", list(trackers_of(composed)), "trainer.logger", _plain(composed.trainer.logger),
+                        source("report_to", ("trainer.logger",), bool(config.report_to))))
+
+    kl_keys = (f"{_ACTOR}.use_kl_loss", f"{_ACTOR}.kl_loss_coef")
+    if actor.use_kl_loss:
+        rows.append(Setting("kl_coef", float(actor.kl_loss_coef), kl_keys[1], actor.kl_loss_coef,
+                            source("kl_coef", kl_keys)))
+    else:
+        rows.append(Setting("kl_coef", 0.0, kl_keys[0], False, source("kl_coef", kl_keys)))
+
+    optim = actor.optim
+    scheduler = optim.warmup_style or optim.lr_scheduler_type  # VeRL's deprecated name wins when set
+    scheduler_keys = (f"{_ACTOR}.optim.lr_scheduler_type", f"{_ACTOR}.optim.warmup_style")
+    rows.append(Setting("lr_scheduler", scheduler, scheduler_keys[0], scheduler,
+                        source("lr_scheduler", scheduler_keys)))
+    warmup_keys = (f"{_ACTOR}.optim.lr_warmup_steps_ratio", f"{_ACTOR}.optim.lr_warmup_steps")
+    if optim.lr_warmup_steps is not None and optim.lr_warmup_steps > 0:
+        # A step count wins over the ratio, which then says nothing.
+        rows.append(Setting("warmup_ratio", None, warmup_keys[1], optim.lr_warmup_steps,
+                            source("warmup_ratio", warmup_keys)))
+    else:
+        rows.append(Setting("warmup_ratio", float(optim.lr_warmup_steps_ratio), warmup_keys[0],
+                            optim.lr_warmup_steps_ratio, source("warmup_ratio", warmup_keys)))
+    rows.append(Setting("loss_aggregation", actor.loss_agg_mode, f"{_ACTOR}.loss_agg_mode", actor.loss_agg_mode,
+                        source("loss_aggregation", (f"{_ACTOR}.loss_agg_mode",))))
+    clip_keys = tuple(f"{_ACTOR}.{key}" for key in ("clip_ratio", "clip_ratio_low", "clip_ratio_high"))
+    # VeRL clips with the low and the high ratio; clip_ratio only stands in for an unset one.
+    low = actor.clip_ratio_low if actor.clip_ratio_low is not None else actor.clip_ratio
+    high = actor.clip_ratio_high if actor.clip_ratio_high is not None else actor.clip_ratio
+    rows.append(Setting("clip_ratio", float(low) if low == high else {"low": float(low), "high": float(high)},
+                        f"{clip_keys[1]}, {clip_keys[2]}" if low != high else clip_keys[0],
+                        low if low == high else [low, high], source("clip_ratio", clip_keys)))
+    rows.append(Setting("entropy_coef", float(actor.entropy_coeff), f"{_ACTOR}.entropy_coeff", actor.entropy_coeff,
+                        source("entropy_coef", (f"{_ACTOR}.entropy_coeff",))))
+
+    test_freq = composed.trainer.test_freq
+    eval_source = source("eval_steps", ("trainer.test_freq",))
+    every = config.eval_steps if config.eval_steps is not None else test_freq if eval_source == "section" else None
+    rows.append(Setting("eval_steps", every if every is None or every > 0 else None, "trainer.test_freq", test_freq,
+                        eval_source))
+    rows.append(Setting("eval_limit", config.eval_limit, "", config.eval_limit, source("eval_limit", ())))
+    dump = composed.trainer.rollout_data_dir
+    samples = (DEFAULT_LOG_SAMPLES if config.log_samples is None else config.log_samples) if dump else 0
+    rows.append(Setting("log_samples", samples, "trainer.rollout_data_dir", dump,
+                        source("log_samples", ("trainer.rollout_data_dir",))))
+    return rows
+
+
+def _device_row(config: TrainConfig, composed: DictConfig) -> Setting:
+    """Where VeRL trains: the GPUs visible here, or a Ray cluster's."""
+    gpus = int(composed.trainer.n_gpus_per_node)
+    nodes = int(composed.trainer.nnodes)
+    if cluster_address(config):
+        device = f"Ray cluster: {nodes} node(s) x {gpus} GPU(s)"
+    else:
+        device = describe_device(use_gpu=visible_gpus() > 0)
+    chosen = config.resources.gpus_per_node is not None
+    section = "trainer.n_gpus_per_node" in flatten(config.engine_section())
+    return Setting("device", device, "trainer.n_gpus_per_node", gpus,
+                   "job" if chosen else "section" if section else "default")
+
+
+def _precision_name(dtype: Any) -> str:
+    """The common name of one of VeRL's dtype names (``bfloat16`` -> ``bf16``)."""
+    return next((name for name, names in _DTYPE_NAMES.items() if dtype in names), str(dtype))
+
+
+def _plain(value: Any) -> Any:
+    """An OmegaConf list or mapping as plain data (JSON-able), anything else as it is."""
+    from omegaconf import DictConfig, ListConfig, OmegaConf
+
+    return OmegaConf.to_container(value) if isinstance(value, (DictConfig, ListConfig)) else value
+
+
+def schedule_overrides(
+    config: TrainConfig, run_dir: Path, inputs: Mapping[str, Any], rows: int, has_test: bool
+) -> dict[str, Any]:
+    """When VeRL scores the test set (``trainer.test_freq``) and saves a checkpoint
+    (``trainer.save_freq``). VeRL's trainer does either at a multiple of its frequency and at its
+    last step, when the frequency is positive; so a frequency no earlier step reaches means the
+    last step only.
+
+    The test set is scored every ``eval_steps`` and after the last step; with ``eval_steps``
+    unset, after the last step only; without a test set, never; never before training
+    (``trainer.val_before_train`` stays off unless the ``verl:`` section turns it on). A
+    checkpoint is saved every ``save_steps`` and after the last step, which the run's model is
+    converted from; with ``save_steps`` unset, after the last step only.
+
+    :param inputs: what the earlier checks produced, as for :func:`job_overrides`.
+    :param rows: the training rows VeRL reads.
+    :raises ConfigError: for ``eval_steps`` or ``eval_limit`` in a job without a test set.
+    """
+    if not has_test:
+        for key in ("eval_steps", "eval_limit"):
+            if getattr(config, key) is not None:
+                raise ConfigError(f"config key '{key}': the job has no test_dataset for the verl engine to evaluate; "
+                                  f"set 'test_dataset' or leave '{key}' out")
+    last = _last_step(preview(config, run_dir, inputs), rows)
+    out: dict[str, Any] = {}
+    if config.eval_steps is None:  # else setting_overrides carries it
+        out["trainer.test_freq"] = last if has_test else -1
+    if config.save_steps is None:  # else common_overrides carries it
+        out["trainer.save_freq"] = last
+    return out
+
+
+def _last_step(composed: DictConfig, rows: int) -> int:
+    """VeRL's last step, or a step at least as late: its ``total_training_steps``, else whole
+    batches of the training rows times the epochs (VeRL may drop overlong prompts: fewer)."""
+    steps = composed.trainer.total_training_steps
+    if steps is None:
+        steps = rows // int(composed.data.train_batch_size) * int(composed.trainer.total_epochs)
+    return max(int(steps), 1)
+
+
+def training_precision(config: TrainConfig) -> str:
+    """The precision VeRL computes in: the job's, with ``auto`` resolved by
+    :func:`aworld_train.engine.resolve_precision` on the GPUs visible here. VeRL trains on GPUs
+    only, so where this machine shows none (a check before training elsewhere, a Ray cluster's
+    GPUs) ``auto`` is VeRL's own default, bf16."""
+    if config.precision == "auto" and (visible_gpus() == 0 or cluster_address(config)):
+        return "bf16"
+    return resolve_precision(config.precision, use_gpu=True)
+
+
+def _lora_alpha(alpha: float) -> int:
+    """VeRL declares ``lora_alpha`` an int."""
+    if not float(alpha).is_integer():
+        raise ConfigError(
+            f"config key 'lora.alpha': the verl engine takes a whole number (VeRL's "
+            f"actor_rollout_ref.model.lora_alpha is an int), not {alpha!r}"
+        )
+    return int(alpha)
+
+
+# VeRL's names for each precision (verl.utils.torch_dtypes.PrecisionType).
+_DTYPE_NAMES = {"fp32": ("fp32", "float32", "32", 32), "bf16": ("bf16", "bfloat16"),
+                "fp16": ("fp16", "float16", "16", 16)}
+
+
+def _same_dtype(precision: str, other: Any) -> bool:
+    return other in _DTYPE_NAMES[precision]
+
+
+def _same_dtypes(mixed: Mapping[str, str], other: Any) -> bool:
+    """A ``mixed_precision`` mapping agrees when each dtype it names is the engine's."""
+    return isinstance(other, Mapping) and all(
+        name in mixed and _same_dtype(mixed[name], value) for name, value in other.items())
+
+
+def _as_list(value: Any) -> list[Any]:
+    return [value] if isinstance(value, str) else list(value or [])
+
+
+def _equal(value: Any, *, expected: Any) -> bool:
+    """Equal as VeRL reads them: 1 and 1.0 alike, a list and a tuple alike."""
+    if isinstance(expected, (list, tuple)):
+        return isinstance(value, (list, tuple)) and list(value) == list(expected)
+    if isinstance(expected, bool) or isinstance(value, bool):
+        return value is expected
+    return bool(value == expected)
+
+
+def _check_carried(section: Mapping[str, Any], origins: Mapping[str, str], carried: Mapping[str, Carried]) -> None:
+    """A key the ``verl:`` section sets that a common key of the job also sets must say the same.
+
+    :raises ConfigError: naming both places.
+    """
+    for key, value in section.items():
+        found = carried.get(key.lstrip("+"))
+        if found is None or value is None or found.agrees(value):
+            continue
+        raise ConfigError(
+            f"{origins[key]}: {value!r} contradicts config key '{found.common}' ({_shown(found.value)}), which "
+            f"sets '{key.lstrip('+')}' to {found.engine_value!r}; set it in one place"
+        )
+
+
+def _shown(value: Any) -> str:
+    return repr(value.to_dict()) if hasattr(value, "to_dict") else repr(value)
 
 
 def cluster_address(config: TrainConfig) -> str | None:
@@ -355,6 +704,8 @@ def job_overrides(
     base = base_config()
     _check_keys(section, origins, base)
     _check_remote_code(section, origins, config)
+    settings, carried = setting_overrides(config, run_dir)
+    _check_carried(section, origins, carried)
     engine: dict[str, Any] = {
         **DEFAULTS,
         "trainer.experiment_name": run_dir.name,
@@ -363,6 +714,7 @@ def job_overrides(
         "ray_kwargs.ray_init.num_cpus": None if cluster_address(config) else os.cpu_count() or 1,
         **(inputs or {}),
         **common_overrides(config),
+        **settings,
     }
     section = _fill_nulls(section, origins, engine)
     origins = {key: origin for key, origin in origins.items() if key in section}
@@ -434,10 +786,29 @@ def resolve(
     overrides, origins = job_overrides(config, run_dir, inputs)
     composed = compose_config(overrides)
     _validate(composed, origins)
+    trackers = trackers_of(composed)
+    check_trackers(trackers)
     run_dir.mkdir(parents=True, exist_ok=True)
     path = run_dir / f"{SAVED_CONFIG_NAME}.yaml"
     OmegaConf.save(_without_secrets(composed, overrides, vault), path)
-    return VerlConfig(config=composed, path=path, overrides=overrides, environment=vault.environment)
+    return VerlConfig(config=composed, path=path, overrides=overrides, environment=vault.environment,
+                      variables=tracker_variables(trackers, run_dir))
+
+
+def trackers_of(composed: DictConfig) -> tuple[str, ...]:
+    """The common trackers among VeRL's ``trainer.logger`` (the job's ``report_to``, or what the
+    ``verl:`` section chose)."""
+    return tuple(str(name) for name in _as_list(composed.trainer.logger) if str(name) in TRACKERS)
+
+
+def tracker_variables(trackers: tuple[str, ...], run_dir: Path) -> dict[str, str]:
+    """The environment that keeps every tracker's files inside the run directory: VeRL's
+    TensorBoard logger writes to ``TENSORBOARD_DIR``, the others read
+    :func:`aworld_train.engine.tracker_environment`."""
+    variables = tracker_environment(trackers, run_dir)
+    if "tensorboard" in trackers:
+        variables["TENSORBOARD_DIR"] = str(run_dir.absolute() / TENSORBOARD_DIR)
+    return variables
 
 
 def _without_secrets(composed: DictConfig, overrides: Mapping[str, Any], vault: Vault) -> DictConfig:
@@ -486,13 +857,14 @@ def _validate(composed: DictConfig, origins: Mapping[str, str]) -> None:
 
     if composed.actor_rollout_ref.model.path == base_config().actor_rollout_ref.model.path:
         raise ConfigError("no model: set config key 'model' (or the agent's model) to a model folder")
+    validated = _without_vllm_lora_lookup(composed, origins)
     steps = (
         ("algorithm", lambda: omega_conf_to_dataclass(composed.algorithm)),
         ("actor_rollout_ref.rollout", lambda: omega_conf_to_dataclass(composed.actor_rollout_ref.rollout)),
         (
             "validate_config",
             lambda: validate_config(
-                composed,
+                validated,
                 use_reference_policy=need_reference_policy(composed),
                 use_critic=need_critic(composed),
             ),
@@ -507,6 +879,31 @@ def _validate(composed: DictConfig, origins: Mapping[str, str]) -> None:
             text = _one_line(_root_cause(error))
             raise ConfigError(f"{_named_origin(text, origins)}VeRL's {where} rejects the config: {text}") from error
     _check_model_len(composed, origins)
+
+
+def _without_vllm_lora_lookup(composed: DictConfig, origins: Mapping[str, str]) -> DictConfig:
+    """``composed`` for ``validate_config``: with LoRA and the vLLM rollout, ``validate_config``
+    imports vLLM to look up its largest LoRA rank. Where vLLM is not installed (a machine that
+    checks, not trains), the rank is checked here against the ranks VeRL falls back to, and
+    ``validate_config`` sees the config without LoRA (its only LoRA check is that look-up).
+
+    :raises ConfigError: for a rank past vLLM's largest.
+    """
+    import copy
+    import importlib.util
+
+    rank = composed.actor_rollout_ref.model.lora_rank
+    if not rank or composed.actor_rollout_ref.rollout.name != "vllm" or importlib.util.find_spec("vllm"):
+        return composed
+    if rank > VLLM_MAX_LORA_RANK:
+        origin = origins.get("actor_rollout_ref.model.lora_rank", "config key 'lora.rank'")
+        raise ConfigError(
+            f"{origin}: {rank} is past vLLM's largest LoRA rank, {VLLM_MAX_LORA_RANK}, which VeRL's rollout "
+            f"refuses; lower it"
+        )
+    validated = copy.deepcopy(composed)
+    validated.actor_rollout_ref.model.lora_rank = 0
+    return validated
 
 
 def _check_model_len(composed: DictConfig, origins: Mapping[str, str]) -> None:

@@ -16,7 +16,7 @@ from aworld_train.engine import ConfigLayout, DatasetError, RewardError, hookimp
 if TYPE_CHECKING:
     import datasets
 
-    from aworld_train.engine import AgentSpec, RewardSpec, RunContext, ToolSet, TrainConfig
+    from aworld_train.engine import AgentSpec, RewardSpec, RunContext, Setting, ToolSet, TrainConfig
 
     from aworld_train_verl.agent import VerlAgent
     from aworld_train_verl.config import VerlConfig
@@ -54,6 +54,9 @@ def check_dataset(
             "no train_dataset: the verl engine trains on the prompts of a dataset; set "
             "'train_dataset' in the job (a .jsonl, .json, .csv or .parquet file)"
         )
+    if test_dataset is not None and config.eval_limit is not None:
+        # VeRL's own val_max_samples draws a random subset while data.shuffle is on (its default).
+        test_dataset = test_dataset.select(range(min(config.eval_limit, len(test_dataset))))
     composed = verl_config.preview(config, ctx.run_dir, inputs=agent.overrides)
     data = verl_dataset.convert(
         train_dataset,
@@ -122,40 +125,26 @@ def check_config(
         **dataset.overrides,
         **reward.overrides,
     }
+    inputs.update(verl_config.schedule_overrides(config, ctx.run_dir, inputs, dataset.rows,
+                                                 has_test=dataset.test_file is not None))
     resolved = verl_config.resolve(config, ctx.run_dir, inputs=inputs, vault=agent.vault)
-    write_launch_script(ctx.run_dir, secrets=sorted(resolved.environment))
+    write_launch_script(ctx.run_dir, secrets=sorted(resolved.environment), variables=resolved.variables)
     return resolved
 
 
 @hookimpl
+def effective_settings(config: VerlConfig, ctx: RunContext) -> list[Setting]:
+    """The common settings as the composed VeRL config holds them (no VeRL import)."""
+    from aworld_train_verl.config import effective_settings as read
+
+    return read(config, ctx.config)
+
+
+@hookimpl
 def train(dataset: VerlData, config: VerlConfig, ctx: RunContext) -> dict[str, Any] | None:
-    from aworld_train_verl import launch
+    from aworld_train_verl.training import train as run
 
-    num_cpus = _cpu_count()
-    launch.preflight(config.config, num_cpus)
-    # Ray refuses a CPU count when it joins an existing cluster.
-    cpus = "null" if launch.joins_cluster(config.config) else str(num_cpus)
-    extra = [f"ray_kwargs.ray_init.num_cpus={cpus}"]
-    completed = 0
-    if ctx.resume_from is not None:
-        completed, checkpoint = launch.last_checkpoint(ctx.resume_from)
-        extra += launch.resume_overrides(checkpoint)
-    ctx.metrics.start(config.total_steps or _steps(config, dataset), completed=completed)
-    launch.run(launch.main_ppo_command(ctx.run_dir, extra), ctx.run_dir, ctx.metrics.log,
-               environment=config.environment)
-    return ctx.metrics.last()
-
-
-def _cpu_count() -> int:
-    import os
-
-    return os.cpu_count() or 1
-
-
-def _steps(resolved: VerlConfig, data: VerlData) -> int | None:
-    """The steps VeRL will run: whole batches of the training rows times the epochs."""
-    batches = data.rows // int(resolved.config.data.train_batch_size)
-    return batches * int(resolved.config.trainer.total_epochs) or None
+    return run(dataset, config, ctx)
 
 
 @hookimpl

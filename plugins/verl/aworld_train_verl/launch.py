@@ -43,16 +43,22 @@ def main_ppo_command(run_dir: Path, extra: Iterable[str] = (), python: str | Non
     ]
 
 
-def write_launch_script(run_dir: Path, secrets: Iterable[str] = ()) -> Path:
+def write_launch_script(run_dir: Path, secrets: Iterable[str] = (), variables: Mapping[str, str] | None = None) -> Path:
     """Write ``launch.sh``: the job as plain VeRL, for users who submit to a scheduler themselves.
 
     :param secrets: the environment variables that carry the job's secrets (the run's files
         reference them); the script refuses to start without them.
+    :param variables: the environment VeRL's processes need besides (where trackers write),
+        exported with the run directory's path relative to the script.
     """
     path = run_dir / LAUNCH_SCRIPT
     needed = "".join(
         f'if [[ -z "${{{name}:-}}" ]]; then echo "launch.sh: set {name}: it carries a secret of the job" >&2; exit 2; fi\n'
         for name in secrets
+    )
+    here = str(run_dir.absolute())
+    exports = "".join(
+        f'export {name}={_quoted_in(value, here)}\n' for name, value in sorted((variables or {}).items())
     )
     path.write_text(
         "#!/usr/bin/env bash\n"
@@ -65,6 +71,7 @@ def write_launch_script(run_dir: Path, secrets: Iterable[str] = ()) -> Path:
         'RUN_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"\n'
         'cd "$RUN_DIR"\n'
         f'export VERL_FILE_LOGGER_PATH="$RUN_DIR/{METRICS_NAME}"\n'
+        f"{exports}"
         "# Ray refuses a CPU count when it joins an existing cluster.\n"
         'cluster=()\n'
         'if [[ -n "${RAY_ADDRESS:-}" ]]; then cluster=(ray_kwargs.ray_init.num_cpus=null); fi\n'
@@ -75,6 +82,12 @@ def write_launch_script(run_dir: Path, secrets: Iterable[str] = ()) -> Path:
     )
     path.chmod(0o755)
     return path
+
+
+def _quoted_in(value: str, run_dir: str) -> str:
+    """``value`` as one double-quoted shell word, with the run directory's path as ``$RUN_DIR``."""
+    escaped = (re.sub(r'(["\\$`])', r"\\\1", part) for part in value.split(run_dir))
+    return '"' + "$RUN_DIR".join(escaped) + '"'
 
 
 def joins_cluster(config: Any) -> bool:
@@ -175,18 +188,22 @@ def run(
     on_step: Callable[[int, dict[str, float]], None],
     echo: Callable[[str], None] = print,
     environment: Mapping[str, str] | None = None,
+    variables: Mapping[str, str] | None = None,
 ) -> None:
     """Run ``command`` in ``run_dir``, streaming its output to ``echo`` and ``verl_train.log`` and
     each step's metrics to ``on_step``.
 
     :param environment: the job's secrets (:mod:`aworld_train_verl.vault`), set in the child's
         environment only; its output is redacted, since VeRL prints its resolved config.
+    :param variables: more of the child's environment, not secret (where trackers write); Ray
+        hands the child's environment on to the workers it starts.
     :raises TrainingError: when it exits with an error, with the end of its output.
     :raises KeyboardInterrupt: after SIGINT or SIGTERM was forwarded and the child stopped.
     """
     remember_secrets({"env": dict(environment or {})})  # every value is one
     env = {
         **os.environ,
+        **(variables or {}),
         **(environment or {}),
         "PYTHONUNBUFFERED": "1",
         "HYDRA_FULL_ERROR": "1",

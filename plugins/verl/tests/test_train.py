@@ -25,7 +25,7 @@ from conftest import Checks, dataset, make_ctx, repeat_rows
 from aworld_train.agent import AgentSpec
 from aworld_train.errors import TrainingError
 from aworld_train.reward import RewardFunction, RewardSpec
-from aworld_train_verl import launch
+from aworld_train_verl import export, launch
 from aworld_train_verl.config import visible_gpus
 
 STEP_LINE = (
@@ -206,8 +206,10 @@ def test_train_passes_resume_and_cpus_to_main_ppo(checked: Checks, monkeypatch: 
     checked.ctx.resume_from = old
     seen: dict[str, Any] = {}
     monkeypatch.setattr(launch, "preflight", lambda config, num_cpus: None)
-    monkeypatch.setattr(launch, "run", lambda command, run_dir, on_step, environment: seen.update(command=command) or on_step(1, {"reward": 0.5}))
+    monkeypatch.setattr(launch, "run", lambda command, run_dir, on_step, **_: seen.update(command=command) or on_step(1, {"reward": 0.5}))
+    monkeypatch.setattr(export, "export_model", lambda run_dir: seen.update(exported=run_dir))
     result = checked.train()
+    assert seen["exported"] == checked.ctx.run_dir, "the last checkpoint becomes the run's model"
     assert f"trainer.resume_from_path={old / 'checkpoints' / 'global_step_2'}" in seen["command"]
     assert f"ray_kwargs.ray_init.num_cpus={os.cpu_count()}" in seen["command"]
     assert result["reward"] == 0.5
@@ -219,6 +221,7 @@ def test_train_joining_a_cluster_skips_the_local_checks_and_the_cpu_count(
 ) -> None:
     seen: dict[str, Any] = {}
     monkeypatch.setenv("RAY_ADDRESS", "ray://head:10001")
-    monkeypatch.setattr(launch, "run", lambda command, run_dir, on_step, environment: seen.update(command=command))
+    monkeypatch.setattr(launch, "run", lambda command, run_dir, on_step, **_: seen.update(command=command))
+    monkeypatch.setattr(export, "export_model", lambda run_dir: None)
     checked.train()
     assert "ray_kwargs.ray_init.num_cpus=null" in seen["command"]

@@ -1,0 +1,282 @@
+"""The common settings on VeRL: precision, LoRA, trackers and the RL knobs mapped onto VeRL's own
+keys in the composed config (and the saved ``verl_config.yaml`` main_ppo reads), each refusal
+one line, and the effective-settings table read back from the composed config."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import make_ctx
+
+from aworld_train.engine import ConfigError, Lora, Setting
+from aworld_train_verl.config import (
+    FSDP_NODES,
+    VerlConfig,
+    effective_settings,
+    model_overrides,
+    resolve,
+    schedule_overrides,
+)
+
+ACTOR = "actor_rollout_ref.actor"
+
+
+def resolved(tmp_path: Path, model: Path, **config: Any) -> VerlConfig:
+    ctx = make_ctx(tmp_path / "run", model, **config)
+    return resolve(ctx.config, ctx.run_dir, inputs=model_overrides(str(model)))
+
+
+def saved(result: VerlConfig, key: str) -> Any:
+    """``key`` in the saved verl_config.yaml, as main_ppo reads it."""
+    from omegaconf import OmegaConf
+
+    value = OmegaConf.select(OmegaConf.load(result.path), key)
+    return OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
+
+
+def table(tmp_path: Path, model: Path, **config: Any) -> dict[str, Setting]:
+    ctx = make_ctx(tmp_path / "run", model, **config)
+    result = resolve(ctx.config, ctx.run_dir, inputs=model_overrides(str(model)))
+    return {row.name: row for row in effective_settings(result, ctx.config)}
+
+
+@pytest.mark.parametrize(("precision", "dtype"), [("fp32", "float32"), ("bf16", "bfloat16"), ("fp16", "float16")])
+def test_precision_sets_every_fsdp_engine_and_the_rollout(
+    tmp_path: Path, tiny_model: Path, precision: str, dtype: str
+) -> None:
+    result = resolved(tmp_path, tiny_model, precision=precision)
+    for node in FSDP_NODES:
+        assert saved(result, f"{node}.mixed_precision") == {
+            "param_dtype": precision, "reduce_dtype": "fp32", "buffer_dtype": "fp32"}
+        assert saved(result, f"{node}.dtype") == dtype
+        assert saved(result, f"{node}.model_dtype") == "fp32"  # the master weights
+    assert saved(result, "actor_rollout_ref.rollout.dtype") == dtype
+
+
+@pytest.mark.skipif(__import__("aworld_train_verl.config").config.visible_gpus() > 0,
+                    reason="a visible GPU resolves auto by its bf16 support")
+def test_auto_precision_is_verls_bf16_where_no_gpu_is_visible(tmp_path: Path, tiny_model: Path) -> None:
+    rows = table(tmp_path, tiny_model)
+    assert (rows["precision"].value, rows["precision"].source) == ("bf16", "default")
+    assert rows["device"].value == "cpu"
+
+
+def test_a_dtype_of_the_section_that_contradicts_precision_is_one_line_naming_both(
+    tmp_path: Path, tiny_model: Path
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        resolved(tmp_path, tiny_model, precision="fp32", verl={"actor_rollout_ref.rollout.dtype": "bfloat16"})
+    assert str(caught.value) == (
+        "config key 'verl.actor_rollout_ref.rollout.dtype': 'bfloat16' contradicts config key 'precision' "
+        "('fp32'), which sets 'actor_rollout_ref.rollout.dtype' to 'float32'; set it in one place")
+
+
+def test_the_section_may_choose_dtypes_when_precision_is_auto(tmp_path: Path, tiny_model: Path) -> None:
+    result = resolved(tmp_path, tiny_model, verl={"actor_rollout_ref.rollout.dtype": "float32"})
+    assert saved(result, "actor_rollout_ref.rollout.dtype") == "float32"
+    # VeRL's own names for the same dtype agree with the common key.
+    resolved(tmp_path, tiny_model, precision="bf16", verl={"actor_rollout_ref.rollout.dtype": "bf16"})
+
+
+def test_lora_sets_verls_fsdp_lora_keys(tmp_path: Path, tiny_model: Path) -> None:
+    result = resolved(tmp_path, tiny_model, lora=Lora(rank=8, target_modules=("q_proj", "v_proj")))
+    assert saved(result, "actor_rollout_ref.model.lora_rank") == 8
+    assert saved(result, "actor_rollout_ref.model.lora_alpha") == 16
+    assert saved(result, "actor_rollout_ref.model.target_modules") == ["q_proj", "v_proj"]
+    rows = table(tmp_path, tiny_model, lora=Lora(rank=8))
+    assert rows["lora"].value == {"rank": 8, "alpha": 16.0, "dropout": 0.0, "target_modules": "all-linear"}
+    assert (rows["lora"].engine_key, rows["lora"].engine_value, rows["lora"].source) == (
+        "actor_rollout_ref.model.lora_rank", 8, "job")
+
+
+@pytest.mark.parametrize(
+    ("lora", "message"),
+    [
+        (Lora(rank=8, dropout=0.05), "config key 'lora.dropout': the verl engine cannot honour 0.05: VeRL's FSDP "
+                                     "LoRA builds peft's LoraConfig without dropout; set 0 or train with the trl "
+                                     "or swift engine"),
+        (Lora(rank=8, alpha=12.5), "config key 'lora.alpha': the verl engine takes a whole number (VeRL's "
+                                   "actor_rollout_ref.model.lora_alpha is an int), not 12.5"),
+        (Lora(rank=1024), "config key 'lora.rank': 1024 is past vLLM's largest LoRA rank, 512, which VeRL's "
+                          "rollout refuses; lower it"),
+    ],
+)
+def test_a_lora_verl_cannot_train_is_one_line(tmp_path: Path, tiny_model: Path, lora: Lora, message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        resolved(tmp_path, tiny_model, lora=lora)
+    assert str(caught.value) == message
+
+
+def test_report_to_adds_trackers_to_verls_logger_and_keeps_their_files_in_the_run(
+    tmp_path: Path, tiny_model: Path
+) -> None:
+    result = resolved(tmp_path, tiny_model, report_to=("tensorboard",))
+    assert saved(result, "trainer.logger") == ["console", "file", "tensorboard"]
+    assert result.variables == {"TENSORBOARD_DIR": str(tmp_path / "run" / "tensorboard")}
+    assert table(tmp_path, tiny_model, report_to=("tensorboard",))["report_to"].value == ["tensorboard"]
+
+
+def test_a_tracker_the_section_chooses_logs_inside_the_run_too(tmp_path: Path, tiny_model: Path) -> None:
+    result = resolved(tmp_path, tiny_model, verl={"trainer.logger": ["console", "tensorboard"]})
+    assert result.variables["TENSORBOARD_DIR"] == str(tmp_path / "run" / "tensorboard")
+
+
+def test_a_logger_of_the_section_with_other_trackers_contradicts_report_to(tmp_path: Path, tiny_model: Path) -> None:
+    with pytest.raises(ConfigError, match=r"^config key 'verl\.trainer\.logger': \['console', 'wandb'\] contradicts "
+                                          r"config key 'report_to' \(\('tensorboard',\)\)"):
+        resolved(tmp_path, tiny_model, report_to=("tensorboard",), verl={"trainer.logger": ["console", "wandb"]})
+
+
+def test_a_tracker_that_is_not_installed_fails_the_check(tmp_path: Path, tiny_model: Path) -> None:
+    import importlib.util
+
+    missing = next((t for t in ("swanlab", "mlflow") if importlib.util.find_spec(t) is None), None)
+    if missing is None:
+        pytest.skip("swanlab and mlflow are both installed here")
+    with pytest.raises(ConfigError, match=f"^config report_to: {missing} is not installed: pip install {missing}$"):
+        resolved(tmp_path, tiny_model, verl={"trainer.logger": ["console", missing]})
+
+
+@pytest.mark.parametrize(
+    ("common", "expected"),
+    [
+        ({"kl_coef": 0.0}, {f"{ACTOR}.use_kl_loss": False, f"{ACTOR}.kl_loss_coef": 0.0,
+                            "algorithm.use_kl_in_reward": False}),
+        ({"kl_coef": 0.05}, {f"{ACTOR}.use_kl_loss": True, f"{ACTOR}.kl_loss_coef": 0.05}),
+        ({"lr_scheduler": "cosine"}, {f"{ACTOR}.optim.lr_scheduler_type": "cosine"}),
+        ({"lr_scheduler": "constant", "warmup_ratio": 0.1}, {f"{ACTOR}.optim.lr_scheduler_type": "constant",
+                                                            f"{ACTOR}.optim.lr_warmup_steps_ratio": 0.1}),
+        ({"loss_aggregation": "seq-mean-token-sum-norm"}, {f"{ACTOR}.loss_agg_mode": "seq-mean-token-sum-norm"}),
+        ({"clip_ratio": 0.3}, {f"{ACTOR}.clip_ratio": 0.3, f"{ACTOR}.clip_ratio_low": 0.3,
+                               f"{ACTOR}.clip_ratio_high": 0.3}),
+        ({"entropy_coef": 0.01}, {f"{ACTOR}.entropy_coeff": 0.01}),
+        ({"eval_steps": 5}, {"trainer.test_freq": 5}),
+        ({"log_samples": 0}, {"trainer.rollout_data_dir": None}),
+    ],
+)
+def test_rl_knobs_set_verls_keys_in_the_saved_config(
+    tmp_path: Path, tiny_model: Path, common: dict[str, Any], expected: dict[str, Any]
+) -> None:
+    result = resolved(tmp_path, tiny_model, **common)
+    assert {key: saved(result, key) for key in expected} == expected
+
+
+def test_kl_coef_zero_loads_no_reference_model(tmp_path: Path, tiny_model: Path) -> None:
+    from verl.trainer.ppo.utils import need_reference_policy
+
+    assert not need_reference_policy(resolved(tmp_path, tiny_model, kl_coef=0.0).config)
+    assert need_reference_policy(resolved(tmp_path, tiny_model, kl_coef=0.01).config)
+
+
+def test_rollouts_are_dumped_inside_the_run_by_default(tmp_path: Path, tiny_model: Path) -> None:
+    result = resolved(tmp_path, tiny_model)
+    assert saved(result, "trainer.rollout_data_dir") == str(tmp_path / "run" / "rollouts")
+    assert saved(result, "trainer.val_before_train") is False
+
+
+@pytest.mark.parametrize(
+    ("common", "section", "message"),
+    [
+        ({"kl_coef": 0.1}, {f"{ACTOR}.kl_loss_coef": 0.2},
+         f"config key 'verl.{ACTOR}.kl_loss_coef': 0.2 contradicts config key 'kl_coef' (0.1), which sets "
+         f"'{ACTOR}.kl_loss_coef' to 0.1; set it in one place"),
+        ({"kl_coef": 0.0}, {"algorithm.use_kl_in_reward": True},
+         "config key 'verl.algorithm.use_kl_in_reward': True contradicts config key 'kl_coef' (0.0), which sets "
+         "'algorithm.use_kl_in_reward' to False; set it in one place"),
+        ({"kl_coef": 0.1}, {f"{ACTOR}.use_kl_loss": False},
+         f"config key 'verl.{ACTOR}.use_kl_loss': False contradicts config key 'kl_coef' (0.1), which sets "
+         f"'{ACTOR}.use_kl_loss' to True; set it in one place"),
+        ({"lr_scheduler": "cosine"}, {f"{ACTOR}.optim.warmup_style": "constant"},
+         f"config key 'verl.{ACTOR}.optim.warmup_style': 'constant' contradicts config key 'lr_scheduler' "
+         f"('cosine'), which sets '{ACTOR}.optim.warmup_style' to 'cosine'; set it in one place"),
+        ({"warmup_ratio": 0.1}, {f"{ACTOR}.optim.lr_warmup_steps": 10},
+         f"config key 'verl.{ACTOR}.optim.lr_warmup_steps': 10 contradicts config key 'warmup_ratio' (0.1), "
+         f"which sets '{ACTOR}.optim.lr_warmup_steps' to -1; set it in one place"),
+        ({"loss_aggregation": "token-mean"}, {f"{ACTOR}.loss_agg_mode": "seq-mean-token-mean"},
+         f"config key 'verl.{ACTOR}.loss_agg_mode': 'seq-mean-token-mean' contradicts config key "
+         f"'loss_aggregation' ('token-mean'), which sets '{ACTOR}.loss_agg_mode' to 'token-mean'; set it in one place"),
+        ({"clip_ratio": 0.2}, {f"{ACTOR}.clip_ratio_high": 0.28},
+         f"config key 'verl.{ACTOR}.clip_ratio_high': 0.28 contradicts config key 'clip_ratio' (0.2), which sets "
+         f"'{ACTOR}.clip_ratio_high' to 0.2; set it in one place"),
+        ({"entropy_coef": 0.0}, {f"{ACTOR}.entropy_coeff": 0.001},
+         f"config key 'verl.{ACTOR}.entropy_coeff': 0.001 contradicts config key 'entropy_coef' (0.0), which "
+         f"sets '{ACTOR}.entropy_coeff' to 0.0; set it in one place"),
+        ({"eval_steps": 5}, {"trainer.test_freq": 10},
+         "config key 'verl.trainer.test_freq': 10 contradicts config key 'eval_steps' (5), which sets "
+         "'trainer.test_freq' to 5; set it in one place"),
+    ],
+)
+def test_a_common_key_and_the_sections_key_that_disagree_are_one_line_naming_both(
+    tmp_path: Path, tiny_model: Path, common: dict[str, Any], section: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        resolved(tmp_path, tiny_model, verl=section, **common)
+    assert str(caught.value) == message
+
+
+def test_a_common_key_and_the_sections_key_that_agree_are_accepted(tmp_path: Path, tiny_model: Path) -> None:
+    result = resolved(tmp_path, tiny_model, kl_coef=0.05, entropy_coef=0,
+                      verl={f"{ACTOR}.kl_loss_coef": 0.05, f"{ACTOR}.entropy_coeff": 0.0})
+    assert saved(result, f"{ACTOR}.kl_loss_coef") == 0.05
+
+
+def test_a_linear_schedule_is_refused_in_one_line(tmp_path: Path, tiny_model: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        resolved(tmp_path, tiny_model, lr_scheduler="linear")
+    assert str(caught.value) == (
+        "config key 'lr_scheduler': the verl engine has no 'linear' schedule (VeRL's "
+        f"{ACTOR}.optim.lr_scheduler_type is one of constant, cosine); choose one of those")
+
+
+def test_the_settings_table_shows_verls_defaults_when_nothing_is_set(tmp_path: Path, tiny_model: Path) -> None:
+    rows = table(tmp_path, tiny_model)
+    shown = {name: (row.value, row.engine_key, row.source) for name, row in rows.items() if name != "device"}
+    assert shown == {
+        "precision": (rows["precision"].value, f"{ACTOR}.fsdp_config.mixed_precision.param_dtype", "default"),
+        "lora": (None, "actor_rollout_ref.model.lora_rank", "default"),
+        "report_to": ([], "trainer.logger", "default"),
+        "kl_coef": (0.0, f"{ACTOR}.use_kl_loss", "default"),
+        "lr_scheduler": ("constant", f"{ACTOR}.optim.lr_scheduler_type", "default"),
+        "warmup_ratio": (0.0, f"{ACTOR}.optim.lr_warmup_steps_ratio", "default"),
+        "loss_aggregation": ("token-mean", f"{ACTOR}.loss_agg_mode", "default"),
+        "clip_ratio": (0.2, f"{ACTOR}.clip_ratio", "default"),
+        "entropy_coef": (0.0, f"{ACTOR}.entropy_coeff", "default"),
+        "eval_steps": (None, "trainer.test_freq", "default"),
+        "eval_limit": (None, "", "default"),
+        "log_samples": (4, "trainer.rollout_data_dir", "default"),
+    }
+
+
+def test_the_settings_table_names_the_job_and_the_section(tmp_path: Path, tiny_model: Path) -> None:
+    rows = table(tmp_path, tiny_model, kl_coef=0.05, precision="fp32",
+                 verl={f"{ACTOR}.clip_ratio_high": 0.28, f"{ACTOR}.optim.lr_scheduler_type": "cosine"})
+    assert (rows["kl_coef"].value, rows["kl_coef"].engine_key, rows["kl_coef"].engine_value, rows["kl_coef"].source) \
+        == (0.05, f"{ACTOR}.kl_loss_coef", 0.05, "job")
+    assert (rows["precision"].value, rows["precision"].engine_value, rows["precision"].source) == ("fp32", "fp32", "job")
+    assert (rows["clip_ratio"].value, rows["clip_ratio"].source) == ({"low": 0.2, "high": 0.28}, "section")
+    assert (rows["lr_scheduler"].value, rows["lr_scheduler"].source) == ("cosine", "section")
+
+
+def test_without_eval_steps_verl_validates_and_saves_after_the_last_step_only(tmp_path: Path, tiny_model: Path) -> None:
+    """VeRL validates (and saves) at multiples of its frequency and at its last step: a
+    frequency no earlier step reaches leaves the last step only."""
+    ctx = make_ctx(tmp_path / "run", tiny_model, max_steps=None, num_epochs=2)  # batch_size 4 / 2 = 2 prompts
+    inputs = model_overrides(str(tiny_model))
+    assert schedule_overrides(ctx.config, ctx.run_dir, inputs, rows=9, has_test=True) == {
+        "trainer.test_freq": 8, "trainer.save_freq": 8}
+    assert schedule_overrides(ctx.config, ctx.run_dir, inputs, rows=9, has_test=False) == {
+        "trainer.test_freq": -1, "trainer.save_freq": 8}
+    ctx = make_ctx(tmp_path / "run", tiny_model, max_steps=3, eval_steps=2, save_steps=1)
+    assert schedule_overrides(ctx.config, ctx.run_dir, inputs, rows=9, has_test=True) == {}
+
+
+@pytest.mark.parametrize("key", ["eval_steps", "eval_limit"])
+def test_evaluation_without_a_test_set_is_one_line(tmp_path: Path, tiny_model: Path, key: str) -> None:
+    ctx = make_ctx(tmp_path / "run", tiny_model, **{key: 2})
+    with pytest.raises(ConfigError) as caught:
+        schedule_overrides(ctx.config, ctx.run_dir, {}, rows=8, has_test=False)
+    assert str(caught.value) == (f"config key '{key}': the job has no test_dataset for the verl engine to "
+                                 f"evaluate; set 'test_dataset' or leave '{key}' out")
