@@ -52,7 +52,7 @@ EXPECTED = [
              frozenset({"aworld", "mcp", "trl", "swift", "verl", "testing"}), None),
     Expected("aworld-train-trl", "plugins/trl", "plugins/trl/aworld_train_trl",
              {("aworld_train.engines", "trl"): "aworld_train_trl.engine"},
-             frozenset({"vllm", "test"}), "trl"),
+             frozenset({"vllm", "lora", "test"}), "trl"),
     Expected("aworld-train-swift", "plugins/swift", "plugins/swift/aworld_train_swift",
              {("aworld_train.engines", "swift"): "aworld_train_swift.engine"},
              frozenset({"test"}), "ms-swift"),
