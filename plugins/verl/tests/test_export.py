@@ -36,7 +36,6 @@ class Checkpointed:
 
     run_dir: Path
     weights: dict[int, dict[str, torch.Tensor]]  # step → the actor's full state dict at that save
-    lora: bool
 
 
 def _free_port() -> int:
@@ -105,7 +104,7 @@ def write_verl_run(run_dir: Path, model_path: Path, lora: bool) -> Checkpointed:
         f"actor_rollout_ref:\n  model:\n    path: {model_path}\n    trust_remote_code: false\n"
         f"trainer:\n  default_local_dir: {checkpoints}\n"
     )
-    return Checkpointed(run_dir, weights, lora)
+    return Checkpointed(run_dir, weights)
 
 
 def set_saved(run_dir: Path, key: str, value: Any) -> None:
