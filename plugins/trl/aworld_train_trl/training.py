@@ -70,7 +70,10 @@ def train_in_process(
 ) -> dict[str, Any]:
     """Train with TRL's trainer for ``config.algorithm`` and save the final model.
 
-    Under ``accelerate launch`` every process runs this; only the main one reports and saves.
+    With a test set, TRL's evaluation scores it (GRPO: greedily, with the job's reward) at the
+    cadence ``check_config`` set, or once after training; GRPO appends rollout samples to
+    ``samples.jsonl``; a LoRA run keeps its adapter and saves the merged model. Under
+    ``accelerate launch`` every process runs this; only the main one reports and saves.
 
     :param on_start: called once with the total number of steps and the steps already done.
     :param on_log: called with the global step and the metrics of each logged step.
