@@ -278,15 +278,15 @@ def setting_overrides(config: TrainConfig, run_dir: Path) -> tuple[dict[str, Any
     carry("precision", ROLLOUT_DTYPE_KEY, TORCH_DTYPES[precision], same, chosen)
 
     if config.lora is not None:
-        carry("lora", "actor_rollout_ref.model.lora_rank", config.lora.rank)
-        carry("lora", "actor_rollout_ref.model.lora_alpha", _lora_alpha(config.lora.alpha))
-        modules = config.lora.target_modules
-        carry("lora", "actor_rollout_ref.model.target_modules", modules if isinstance(modules, str) else list(modules))
         if config.lora.dropout:
             raise ConfigError(
                 f"config key 'lora.dropout': the verl engine cannot honour {config.lora.dropout!r}: VeRL's FSDP "
                 f"LoRA builds peft's LoraConfig without dropout; set 0 or train with the trl or swift engine"
             )
+        carry("lora", "actor_rollout_ref.model.lora_rank", config.lora.rank)
+        carry("lora", "actor_rollout_ref.model.lora_alpha", _lora_alpha(config.lora.alpha))
+        modules = config.lora.target_modules
+        carry("lora", "actor_rollout_ref.model.target_modules", modules if isinstance(modules, str) else list(modules))
 
     if config.report_to:
         trackers = set(config.report_to)
@@ -326,10 +326,8 @@ def setting_overrides(config: TrainConfig, run_dir: Path) -> tuple[dict[str, Any
 
     samples = DEFAULT_LOG_SAMPLES if config.log_samples is None else config.log_samples
     rollouts = str(run_dir / ROLLOUTS_DIR) if samples else None
-    if config.log_samples is None:
-        out["trainer.rollout_data_dir"] = rollouts
-    else:
-        carry("log_samples", "trainer.rollout_data_dir", rollouts, lambda other: _same(other, rollouts))
+    carry("log_samples", "trainer.rollout_data_dir", rollouts, lambda other: _same(other, rollouts),
+          chosen=config.log_samples is not None)
     return out, carried
 
 
@@ -339,7 +337,8 @@ def effective_settings(resolved: VerlConfig, config: TrainConfig) -> list[Settin
     ``verl:`` section or VeRL's default decided."""
     composed = resolved.config
     actor = composed.actor_rollout_ref.actor
-    section = {key.lstrip("+") for key in flatten(config.engine_section())}
+    # A null of the section leaves the key to the engine (_fill_nulls).
+    section = {key.lstrip("+") for key, value in flatten(config.engine_section()).items() if value is not None}
 
     def source(name: str, keys: tuple[str, ...], chosen: bool | None = None) -> str:
         if getattr(config, name) is not None if chosen is None else chosen:
@@ -419,7 +418,7 @@ def _device_row(config: TrainConfig, composed: DictConfig) -> Setting:
     else:
         device = describe_device(use_gpu=visible_gpus() > 0)
     chosen = config.resources.gpus_per_node is not None
-    section = "trainer.n_gpus_per_node" in flatten(config.engine_section())
+    section = flatten(config.engine_section()).get("trainer.n_gpus_per_node") is not None
     return Setting("device", device, "trainer.n_gpus_per_node", gpus,
                    "job" if chosen else "section" if section else "default")
 

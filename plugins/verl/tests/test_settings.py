@@ -260,6 +260,12 @@ def test_the_settings_table_names_the_job_and_the_section(tmp_path: Path, tiny_m
     assert (rows["lr_scheduler"].value, rows["lr_scheduler"].source) == ("cosine", "section")
 
 
+def test_a_null_of_the_section_leaves_the_setting_to_the_engine(tmp_path: Path, tiny_model: Path) -> None:
+    """A VeRL config written for a framework leaves trainer.logger null for it to fill."""
+    rows = table(tmp_path, tiny_model, verl={"trainer": {"logger": None}})
+    assert (rows["report_to"].engine_value, rows["report_to"].source) == (["console", "file"], "default")
+
+
 def test_without_eval_steps_verl_validates_and_saves_after_the_last_step_only(tmp_path: Path, tiny_model: Path) -> None:
     """VeRL validates (and saves) at multiples of its frequency and at its last step: a
     frequency no earlier step reaches leaves the last step only."""
@@ -280,3 +286,12 @@ def test_evaluation_without_a_test_set_is_one_line(tmp_path: Path, tiny_model: P
         schedule_overrides(ctx.config, ctx.run_dir, {}, rows=8, has_test=False)
     assert str(caught.value) == (f"config key '{key}': the job has no test_dataset for the verl engine to "
                                  f"evaluate; set 'test_dataset' or leave '{key}' out")
+
+
+def test_a_rollout_dump_elsewhere_contradicts_log_samples(tmp_path: Path, tiny_model: Path) -> None:
+    with pytest.raises(ConfigError, match=r"^config key 'verl\.trainer\.rollout_data_dir': '/elsewhere' contradicts "
+                                          r"config key 'log_samples' \(2\), which sets 'trainer\.rollout_data_dir' to "):
+        resolved(tmp_path, tiny_model, log_samples=2, verl={"trainer.rollout_data_dir": "/elsewhere"})
+    # Unset, log_samples leaves the folder to the section: samples come from where VeRL dumps.
+    assert saved(resolved(tmp_path, tiny_model, verl={"trainer.rollout_data_dir": str(tmp_path / "dump")}),
+                 "trainer.rollout_data_dir") == str(tmp_path / "dump")
