@@ -244,3 +244,27 @@ def test_eval_limit_keeps_the_first_rows_of_the_test_set(tmp_path: Any) -> None:
     assert converted.test is not None and converted.test_rows == 2
     kept = [json.loads(line)["ground_truth"] for line in converted.test.read_text().splitlines()]
     assert kept == ["5", "6"]
+
+
+def test_evaluation_at_the_end_only_falls_on_the_last_step_of_an_epoch_run(
+    tmp_path: Any,
+) -> None:
+    """A job trained by epochs has no max_steps to put in eval_steps at check time: the
+    callback moves the trainer's cadence to its last step once it knows it."""
+    from swift.callbacks import TrainerCallback
+    from transformers import TrainerControl, TrainerState
+
+    from aworld_train_swift.callbacks import common_metrics, run_callback
+
+    logged: list[tuple[int, dict[str, Any]]] = []
+    callback = run_callback(TrainerCallback, lambda total, done: None,
+                            lambda step, metrics: logged.append((step, metrics)),
+                            run_dir=tmp_path, log_samples=0, end_only_eval=True)(None, None)
+    state = TrainerState(max_steps=7, eval_steps=3, global_step=7)
+    callback.on_train_begin(None, state, TrainerControl())
+    assert state.eval_steps == 7
+    callback.on_log(None, state, TrainerControl(),
+                    logs={"eval_reward": 0.5, "eval_rewards/score/mean": 0.5,
+                          "eval_rewards/score/std": 0.1})
+    assert logged == [(7, {"eval_reward": 0.5, "eval_score": 0.5, "eval_rewards/score/std": 0.1})]
+    assert common_metrics({"rewards/score/mean": 1.0}) == {"rewards/score/mean": 1.0}
