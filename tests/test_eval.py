@@ -1,5 +1,6 @@
 """``aworld-train eval`` and ``show`` on a real TRL run of the tiny model: base and final scores
-that a plain transformers greedy loop, written here, reproduces exactly; sampled completions
+that a plain transformers greedy loop (:mod:`aworld_train.testing.eval_reference`, which
+ms-swift's eval test shares) reproduces exactly; sampled completions
 with pass@K; every bad input one line and exit 2; ``AgentTrainer.evaluate()``.
 
 Needs torch and the TRL engine (run in the TRL venv: the Makefile's EXTRA_TESTS_trl).
@@ -7,7 +8,6 @@ Needs torch and the TRL engine (run in the TRL venv: the Makefile's EXTRA_TESTS_
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -20,30 +20,14 @@ pytest.importorskip("aworld_train_trl", reason="the run evaluated here trains on
 
 from aworld_train import AgentTrainer  # noqa: E402
 from aworld_train.cli import main  # noqa: E402
+from aworld_train.testing.eval_reference import (  # noqa: E402
+    EVAL_REWARD,
+    TEST_ROWS,
+    assert_eval_reproduces,
+    varied_model,
+)
 from aworld_train.testing.fixtures import read_jsonl, repeat_digit_job  # noqa: E402
 from aworld_train.testing.fixtures import tiny_model  # noqa: E402, F401
-
-SYSTEM_PROMPT = "Answer with the digit."
-TEST_ROWS = [{"prompt": f"Repeat: {digit}", "ground_truth": str(digit)} for digit in range(10)]
-# The job's reward: the fixture's exact `score` and its `length` at half weight.
-REWARD = ["rewards.py:score", {"name": "rewards.py:length", "weight": 0.5}]
-
-
-def varied_model(tiny_model: Path, folder: Path) -> Path:
-    """The tiny model with noise on its weights: a freshly initialised one answers every prompt
-    with the same newlines, which would hide a prompt built wrongly; this one answers each
-    prompt differently."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    model = AutoModelForCausalLM.from_pretrained(tiny_model)
-    noise = torch.Generator().manual_seed(0)
-    with torch.no_grad():
-        for parameter in model.parameters():
-            parameter.add_(torch.randn(parameter.shape, generator=noise) * 0.3)
-    model.save_pretrained(folder)
-    AutoTokenizer.from_pretrained(tiny_model).save_pretrained(folder)
-    return folder
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +37,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> Agent
     model = varied_model(tiny_model, folder / "varied-model")
     job = repeat_digit_job(folder, model, "trl", {"beta": 0.0})
     (folder / "test.jsonl").write_text("".join(json.dumps(row) + "\n" for row in TEST_ROWS))
-    trainer = AgentTrainer(**dict(job, test_dataset="test.jsonl", reward_func=REWARD,
+    trainer = AgentTrainer(**dict(job, test_dataset="test.jsonl", reward_func=EVAL_REWARD,
                                   show_progress=False))
     trainer.train()
     return trainer
@@ -85,52 +69,6 @@ def one_line_error(capsys: pytest.CaptureFixture[str], *args: str | Path) -> str
     return lines[0]
 
 
-# --- the reference: a plain transformers greedy loop ---------------------------------------
-
-
-def greedy_loop(model_folder: str | Path, rows: list[dict[str, Any]],
-                max_new_tokens: int) -> list[str]:
-    """One prompt at a time: the chat template with the system prompt and the generation
-    prompt, greedy generation, the new tokens decoded without special tokens."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(model_folder)
-    model = AutoModelForCausalLM.from_pretrained(model_folder, dtype=torch.float32)
-    completions = []
-    for row in rows:
-        messages = [{"role": "system", "content": SYSTEM_PROMPT},
-                    {"role": "user", "content": row["prompt"]}]
-        inputs = tokenizer.apply_chat_template(messages, add_generation_prompt=True,
-                                               return_tensors="pt", return_dict=True)
-        with torch.no_grad():
-            output = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False)
-        prompt_tokens = inputs["input_ids"].shape[1]
-        completions.append(tokenizer.decode(output[0, prompt_tokens:], skip_special_tokens=True))
-    return completions
-
-
-def reference_scores(folder: Path, rows: list[dict[str, Any]],
-                     completions: list[str]) -> dict[str, list[float]]:
-    """Each completion scored by the job's reward file directly, weights applied by hand."""
-    spec = importlib.util.spec_from_file_location("reference_rewards", folder / "rewards.py")
-    assert spec is not None and spec.loader is not None
-    rewards = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(rewards)
-    score = [rewards.score("", text, row["ground_truth"]) for row, text in zip(rows, completions)]
-    length = [rewards.length("", text, row["ground_truth"])["score"]
-              for row, text in zip(rows, completions)]
-    return {"score": score, "length": length,
-            "total": [s + 0.5 * n for s, n in zip(score, length)]}
-
-
-def job_model(run: Path) -> str:
-    """The model the run started from, as its job.yaml names it."""
-    import yaml
-
-    return yaml.safe_load((run / "job.yaml").read_text())["config"]["model"]
-
-
 def mean(values: list[float]) -> float:
     return sum(values) / len(values)
 
@@ -139,30 +77,7 @@ def test_compare_reproduces_a_plain_greedy_loop(
         run: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = aworld_train(capsys, "eval", run, "--compare", "--json")
     assert code == 0, err
-    summary = json.loads(out)
-    job_folder = run.parent.parent
-    models = {"base": job_model(run), "final": run / "model"}
-    answers: dict[str, list[str]] = {}
-    for name, folder in models.items():
-        completions = greedy_loop(folder, TEST_ROWS, max_new_tokens=4)
-        scores = reference_scores(job_folder, TEST_ROWS, completions)
-        result = summary[name]
-        assert (result["model"], result["dataset"], result["rows"]) == (name, "test", 10)
-        assert result["mean_reward"] == mean(scores["total"])
-        assert result["rewards"] == {"score": mean(scores["score"]),
-                                     "length": mean(scores["length"])}
-        assert result["pass_at_k"] is None and result["samples"] == 1
-        records = read_jsonl(run / "eval" / f"{name}-test.samples.jsonl")
-        assert [r["completion"] for r in records] == completions
-        assert [r["score"] for r in records] == scores["total"]
-        assert [r["ground_truth"] for r in records] == [row["ground_truth"] for row in TEST_ROWS]
-        saved = json.loads((run / "eval" / f"{name}-test.json").read_text())
-        assert saved == result
-        answers[name] = completions
-    # The prompts got different answers, and training changed them: a mix-up would show.
-    assert len(set(answers["base"])) > 1 and answers["final"] != answers["base"]
-    assert summary["difference"]["mean_reward"] == (summary["final"]["mean_reward"]
-                                                    - summary["base"]["mean_reward"])
+    assert_eval_reproduces(run, json.loads(out))
 
 
 def test_a_repeated_eval_gives_the_same_numbers(

@@ -67,9 +67,10 @@ def _print_table(results: list[EvalResult]) -> None:
     from rich.table import Table
 
     first = results[0]
-    table = Table(title=f"eval on {first.dataset} ({first.rows} rows, "
-                        f"{first.samples} completion{'s' if first.samples > 1 else ''} each)",
-                  title_justify="left")
+    # A line of its own: a table's title wraps at the table's (narrow) width.
+    click.echo(f"eval on {first.dataset} ({first.rows} rows, "
+               f"{first.samples} completion{'s' if first.samples > 1 else ''} each)")
+    table = Table()
     table.add_column("")
     for result in results:
         table.add_column(result.model, justify="right")
@@ -119,8 +120,9 @@ def show_command(run: Path, last: int, debug: bool) -> None:
     if manifest.get("error"):
         click.echo(f"error:    {manifest['error']}")
     final = manifest.get("final_metrics") or {}
-    shown = {key: value for key, value in final.items()
-             if isinstance(value, (int, float)) and not isinstance(value, bool)}
+    # As `train` prints them: the figures, not their per-reward and per-length breakdowns.
+    shown = {key: value for key, value in final.items() if "/" not in key
+             and isinstance(value, (int, float)) and not isinstance(value, bool)}
     if shown:
         click.echo("final metrics: " + ", ".join(f"{key} {value:.4g}"
                                                  for key, value in shown.items()))
