@@ -190,3 +190,27 @@ def test_the_launch_script_keeps_tracker_files_in_its_run(tmp_path: Path, tiny_m
     checks = checked(tmp_path, tiny_model, rewards(reward_file, ("exact", 1.0)), report_to=("tensorboard",))
     text = (checks.ctx.run_dir / launch.LAUNCH_SCRIPT).read_text()
     assert 'export TENSORBOARD_DIR="$RUN_DIR/tensorboard"\n' in text
+
+
+def test_verls_tracking_writes_the_reward_to_tensorboard_inside_the_run(
+    tmp_path: Path, tiny_model: Path, reward_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """VeRL's own Tracking, as its trainer builds it from trainer.logger, in the environment the
+    engine gives main_ppo (which Ray hands on to the trainer's actor)."""
+    from omegaconf import OmegaConf
+    from verl.utils.tracking import Tracking
+
+    from aworld_train.testing.fixtures import tensorboard_scalars
+
+    checks = checked(tmp_path, tiny_model, rewards(reward_file, ("exact", 1.0)), report_to=("tensorboard",))
+    cfg = checks.config.config
+    for name, value in checks.config.variables.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("VERL_FILE_LOGGER_PATH", str(checks.ctx.run_dir / launch.METRICS_NAME))
+    tracking = Tracking(project_name=cfg.trainer.project_name, experiment_name=cfg.trainer.experiment_name,
+                        default_backend=list(cfg.trainer.logger), config=OmegaConf.to_container(cfg))
+    for step, reward in ((1, 0.25), (2, 0.75)):
+        tracking.log(data={"critic/score/mean": reward}, step=step)
+    tracking.finish()
+    scalars = tensorboard_scalars(checks.ctx.run_dir / "tensorboard")
+    assert scalars["critic/score/mean"] == [(1, 0.25), (2, 0.75)]
