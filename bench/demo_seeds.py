@@ -19,6 +19,7 @@ import argparse
 import concurrent.futures
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -29,6 +30,10 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "repeat_digit"
 RESULTS = ROOT / "bench" / "results"
 PASS_REWARD = 0.9
+# OpenMP threads that wait asleep rather than spinning: the cores are shared, and a spinning
+# 2-thread run under load slows itself and every other process down several times over.
+THREAD_ENVIRONMENT = {"OMP_WAIT_POLICY": "PASSIVE"}
+RUNNING: set[subprocess.Popen] = set()
 
 sys.path.insert(0, str(EXAMPLE))
 from summarize import greedy_answers, reward_tenths  # noqa: E402  (the example's own summary)
@@ -51,17 +56,20 @@ def train(label: str, setting: str, seed: int, overrides: list[str], work: Path)
         command += ["-o", f"precision={precision}"]
     for override in overrides:
         command += ["-o", override]
-    environment = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+    environment = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads),
+                       **THREAD_ENVIRONMENT)
     log = run_path / "train.log"
     started = time.perf_counter()
     with log.open("w") as handle:
         process = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, env=environment)
+        RUNNING.add(process)
         _, status, usage = os.wait4(process.pid, 0)
+        RUNNING.discard(process)
     wall = time.perf_counter() - started
     code = os.waitstatus_to_exitcode(status)
     record: dict[str, Any] = {
         "label": label, "setting": setting, "threads": threads, "precision": precision or "job",
-        "seed": seed, "overrides": overrides, "exit_code": code, "wall_s": round(wall, 1),
+        "seed": seed, "overrides": overrides, "environment": THREAD_ENVIRONMENT, "exit_code": code, "wall_s": round(wall, 1),
         "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
         "peak_rss_mb": round(usage.ru_maxrss / 1024),
         "load_avg_1m_at_end": round(os.getloadavg()[0], 2),
@@ -124,6 +132,13 @@ def markdown(records: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def stop(signum: int, frame: Any) -> None:
+    """Stop the trainings under way with the sweep (each saves nothing more) and exit."""
+    for process in list(RUNNING):
+        process.terminate()
+    os._exit(128 + signum)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
@@ -146,7 +161,9 @@ def main() -> None:
 
     torch.set_num_threads(1)
     options.results.parent.mkdir(parents=True, exist_ok=True)
-    jobs = [(setting, seed) for setting in options.settings for seed in options.seeds]
+    signal.signal(signal.SIGTERM, stop)
+    # Seed by seed, so that an interrupted sweep has figures for every setting.
+    jobs = [(setting, seed) for seed in options.seeds for setting in options.settings]
     with concurrent.futures.ThreadPoolExecutor(options.jobs) as pool:
         futures = [pool.submit(train, options.label, setting, seed, options.override,
                                options.work.resolve()) for setting, seed in jobs]

@@ -1,13 +1,15 @@
-"""Summarise the newest repeat-digit run: reward of the first and last tenth of the steps, and
-what the trained model answers, greedily, for each digit.
+"""Summarise the newest repeat-digit run: reward of the first and last tenth of the steps, then
+``aworld-train eval RUN --compare``: the starting model and the trained one scored side by side,
+greedily, on the test set (``Repeat: 0`` .. ``Repeat: 9``), and the trained model's answers.
 
-Run from anywhere after ``aworld-train train examples/repeat_digit/job.yaml``, or name a run:
-``python examples/repeat_digit/summarize.py RUN_DIR``.
+Run from anywhere after ``aworld-train train examples/repeat_digit/job.yaml``, with the
+environment's Python, or name a run: ``python examples/repeat_digit/summarize.py RUN_DIR``.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -65,11 +67,12 @@ def main() -> None:
     first, last = reward_tenths(run)
     print(f"run: {run}")
     print(f"mean reward, first tenth of the steps: {first:.3f}; last tenth: {last:.3f}")
-    if (run / "model" / "config.json").is_file():
-        answers = greedy_answers(run / "model")
-        exact = sum(answer == str(digit) for digit, answer in answers)
-        print(f"greedy answers ({exact} of 10 exact):",
-              "  ".join(f"{d}->{answer!r}" for d, answer in answers))
+    command = [str(Path(sys.executable).with_name("aworld-train")), "eval", str(run), "--compare"]
+    print("$ aworld-train eval", run, "--compare", flush=True)
+    subprocess.run(command, check=True)
+    records = map(json.loads, (run / "eval" / "final-test.samples.jsonl").read_text().splitlines())
+    print("trained model's greedy answers:",
+          "  ".join(f"{r['ground_truth']}->{r['completion']!r}" for r in records))
 
 
 if __name__ == "__main__":
