@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from aworld_train import AgentTrainer
+from aworld_train.testing.eval_reference import varied_model
 from aworld_train.testing.fixtures import (
     COMMON_KEYS_EFFECTIVE,
     COMMON_KEYS_JOB,
@@ -24,6 +25,13 @@ from aworld_train.testing.fixtures import (
 # Two rewards: score (1 for the digit) and length (a share of 4 characters), which varies
 # between completions, so that the policy's gradient is not zero.
 REWARDS = ["rewards.py:score", "rewards.py:length"]
+
+# A reward that any change to a completion's text changes, so that equal means say the two
+# evaluations generated the same completions.
+TEXT_REWARD = """
+def checksum(data_source, solution_str, ground_truth, extra_info=None):
+    return sum(map(ord, solution_str)) % 97 / 97
+"""
 
 
 def _weights(folder: Path) -> dict[str, Any]:
@@ -125,35 +133,13 @@ def test_bf16_on_a_cpu_with_tensorboard_evaluation_and_rollout_samples(
     assert any(sample["rewards"]["length"] for sample in samples)
 
 
-# A reward that any change to a completion's text changes, so that equal means say the two
-# evaluations generated the same completions.
-TEXT_REWARD = """
-def checksum(data_source, solution_str, ground_truth, extra_info=None):
-    return sum(map(ord, solution_str)) % 97 / 97
-"""
-
-
-def _noisy_copy(model: Path, folder: Path) -> Path:
-    """The tiny model with noise on its weights, so that it answers each prompt differently."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    torch.manual_seed(0)
-    weights = AutoModelForCausalLM.from_pretrained(model)
-    with torch.no_grad():
-        for parameter in weights.parameters():
-            parameter.add_(torch.randn_like(parameter) * 0.3)
-    weights.save_pretrained(folder)
-    AutoTokenizer.from_pretrained(model).save_pretrained(folder)
-    return folder
-
-
 def test_the_last_evaluation_scores_what_aworld_train_eval_scores(
     job: dict[str, Any], tiny_model: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from aworld_train.cli import main
 
-    model = _noisy_copy(tiny_model, job["base_dir"] / "noisy")
+    # Noise on the weights, so that the model answers each prompt differently.
+    model = varied_model(tiny_model, job["base_dir"] / "varied")
     rows = [json.dumps({"prompt": f"Repeat: {d}", "ground_truth": str(d)}) for d in range(10)]
     (job["base_dir"] / "test.jsonl").write_text("\n".join(rows) + "\n")
     (job["base_dir"] / "text.py").write_text(TEXT_REWARD)
