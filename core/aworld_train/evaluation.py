@@ -553,18 +553,20 @@ def write_result(result: EvalResult, out_dir: Path) -> Path:
 
 
 def _free_gpu(use_vllm: bool) -> None:
-    """Give a GPU's memory back between the two models of a comparison."""
+    """Give a GPU's memory back between the two models of a comparison (on the CPU the
+    memory comes back without asking, and a full collection costs a second)."""
     import gc
 
-    gc.collect()
     import torch
 
-    if torch.cuda.is_available():
-        if use_vllm:
-            from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
+    if not torch.cuda.is_available():
+        return
+    gc.collect()
+    if use_vllm:
+        from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
 
-            cleanup_dist_env_and_memory()
-        torch.cuda.empty_cache()
+        cleanup_dist_env_and_memory()
+    torch.cuda.empty_cache()
 
 
 def difference(base: EvalResult, final: EvalResult) -> dict[str, Any]:
