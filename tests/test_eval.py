@@ -143,6 +143,29 @@ def test_evaluate_from_python(trained: AgentTrainer) -> None:
     assert same.summary() | {"seconds": 0} == result.summary() | {"seconds": 0}
 
 
+def test_generate_and_score_leaves_a_model_in_training_as_it_was(run: Path) -> None:
+    """An engine may score its model mid-training: it stays in training mode, and sampling
+    leaves the global random state where it was."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from aworld_train.agent import load_agent
+    from aworld_train.evaluation import generate_and_score
+    from aworld_train.reward import resolve_reward
+
+    model = AutoModelForCausalLM.from_pretrained(run / "model").train()
+    tokenizer = AutoTokenizer.from_pretrained(run / "model")
+    torch.manual_seed(1)
+    expected = torch.rand(3)
+    torch.manual_seed(1)
+    result = generate_and_score(
+        model, tokenizer, TEST_ROWS[:3], agent=load_agent({"name": "tiny"}),
+        reward=resolve_reward(EVAL_REWARD, run.parent.parent), max_new_tokens=4, samples=2)
+    assert model.training and torch.equal(torch.rand(3), expected)
+    assert (result.rows, result.samples, result.model) == (3, 2, "model")
+    assert [len(record["completions"]) for record in result.records] == [2, 2, 2]
+
+
 # --- bad input: one line, exit 2 -----------------------------------------------------------
 
 

@@ -114,7 +114,8 @@ def generate_and_score(
     :param tools: the agent's tools; an agent with tools is refused (see :func:`refuse_tools`).
     :param progress: draw a progress bar (on a terminal only).
     :param seed: seeds sampling, so a sampled eval repeated gives the same numbers.
-    :returns: the result, named after ``model``'s folder and ``"dataset"``; the caller renames.
+    :returns: the result, named after ``model``'s folder, its dataset unnamed: the caller names
+        both.
     :raises AgentError: for an agent with tools.
     :raises RewardError: when a reward function fails, naming it and the row.
     """
@@ -220,14 +221,16 @@ def _generate_transformers(model: Any, tokenizer: Any, prompts: list[list[int]],
                            max_new_tokens: int, sampling: _Sampling, batch_size: int,
                            advance: Callable[[int], None]) -> list[list[list[int]]]:
     """Each prompt's completions' token ids, prompts of similar length batched together
-    (less padding), left-padded, as TRL generates without vLLM."""
+    (less padding), left-padded, as TRL generates without vLLM.
+
+    A model in training mode (an engine evaluating mid-training) is put back in it, and the
+    random state sampling seeds is restored, so training goes on as if nothing had run."""
     import torch
     from transformers import GenerationConfig
 
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     settings: dict[str, Any] = {"do_sample": False}
     if not sampling.greedy:
-        torch.manual_seed(sampling.seed)
         settings = {"do_sample": True, "num_return_sequences": sampling.samples,
                     "temperature": sampling.temperature or DEFAULT_TEMPERATURE,
                     "top_p": 1.0 if sampling.top_p is None else sampling.top_p, "top_k": 0}
@@ -238,20 +241,25 @@ def _generate_transformers(model: Any, tokenizer: Any, prompts: list[list[int]],
     device = next(model.parameters()).device
     order = sorted(range(len(prompts)), key=lambda index: len(prompts[index]))
     completions: list[list[list[int]]] = [[] for _ in prompts]
+    training = model.training
     model.eval()
-    for start in range(0, len(order), batch_size):
-        batch = order[start:start + batch_size]
-        width = max(len(prompts[index]) for index in batch)
-        ids = [[pad] * (width - len(prompts[i])) + prompts[i] for i in batch]
-        mask = [[0] * (width - len(prompts[i])) + [1] * len(prompts[i]) for i in batch]
-        with torch.no_grad():
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []), \
+            torch.no_grad():
+        torch.manual_seed(sampling.seed)
+        for start in range(0, len(order), batch_size):
+            batch = order[start:start + batch_size]
+            width = max(len(prompts[index]) for index in batch)
+            ids = [[pad] * (width - len(prompts[i])) + prompts[i] for i in batch]
+            mask = [[0] * (width - len(prompts[i])) + [1] * len(prompts[i]) for i in batch]
             generated = model.generate(input_ids=torch.tensor(ids, device=device),
                                        attention_mask=torch.tensor(mask, device=device),
                                        generation_config=config)
-        new = generated[:, width:].tolist()
-        for position, index in enumerate(batch):
-            completions[index] = new[position * sampling.samples:(position + 1) * sampling.samples]
-        advance(len(batch))
+            new = generated[:, width:].tolist()
+            for position, index in enumerate(batch):
+                completions[index] = new[position * sampling.samples:
+                                         (position + 1) * sampling.samples]
+            advance(len(batch))
+    model.train(training)
     return completions
 
 
