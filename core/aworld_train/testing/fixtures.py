@@ -17,6 +17,8 @@ Importing this module is cheap: the model is built only when a test asks for it.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -183,6 +185,25 @@ def check_config_file(
     job["config"] = "grpo.yaml"
     runner = type("ConfigFileCheck", (BadJobSuite,), {"engine_name": engine})()
     return runner.run_check(JobFolder.of_trainer_job(job), capsys)
+
+
+@contextmanager
+def compute_dtypes() -> Iterator[set[Any]]:
+    """The dtypes of every ``nn.Linear`` output computed with gradients while the block runs:
+    what training computes in, whichever precision the engine asked for."""
+    import torch
+
+    dtypes: set[Any] = set()
+
+    def record(module: torch.nn.Module, args: Any, output: Any) -> None:
+        if isinstance(module, torch.nn.Linear) and torch.is_grad_enabled():
+            dtypes.add(output.dtype)
+
+    hook = torch.nn.modules.module.register_module_forward_hook(record)
+    try:
+        yield dtypes
+    finally:
+        hook.remove()
 
 
 def tensorboard_scalars(folder: Path) -> dict[str, list[tuple[int, float]]]:

@@ -17,6 +17,7 @@ from aworld_train.testing.fixtures import (
     COMMON_KEYS_JOB,
     assert_interrupted_run_resumes,
     assert_loads_without_peft,
+    compute_dtypes,
     manifest,
     read_jsonl,
     tensorboard_scalars,
@@ -79,12 +80,7 @@ def test_bf16_on_a_cpu_with_tensorboard_evaluation_and_rollout_samples(
     job["config"] = dict(job["config"], precision="bf16", report_to=["tensorboard"],
                          eval_steps=2, eval_limit=4, log_samples=3,
                          swift=dict(job["config"]["swift"], use_cpu=True))
-    dtypes: set[torch.dtype] = set()
     sampled: list[bool] = []
-
-    def record(module: torch.nn.Module, args: Any, output: Any) -> None:
-        if isinstance(module, torch.nn.Linear) and torch.is_grad_enabled():
-            dtypes.add(output.dtype)
 
     generate = GenerationMixin.generate
 
@@ -94,11 +90,8 @@ def test_bf16_on_a_cpu_with_tensorboard_evaluation_and_rollout_samples(
 
     monkeypatch.setattr(GenerationMixin, "generate", recording)
     trainer = AgentTrainer(**job)
-    hook = torch.nn.modules.module.register_module_forward_hook(record)
-    try:
+    with compute_dtypes() as dtypes:
         trainer.train()
-    finally:
-        hook.remove()
     run_dir = trainer.run_dir.path
 
     # bf16 on the CPU: the layers compute in bf16.

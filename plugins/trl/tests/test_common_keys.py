@@ -15,6 +15,7 @@ from aworld_train.testing.fixtures import (
     COMMON_KEYS_JOB,
     assert_interrupted_run_resumes,
     assert_loads_without_peft,
+    compute_dtypes,
     manifest,
     read_jsonl,
     tensorboard_scalars,
@@ -62,18 +63,9 @@ def test_bf16_on_cpu_computes_in_bf16_and_tensorboard_holds_the_reward(
     _on_cpu(job)
     job["config"] = dict(job["config"], precision="bf16", report_to=["tensorboard"])
     job["reward_func"] = "rewards.py:length"
-    dtypes: set[torch.dtype] = set()
-
-    def record(module: torch.nn.Module, args: Any, output: Any) -> None:
-        if isinstance(module, torch.nn.Linear) and torch.is_grad_enabled():
-            dtypes.add(output.dtype)
-
     trainer = AgentTrainer(**job)
-    hook = torch.nn.modules.module.register_module_forward_hook(record)
-    try:
+    with compute_dtypes() as dtypes:
         trainer.train()
-    finally:
-        hook.remove()
     run_dir = trainer.run_dir.path
 
     assert dtypes == {torch.bfloat16}
