@@ -55,12 +55,11 @@ class VerlData:
 
     @property
     def overrides(self) -> dict[str, Any]:
-        """The VeRL keys that point at these files."""
+        """The VeRL keys that point at these files (when to validate is the config's: eval_steps)."""
         return {
             "data.train_files": str(self.train_file),
             # VeRL builds a validation set even when it never validates: the training file serves.
             "data.val_files": str(self.test_file or self.train_file),
-            "trainer.test_freq": -1 if self.test_file is None else 10,
         }
 
 

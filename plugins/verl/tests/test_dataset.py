@@ -55,7 +55,6 @@ def test_without_a_test_set_training_rows_serve_validation(tmp_path: Path, tiny_
     data = agent_checked(tmp_path, tiny_model).check_dataset(dataset(repeat_rows(4)))
     assert data.test_file is None
     assert data.overrides["data.val_files"] == str(data.train_file)
-    assert data.overrides["trainer.test_freq"] == -1
 
 
 def test_overlong_prompts_are_an_error_naming_their_rows(tmp_path: Path, tiny_model: Path) -> None:
