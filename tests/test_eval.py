@@ -36,6 +36,8 @@ def trained(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> Agent
     folder = tmp_path_factory.mktemp("eval")
     model = varied_model(tiny_model, folder / "varied-model")
     job = repeat_digit_job(folder, model, "trl", {"beta": 0.0})
+    # fp32 on any device: the reference loop loads the final model in fp32.
+    job["config"] = dict(job["config"], precision="fp32")
     (folder / "test.jsonl").write_text("".join(json.dumps(row) + "\n" for row in TEST_ROWS))
     trainer = AgentTrainer(**dict(job, test_dataset="test.jsonl", reward_func=EVAL_REWARD,
                                   show_progress=False))
@@ -44,7 +46,12 @@ def trained(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> Agent
 
 
 @pytest.fixture
-def run(trained: AgentTrainer) -> Path:
+def run(trained: AgentTrainer, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The run, with the GPU hidden from eval where there is one: eval then generates on the
+    CPU as the reference loop does (a GPU's kernels round differently)."""
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     return trained.run_dir.path
 
 
