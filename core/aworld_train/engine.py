@@ -31,6 +31,7 @@ from aworld_train.config import (
 )
 from aworld_train.context import Given, RunContext
 from aworld_train.dataset import quiet_progress_bars
+from aworld_train.evaluation import EvalResult, generate_and_score
 from aworld_train.errors import (
     AgentError,
     AWorldTrainError,
@@ -130,6 +131,8 @@ __all__ = [
     "tracker_environment",
     "append_samples",
     "read_samples",
+    "generate_and_score",
+    "EvalResult",
     # Errors: each is told to the user in one line
     "AWorldTrainError",
     "AgentError",
