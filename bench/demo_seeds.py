@@ -8,9 +8,11 @@ tenth of the logged steps, the trained model's greedy answers to ``Repeat: 0`` .
     .venvs/trl/bin/python bench/demo_seeds.py --seeds 0 1 2 3 4 --settings 2:fp32 1:fp32 2:bf16
 
 A setting is ``THREADS[:PRECISION]``: the child's torch threads (``OMP_NUM_THREADS``) and, when
-given, ``-o precision=PRECISION``. Runs go to ``--work`` (default ``.bench/demo_seeds``); the
-figures are merged into ``bench/results/demo_seeds.json`` (a run replaces the one of the same
-label, setting and seed) and the whole table is rewritten to ``bench/results/demo_seeds.md``.
+given, ``-o precision=PRECISION``. Runs go to ``--work`` (default ``.bench/demo_seeds``; their
+checkpoints are removed once summarised); the figures are merged into
+``bench/results/demo_seeds.json`` (a run replaces the one of the same label, setting and seed)
+and the whole table is rewritten to ``bench/results/demo_seeds.md``. The OpenMP threads wait
+asleep (``OMP_WAIT_POLICY=PASSIVE``), as the machine's cores are shared.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import argparse
 import concurrent.futures
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -69,8 +72,8 @@ def train(label: str, setting: str, seed: int, overrides: list[str], work: Path)
     code = os.waitstatus_to_exitcode(status)
     record: dict[str, Any] = {
         "label": label, "setting": setting, "threads": threads, "precision": precision or "job",
-        "seed": seed, "overrides": overrides, "environment": THREAD_ENVIRONMENT, "exit_code": code, "wall_s": round(wall, 1),
-        "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
+        "seed": seed, "overrides": overrides, "environment": THREAD_ENVIRONMENT,
+        "exit_code": code, "wall_s": round(wall, 1), "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
         "peak_rss_mb": round(usage.ru_maxrss / 1024),
         "load_avg_1m_at_end": round(os.getloadavg()[0], 2),
     }
@@ -79,6 +82,8 @@ def train(label: str, setting: str, seed: int, overrides: list[str], work: Path)
         record["error"] = log.read_text()[-2000:]
         return record
     run = runs[-1]
+    # A sweep keeps what it reports (metrics, manifest, model), not 3 checkpoints a run.
+    shutil.rmtree(run / "checkpoints", ignore_errors=True)
     first, last = reward_tenths(run)
     answers = greedy_answers(run / "model")
     manifest = run / "manifest.json"
