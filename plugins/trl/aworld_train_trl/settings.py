@@ -93,6 +93,13 @@ def resolve_settings(
     warmup = _knob(section, defaults, resolved.arguments, "warmup_ratio", config.warmup_ratio,
                    "warmup_steps", _warmup_steps, _warmup_ratio)
     warmed = bool(warmup.engine_value)
+    if (config.lr_scheduler == "constant" and warmed
+            and _plain(section.get("lr_scheduler_type")) == "constant"):
+        given = (f"warmup_ratio {config.warmup_ratio:g}" if config.warmup_ratio is not None
+                 else f"trl.warmup_steps {warmup.engine_value:g}")
+        raise ConfigError(f"config lr_scheduler: constant with {given} is TRL's "
+                          "constant_with_warmup, but trl.lr_scheduler_type is constant (no "
+                          "warmup): set one of them")
     rows.append(_knob(section, defaults, resolved.arguments, "lr_scheduler", config.lr_scheduler,
                       "lr_scheduler_type",
                       lambda name: "constant_with_warmup" if name == "constant" and warmed
@@ -114,6 +121,9 @@ def resolve_settings(
             raise ConfigError(f"config {name}: the trl engine's {config.algorithm} has no "
                               f"{name} (it applies to grpo): leave it out")
     rows.append(_evaluation(config, section, has_test, resolved))
+    # No key of TRL's: the engine keeps the first eval_limit rows of the test set.
+    rows.append(Setting("eval_limit", config.eval_limit, "", config.eval_limit,
+                        "job" if config.eval_limit is not None else "default"))
     if grpo and has_test and "num_generations_eval" not in section:
         # Greedy decoding gives one completion per prompt: more would repeat it.
         resolved.arguments["num_generations_eval"] = 1
@@ -138,9 +148,11 @@ def _precision(config: TrainConfig, section: dict[str, Any], use_gpu: bool,
     GPU; generation, as on a GPU, runs on the fp32 weights.
     """
     flags = {key: section[key] for key in ("bf16", "fp16") if section.get(key) is not None}
+    where = "precision"  # the key the precision comes from, as a message names it
     if config.precision == "auto" and flags:
         used = "fp16" if flags.get("fp16") else "bf16" if flags.get("bf16") else "fp32"
         source = "section"
+        where = "trl." + (used if used in flags else next(iter(flags)))
     else:
         used = resolve_precision(config.precision, use_gpu)
         source = "default" if config.precision == "auto" else "job"
@@ -152,8 +164,10 @@ def _precision(config: TrainConfig, section: dict[str, Any], use_gpu: bool,
                     "set one of them")
         arguments.update(wanted)
     if used == "fp16" and not use_gpu:
-        raise ConfigError("config precision: fp16 needs a GPU on the trl engine (none is "
-                          "visible): use bf16 or fp32")
+        why = ("trl.use_cpu keeps the run on the CPU" if section.get("use_cpu")
+               else "none is visible")
+        raise ConfigError(f"config {where}: fp16 needs a GPU on the trl engine ({why}): use "
+                          "bf16 or fp32")
     key = "fp16" if used == "fp16" else "bf16"
     return Setting("precision", used, key, used == key, source)
 
@@ -215,8 +229,10 @@ def _evaluation(config: TrainConfig, section: dict[str, Any], has_test: bool,
         return Setting("eval_steps", steps, "eval_steps", steps, "job")
     if section.get("eval_strategy", "no") != "no":
         return Setting("eval_steps", own, "eval_steps", own, "section")
+    # TRL's own loop does not evaluate (eval_strategy "no"): the engine scores the test set
+    # once, with trainer.evaluate(), after the last step.
     resolved.evaluate_at_end = True
-    return Setting("eval_steps", None, "eval_strategy", "no", "default")
+    return Setting("eval_steps", "end", "trainer.evaluate()", "after the last step", "default")
 
 
 def _knob(

@@ -53,8 +53,10 @@ def test_unset_keys_report_grpo_config_defaults(job: dict[str, Any]) -> None:
     assert table["log_samples"] == (4, "", 4, "default")
     assert list(table) == [
         "device", "precision", "lora", "report_to", "lr_scheduler", "warmup_ratio", "kl_coef",
-        "loss_aggregation", "clip_ratio", "entropy_coef", "eval_steps", "log_samples",
+        "loss_aggregation", "clip_ratio", "entropy_coef", "eval_steps", "eval_limit",
+        "log_samples",
     ]
+    assert table["eval_limit"] == (None, "", None, "default")
     json.dumps([s.value for s in config.settings])  # the manifest keeps the values
 
 
@@ -87,6 +89,14 @@ def test_bf16_on_cpu_asks_trl_for_bf16(job: dict[str, Any]) -> None:
 def test_fp16_without_a_gpu_is_refused(job: dict[str, Any]) -> None:
     _refused(job, r"^config precision: fp16 needs a GPU on the trl engine",
              {"use_cpu": True}, precision="fp16")
+
+
+def test_fp16_from_the_section_without_a_gpu_names_the_sections_key(job: dict[str, Any]) -> None:
+    _refused(job, r"^config trl\.fp16: fp16 needs a GPU on the trl engine \(trl\.use_cpu keeps "
+             r"the run on the CPU\): use bf16 or fp32$", {"use_cpu": True, "fp16": True})
+    if not _gpu():
+        _refused(job, r"^config trl\.fp16: fp16 needs a GPU on the trl engine \(none is "
+                 r"visible\)", {"fp16": True})
 
 
 def test_section_precision_flags_count_when_precision_is_auto(job: dict[str, Any]) -> None:
@@ -131,6 +141,22 @@ def test_constant_rate_with_warmup_is_constant_with_warmup(job: dict[str, Any]) 
     assert args["lr_scheduler_type"] == "constant"
 
 
+def test_constant_with_warmup_against_the_sections_plain_constant_says_why(
+    job: dict[str, Any]
+) -> None:
+    # Equal names, different schedules: transformers' constant ignores the warmup.
+    _refused(job, r"^config lr_scheduler: constant with warmup_ratio 0\.1 is TRL's "
+             r"constant_with_warmup, but trl\.lr_scheduler_type is constant \(no warmup\): set "
+             r"one of them$", {"lr_scheduler_type": "constant"}, lr_scheduler="constant",
+             warmup_ratio=0.1)
+    _refused(job, r"^config lr_scheduler: constant with trl\.warmup_steps 0\.2 is TRL's "
+             r"constant_with_warmup", {"lr_scheduler_type": "constant", "warmup_steps": 0.2},
+             lr_scheduler="constant", warmup_ratio=None)
+    args = _checked(job, {"lr_scheduler_type": "constant_with_warmup"}, lr_scheduler="constant",
+                    warmup_ratio=0.1).arguments
+    assert args["lr_scheduler_type"] == "constant_with_warmup"
+
+
 def test_a_whole_run_of_warmup_is_refused(job: dict[str, Any]) -> None:
     _refused(job, r"^config warmup_ratio: the trl engine takes a ratio below 1", warmup_ratio=1.0)
 
@@ -155,7 +181,6 @@ def test_a_section_key_alone_is_reported_under_its_common_name(job: dict[str, An
      r"config lr_scheduler: .* and trl\.lr_scheduler_type: 'cosine' disagree"),
     ({"report_to": ["tensorboard"]}, {"report_to": "none"},
      r"config report_to: \['tensorboard'\] and trl\.report_to: \[\] disagree"),
-    ({"eval_steps": 2}, {"eval_steps": 3}, r"config eval_steps: 2 and trl\.eval_steps: 3"),
 ])
 def test_a_common_key_and_its_trl_key_must_agree(
     job: dict[str, Any], common: dict[str, Any], section: dict[str, Any], pattern: str
@@ -239,6 +264,7 @@ def test_eval_steps_with_a_test_set_sets_trls_cadence(job: dict[str, Any]) -> No
     assert config.evaluate_at_end is False
     assert len(trainer.hand_off.dataset.test) == 4
     assert _table(config)["eval_steps"] == (2, "eval_steps", 2, "job")
+    assert _table(config)["eval_limit"] == (4, "", 4, "job")
 
 
 def test_a_test_set_without_eval_steps_is_scored_at_the_end(job: dict[str, Any]) -> None:
@@ -246,9 +272,20 @@ def test_a_test_set_without_eval_steps_is_scored_at_the_end(job: dict[str, Any])
     config = _checked(job)
     assert config.evaluate_at_end is True
     assert config.arguments.get("eval_strategy", "no") == "no"
+    # The table says what happens: one evaluation, after the last step.
+    assert _table(config)["eval_steps"] == ("end", "trainer.evaluate()", "after the last step",
+                                            "default")
+    assert _table(config)["eval_limit"] == (None, "", None, "default")
+
+
+def test_eval_steps_and_trls_own_must_agree(job: dict[str, Any]) -> None:
+    _with_test_set(job, 3)
+    _refused(job, r"^config eval_steps: 2 and trl\.eval_steps: 3", {"eval_steps": 3},
+             eval_steps=2)
 
 
 def test_no_test_set_no_evaluation(job: dict[str, Any]) -> None:
-    config = _checked(job, eval_steps=2)
+    config = _checked(job)
     assert config.evaluate_at_end is False
     assert "eval_steps" not in config.arguments
+    assert _table(config)["eval_steps"] == (None, "eval_strategy", "no", "default")
