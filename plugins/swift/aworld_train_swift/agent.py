@@ -31,7 +31,8 @@ class SwiftAgent:
     :ivar model_type: swift's model type.
     :ivar template: swift's chat template name.
     :ivar local: whether ``model`` is a local folder (a hub id would be downloaded by swift).
-    :ivar system: the default system prompt swift's template adds, or ``None`` for its own.
+    :ivar system: the default system prompt swift's template adds, ``""`` for none (where the
+        model's chat template adds none), or ``None`` for the template's own.
     :ivar temperature: GRPO sampling temperature, or ``None`` for swift's default.
     :ivar top_p: GRPO nucleus sampling threshold, or ``None``.
     :ivar max_tokens: the most tokens one completion may have, or ``None``.
@@ -72,12 +73,15 @@ def agent_to_swift(agent: AgentSpec, config: TrainConfig) -> SwiftAgent:
     model, local, model_type, template = resolve_model(
         model, section.get("model_type"), section.get("template")
     )
+    system = agent.system_prompt or None
+    if system is None and local:
+        system = no_default_system(model, template, config.trust_remote_code)
     return SwiftAgent(
         model=model,
         model_type=model_type,
         template=template,
         local=local,
-        system=agent.system_prompt or None,
+        system=system,
         temperature=agent.llm_temperature,
         top_p=agent.llm_top_p,
         max_tokens=agent.llm_max_tokens,
@@ -133,6 +137,34 @@ def resolve_model(
                 f"{meta.candidate_templates}: set swift.template in the config"
             )
     return model, local, str(meta.model_type), template
+
+
+def no_default_system(model: str, template: str, trust_remote_code: bool) -> str | None:
+    """The system prompt swift needs for an agent without one so that it renders the prompt as
+    the model's own chat template does (as the trl engine and ``aworld-train eval`` do).
+
+    swift's template adds its registered default system prompt (``qwen``: "You are a helpful
+    assistant.") when it is given none, where the model's chat template may add none, or
+    another. When the chat template, given a user message alone, does not write the template's
+    default, an empty system prompt makes swift write no system turn at all.
+
+    :returns: ``""`` where swift would add a system prompt the chat template does not, else
+        ``None`` (swift's default is the chat template's own, or swift adds none).
+    """
+    from aworld_train.engine import load_tokenizer
+    from swift.template import TEMPLATE_MAPPING
+
+    meta = TEMPLATE_MAPPING.get(template)
+    default = getattr(meta, "default_system", None)
+    if not default:
+        return None
+    try:
+        tokenizer = load_tokenizer(model, trust_remote_code)
+        rendered = tokenizer.apply_chat_template(
+            [{"role": "user", "content": "x"}], tokenize=False, add_generation_prompt=True)
+    except Exception:  # no tokenizer or chat template to compare with: swift's own default
+        return None
+    return None if default in rendered else ""
 
 
 def _read_config(folder: Path) -> dict[str, Any]:

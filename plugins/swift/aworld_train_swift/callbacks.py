@@ -2,9 +2,9 @@
 samples and, for a job without ``eval_steps``, one evaluation at the end.
 
 swift builds every callback named in its ``callbacks`` argument as ``cls(args, trainer)``, so
-this one reads the GRPO trainer's own record of its last rollout (``trainer._logs``: the prompts
-as the chat template renders them, the completions, each reward function's scores), which swift
-keeps for its ``log_completions`` table.
+this one reads the GRPO trainer's own record of its last rollout (``trainer._logs``: the
+completions, each reward function's scores), which swift keeps for its ``log_completions``
+table, and the last user message of each prompt, which it records beside it.
 """
 
 from __future__ import annotations
@@ -62,6 +62,8 @@ def run_callback(
 
         def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             super().on_train_begin(args, state, control, **kwargs)
+            if log_samples:
+                record_user_prompts(self.trainer)
             if end_only_eval:
                 # The trainer evaluates every eval_steps and after the last step.
                 state.eval_steps = state.max_steps
@@ -78,12 +80,57 @@ def run_callback(
     return RunCallback
 
 
+# The trainer attribute holding the last user message of each prompt in ``_logs["prompt"]``.
+_USER_PROMPTS = "_aworld_train_user_prompts"
+
+
+def record_user_prompts(trainer: Any) -> None:
+    """Keep, beside swift's ``_logs["prompt"]`` (each prompt as the chat template renders it,
+    system prompt included), the text of each prompt's last user message: what
+    ``samples.jsonl`` stores as ``prompt`` on every engine.
+
+    swift fills ``_logs["prompt"]`` from ``_apply_chat_template_to_messages_list``, once per
+    rollout; the wrapper on this trainer records the messages' user text in a deque of the same
+    length, so the two stay aligned.
+    """
+    from collections import deque
+
+    original = getattr(trainer, "_apply_chat_template_to_messages_list", None)
+    logs = getattr(trainer, "_logs", None)
+    if original is None or not logs or hasattr(trainer, _USER_PROMPTS):
+        return
+    prompts: deque[str] = deque(maxlen=logs["prompt"].maxlen)
+    setattr(trainer, _USER_PROMPTS, prompts)
+
+    def rendered(messages_list: Any) -> Any:
+        prompts.extend(user_text(messages) for messages in messages_list)
+        return original(messages_list)
+
+    trainer._apply_chat_template_to_messages_list = rendered
+
+
+def user_text(messages: list[dict[str, Any]]) -> str:
+    """The text of the last user message of a chat (a multimodal message's text parts)."""
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, list):
+                return "".join(part.get("text") or "" for part in content
+                               if isinstance(part, dict))
+            return str(content or "")
+    return ""
+
+
 def rollout_samples(trainer: Any, count: int) -> list[dict[str, Any]]:
-    """The first ``count`` samples of the trainer's last rollout: prompt, completion, the
-    weighted reward and each reward function's score (NaN where a function gave none)."""
+    """The first ``count`` samples of the trainer's last rollout: prompt (the last user
+    message's text, as the trl engine keeps it), completion, the weighted reward and each
+    reward function's score (NaN where a function gave none)."""
     logs = getattr(trainer, "_logs", None)
     if not logs or not logs["prompt"]:
         return []
+    users = getattr(trainer, _USER_PROMPTS, None)
+    prompts = list(users) if users is not None and len(users) == len(logs["prompt"]) \
+        else list(logs["prompt"])
     names = list(trainer.reward_func_names)
     weights = trainer.reward_weights.tolist()
     rows = []
@@ -92,6 +139,6 @@ def rollout_samples(trainer: Any, count: int) -> list[dict[str, Any]]:
         # swift's total: the weighted sum, a function's missing score counting 0.
         total = sum(weight * score for weight, score in zip(weights, rewards.values())
                     if not math.isnan(score))
-        rows.append({"prompt": logs["prompt"][index], "completion": logs["completion"][index],
+        rows.append({"prompt": prompts[index], "completion": logs["completion"][index],
                      "reward": total, "rewards": rewards})
     return rows

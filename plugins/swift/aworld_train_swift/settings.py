@@ -100,11 +100,16 @@ def common_arguments(config: TrainConfig, section: dict[str, Any], run_dir: Path
         arguments["report_to"] = ["none"]
     arguments["logging_dir"] = str(run_dir / TENSORBOARD_DIR)
 
-    warmup = given.get("warmup_ratio", 0) if config.warmup_ratio is None else config.warmup_ratio
+    warmup = _warmup(config, given)
     if config.lr_scheduler is not None:
         name = config.lr_scheduler
-        if name == "constant" and warmup > 0:
+        if name == "constant" and warmup:
             name = "constant_with_warmup"  # transformers' constant ignores the warmup
+            if _plain(given.get("lr_scheduler_type")) == "constant":
+                raise ConfigError(
+                    f"config lr_scheduler: constant with {warmup} is ms-swift's "
+                    "constant_with_warmup, but swift.lr_scheduler_type is constant (no warmup): "
+                    "set one of them")
         put("lr_scheduler", config.lr_scheduler, "lr_scheduler_type", name)
     if config.warmup_ratio is not None:
         put("warmup_ratio", config.warmup_ratio, "warmup_ratio", config.warmup_ratio)
@@ -140,6 +145,18 @@ def common_arguments(config: TrainConfig, section: dict[str, Any], run_dir: Path
     return arguments
 
 
+def _warmup(config: TrainConfig, given: dict[str, Any]) -> str | None:
+    """The warmup the run has, as the message naming it says it (``warmup_ratio 0.1``,
+    ``swift.warmup_steps 5``), or ``None`` for none."""
+    if config.warmup_ratio is not None:
+        return f"warmup_ratio {config.warmup_ratio:g}" if config.warmup_ratio > 0 else None
+    for key in ("warmup_ratio", "warmup_steps"):
+        value = given.get(key)
+        if isinstance(value, int | float) and value > 0:
+            return f"swift.{key} {value:g}"
+    return None
+
+
 def end_only_eval(config: TrainConfig, section: dict[str, Any], has_test: bool) -> bool:
     """Whether the test set is evaluated once, after the last step: the job sets no
     ``eval_steps`` and the section none of swift's own evaluation keys."""
@@ -165,7 +182,7 @@ def _precision(config: TrainConfig, given: dict[str, Any], use_gpu: bool,
     """
     if config.precision == "auto" and _PRECISION_KEYS & given.keys():
         precision = section_precision(given)
-        where = "swift." + next(key for key in _PRECISION_KEYS if key in given)
+        where = "swift." + _deciding_key(given, precision)
     else:
         precision = resolve_precision(config.precision, use_gpu)
         where = "precision"
@@ -180,6 +197,16 @@ def _precision(config: TrainConfig, given: dict[str, Any], use_gpu: bool,
     for key, value in wanted.items():
         put("precision", precision, key, value)
     return wanted
+
+
+def _deciding_key(given: dict[str, Any], precision: str) -> str:
+    """The section's key that made ``precision`` (for fp16: ``fp16: true``, else
+    ``torch_dtype: float16``), to name it in a message."""
+    flag = {"fp16": "fp16", "bf16": "bf16"}.get(precision)
+    if flag and given.get(flag):
+        return flag
+    return "torch_dtype" if "torch_dtype" in given else next(
+        key for key in _PRECISION_KEYS if key in given)
 
 
 def section_precision(arguments: dict[str, Any]) -> str:
@@ -243,9 +270,20 @@ def effective_settings(config: TrainConfig, arguments: dict[str, Any],
             Setting("entropy_coef", 0.0, "", None,
                     "job" if config.entropy_coef is not None else "default"),
         ]
-    eval_steps = config.eval_steps if config.eval_steps is not None else section.get("eval_steps")
-    settings.append(Setting("eval_steps", eval_steps, "eval_steps", arguments.get("eval_steps"),
-                            source("eval_steps", "eval_steps", "eval_strategy")))
+    has_test = bool(arguments.get("val_dataset"))
+    if end_only_eval(config, section, has_test):
+        # The run's callback puts swift's step-based evaluation on the last step only.
+        settings.append(Setting("eval_steps", "end", "eval_steps",
+                                arguments.get("eval_steps") or "last step", "default"))
+    else:
+        eval_steps = (config.eval_steps if config.eval_steps is not None
+                      else section.get("eval_steps"))
+        settings.append(Setting("eval_steps", eval_steps, "eval_steps",
+                                arguments.get("eval_steps"),
+                                source("eval_steps", "eval_steps", "eval_strategy")))
+    # No key of swift's: the engine keeps the first eval_limit rows of the test set.
+    settings.append(Setting("eval_limit", config.eval_limit, "", config.eval_limit,
+                            "job" if config.eval_limit is not None else "default"))
     if config.algorithm == "grpo":
         settings.append(Setting("log_samples", samples_per_step(config), "", None,
                                 source("log_samples")))

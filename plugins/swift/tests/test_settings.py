@@ -268,3 +268,106 @@ def test_evaluation_at_the_end_only_falls_on_the_last_step_of_an_epoch_run(
                           "eval_rewards/score/std": 0.1})
     assert logged == [(7, {"eval_reward": 0.5, "eval_score": 0.5, "eval_rewards/score/std": 0.1})]
     assert common_metrics({"rewards/score/mean": 1.0}) == {"rewards/score/mean": 1.0}
+
+
+def test_fp16_from_the_section_without_a_gpu_names_the_key_that_asked_for_it(
+    job: dict[str, Any]
+) -> None:
+    with pytest.raises(ConfigError, match=r"^config swift\.fp16: fp16 needs a GPU on the swift "
+                                          r"engine") as error:
+        _check(job, swift={"template": "qwen", "torch_dtype": "float32", "fp16": True})
+    assert "\n" not in str(error.value)
+
+
+def test_constant_with_warmup_against_the_section_s_plain_constant_says_why(
+    job: dict[str, Any]
+) -> None:
+    # Equal names, different schedules: transformers' constant ignores the warmup.
+    with pytest.raises(ConfigError, match=r"^config lr_scheduler: constant with warmup_ratio 0\.1 "
+                                          r"is ms-swift's constant_with_warmup, but "
+                                          r"swift\.lr_scheduler_type is constant \(no warmup\): "
+                                          r"set one of them$"):
+        _check(job, lr_scheduler="constant", warmup_ratio=0.1,
+               swift={"template": "qwen", "lr_scheduler_type": "constant"})
+    with pytest.raises(ConfigError, match=r"^config lr_scheduler: constant with "
+                                          r"swift\.warmup_steps 3 is ms-swift's "
+                                          r"constant_with_warmup"):
+        _check(job, lr_scheduler="constant", warmup_ratio=None,
+               swift={"template": "qwen", "lr_scheduler_type": "constant", "warmup_steps": 3})
+    args = _check(job, lr_scheduler="constant", warmup_ratio=0.1,
+                  swift={"template": "qwen", "lr_scheduler_type": "constant_with_warmup"}
+                  ).hand_off.config.arguments
+    assert args["lr_scheduler_type"] == "constant_with_warmup"
+
+
+def test_the_table_shows_an_evaluation_at_the_end_and_eval_limit(job: dict[str, Any]) -> None:
+    _with_test_set(job, rows=6)
+    settings = _settings(_check(job))
+    # No eval_steps: swift's step-based evaluation falls on the last step (max_steps 4) only.
+    assert settings["eval_steps"] == ("end", "eval_steps", 4, "default")
+    assert settings["eval_limit"] == (None, "", None, "default")
+    settings = _settings(_check(job, eval_steps=2, eval_limit=3))
+    assert settings["eval_steps"] == (2, "eval_steps", 2, "job")
+    assert settings["eval_limit"] == (3, "", 3, "job")
+    assert list(settings)[-3:] == ["eval_steps", "eval_limit", "log_samples"]
+
+
+def test_rollout_samples_keep_the_user_message_not_the_rendered_prompt() -> None:
+    from collections import deque
+
+    from aworld_train_swift.callbacks import record_user_prompts, rollout_samples
+
+    class Trainer:
+        """What swift's GRPO trainer does for its completion log (``_log_rollout``)."""
+
+        reward_func_names = ["score"]
+
+        def __init__(self) -> None:
+            import torch
+
+            self.reward_weights = torch.tensor([1.0])
+            self._logs = {"prompt": deque(maxlen=2), "completion": deque(maxlen=2),
+                          "rewards": {"score": deque(maxlen=2)}}
+
+        def _apply_chat_template_to_messages_list(self, messages_list: Any) -> list[str]:
+            return ["<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>"
+                    f"user\n{m[-1]['content']}<|im_end|>\n<|im_start|>assistant\n"
+                    for m in messages_list]
+
+        def log_rollout(self, digits: list[int]) -> None:
+            messages = [[{"role": "user", "content": f"Repeat: {d}"}] for d in digits]
+            self._logs["prompt"].extend(self._apply_chat_template_to_messages_list(messages))
+            self._logs["completion"].extend(str(d) for d in digits)
+            self._logs["rewards"]["score"].extend(1.0 for _ in digits)
+
+    trainer = Trainer()
+    record_user_prompts(trainer)
+    trainer.log_rollout([1, 2])
+    trainer.log_rollout([3, 4])
+    rows = rollout_samples(trainer, 2)
+    assert [(row["prompt"], row["completion"]) for row in rows] == [("Repeat: 3", "3"),
+                                                                    ("Repeat: 4", "4")]
+
+
+def test_an_agent_without_a_system_prompt_gets_the_prompt_its_chat_template_renders(
+    job: dict[str, Any], tiny_model: Any
+) -> None:
+    """The tiny model's chat template adds no system turn; swift's qwen template would add
+    "You are a helpful assistant." (as the trl engine and `aworld-train eval` do not)."""
+    from aworld_train.engine import load_tokenizer
+
+    job["agent"] = {"name": "tiny"}
+    config = _check(job).hand_off.config
+    assert config.arguments["system"] == ""
+    built = build_arguments(config)
+    template = built.get_template()
+    messages = [{"role": "user", "content": "Repeat: 7"}]
+    encoded = template.encode({"messages": messages})
+    expected = load_tokenizer(tiny_model).apply_chat_template(messages, tokenize=False,
+                                                              add_generation_prompt=True)
+    assert template.safe_decode(encoded["input_ids"]) == expected
+    assert "system" not in expected
+
+    # An agent's own system prompt goes to swift as it is.
+    job["agent"] = {"name": "tiny", "system_prompt": "Answer with the digit."}
+    assert _check(job).hand_off.config.arguments["system"] == "Answer with the digit."
