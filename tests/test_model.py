@@ -428,3 +428,60 @@ def test_a_folder_without_a_tokenizer_is_refused(tmp_path: Path, files_only: Non
     (folder / "tokenizer.json").unlink()
     with pytest.raises(ModelError, match=r"model folder .*/model has no tokenizer \(tokenizer.json"):
         preflight_model(str(folder))
+
+
+# --- LoRA's target_modules against the model's modules (torch and transformers) ---------------
+
+
+def test_lora_target_modules_that_match_no_module_are_named_with_valid_ones(tiny: Path) -> None:
+    from aworld_train.errors import ConfigError
+    from aworld_train.model import check_lora_targets
+
+    with pytest.raises(ConfigError) as raised:
+        check_lora_targets(tiny, ("q_proj", "nonexistent_module"))
+    message = str(raised.value)
+    assert "\n" not in message
+    assert message.startswith("config lora.target_modules: nonexistent_module matches no module "
+                              f"of the model {tiny}; its linear layers include ")
+    assert "q_proj" in message.split("include")[1] and "lm_head" not in message
+
+
+def test_lora_target_modules_match_as_peft_matches_them(tiny: Path) -> None:
+    from aworld_train.errors import ConfigError
+    from aworld_train.model import check_lora_targets
+
+    assert check_lora_targets(tiny, "all-linear") is None
+    assert check_lora_targets(tiny, ("q_proj", "v_proj")) is None
+    assert check_lora_targets(tiny, ("self_attn.q_proj", "mlp.down_proj")) is None, "a suffix"
+    assert check_lora_targets(tiny, r".*\.(q|v)_proj") is None, "one string is a regex"
+    with pytest.raises(ConfigError, match=r"lora.target_modules: proj matches no module"):
+        check_lora_targets(tiny, ("proj",))  # a part of a name is not a name
+    with pytest.raises(ConfigError, match=r"lora.target_modules: q_proj matches no module"):
+        check_lora_targets(tiny, "q_proj")  # one string must match a whole module name
+
+
+def test_check_refuses_lora_target_modules_the_model_lacks_in_one_line(tiny: Path,
+                                                                        tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    (tmp_path / "train.jsonl").write_text(
+        "".join(json.dumps({"prompt": f"Repeat: {d}", "ground_truth": str(d)}) + "\n"
+                for d in range(4)))
+    job = {"agent": {"name": "a"}, "train_dataset": "train.jsonl", "reward": "exact_match",
+           "config": {"model": str(tiny), "max_steps": 1, "batch_size": 2,
+                      "num_generations": 2}}
+    (tmp_path / "job.yaml").write_text(json.dumps(job))
+    command = [str(Path(sys.executable).with_name("aworld-train")), "check",
+               str(tmp_path / "job.yaml"), "--engine", "trl"]
+    bad = "lora={rank: 8, target_modules: [nonexistent_module]}"
+    result = subprocess.run([*command, "-o", bad], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2, result.stdout + result.stderr
+    [line] = result.stderr.strip().splitlines()[-1:]
+    assert line.startswith("error: config lora.target_modules: nonexistent_module matches no "
+                           "module of the model"), result.stderr
+    assert "Traceback" not in result.stderr
+    passed = subprocess.run([*command, "-o", "lora={rank: 8, target_modules: [q_proj]}"],
+                            capture_output=True, text=True, timeout=300)
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert "lora.target_modules name modules of the model" in passed.stdout

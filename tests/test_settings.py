@@ -100,7 +100,11 @@ def test_an_engine_key_is_named_by_its_common_key() -> None:
     assert common_name("trl", "beta") == "kl_coef"
     assert common_name("trl", "fp16") == "precision", "a second own key of one setting"
     assert common_name("verl", "actor_rollout_ref.actor.kl_loss_coef") == "kl_coef"
-    assert common_name("trl", "num_generations") is None
+    assert common_name("trl", "num_iterations") is None
+    assert common_name("trl", "num_generations") == "num_generations", "an older common key"
+    assert common_name("swift", "max_length") == "max_prompt_length"
+    assert common_name("verl", "critic.ppo_mini_batch_size") == "batch_size"
+    assert common_name("verl", "actor_rollout_ref.model.path") == "model"
     assert common_name("verl", "actor_rollout_ref.actor.kl_loss_coef_extra") is None
     mixed = "actor_rollout_ref.actor.fsdp_config.mixed_precision"
     assert common_name("verl", f"{ENGINE_KEYS['verl']['precision'][0]}.inner") == "precision"
@@ -118,5 +122,9 @@ def test_the_readme_explains_every_common_key() -> None:
                   for name in re.findall(r"`(\w+)`", row)}
     missing = [key for key in COMMON_KEYS if key not in documented]
     assert not missing, f"README.md does not explain {missing}"
-    mapped = [key for key in ENGINE_KEYS["trl"] if explained.count(key) < 2]
+    table = readme[readme.index("The engines' own keys for each setting"):]
+    table = table[:table.index("\n\n", table.index("| key | TRL"))]
+    rows = re.findall(r"^\| `(\w+)`", table, flags=re.MULTILINE)
+    mapped = [key for engine in ENGINE_KEYS.values() for key in engine if key not in rows]
     assert not mapped, f"README.md has no row of engine keys for {mapped}"
+    assert all(explained.count(key) >= 2 for key in rows[:12]), "the new common keys' rows"

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from helpers import ARITHMETIC, ENV_VARS, lay_out_engine, write_jsonl
+from helpers import ARITHMETIC, ENV_VARS, lay_out_engine, write_jsonl, write_model_folder
 
 EXECUTABLE = Path(sys.executable).with_name("aworld-train")
 HUB_TOKEN = "hf_planted_settings_8888"
@@ -88,7 +88,7 @@ def test_an_engine_that_reports_no_settings_prints_no_table(tmp_path: Path) -> N
 
 def test_other_engines_sections_warn_one_line_per_key(tmp_path: Path) -> None:
     job = write_job(tmp_path, {
-        "trl": {"beta": 0.0, "fp16": True, "num_generations": 4},
+        "trl": {"beta": 0.0, "fp16": True, "num_iterations": 4},
         "verl": {"actor_rollout_ref": {"actor": {"kl_loss_coef": 0.0, "ppo_epochs": 2}},
                  "trainer.test_freq": 5},
         "toy": {"temperature": 1.0},
@@ -100,7 +100,7 @@ def test_other_engines_sections_warn_one_line_per_key(tmp_path: Path) -> None:
         "the common key kl_coef carries it to every engine",
         "config trl.fp16: no effect on engine toy (only the trl engine reads the trl section); "
         "the common key precision carries it to every engine",
-        "config trl.num_generations: no effect on engine toy (only the trl engine reads the trl "
+        "config trl.num_iterations: no effect on engine toy (only the trl engine reads the trl "
         "section)",
         "config verl.actor_rollout_ref.actor.kl_loss_coef: no effect on engine toy (only the "
         "verl engine reads the verl section); the common key kl_coef carries it to every engine",
@@ -126,3 +126,152 @@ def test_an_installed_tracker_passes_check(tmp_path: Path) -> None:
     result = aworld_train("check", write_job(tmp_path, {"report_to": "tensorboard"}), site=site)
     assert result.returncode == 0, result.stderr
     assert "tensorboard: installed" in result.stdout
+
+
+# An engine whose own section chooses its trackers, reported as the engines do: TRL and
+# ms-swift list them under report_to, VeRL lists the trackers it knows and keeps its console
+# and file loggers in its own key's value.
+SECTION_TRACKERS = '''
+from aworld_train.engine import Setting, describe_device, hookimpl, resolve_precision
+from aworld_train_toy.engine import check_agent, check_dataset, check_reward, train
+
+
+@hookimpl
+def check_config(config, agent, dataset, reward, ctx):
+    return config  # its section is its own trackers only
+
+
+@hookimpl
+def effective_settings(ctx):
+    own = ctx.config.sections.get("tracking", {})
+    loggers = own.get("logger")
+    if loggers is not None:  # VeRL's way
+        row = Setting("report_to", [n for n in loggers if n in ("tensorboard", "wandb")],
+                      "trainer.logger", loggers, "section")
+    else:
+        names = own.get("report_to", [])
+        row = Setting("report_to", names, "report_to", names or "none",
+                      "section" if names else "default")
+    return [Setting("device", describe_device(False), "use_cpu", True, "default"),
+            Setting("precision", resolve_precision(ctx.config.precision, False), "dtype",
+                    "float32", "default"), row]
+'''
+
+
+def tracking_check(tmp_path: Path, section: dict[str, Any],
+                   **extra: str) -> subprocess.CompletedProcess[str]:
+    site = tmp_path / "site"
+    (site / "tensorboard").mkdir(parents=True)
+    (site / "tensorboard" / "__init__.py").write_text("")
+    lay_out_engine(site, "tracking", SECTION_TRACKERS)
+    job = write_job(tmp_path, {"tracking": section}, engine="tracking")
+    return aworld_train("check", job, site=site, **extra)
+
+
+def test_trackers_an_engine_section_names_are_checked_like_report_to(tmp_path: Path) -> None:
+    result = tracking_check(tmp_path, {"report_to": ["comet_ml"]})
+    assert result.returncode == 2, result.stdout
+    assert result.stderr.strip().splitlines() == [
+        "error: config tracking.report_to: comet_ml is not a tracker AWorld Train supports: "
+        "name the trackers among tensorboard, wandb, mlflow, swanlab"]
+
+
+def test_report_to_all_is_refused_naming_the_section_key(tmp_path: Path) -> None:
+    result = tracking_check(tmp_path, {"report_to": ["all"]})
+    assert result.returncode == 2, result.stdout
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("error: config tracking.report_to: 'all' ")
+    assert "name the trackers" in line
+
+
+def test_a_wandb_chosen_in_a_section_needs_a_key(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    (site / "wandb").mkdir(parents=True)
+    (site / "wandb" / "__init__.py").write_text("")
+    result = tracking_check(tmp_path, {"report_to": ["wandb"]}, NETRC=str(tmp_path / "none"),
+                            HOME=str(tmp_path))
+    assert result.returncode == 2, result.stdout
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("error: config tracking.report_to: wandb has no API key")
+
+
+def test_an_engine_s_own_loggers_are_checked_without_console_and_file(tmp_path: Path) -> None:
+    result = tracking_check(tmp_path, {"logger": ["console", "comet"]})
+    assert result.returncode == 2, result.stdout
+    assert result.stderr.strip().splitlines() == [
+        "error: config tracking.trainer.logger: comet is not a tracker AWorld Train supports: "
+        "name the trackers among tensorboard, wandb, mlflow, swanlab"]
+    again = tracking_check(tmp_path / "again", {"logger": ["console", "file", "tensorboard"]})
+    assert again.returncode == 0, again.stderr
+    assert "tensorboard (from tracking.trainer.logger): installed" in again.stdout
+    quiet = tracking_check(tmp_path / "quiet", {"logger": ["console", "file"]})
+    assert quiet.returncode == 0, quiet.stderr
+
+
+def test_eval_keys_without_a_test_dataset_fail_check_in_one_line(tmp_path: Path) -> None:
+    for key in ("eval_steps", "eval_limit"):
+        result = aworld_train("check", write_job(tmp_path, {key: 2}))
+        assert result.returncode == 2, result.stdout
+        assert result.stderr.strip().splitlines() == [
+            f"error: config {key}: the job has no test_dataset to evaluate; add one or remove "
+            f"{key}"]
+
+
+def test_eval_steps_with_a_test_dataset_passes(tmp_path: Path) -> None:
+    job = write_job(tmp_path, {"eval_steps": 2})
+    result = aworld_train("check", job, "--test-dataset", tmp_path / "train.jsonl")
+    assert result.returncode == 0, result.stderr
+
+
+def test_older_common_keys_in_another_section_are_named(tmp_path: Path) -> None:
+    job = write_job(tmp_path, {})
+    result = aworld_train("check", job, "-o", "swift.learning_rate=0.1", "-o",
+                          "swift.max_steps=3", "-o", "verl.trainer.total_epochs=2")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines() == [
+        "config swift.learning_rate: no effect on engine toy (only the swift engine reads the "
+        "swift section); the common key learning_rate carries it to every engine",
+        "config swift.max_steps: no effect on engine toy (only the swift engine reads the swift "
+        "section); the common key max_steps carries it to every engine",
+        "config verl.trainer.total_epochs: no effect on engine toy (only the verl engine reads "
+        "the verl section); the common key num_epochs carries it to every engine",
+    ]
+
+
+LONG_KEY = "actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype.and_then_some_more"
+WIDE = '''
+from aworld_train.engine import Setting, describe_device, hookimpl, resolve_precision
+from aworld_train_toy.engine import check_agent, check_config, check_dataset, check_reward, train
+
+
+@hookimpl
+def effective_settings(ctx):
+    return [Setting("device", describe_device(False), "use_cpu", True, "default"),
+            Setting("precision", "fp32", "%s", "float32_and_a_long_value_too", "default")]
+''' % LONG_KEY
+
+
+def test_the_tables_are_not_cut_when_stdout_is_not_a_terminal(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    lay_out_engine(site, "wide", WIDE)
+    env = {k: v for k, v in os.environ.items() if k not in ENV_VARS and k != "COLUMNS"}
+    env["PYTHONPATH"] = str(site)
+    result = subprocess.run([str(EXECUTABLE), "check", write_job(tmp_path, {}, engine="wide")],
+                            capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    [row] = [line for line in result.stdout.splitlines() if line.startswith("│ precision")]
+    assert LONG_KEY in row and "float32_and_a_long_value_too" in row, result.stdout
+    assert "…" not in result.stdout
+
+
+def test_lora_target_modules_are_not_compared_without_torch(tmp_path: Path) -> None:
+    # The core's environment has no torch: the row says the check was skipped (tests/test_model.py
+    # runs it where torch is installed).
+    model = write_model_folder(tmp_path / "model")
+    job = write_job(tmp_path, {"model": str(model),
+                               "lora": {"rank": 8, "target_modules": ["nonexistent_module"]}})
+    result = aworld_train("check", job)
+    assert result.returncode == 0, result.stderr
+    [row] = [line for line in result.stdout.splitlines() if line.startswith("│ lora")]
+    assert "not checked: torch and transformers are not installed here" in row

@@ -207,7 +207,23 @@ def _load_config(checks: CheckRun) -> TrainConfig:
                                 engine=checks.engine, layout=checks.layout)
     for line in other_sections_warnings(checks.config, checks.engine):
         logger.warning(line)
+    _check_evaluation(checks.config, job)
     return checks.config
+
+
+def _check_evaluation(config: TrainConfig, job: Job) -> None:
+    """``eval_steps`` and ``eval_limit`` need a test set, on every engine.
+
+    :raises ConfigError: one line naming the key, for a job without ``test_dataset``.
+    """
+    from aworld_train.errors import ConfigError
+
+    if job.test_dataset is not None:
+        return
+    for key in ("eval_steps", "eval_limit"):
+        if getattr(config, key) is not None:
+            raise ConfigError(f"config {key}: the job has no test_dataset to evaluate; add one "
+                              f"or remove {key}")
 
 
 def other_sections_warnings(config: TrainConfig, engine: str) -> list[str]:
@@ -251,6 +267,65 @@ def _check_trackers(checks: CheckRun) -> tuple[str, ...]:
 
 def _describe_trackers(report_to: tuple[str, ...]) -> str:
     return f"{', '.join(report_to)}: installed"
+
+
+def _report_to_row(checks: CheckRun) -> Setting | None:
+    return next((s for s in checks.settings or () if s.name == "report_to"), None)
+
+
+def _new_trackers(checks: CheckRun) -> bool:
+    """The engine will log to trackers the job's ``report_to`` did not name (its own section
+    chose them, or its default does), which the trackers step has not checked."""
+    from aworld_train.settings import effective_trackers
+
+    row = _report_to_row(checks)
+    return row is not None and bool(set(effective_trackers(row)) - set(checks.config.report_to))
+
+
+def _check_effective_trackers(checks: CheckRun) -> tuple[tuple[str, ...], str]:
+    """The trackers the engine will really log to (its ``report_to`` row) are known, installed
+    and, for wandb, have a key; the error names the key they came from."""
+    from aworld_train.settings import check_trackers, effective_trackers
+
+    row = _report_to_row(checks)
+    assert row is not None
+    if row.source == "job" or not row.engine_key:
+        key = "report_to"
+    else:
+        key = f"{checks.engine}.{row.engine_key}"
+    if row.source == "default":
+        key = f"{key} (the {checks.engine} engine's default)"
+    trackers = effective_trackers(row)
+    check_trackers(trackers, key)
+    return trackers, key
+
+
+def _describe_effective_trackers(checked: tuple[tuple[str, ...], str]) -> str:
+    trackers, key = checked
+    return f"{', '.join(trackers)} (from {key}): installed"
+
+
+def _lora_targets_checkable(checks: CheckRun) -> bool:
+    model = checks.spec.model
+    return checks.config.lora is not None and bool(model) and Path(model).is_dir()
+
+
+def _check_lora_targets(checks: CheckRun) -> str | None:
+    """LoRA's ``target_modules`` name modules of the local model (built on the meta device),
+    or why they were not compared; ``None`` when they were."""
+    from aworld_train.model import check_lora_targets
+    from aworld_train.settings import ALL_LINEAR
+
+    lora = checks.config.lora
+    assert lora is not None
+    if lora.target_modules == ALL_LINEAR:
+        return f"target_modules {ALL_LINEAR}: every linear layer but the output head"
+    return check_lora_targets(checks.spec.model, lora.target_modules,
+                              checks.config.trust_remote_code)
+
+
+def _describe_lora_targets(skipped: str | None) -> str:
+    return skipped or "lora.target_modules name modules of the model"
 
 
 def _describe_config(config: TrainConfig) -> str:
@@ -534,6 +609,8 @@ CHECKS: tuple[Step, ...] = (
          when=lambda checks: bool(checks.config.report_to)),
     Step("agent", "core", _load_agent, _describe_agent),
     Step("model", "core", _check_model, _describe_model),
+    Step("lora", "core", _check_lora_targets, _describe_lora_targets,
+         when=_lora_targets_checkable),
     Step("context", "core", _new_context, None),
     Step("tools", "core", _resolve_tools, _describe_tools,
          when=lambda checks: checks.spec.uses_tools),
@@ -565,6 +642,8 @@ CHECKS: tuple[Step, ...] = (
         _describe_engine_result),
     Step("settings", "engine", _effective_settings, _describe_settings,
          when=lambda checks: bool(checks.manager.hook.effective_settings.get_hookimpls())),
+    Step("trackers", "core", _check_effective_trackers, _describe_effective_trackers,
+         when=_new_trackers),
 )
 
 

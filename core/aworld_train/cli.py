@@ -238,21 +238,20 @@ def _resume_command(job: Path | None, engine: str | None, overrides: tuple[str, 
 
 def _run_checks(kwargs: dict[str, Any], check_only: bool, resume: str | None = None) -> Any:
     """Build the trainer, printing the check table (also when a check fails)."""
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
     from aworld_train.trainer import AgentTrainer
 
     checks: list[Any] = []
-    console = Console(soft_wrap=False)
+    console = _table_console()
     try:
         trainer = AgentTrainer(**kwargs, check_only=check_only, resume=resume,
                                on_check=checks.append)
     finally:
         table = Table(title="checks", title_justify="left")
         for column in ("module", "checked by", "result", "time"):
-            table.add_column(column)
+            table.add_column(column, overflow="fold")
         for item in checks:
             table.add_row(item.module, item.by, redact_text(item.detail), f"{item.seconds:.2f}s")
         console.print(table)
@@ -260,13 +259,28 @@ def _run_checks(kwargs: dict[str, Any], check_only: bool, resume: str | None = N
         engine = trainer.train_engine_name
         table = Table(title="effective settings", title_justify="left")
         for column in ("setting", "value", f"{engine} key", f"{engine} value", "from"):
-            table.add_column(column)
+            table.add_column(column, overflow="fold")
         for setting in trainer.settings:
             table.add_row(*map(escape, (setting.name, _setting_text(setting.value),
                                         setting.engine_key or "-",
                                         _setting_text(setting.engine_value), setting.source)))
         console.print(table)
     return trainer
+
+
+def _table_console() -> Any:
+    """The console the tables print on: a terminal's width, where a cell too wide folds onto
+    the next line; anything else (a log, CI) as wide as the tables need, so that nothing is cut
+    (rich would take 80 columns)."""
+    from rich.console import Console
+
+    console = Console(soft_wrap=False)
+    if not console.is_terminal:
+        console = Console(soft_wrap=False, width=_UNBOUNDED_WIDTH)
+    return console
+
+
+_UNBOUNDED_WIDTH = 100_000
 
 
 def _setting_text(value: Any) -> str:

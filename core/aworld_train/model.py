@@ -613,3 +613,67 @@ def _prompt_sizes(column: Any) -> tuple[np.ndarray, np.ndarray]:
     total = np.bincount(parents, weights=length, minlength=len(column)).astype(np.int64)
     count = count.astype(np.int64)
     return total + 2 * np.maximum(count - 1, 0), count
+
+
+def check_lora_targets(folder: str | os.PathLike[str], target_modules: str | tuple[str, ...],
+                       trust_remote_code: bool = False) -> str | None:
+    """Check that LoRA's ``target_modules`` name modules of the model in ``folder``.
+
+    The model is built from its ``config.json`` on torch's meta device: no weights are read and
+    no memory is taken, and code from the folder runs only with ``trust_remote_code`` (a folder
+    with an ``auto_map`` and no trust was refused by :func:`preflight_model`). A name matches as
+    PEFT matches it: a module name that is the name, or ends with ``.<name>``; a single string
+    other than ``all-linear`` is a regular expression that must match a whole module name.
+
+    :returns: ``None`` when checked, or why it was not (torch or transformers are not installed
+        here, or transformers cannot build the model from its config).
+    :raises ConfigError: one line naming ``lora.target_modules``, the names that match no module
+        and a few that do.
+    """
+    from aworld_train.errors import ConfigError
+    from aworld_train.settings import ALL_LINEAR
+
+    if target_modules == ALL_LINEAR:
+        return None
+    if importlib.util.find_spec("torch") is None or not _transformers_available():
+        return "not checked: torch and transformers are not installed here"
+    names = _module_names(str(folder), bool(trust_remote_code))
+    if isinstance(names, str):
+        return names
+    modules, linear = names
+    if isinstance(target_modules, str):
+        bad = [] if any(re.fullmatch(target_modules, name) for name in modules) else [
+            target_modules]
+    else:
+        bad = [target for target in target_modules
+               if not any(name == target or name.endswith(f".{target}") for name in modules)]
+    if bad:
+        valid = ", ".join(linear[:8]) or "none"
+        raise ConfigError(
+            f"config lora.target_modules: {', '.join(bad)} match{'es' if len(bad) == 1 else ''} "
+            f"no module of the model {folder}; its linear layers include {valid} "
+            f"(or use {ALL_LINEAR})")
+    return None
+
+
+def _module_names(folder: str, trust_remote_code: bool) -> tuple[list[str], list[str]] | str:
+    """The model's module names, and the distinct last components of its linear layers but the
+    output head, from the model built on the meta device; or why it could not be built."""
+    import torch
+    import transformers
+
+    try:
+        config = transformers.AutoConfig.from_pretrained(
+            folder, trust_remote_code=trust_remote_code, local_files_only=True)
+        with torch.device("meta"):
+            model = transformers.AutoModelForCausalLM.from_config(
+                config, trust_remote_code=trust_remote_code)
+    except Exception as exc:  # noqa: BLE001 (the engine reports it when it loads the model)
+        return ("not checked: transformers cannot build the model from its config: "
+                f"{_first_line(exc)}")
+    modules = [name for name, _ in model.named_modules() if name]
+    output = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    linear = list(dict.fromkeys(
+        name.rsplit(".", 1)[-1] for name, module in model.named_modules()
+        if isinstance(module, torch.nn.Linear) and module is not output))
+    return modules, linear

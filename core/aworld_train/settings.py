@@ -117,21 +117,51 @@ def resolve_precision(precision: str, use_gpu: bool) -> str:
     return "bf16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "fp32"
 
 
-def check_trackers(report_to: tuple[str, ...]) -> None:
-    """Each tracker in ``report_to`` can log: its package is installed and, for wandb, a key or
-    an offline mode is set. Cheap: packages are found, not imported.
+def check_trackers(report_to: tuple[str, ...] | list[str], key: str = "report_to") -> None:
+    """Each tracker in ``report_to`` can log: it is one of :data:`TRACKERS`, its package is
+    installed and, for wandb, a key or an offline mode is set. Cheap: packages are found, not
+    imported.
 
-    :raises ConfigError: one line naming the tracker and the package to install, or how to give
-        wandb a key.
+    :param key: the config key the names came from, as the error names it (``report_to``,
+        ``trl.report_to``, ``verl.trainer.logger``).
+    :raises ConfigError: one line naming the key, the tracker and the package to install, how
+        to give wandb a key, or, for ``all`` or a name AWorld Train does not know, the trackers
+        to name instead.
     """
     for tracker in report_to:
-        package = _TRACKER_PACKAGES[tracker]
+        package = _TRACKER_PACKAGES.get(tracker)
+        if tracker == "all":
+            raise ConfigError(
+                f"config {key}: 'all' turns on every tracker installed here, with their files "
+                f"outside the run directory: name the trackers ({', '.join(TRACKERS)})")
+        if package is None:
+            raise ConfigError(
+                f"config {key}: {tracker} is not a tracker AWorld Train supports: name the "
+                f"trackers among {', '.join(TRACKERS)}")
         if importlib.util.find_spec(package) is None:
-            raise ConfigError(f"config report_to: {tracker} is not installed: pip install {package}")
+            raise ConfigError(f"config {key}: {tracker} is not installed: pip install {package}")
         if tracker == "wandb" and not _wandb_can_log():
             raise ConfigError(
-                "config report_to: wandb has no API key: set WANDB_API_KEY, run `wandb login`, "
+                f"config {key}: wandb has no API key: set WANDB_API_KEY, run `wandb login`, "
                 "or set WANDB_MODE=offline to keep the logs in the run directory only")
+
+
+# The names an engine's own logger key takes that are not trackers (VeRL's trainer.logger),
+# and the name that means none.
+NOT_TRACKERS = ("console", "file", "none")
+
+
+def effective_trackers(setting: Setting) -> tuple[str, ...]:
+    """The trackers the engine will log to, from its ``report_to`` row: the names in its value
+    and in its own key's value (VeRL's row lists only the trackers it knows, its
+    ``trainer.logger`` all it will use), without VeRL's ``console`` and ``file`` and ``none``;
+    repeats dropped."""
+    names: list[str] = []
+    for value in (setting.value, setting.engine_value):
+        items = [value] if isinstance(value, str) else (
+            value if isinstance(value, (list, tuple)) else [])
+        names += [str(item) for item in items if str(item) not in NOT_TRACKERS]
+    return tuple(dict.fromkeys(names))
 
 
 def _wandb_can_log() -> bool:
@@ -167,7 +197,9 @@ def tracker_environment(report_to: tuple[str, ...] | list[str], run_dir: Path) -
 # The shipped engines' own keys for each common name. Each common name maps to the tuple of the
 # engine's keys that carry it: the first is the one the settings table shows, the rest are the
 # engine's other keys for the same setting (TRL's fp16 beside bf16), so that a key of another
-# engine's section is named by its common key in a warning.
+# engine's section is named by its common key in a warning. The older common keys (learning_rate,
+# max_steps, ..., model) are here for those warnings only: the settings table holds the rows the
+# engine reports, whatever this mapping names.
 ENGINE_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
     "trl": {
         "precision": ("bf16", "fp16"),
@@ -180,6 +212,16 @@ ENGINE_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
         "lora": ("peft_config",),
         "report_to": ("report_to",),
         "eval_steps": ("eval_steps", "eval_strategy"),
+        "learning_rate": ("learning_rate",),
+        "max_steps": ("max_steps",),
+        "num_epochs": ("num_train_epochs",),
+        "batch_size": ("per_device_train_batch_size",),
+        "num_generations": ("num_generations",),
+        "max_completion_length": ("max_completion_length",),
+        "seed": ("seed",),
+        "logging_steps": ("logging_steps",),
+        "save_steps": ("save_steps",),
+        "model": ("model_name_or_path",),
     },
     "swift": {
         "precision": ("torch_dtype", "bf16", "fp16"),
@@ -191,6 +233,17 @@ ENGINE_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
         "lora": ("tuner_type", "lora_rank", "lora_alpha", "lora_dropout", "target_modules"),
         "report_to": ("report_to",),
         "eval_steps": ("eval_steps", "eval_strategy"),
+        "learning_rate": ("learning_rate",),
+        "max_steps": ("max_steps",),
+        "num_epochs": ("num_train_epochs",),
+        "batch_size": ("per_device_train_batch_size",),
+        "num_generations": ("num_generations",),
+        "max_prompt_length": ("max_length",),  # in GRPO swift's max_length bounds the prompt
+        "max_completion_length": ("max_completion_length",),
+        "seed": ("seed",),
+        "logging_steps": ("logging_steps",),
+        "save_steps": ("save_steps",),
+        "model": ("model",),
     },
     "verl": {
         "precision": ("actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype",
@@ -212,6 +265,18 @@ ENGINE_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
         "report_to": ("trainer.logger",),
         "eval_steps": ("trainer.test_freq",),
         "log_samples": ("trainer.rollout_data_dir",),
+        "learning_rate": ("actor_rollout_ref.actor.optim.lr",),
+        "max_steps": ("trainer.total_training_steps",),
+        "num_epochs": ("trainer.total_epochs",),
+        "batch_size": ("data.train_batch_size", "actor_rollout_ref.actor.ppo_mini_batch_size",
+                       "critic.ppo_mini_batch_size"),
+        "num_generations": ("actor_rollout_ref.rollout.n",),
+        "max_prompt_length": ("data.max_prompt_length",),
+        "max_completion_length": ("data.max_response_length",),
+        "seed": ("data.seed", "actor_rollout_ref.actor.data_loader_seed",
+                 "actor_rollout_ref.rollout.seed"),
+        "save_steps": ("trainer.save_freq",),
+        "model": ("actor_rollout_ref.model.path", "critic.model.path"),
     },
 }
 
