@@ -16,6 +16,15 @@ repeated gives the same numbers) unless ``samples`` asks for several, which are 
 agent's temperature and top-p. vLLM generates when it is installed and a GPU is visible, else
 ``transformers`` in batches of left-padded prompts.
 
+An agent with tools runs TRL's tool loop (``GRPOTrainer(tools=...)``, the loop the ``trl`` engine
+trains with), batched per turn: the prompt is rendered with the tools' schemas; each turn the
+model generates, the tool calls in its output are read back with TRL's ``parse_response`` and
+the response template the ``trl`` engine's check finds, the tools (Python functions and the
+job's MCP servers, through the core's :class:`~aworld_train.tools.ToolSet`) run, and their results
+are appended as ``tool`` messages, rendered by the chat template after the model's own tokens,
+for the next turn; at most ``max_turns`` turns, all of them within ``max_completion_length``
+tokens. See :func:`_tool_episodes`.
+
 Heavy libraries (torch, transformers, datasets, vllm) are imported inside the functions.
 """
 
@@ -55,8 +64,10 @@ PASS_SCORE = 1.0
 class EvalResult:
     """One model scored on one dataset.
 
-    :ivar model: what was evaluated: ``final``, ``base``, or a folder's name.
-    :ivar dataset: ``test``, ``train``, or a dataset file's name.
+    :ivar model: what was evaluated: ``final``, ``base``, or a folder's name (see
+        :func:`resolve_model`).
+    :ivar dataset: ``test``, ``train``, or a dataset file's name, ``-firstN`` added for a limit
+        (see :func:`load_rows`).
     :ivar rows: the dataset rows scored.
     :ivar mean_reward: the weighted reward, averaged over every completion.
     :ivar rewards: each reward function's own score, averaged, by its name.
@@ -111,57 +122,73 @@ def generate_and_score(
         ``extra_info``).
     :param agent: gives the system prompt and, for sampling, the temperature and top-p.
     :param samples: 1: one greedy completion; K > 1: K sampled completions and pass@K.
-    :param tools: the agent's tools; an agent with tools is refused (see :func:`refuse_tools`).
+    :param tools: the agent's tools: with any, each completion is an episode of TRL's tool loop
+        of at most ``agent.max_turns`` turns (see :func:`_tool_episodes`); the caller opens and
+        closes their MCP sessions.
     :param progress: draw a progress bar (on a terminal only).
     :param seed: seeds sampling, so a sampled eval repeated gives the same numbers.
     :returns: the result, named after ``model``'s folder, its dataset unnamed: the caller names
         both.
-    :raises AgentError: for an agent with tools.
+    :raises AgentError: for tools and a model whose output TRL cannot read tool calls from.
     :raises RewardError: when a reward function fails, naming it and the row.
     """
-    if tools is not None and len(tools):
-        refuse_tools(agent)
     started = time.perf_counter()
-    prompts = [render_prompt(tokenizer, row["prompt"], agent.system_prompt, index)
+    schemas = tools.schemas() if tools is not None and len(tools) else None
+    prompts = [render_prompt(tokenizer, row["prompt"], agent.system_prompt, index, schemas)
                for index, row in enumerate(rows)]
-    sampling = _Sampling(samples, agent.llm_temperature, agent.llm_top_p, seed)
+    sampling = _Sampling(samples, agent.llm_temperature, agent.llm_top_p, seed,
+                         greedy=samples == 1)
+    episodes = None
     with _progress_bar(progress, len(rows)) as advance:
-        if _is_vllm(model):
-            completions = _generate_vllm(model, prompts, max_new_tokens, sampling, advance)
+        if tools is not None and schemas:
+            episodes = _tool_episodes(model, tokenizer, prompts, tools, agent.max_turns,
+                                      max_new_tokens, sampling, batch_size, advance)
         else:
-            completions = _generate_transformers(model, tokenizer, prompts, max_new_tokens,
-                                                 sampling, batch_size, advance)
-    eos = tokenizer.eos_token_id
-    texts = [[tokenizer.decode(_until_eos(ids, eos), skip_special_tokens=True) for ids in row]
-             for row in completions]
+            completions = _generate(model, tokenizer, prompts, max_new_tokens, sampling,
+                                    batch_size, advance)
+    if episodes is not None:
+        from aworld_train.hf import completion_text
+
+        # The text TRL's reward receives for an episode: its completion is the list of the
+        # episode's messages, assistant turns and tool results, and the engine's reward scores
+        # completion_text() of it, the assistant turns' content joined (the tool calls parsed out
+        # of them, the tool results left out).
+        texts = [[completion_text(messages) for messages in row] for row in episodes]
+    else:
+        eos = tokenizer.eos_token_id
+        texts = [[tokenizer.decode(_until_eos(ids, eos), skip_special_tokens=True)
+                  for ids in row] for row in completions]
     result = score_completions(rows, texts, reward)
+    if episodes is not None:
+        for record, row in zip(result.records, episodes, strict=True):
+            record["episode" if len(row) == 1 else "episodes"] = (
+                row[0] if len(row) == 1 else row)
     result.model = _model_name(model)
     result.seconds = time.perf_counter() - started
     return result
 
 
-def refuse_tools(agent: AgentSpec) -> None:
-    """:raises AgentError: eval runs agents without tools only (no tool loop is run here)."""
-    raise AgentError(f"agent '{agent.name}' calls tools: aworld-train eval scores agents without "
-                     "tools only; evaluate during training instead (config eval_steps), which "
-                     "runs the engine's own tool loop")
-
-
 def render_prompt(tokenizer: Any, prompt: Any, system_prompt: str | None,
-                  row: int = 0) -> list[int]:
+                  row: int = 0, tools: list[dict[str, Any]] | None = None) -> list[int]:
     """The token ids of one prompt as training renders it for generation.
 
     :param prompt: a string, or a list of ``{role, content}`` messages.
+    :param tools: the tools' schemas, which the chat template shows the model (as TRL renders
+        them: ``None`` rather than an empty list).
     :raises DatasetError: for chat messages and a tokenizer without a chat template.
+    :raises AgentError: for tools and a tokenizer without a chat template.
     """
     if getattr(tokenizer, "chat_template", None):
         messages = ([{"role": "user", "content": prompt}] if isinstance(prompt, str)
                     else [{"role": m["role"], "content": m["content"]} for m in prompt])
         if system_prompt and messages[0]["role"] != "system":
             messages.insert(0, {"role": "system", "content": system_prompt})
-        encoded = tokenizer.apply_chat_template(messages, add_generation_prompt=True,
-                                                tokenize=True, return_dict=True)
+        encoded = tokenizer.apply_chat_template(messages, tools=tools or None,
+                                                add_generation_prompt=True, tokenize=True,
+                                                return_dict=True)
         return list(encoded["input_ids"])
+    if tools:
+        raise AgentError("the agent uses tools but the model has no chat template to render them")
     if not isinstance(prompt, str):
         raise DatasetError(f"row {row}: the prompt is a list of chat messages but the model has "
                            "no chat template: give prompts as plain strings")
@@ -205,16 +232,214 @@ def score_completions(rows: list[dict[str, Any]], completions: list[list[str]],
 
 @dataclass(frozen=True)
 class _Sampling:
-    """How completions are drawn: one greedy, or ``samples`` at a temperature and top-p."""
+    """How completions are drawn: ``samples`` per prompt, greedy (one) or at a temperature and
+    top-p (a tool loop's later turns draw one per episode, still sampled)."""
 
     samples: int
     temperature: float | None
     top_p: float | None
     seed: int
+    greedy: bool
 
-    @property
-    def greedy(self) -> bool:
-        return self.samples == 1
+
+def _generate(model: Any, tokenizer: Any, prompts: list[list[int]], max_new_tokens: int,
+              sampling: _Sampling, batch_size: int,
+              advance: Callable[[int], None]) -> list[list[list[int]]]:
+    """Each prompt's completions' token ids, by vLLM or ``transformers``."""
+    if _is_vllm(model):
+        return _generate_vllm(model, prompts, max_new_tokens, sampling, advance)
+    return _generate_transformers(model, tokenizer, prompts, max_new_tokens, sampling,
+                                  batch_size, advance)
+
+
+# --- an agent with tools: TRL's tool loop -------------------------------------------------
+
+
+@dataclass
+class _Episode:
+    """One completion of an agent with tools, as TRL's ``_tool_call_loop`` keeps it.
+
+    :ivar prompt: the rendered prompt's token ids.
+    :ivar completion: every token after the prompt: the model's turns and, between them, the
+        tool results as the chat template renders them.
+    :ivar messages: the completion as messages: parsed assistant turns and ``tool`` messages.
+    """
+
+    prompt: list[int]
+    completion: list[int]
+    messages: list[dict[str, Any]]
+
+
+def _tool_episodes(model: Any, tokenizer: Any, prompts: list[list[int]], tools: ToolSet,
+                   max_turns: int, max_new_tokens: int, sampling: _Sampling, batch_size: int,
+                   advance: Callable[[int], None]) -> list[list[list[dict[str, Any]]]]:
+    """Run each prompt's episodes through TRL 1.16's tool loop (``GRPOTrainer._generate`` and
+    ``_tool_call_loop``), batched per turn; per prompt, per completion, the episode's messages.
+
+    As there: the first turn draws ``samples`` completions per prompt, each later turn one per
+    episode; a turn's tokens run through its end-of-sequence token and are parsed with
+    ``parse_response`` (a call with bad JSON leaves the turn as plain text, which ends the
+    episode); every call of a turn runs, in order, and its result is a ``tool`` message whose
+    content is ``str()`` of what the tool returned (an unknown tool, arguments the tool does not
+    take, a tool or server that raises: ``str({"error": message})``, the episode goes on); the next
+    turn's input is the prompt, the completion so far and the chat template's rendering of the
+    tool messages (no re-tokenizing of the model's tokens); results that would take the completion
+    past ``max_new_tokens`` (the job's ``max_completion_length``) or the context past the model's
+    length are dropped and the episode ends; a turn is cut to the tokens left of
+    ``max_new_tokens``; at most ``max_turns`` turns (``max_tool_calling_iterations`` =
+    ``max_turns - 1``).
+    """
+    reader = _tool_call_reader(tokenizer)
+    schemas = tools.schemas()
+    by_name = {tool.name: tool for tool in tools}
+    eos = tokenizer.eos_token_id
+    limit = _context_length(model)
+    first = _generate(model, tokenizer, prompts, max_new_tokens, sampling, batch_size, advance)
+    episodes = [[_Episode(prompt, ids, [_parse_turn(reader, ids, prompt, schemas)])
+                 for ids in (_through_eos(row_ids, eos) for row_ids in row)]
+                for prompt, row in zip(prompts, first, strict=True)]
+    active = [episode for row in episodes for episode in row
+              if episode.messages[-1].get("tool_calls")]
+    for turn in range(1, max_turns):
+        if not active:
+            break
+        going, contexts = [], []
+        for episode in active:
+            results = [_call_tool(call, by_name) for call in episode.messages[-1]["tool_calls"]]
+            messages = [{"role": "tool", "name": name, "content": content}
+                        for name, content in results]
+            context = (episode.prompt + episode.completion
+                       + _tool_suffix_ids(reader, messages, eos))
+            if len(context) - len(episode.prompt) > max_new_tokens or len(context) >= limit:
+                continue  # no room for the results: TRL drops them and the episode ends
+            episode.messages.extend(messages)
+            going.append(episode)
+            contexts.append(context)
+        if not going:
+            break
+        later = _Sampling(1, sampling.temperature, sampling.top_p, sampling.seed + turn,
+                          greedy=sampling.greedy)
+        generated = _generate(model, tokenizer, contexts, max_new_tokens, later, batch_size,
+                              lambda rows: None)
+        active = []
+        for episode, context, row in zip(going, contexts, generated, strict=True):
+            room = max_new_tokens - (len(context) - len(episode.prompt))
+            ids = _through_eos(row[0], eos)[:room]
+            episode.completion = context[len(episode.prompt):] + ids
+            parsed = _parse_turn(reader, ids, context, schemas) if ids else {}
+            if parsed:  # nothing when the turn was cut to no tokens
+                episode.messages.append(parsed)
+                if parsed.get("tool_calls"):
+                    active.append(episode)
+    return [[episode.messages for episode in row] for row in episodes]
+
+
+def _tool_call_reader(tokenizer: Any) -> Any:
+    """A copy of ``tokenizer`` that reads tool calls back from the model's output, set up as
+    the ``trl`` engine sets it up: the tokenizer's own response template, else the one TRL knows
+    for its chat template, else the first of TRL's templates that reads back a call the chat
+    template renders (a ChatML template with ``<tool_call>`` gets Qwen's).
+
+    :raises AgentError: without TRL (its parser reads the calls), or for a chat template none of
+        TRL's parsers reads.
+    """
+    import copy
+
+    try:
+        from trl import chat_template_utils
+    except ImportError:
+        raise AgentError("the agent uses tools: eval reads the model's tool calls as the trl "
+                         "engine does, with TRL's parser: pip install trl (or run eval in the trl "
+                         "engine's environment)") from None
+    if not hasattr(chat_template_utils, "parse_response"):
+        raise AgentError("the agent uses tools: eval reads the model's tool calls with TRL's "
+                         "parse_response, which this TRL lacks: pip install 'trl>=1.16'")
+    reader = copy.deepcopy(tokenizer)
+    if getattr(reader, "response_template", None) or getattr(reader, "response_schema", None):
+        return reader
+    try:
+        return chat_template_utils.add_response_schema(reader)
+    except ValueError:
+        pass
+    call = {"type": "function", "function": {"name": "probe_tool", "arguments": {"x": 7}}}
+    prompt = [{"role": "user", "content": "hi"}]
+    prefix = reader.apply_chat_template(prompt, add_generation_prompt=True, tokenize=False)
+    full = reader.apply_chat_template(
+        [*prompt, {"role": "assistant", "content": "", "tool_calls": [call]}], tokenize=False)
+    prefix_ids = reader(prefix, add_special_tokens=False)["input_ids"]
+    full_ids = reader(full, add_special_tokens=False)["input_ids"]
+    if full_ids[:len(prefix_ids)] == prefix_ids:
+        for key, template in vars(chat_template_utils).items():
+            if not (key.endswith("_template") and isinstance(template, dict)
+                    and "fields" in template):
+                continue
+            reader.response_template = template
+            try:
+                parsed = reader.parse_response(full_ids[len(prefix_ids):], prefix=prefix_ids)
+            except Exception:  # a template that does not fit this output fails in its own way
+                continue
+            if isinstance(parsed, dict) and parsed.get("tool_calls") == [call]:
+                return reader
+    raise AgentError("the agent uses tools but TRL cannot read tool calls back from the output "
+                     "of the model's chat template: set a `response_template` in its "
+                     "tokenizer_config.json or use a model whose template TRL knows (Qwen, "
+                     "Llama 3, ...)")
+
+
+def _parse_turn(reader: Any, ids: list[int], prefix: list[int],
+                schemas: list[dict[str, Any]]) -> dict[str, Any]:
+    """One turn as a message, parsed as TRL parses it (plain text when the parse fails)."""
+    from trl.chat_template_utils import parse_response
+
+    return parse_response(reader, ids, prefix=prefix, tools=schemas)
+
+
+def _call_tool(call: dict[str, Any], by_name: dict[str, Any]) -> tuple[str, Any]:
+    """The name and result text of one tool call, as TRL's ``_tool_call_loop`` makes them."""
+    if call["type"] != "function":
+        result: Any = {"error": f"Unsupported tool call type: {call['type']}"}
+        return call.get("name", "unknown"), str(result)
+    function = call["function"]
+    name = function["name"]
+    try:
+        if name not in by_name:
+            raise ValueError(f"Tool {name} not found.")
+        result = by_name[name].call(**function["arguments"])
+    except Exception as exc:  # noqa: BLE001 - TRL shows the model every failure
+        result = {"error": str(exc)}
+    return name, result if isinstance(result, list) else str(result)
+
+
+def _tool_suffix_ids(tokenizer: Any, messages: list[dict[str, Any]], eos: int | None) -> list[int]:
+    """The chat template's tokens for ``messages`` (tool results) after an assistant turn that
+    ended at its end-of-sequence token, up to the next generation prompt: TRL's
+    ``_get_tool_suffix_ids``, rendered in a dummy conversation."""
+    calls = [{"type": "function", "function": {"name": messages[0]["name"], "arguments": {}}}]
+    dummy = [{"role": "user", "content": "dummy"},
+             {"role": "assistant", "content": "", "tool_calls": calls}]
+    prefix = list(tokenizer.apply_chat_template(dummy, add_generation_prompt=False,
+                                                tokenize=True, return_dict=False))
+    full = list(tokenizer.apply_chat_template(dummy + messages, add_generation_prompt=True,
+                                              tokenize=True, return_dict=False))
+    ends = [index for index, token in enumerate(prefix) if token == eos]
+    if ends:
+        prefix = prefix[:ends[-1] + 1]
+    if full[:len(prefix)] != prefix:
+        raise AgentError("the model's chat template renders a tool result that changes the turns "
+                         "before it, so the conversation is not one token sequence")
+    return full[len(prefix):]
+
+
+def _through_eos(ids: list[int], eos: int | None) -> list[int]:
+    """A turn's tokens through its end-of-sequence token, which TRL keeps in the completion."""
+    return ids[:ids.index(eos) + 1] if eos is not None and eos in ids else ids
+
+
+def _context_length(model: Any) -> int:
+    """The longest sequence the model takes (vLLM's ``max_model_len``)."""
+    if _is_vllm(model):
+        return int(model.llm_engine.model_config.max_model_len)
+    return int(getattr(model.config, "max_position_embeddings", None) or sys.maxsize)
 
 
 def _generate_transformers(model: Any, tokenizer: Any, prompts: list[list[int]],
@@ -397,43 +622,160 @@ def resolve_model(target: EvalTarget, model: str | None) -> tuple[str, str]:
     """The name results are filed under and the model to load for ``--model``.
 
     :param model: ``final`` (a run's ``model/``; the default for a run), ``base`` (the job's
-        starting model; the default for a job file) or a model folder.
-    :raises RunDirectoryError: for ``final`` of a run that left no final model, naming its last
-        checkpoint and the ``--model`` that evaluates it.
+        starting model, a relative folder read from the job's folder as training reads it; the
+        default for a job file), a model folder (relative to the current folder), a LoRA adapter
+        folder (``adapter_config.json``, as a LoRA run's checkpoints and ``adapter/`` are: it is
+        loaded onto the job's base model) or a hub id ``organisation/name``. Any model but
+        ``final`` and ``base`` is filed as ``<folder name>@<6 hex digits of its absolute path>``,
+        so two models never share a name.
+    :raises RunDirectoryError: for ``final`` of a run that left no final model, naming what to
+        evaluate instead.
     :raises JobError: for ``final`` of a job file.
+    :raises ModelError: for a folder that is not there or is refused, in one line; nothing is
+        sent to a hub for it.
     """
     from aworld_train.settings import MODEL_DIR
 
     if model is None:
         model = "final" if target.run_dir is not None else "base"
+    trust = target.config.trust_remote_code
     if model == "base":
-        return "base", target.base_model
+        return "base", _model_path(target.base_model, target.job.base_dir, trust)
     if model != "final":
-        return Path(model).name or "model", model
+        path = _model_path(model, None, trust, given=True)
+        return f"{Path(path).name or 'model'}@{_digest(path)}", path
     if target.run_dir is None:
         raise JobError(f"{target.path} is a job file: it has a base model only; evaluate a run "
-                       "directory for its final model, or give --model PATH")
+                       "directory for its final model, or give --model PATH (with --compare, "
+                       "it is compared with base)")
     final = target.run_dir / MODEL_DIR
     if not (final / "config.json").is_file():
         raise RunDirectoryError(_no_final_model(target.run_dir))
     return "final", str(final)
 
 
+# A full model's weights; a folder with adapter_config.json and none of these is an adapter.
+_FULL_WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+                 "pytorch_model.bin.index.json")
+
+
+def _adapter_folder(path: Path) -> Path | None:
+    """``path``, absolute, when it is a PEFT adapter folder (``adapter_config.json`` and no full
+    model's weights), else ``None``."""
+    if path.is_dir() and (path / "adapter_config.json").is_file() \
+            and not any((path / name).exists() for name in _FULL_WEIGHTS):
+        return path.resolve()
+    return None
+
+
+def _model_path(model: str, base_dir: Path | None, trust_remote_code: bool,
+                given: bool = False) -> str:
+    """A model folder as an absolute path (a relative one looked up in ``base_dir``, then the
+    current folder, as the checks do), checked by :func:`~aworld_train.model.preflight_model`
+    unless it is an adapter folder; or a hub id as written.
+
+    :param given: the name came from ``--model``: one without a '/' that is no folder here is a
+        missing folder, not a hub id.
+    :raises ModelError: for a folder that is not there or is refused.
+    """
+    from aworld_train.model import preflight_model
+
+    path = Path(model).expanduser()
+    roots = [path] if path.is_absolute() else [
+        root / path for root in [*([base_dir] if base_dir is not None else []), Path.cwd()]]
+    for candidate in roots:
+        adapter = _adapter_folder(candidate)
+        if adapter is not None:
+            return str(adapter)
+    checked = str(preflight_model(model, base_dir, trust_remote_code))
+    if Path(checked).is_dir():
+        return checked
+    if given and "/" not in model:
+        raise ModelError(f"model folder {model} not found in {Path.cwd()} (a hub id is written "
+                         "'organisation/name')")
+    _check_hub_model(checked, base_dir)
+    return checked
+
+
+def _check_hub_model(repo: str, base_dir: Path | None) -> None:
+    """A hub id not in the local cache is asked of the hub once (no retries): a name that is
+    neither there nor reachable is one line, not a minute of retried downloads.
+
+    :raises ModelError: when the hub does not give the model.
+    """
+    if _in_hub_cache(repo):
+        return
+    try:
+        from huggingface_hub import model_info
+
+        model_info(repo, timeout=10)
+    except Exception as exc:  # offline, unreachable, not found, gated
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        places = " or ".join(str(place) for place in
+                             [*([base_dir] if base_dir is not None else []), Path.cwd()])
+        raise ModelError(f"model {repo} is neither a folder in {places} nor in the local hub "
+                         f"cache, and the hub does not give it: "
+                         f"{(lines[0] if lines else type(exc).__name__)[:200]}") from None
+
+
+def _digest(path: str | Path) -> str:
+    """6 hex digits of a path: what tells two folders of one name apart in a file name."""
+    import hashlib
+
+    return hashlib.sha1(str(path).encode()).hexdigest()[:6]
+
+
 def _no_final_model(run_dir: Path) -> str:
-    """Why a run has no final model, and what to evaluate instead."""
-    from aworld_train.hf import CHECKPOINTS, last_checkpoint
+    """Why a run has no final model, and what to evaluate instead, in one sentence."""
     from aworld_train.rundir import read_manifest
     from aworld_train.settings import MODEL_DIR
 
     status = read_manifest(run_dir).get("status", "unknown")
+    said = f"run {run_dir} ({status}) has no final model ({MODEL_DIR}/)"
+    checkpoint, verl = _last_checkpoint(run_dir)
+    if checkpoint is not None:
+        return f"{said}; its last checkpoint is {checkpoint}: evaluate it with --model {checkpoint}"
+    if verl is not None:
+        return (f"{said}; its last checkpoint is VeRL's sharded {verl}: convert it into "
+                f"{MODEL_DIR}/ with python -m aworld_train_verl.export {run_dir}, then evaluate "
+                "the run")
+    return (f"{said} and saved no checkpoint: only its base model can be evaluated "
+            "(--model base)")
+
+
+def _last_checkpoint(run_dir: Path) -> tuple[Path | None, str | None]:
+    """A run's last checkpoint that eval loads (``checkpoint-N``), else the name of VeRL's last
+    sharded one (``checkpoints/global_step_N``, which needs converting), else neither."""
+    from aworld_train.hf import CHECKPOINTS, last_checkpoint
+
     checkpoint = last_checkpoint(run_dir / CHECKPOINTS)
-    where = (f"its last checkpoint is {checkpoint}: evaluate it with --model {checkpoint}"
-             if checkpoint is not None else "and it saved no checkpoint")
-    return f"run {run_dir} has no final model ({MODEL_DIR}/; the run is {status}); {where}"
+    if checkpoint is not None:
+        return checkpoint, None
+    tracker = run_dir / CHECKPOINTS / "latest_checkpointed_iteration.txt"
+    if tracker.is_file():
+        step = tracker.read_text(encoding="utf-8", errors="replace").strip()
+        return None, f"{CHECKPOINTS}/global_step_{step}"
+    return None, None
+
+
+def eval_hint(run_dir: Path) -> str:
+    """The command that evaluates what a run left (``aworld-train show`` prints it)."""
+    from aworld_train.settings import MODEL_DIR
+
+    if (run_dir / MODEL_DIR / "config.json").is_file():
+        return f"aworld-train eval {run_dir}"
+    checkpoint, verl = _last_checkpoint(run_dir)
+    if checkpoint is not None:
+        return f"aworld-train eval {run_dir} --model {checkpoint}"
+    if verl is not None:
+        return (f"no {MODEL_DIR}/: python -m aworld_train_verl.export {run_dir} converts {verl},"
+                f" then aworld-train eval {run_dir}")
+    return f"no {MODEL_DIR}/ nor checkpoint: aworld-train eval {run_dir} --model base"
 
 
 def load_rows(target: EvalTarget, dataset: str, limit: int | None) -> tuple[str, list[dict]]:
-    """The name results are filed under and the rows of ``--dataset``.
+    """The name results are filed under and the rows of ``--dataset``: ``test``, ``train``, or
+    a file's stem and 6 hex digits of its absolute path; ``-firstN`` added with ``limit`` N.
 
     :param dataset: ``test``, ``train`` or a dataset file, read as the job reads its datasets
         (its ``columns`` mapping included).
@@ -452,10 +794,12 @@ def load_rows(target: EvalTarget, dataset: str, limit: int | None) -> tuple[str,
                                "--dataset PATH")
         name, role, base_dir = dataset, f"{dataset}_dataset", job.base_dir
     else:
-        name, role, source, base_dir = Path(dataset).stem, "--dataset", dataset, None
+        name = f"{Path(dataset).stem}@{_digest(Path(dataset).resolve())}"
+        role, source, base_dir = "--dataset", dataset, None
     loaded = load_dataset(source, job.columns, base_dir, role)
     if limit is not None:
         loaded = loaded.select(range(min(limit, len(loaded))))
+        name = f"{name}-first{limit}"
     return name, loaded.to_list()
 
 
@@ -463,42 +807,78 @@ def load_model(model: str, target: EvalTarget, use_vllm: bool) -> tuple[Any, Any
     """The model and tokenizer, checked first as the checks do (no code from the folder runs
     unless the job sets ``trust_remote_code``); a vLLM engine when ``use_vllm``.
 
-    :raises ModelError: one line naming the folder, when it is refused or does not load.
+    A LoRA adapter folder (``adapter_config.json``) is loaded onto the job's base model with
+    peft and merged in memory; transformers generates with it. Nothing is fetched from a hub
+    for a local folder, nor for a hub id already in the local cache.
+
+    :raises ModelError: one line naming the folder, when it is refused or does not load, or
+        when it is an adapter and peft is not installed.
     """
+    import importlib.util
+
     from aworld_train.model import preflight_model
 
     trust = target.config.trust_remote_code
-    checked = str(preflight_model(model, None, trust))
+    adapter = _adapter_folder(Path(model))
+    if adapter is not None:
+        if importlib.util.find_spec("peft") is None:
+            raise ModelError(f"model {adapter} is a LoRA adapter (adapter_config.json): loading "
+                             "it onto the job's base model needs peft (pip install peft)")
+        checked = _model_path(target.base_model, target.job.base_dir, trust)
+    else:
+        checked = str(preflight_model(model, None, trust))
     from transformers.utils import logging as transformers_logging
 
     bars = transformers_logging.is_progress_bar_enabled()
     transformers_logging.disable_progress_bar()  # "Loading weights" bars, a line each
     try:
-        return _loaded(checked, trust, use_vllm, target.config.seed)
-    except Exception as exc:  # transformers, safetensors and vllm raise many kinds
+        return _loaded(checked, trust, use_vllm and adapter is None, target.config.seed,
+                       adapter)
+    except Exception as exc:  # transformers, safetensors, peft and vllm raise many kinds
         lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-        raise ModelError(f"model {checked} does not load: "
+        what = f"adapter {adapter} on {checked}" if adapter is not None else checked
+        raise ModelError(f"model {what} does not load: "
                          f"{(lines[0] if lines else type(exc).__name__)[:300]}") from None
     finally:
         if bars:
             transformers_logging.enable_progress_bar()
 
 
-def _loaded(folder: str, trust_remote_code: bool, use_vllm: bool, seed: int) -> tuple[Any, Any]:
+def _loaded(folder: str, trust_remote_code: bool, use_vllm: bool, seed: int,
+            adapter: Path | None = None) -> tuple[Any, Any]:
     """The model (a vLLM engine, or a transformers model in fp32 on CPU, in its saved dtype on
-    a GPU) and its tokenizer."""
+    a GPU, with ``adapter`` merged in) and its tokenizer (the adapter's when it has one)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=trust_remote_code)
+    local = Path(folder).is_dir() or _in_hub_cache(folder)
+    own_tokenizer = adapter is not None and (adapter / "tokenizer_config.json").is_file()
+    tokenizer = AutoTokenizer.from_pretrained(str(adapter) if own_tokenizer else folder,
+                                              trust_remote_code=trust_remote_code,
+                                              local_files_only=local or own_tokenizer)
     if use_vllm:
         from vllm import LLM
 
         return LLM(model=folder, trust_remote_code=trust_remote_code, seed=seed), tokenizer
     gpu = torch.cuda.is_available()
     model = AutoModelForCausalLM.from_pretrained(
-        folder, trust_remote_code=trust_remote_code, dtype="auto" if gpu else torch.float32)
+        folder, trust_remote_code=trust_remote_code, dtype="auto" if gpu else torch.float32,
+        local_files_only=local)
+    if adapter is not None:
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
     return model.to("cuda" if gpu else "cpu"), tokenizer
+
+
+def _in_hub_cache(repo: str) -> bool:
+    """Whether a hub id's model is in the local cache (then it loads without the network)."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        return isinstance(try_to_load_from_cache(repo, "config.json"), str)
+    except Exception:  # not a valid id, no huggingface_hub
+        return False
 
 
 def vllm_usable() -> bool:
@@ -526,35 +906,52 @@ def evaluate(target: str | Path | EvalTarget, *, model: str | None = None, datas
     :raises AWorldTrainError: for bad input, in one line (see the functions above).
     """
     opened = target if isinstance(target, EvalTarget) else open_target(target)
-    if opened.agent.uses_tools:
-        refuse_tools(opened.agent)
     if samples < 1:
         raise JobError(f"samples must be 1 or more, got {samples}")
     model_name, model_path = resolve_model(opened, model)
     dataset_name, rows = load_rows(opened, dataset, limit)
+    tools = None
+    if opened.agent.uses_tools:
+        from aworld_train.tools import resolve_tools
+
+        # The job's tools, its MCP servers started (or reached) as training starts them; a
+        # server that fails is one line, before the model loads.
+        tools = resolve_tools(opened.agent, opened.job.base_dir)
     use_vllm = vllm_usable()
-    loaded, tokenizer = load_model(model_path, opened, use_vllm)
     try:
-        result = generate_and_score(
-            loaded, tokenizer, rows, agent=opened.agent, reward=opened.reward,
-            max_new_tokens=opened.max_new_tokens, samples=samples, batch_size=batch_size,
-            progress=progress, seed=opened.config.seed)
+        loaded, tokenizer = load_model(model_path, opened, use_vllm)
+        try:
+            result = generate_and_score(
+                loaded, tokenizer, rows, agent=opened.agent, reward=opened.reward,
+                max_new_tokens=opened.max_new_tokens, samples=samples, batch_size=batch_size,
+                tools=tools, progress=progress, seed=opened.config.seed)
+        finally:
+            del loaded
+            _free_gpu(use_vllm)
     finally:
-        del loaded
-        _free_gpu(use_vllm)
+        if tools is not None:
+            tools.close()  # stops the stdio servers the tool calls started
     result.model, result.dataset = model_name, dataset_name
     write_result(result, opened.out_dir)
     return result
 
 
+def result_stem(result: EvalResult) -> str:
+    """The name of a result's files without their suffix: ``<model>-<dataset>``, and
+    ``-k<K>`` for K completions per prompt (the names :func:`resolve_model` and
+    :func:`load_rows` give already tell a folder, a file and ``--limit`` apart)."""
+    samples = f"-k{result.samples}" if result.samples > 1 else ""
+    return f"{result.model}-{result.dataset}{samples}"
+
+
 def write_result(result: EvalResult, out_dir: Path) -> Path:
-    """Write ``<model>-<dataset>.json`` and ``.samples.jsonl`` into ``out_dir``; returns the
-    former."""
+    """Write ``<stem>.json`` and ``<stem>.samples.jsonl`` (:func:`result_stem`) into
+    ``out_dir``; returns the former."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    stem = out_dir / f"{result.model}-{result.dataset}"
-    summary = stem.with_name(stem.name + ".json")
+    stem = result_stem(result)
+    summary = out_dir / f"{stem}.json"
     summary.write_text(json.dumps(result.summary(), indent=2) + "\n", encoding="utf-8")
-    stem.with_name(stem.name + ".samples.jsonl").write_text(
+    (out_dir / f"{stem}.samples.jsonl").write_text(
         "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in result.records),
         encoding="utf-8")
     return summary
