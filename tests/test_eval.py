@@ -101,8 +101,8 @@ def test_samples_give_k_completions_their_mean_and_pass_at_k(
                                   "--dataset", "train", "--json")
     assert code == 0, err
     result = json.loads(out)
-    assert (result["dataset"], result["rows"], result["samples"]) == ("train", 5, 3)
-    records = read_jsonl(run / "eval" / "final-train.samples.jsonl")
+    assert (result["dataset"], result["rows"], result["samples"]) == ("train-first5", 5, 3)
+    records = read_jsonl(run / "eval" / "final-train-first5-k3.samples.jsonl")
     assert [len(r["completions"]) for r in records] == [3] * 5
     scores = [score for record in records for score in record["scores"]]
     assert result["mean_reward"] == pytest.approx(mean(scores))
@@ -113,7 +113,7 @@ def test_samples_give_k_completions_their_mean_and_pass_at_k(
     assert result["pass_at_k"] == sum(passed) / 5
     # Sampling is seeded: the same command gives the same completions.
     aworld_train(capsys, "eval", run, "--samples", "3", "--limit", "5", "--dataset", "train")
-    assert read_jsonl(run / "eval" / "final-train.samples.jsonl") == records
+    assert read_jsonl(run / "eval" / "final-train-first5-k3.samples.jsonl") == records
 
 
 def test_the_table_names_both_models_and_the_difference(
@@ -123,7 +123,7 @@ def test_the_table_names_both_models_and_the_difference(
     header = next(line for line in out.splitlines() if "base" in line)
     assert "final" in header and "difference" in header
     assert "reward length" in out and "mean reward" in out
-    assert f"samples: {run / 'eval' / 'final-test.samples.jsonl'}" in out
+    assert f"samples: {run / 'eval' / 'final-test-first2.samples.jsonl'}" in out
 
 
 def test_a_job_file_evaluates_its_model_into_eval_beside_it(
@@ -136,16 +136,24 @@ def test_a_job_file_evaluates_its_model_into_eval_beside_it(
     assert code == 0, err
     result = json.loads(out)
     assert result["model"] == "base" and result["rows"] == 3
-    assert json.loads((folder / "eval" / "base-test.json").read_text()) == result
+    assert json.loads((folder / "eval" / "base-test-first3.json").read_text()) == result
     assert one_line_error(capsys, "eval", folder / "job.yaml", "--compare").endswith(
         "is a job file: it has a base model only; evaluate a run directory for its final "
-        "model, or give --model PATH")
+        "model, or give --model PATH (with --compare, it is compared with base)")
+    # ...and so it is.
+    code, out, err = aworld_train(capsys, "eval", folder / "job.yaml", "--compare", "--model",
+                                  run / "model", "--limit", "2", "--json")
+    assert code == 0, err
+    compared = json.loads(out)
+    name = next(key for key in compared if key.startswith("model@"))
+    assert set(compared) == {"base", name, "difference"}
+    assert compared[name]["rows"] == compared["base"]["rows"] == 2
 
 
 def test_evaluate_from_python(trained: AgentTrainer) -> None:
     result = trained.evaluate("base", limit=3)
-    assert (result.model, result.dataset, result.rows, len(result.records)) == ("base", "test",
-                                                                               3, 3)
+    assert (result.model, result.dataset, result.rows, len(result.records)) == (
+        "base", "test-first3", 3, 3)
     same = trained.inference("base", limit=3)
     assert same.summary() | {"seconds": 0} == result.summary() | {"seconds": 0}
 
@@ -173,6 +181,118 @@ def test_generate_and_score_leaves_a_model_in_training_as_it_was(run: Path) -> N
     assert [len(record["completions"]) for record in result.records] == [2, 2, 2]
 
 
+# --- where models come from, what results are filed as --------------------------------------
+
+
+def job_copy(run: Path, folder: Path, **changes: object) -> Path:
+    """The run's job.yaml copied into ``folder`` with top-level ``changes`` (``config_model``
+    sets the config's model)."""
+    import yaml
+
+    job = yaml.safe_load((run / "job.yaml").read_text())
+    if "config_model" in changes:
+        job["config"]["model"] = changes.pop("config_model")
+    job.update(changes)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "job.yaml").write_text(yaml.safe_dump(job))
+    return folder / "job.yaml"
+
+
+def test_a_job_file_reads_its_relative_model_from_its_own_folder(
+        run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import yaml
+
+    base = yaml.safe_load((run / "job.yaml").read_text())["config"]["model"]
+    shutil.copytree(base, tmp_path / "rd" / "build" / "model")
+    job = job_copy(run, tmp_path / "rd", config_model="build/model")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    code, out, err = aworld_train(capsys, "eval", job, "--limit", "2", "--json")
+    assert code == 0, err
+    assert json.loads(out)["model"] == "base"
+
+
+def test_a_missing_model_folder_is_one_line_and_no_hub_is_asked(
+        run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    monkeypatch.chdir(tmp_path)
+    started = time.monotonic()
+    assert one_line_error(capsys, "eval", run, "--model", "nonexist") == (
+        f"error: model folder nonexist not found in {tmp_path.resolve()} (a hub id is written "
+        "'organisation/name')")
+    job = job_copy(run, tmp_path / "rd", config_model="build/model")
+    error = one_line_error(capsys, "eval", job)
+    assert error.startswith("error: model build/model is neither a folder in ")
+    assert time.monotonic() - started < 20
+
+
+def test_json_stays_json_when_the_reward_prints(
+        run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "loud.py").write_text(
+        "print('importing the reward')\n"
+        "def loud(data_source, solution_str, ground_truth, extra_info=None):\n"
+        "    print('scoring', solution_str)\n"
+        "    return float(solution_str.strip() == ground_truth)\n")
+    job = job_copy(run, tmp_path, reward=[str(tmp_path / "loud.py") + ":loud"])
+    code, out, err = aworld_train(capsys, "eval", job, "--limit", "2", "--json")
+    assert code == 0, err
+    assert json.loads(out)["rows"] == 2
+    assert "importing the reward" in err and "scoring" in err
+
+
+def test_a_lora_adapter_folder_loads_onto_the_job_base_model(
+        run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A fresh adapter (its B matrices zero) merged into the base model is the base model."""
+    import yaml
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    base = yaml.safe_load((run / "job.yaml").read_text())["config"]["model"]
+    adapter = tmp_path / "checkpoint-2"
+    get_peft_model(AutoModelForCausalLM.from_pretrained(base),
+                   LoraConfig(r=2, target_modules="all-linear")).save_pretrained(adapter)
+    assert not (adapter / "config.json").exists()
+    code, out, err = aworld_train(capsys, "eval", run, "--model", adapter, "--limit", "3",
+                                  "--json")
+    assert code == 0, err
+    scored = json.loads(out)
+    code, out, err = aworld_train(capsys, "eval", run, "--model", "base", "--limit", "3",
+                                  "--json")
+    assert code == 0, err
+    assert scored["mean_reward"] == json.loads(out)["mean_reward"]
+    assert scored["model"].startswith("checkpoint-2@")
+
+
+def test_different_evaluations_are_filed_apart(
+        run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy, ignore=shutil.ignore_patterns("eval", "checkpoints"))
+    shutil.copytree(run / "model", tmp_path / "fake" / "base")  # a folder named base
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "train.jsonl").write_text(
+        "".join(json.dumps(row) + "\n" for row in TEST_ROWS))
+    monkeypatch.chdir(tmp_path)
+    evaluations = [("--model", "base", "--limit", "2"), ("--model", "fake/base", "--limit", "2"),
+                   ("--limit", "2"), (), ("--dataset", "train", "--limit", "2"),
+                   ("--dataset", "x/train.jsonl", "--limit", "2"),
+                   ("--samples", "2", "--limit", "2")]
+    for args in evaluations:
+        code, _, err = aworld_train(capsys, "eval", copy, *args, "--json")
+        assert code == 0, (args, err)
+    files = sorted(path.name for path in (copy / "eval").glob("*.json"))
+    assert len(files) == len(evaluations), files
+    base = json.loads((copy / "eval" / "base-test-first2.json").read_text())
+    assert base["model"] == "base"
+    assert json.loads((copy / "eval" / "final-test.json").read_text())["rows"] == len(TEST_ROWS)
+    assert {"final-test-first2.json", "final-train-first2.json",
+            "final-test-first2-k2.json"} <= set(files)
+
+
 # --- bad input: one line, exit 2 -----------------------------------------------------------
 
 
@@ -182,14 +302,15 @@ def test_a_run_without_a_final_model_names_its_last_checkpoint(
     shutil.copytree(run, copy, ignore=shutil.ignore_patterns("model", "eval"))
     checkpoint = copy / "checkpoints" / "checkpoint-4"
     error = one_line_error(capsys, "eval", copy)
-    assert error == (f"error: run {copy.resolve()} has no final model (model/; the run is "
-                     f"completed); its last checkpoint is {checkpoint.resolve()}: evaluate it "
+    assert error == (f"error: run {copy.resolve()} (completed) has no final model (model/); "
+                     f"its last checkpoint is {checkpoint.resolve()}: evaluate it "
                      f"with --model {checkpoint.resolve()}")
     code, out, err = aworld_train(capsys, "eval", copy, "--model", checkpoint, "--limit", "2",
                                   "--json")
     assert code == 0, err
-    assert json.loads(out)["model"] == "checkpoint-4"
-    assert (copy / "eval" / "checkpoint-4-test.json").is_file()
+    name = json.loads(out)["model"]
+    assert name.startswith("checkpoint-4@")
+    assert (copy / "eval" / f"{name}-test-first2.json").is_file()
 
 
 def test_a_dataset_without_ground_truth(run: Path, tmp_path: Path,
@@ -271,7 +392,7 @@ def test_show_prints_status_metrics_evals_samples_and_plots(
     assert f"run:      {copy.resolve()}" in out
     assert "engine:   trl" in out and "status:   completed (started " in out
     assert f"final metrics: loss {manifest['final_metrics']['loss']:.4g}" in out
-    assert "  base-test.json: base on test: 2 rows, mean reward " in out
+    assert "  base-test-first2.json: base on test-first2: 2 rows, mean reward " in out
     assert "last rollout samples (1 of 2):\n  step 4, reward 0: 'Repeat: 8' -> 'x'" in out
     assert f"plot:     {(copy / 'reward.png').resolve()}" in out
 

@@ -3,7 +3,11 @@ summarise a run. :mod:`aworld_train.cli` registers them; errors reach its one-li
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,16 +23,20 @@ _SHOWN_CHARS = 120
 @click.command("eval")
 @click.argument("target", type=click.Path(path_type=Path))
 @click.option("--model", help="final (the run's model/, the default for a run), base (the job's "
-              "starting model, the default for a job file) or a model folder.")
+              "starting model, the default for a job file), a model folder, a LoRA adapter "
+              "folder (a checkpoint of a LoRA run, or its adapter/: loaded onto the job's base "
+              "model) or a hub id organisation/name.")
 @click.option("--compare", is_flag=True,
-              help="Evaluate base and final side by side, with the difference.")
+              help="Evaluate base and final (or --model) side by side, with the difference.")
 @click.option("--dataset", default="test", show_default=True,
               help="test, train, or a dataset file read as the job reads its datasets.")
 @click.option("--limit", type=click.IntRange(min=1), help="Score only the first N rows.")
 @click.option("--samples", type=click.IntRange(min=1), default=1, show_default=True,
               help="Completions per prompt: 1 is greedy; K > 1 samples K at the agent's "
               "temperature and reports pass@K.")
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the summary as one JSON object (what the job's code prints goes to "
+              "stderr).")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 def eval_command(target: Path, model: str | None, compare: bool, dataset: str,
                  limit: int | None, samples: int, as_json: bool, debug: bool) -> None:
@@ -37,20 +45,29 @@ def eval_command(target: Path, model: str | None, compare: bool, dataset: str,
     TARGET is a run directory (results go to its eval/ folder) or a job file (results go to
     eval/ beside it).
     """
-    from aworld_train.evaluation import difference, evaluate, open_target, resolve_model
+    if compare and model == "base":
+        raise click.UsageError("--compare evaluates base against final or --model: give "
+                               "another --model")
+    _require_generation()
+    from aworld_train.evaluation import (
+        difference,
+        evaluate,
+        open_target,
+        resolve_model,
+        result_stem,
+    )
 
-    if compare and model is not None:
-        raise click.UsageError("--compare evaluates base and final: leave out --model")
-    opened = open_target(target)
-    names = ["base", "final"] if compare else [model]
-    for name in names:  # a missing final model is refused before any model loads
-        resolve_model(opened, name)
-    results = [evaluate(opened, model=name, dataset=dataset, limit=limit, samples=samples,
-                        progress=True) for name in names]
+    with _stdout_to_stderr(as_json):
+        opened = open_target(target)
+        names = ["base", model or "final"] if compare else [model]
+        for name in names:  # a missing model is refused before any model loads
+            resolve_model(opened, name)
+        results = [evaluate(opened, model=name, dataset=dataset, limit=limit, samples=samples,
+                            progress=True) for name in names]
     if as_json:
         if compare:
             summary: dict[str, Any] = {"base": results[0].summary(),
-                                       "final": results[1].summary(),
+                                       results[1].model: results[1].summary(),
                                        "difference": difference(*results)}
         else:
             summary = results[0].summary()
@@ -58,7 +75,43 @@ def eval_command(target: Path, model: str | None, compare: bool, dataset: str,
         return
     _print_table(results)
     for result in results:
-        click.echo(f"samples: {opened.out_dir / f'{result.model}-{result.dataset}.samples.jsonl'}")
+        click.echo(f"samples: {opened.out_dir / f'{result_stem(result)}.samples.jsonl'}")
+
+
+def _require_generation() -> None:
+    """:raises JobError: when torch or transformers, which eval generates with, is missing."""
+    import importlib.util
+
+    from aworld_train.errors import JobError
+
+    missing = [name for name in ("torch", "transformers") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise JobError(f"aworld-train eval needs torch and transformers ({' and '.join(missing)} "
+                       "not installed here): install an engine, e.g. pip install "
+                       "aworld-train-trl, and run eval in its environment")
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr(enabled: bool) -> Iterator[None]:
+    """With ``enabled``, what is printed to stdout (the reward's and the job's code's prints,
+    a library's, a child process's) goes to stderr instead, so stdout holds the JSON alone."""
+    if not enabled:
+        yield
+        return
+    sys.stdout.flush()
+    try:
+        saved: int | None = os.dup(1)
+        os.dup2(2, 1)
+    except OSError:  # no file descriptors (an embedded interpreter)
+        saved = None
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stderr.flush()
+        if saved is not None:
+            os.dup2(saved, 1)
+            os.close(saved)
 
 
 def _print_table(results: list[EvalResult]) -> None:
@@ -140,11 +193,11 @@ def show_command(run: Path, last: int, debug: bool) -> None:
 
 def _show_evals(run: Path) -> None:
     """One line per ``eval/*.json``."""
-    from aworld_train.evaluation import EVAL_DIR
+    from aworld_train.evaluation import EVAL_DIR, eval_hint
 
     found = sorted((run / EVAL_DIR).glob("*.json"))
     if not found:
-        click.echo(f"eval results: none (aworld-train eval {run})")
+        click.echo(f"eval results: none ({eval_hint(run)})")
         return
     click.echo("eval results:")
     for path in found:

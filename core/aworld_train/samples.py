@@ -35,11 +35,34 @@ def append_samples(run_dir: Path, step: int, rows: list[dict[str, Any]]) -> None
 
 
 def read_samples(run_dir: Path) -> list[dict[str, Any]]:
-    """Every sample of the run, in the order written; ``[]`` when it has none."""
+    """Every sample of the run, in the order written; ``[]`` when it has none.
+
+    A last line cut short (a run killed while it wrote) is left out.
+
+    :raises RunDirectoryError: for any other line that is not a JSON object, naming the file
+        and line.
+    """
+    from aworld_train.errors import RunDirectoryError
+
     path = Path(run_dir) / SAMPLES_FILE
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    text = path.read_text(encoding="utf-8", errors="replace")
+    lines = text.split("\n")
+    samples = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            sample = json.loads(line)
+        except ValueError as exc:
+            if number == len(lines):  # no newline after it: the write was cut short
+                break
+            raise RunDirectoryError(f"{path}:{number}: not a JSON line ({exc})") from None
+        if not isinstance(sample, dict):
+            raise RunDirectoryError(f"{path}:{number}: not a JSON object")
+        samples.append(sample)
+    return samples
 
 
 def _score(value: Any) -> float | None:
