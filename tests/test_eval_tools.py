@@ -284,6 +284,6 @@ def test_the_command_writes_the_episodes(job: Path, capsys: pytest.CaptureFixtur
         assert not exc.code, capsys.readouterr().err
     summary = json.loads(capsys.readouterr().out)
     assert summary["rows"] == 2 and summary["model"] == "base"
-    lines = (job.parent / "eval" / "base-test.samples.jsonl").read_text().splitlines()
+    lines = (job.parent / "eval" / "base-test-first2.samples.jsonl").read_text().splitlines()
     records = [json.loads(line) for line in lines]
     assert records[1]["episode"][1] == result("multiply", "408")
