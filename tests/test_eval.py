@@ -359,18 +359,6 @@ def test_a_job_without_a_test_set(run: Path, tmp_path: Path,
         "train or --dataset PATH")
 
 
-def test_an_agent_with_tools_is_refused(run: Path, tmp_path: Path,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
-    import yaml
-
-    job = yaml.safe_load((run / "job.yaml").read_text())
-    job["agent"]["tools"] = ["math:sqrt"]
-    (tmp_path / "job.yaml").write_text(yaml.safe_dump(job))
-    error = one_line_error(capsys, "eval", tmp_path / "job.yaml")
-    assert error.startswith("error: agent 'tiny' calls tools: aworld-train eval scores agents "
-                            "without tools only")
-
-
 # --- show --------------------------------------------------------------------------------
 
 
