@@ -54,6 +54,7 @@ from aworld_train.hf import (
     last_checkpoint,
     merge_adapter,
     policy_model,
+    probe_response_template,
     resume_checkpoint,
     trainer_callback,
 )
@@ -156,6 +157,7 @@ __all__ = [
     "last_checkpoint",
     "resume_checkpoint",
     "policy_model",
+    "probe_response_template",
     "completion_text",
     "merge_adapter",
     "TrainerConfig",

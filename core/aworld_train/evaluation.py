@@ -345,6 +345,8 @@ def _tool_call_reader(tokenizer: Any) -> Any:
     """
     import copy
 
+    from aworld_train.hf import probe_response_template
+
     try:
         from trl import chat_template_utils
     except ImportError:
@@ -361,25 +363,10 @@ def _tool_call_reader(tokenizer: Any) -> Any:
         return chat_template_utils.add_response_schema(reader)
     except ValueError:
         pass
-    call = {"type": "function", "function": {"name": "probe_tool", "arguments": {"x": 7}}}
-    prompt = [{"role": "user", "content": "hi"}]
-    prefix = reader.apply_chat_template(prompt, add_generation_prompt=True, tokenize=False)
-    full = reader.apply_chat_template(
-        [*prompt, {"role": "assistant", "content": "", "tool_calls": [call]}], tokenize=False)
-    prefix_ids = reader(prefix, add_special_tokens=False)["input_ids"]
-    full_ids = reader(full, add_special_tokens=False)["input_ids"]
-    if full_ids[:len(prefix_ids)] == prefix_ids:
-        for key, template in vars(chat_template_utils).items():
-            if not (key.endswith("_template") and isinstance(template, dict)
-                    and "fields" in template):
-                continue
-            reader.response_template = template
-            try:
-                parsed = reader.parse_response(full_ids[len(prefix_ids):], prefix=prefix_ids)
-            except Exception:  # a template that does not fit this output fails in its own way
-                continue
-            if isinstance(parsed, dict) and parsed.get("tool_calls") == [call]:
-                return reader
+    template = probe_response_template(reader)
+    if template is not None:
+        reader.response_template = template
+        return reader
     raise AgentError("the agent uses tools but TRL cannot read tool calls back from the output "
                      "of the model's chat template: set a `response_template` in its "
                      "tokenizer_config.json or use a model whose template TRL knows (Qwen, "

@@ -8,7 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.engine import AgentError, load_tokenizer, policy_model
+from aworld_train.engine import (
+    AgentError,
+    load_tokenizer,
+    policy_model,
+    probe_response_template,
+)
 
 if TYPE_CHECKING:
     from aworld_train.engine import AgentSpec, ToolSet, TrainConfig
@@ -126,27 +131,9 @@ def _tool_response_template(
         return None
     except ValueError:
         pass
-    # An unknown template may still write tool calls the way one TRL knows does (ChatML's
-    # <tool_call> JSON, ...): render a call with it and keep the first template that reads it back.
-    call = {"type": "function", "function": {"name": "probe_tool", "arguments": {"x": 7}}}
-    prompt = [{"role": "user", "content": "hi"}]
-    prefix = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=False)
-    full = tokenizer.apply_chat_template(
-        [*prompt, {"role": "assistant", "content": "", "tool_calls": [call]}], tokenize=False
-    )
-    prefix_ids = tokenizer(prefix, add_special_tokens=False)["input_ids"]
-    full_ids = tokenizer(full, add_special_tokens=False)["input_ids"]
-    if full_ids[: len(prefix_ids)] == prefix_ids:
-        for key, template in vars(chat_template_utils).items():
-            if not (key.endswith("_template") and isinstance(template, dict) and "fields" in template):
-                continue
-            tokenizer.response_template = template
-            try:
-                parsed = tokenizer.parse_response(full_ids[len(prefix_ids):], prefix=prefix_ids)
-            except Exception:  # a template that does not fit this output fails in its own way
-                continue
-            if isinstance(parsed, dict) and parsed.get("tool_calls") == [call]:
-                return template
+    template = probe_response_template(tokenizer)
+    if template is not None:
+        return template
     raise AgentError(
         f"agent '{name}' uses tools but TRL cannot read tool calls back from the output of "
         f"{model}'s chat template: set a `response_template` in its tokenizer_config.json "
