@@ -133,3 +133,17 @@ class RecordingProcessor(TrainerProcessor):
         self.context.metrics.log(1, {"reward": 0.5, "loss": 1.0})
         self.context.metrics.log(2, {"reward": 0.75, "loss": 0.5})
         return {"reward": 0.75, "initialized_before_train": float(self.initialized)}
+
+
+def run_cli(capsys: Any, *args: str | Path) -> tuple[int, str, str]:
+    """Run ``aworld-train ARGS`` in this process: its exit code, stdout and stderr."""
+    from aworld_train.cli import main
+
+    capsys.readouterr()
+    try:
+        main([str(arg) for arg in args])
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -19,7 +18,6 @@ pytest.importorskip("torch", reason="eval generates with transformers")
 pytest.importorskip("aworld_train_trl", reason="the run evaluated here trains on TRL")
 
 from aworld_train import AgentTrainer  # noqa: E402
-from aworld_train.cli import main  # noqa: E402
 from aworld_train.testing.eval_reference import (  # noqa: E402
     EVAL_REWARD,
     TEST_ROWS,
@@ -28,6 +26,7 @@ from aworld_train.testing.eval_reference import (  # noqa: E402
 )
 from aworld_train.testing.fixtures import read_jsonl, repeat_digit_job  # noqa: E402
 from aworld_train.testing.fixtures import tiny_model  # noqa: E402, F401
+from helpers import run_cli  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -55,21 +54,9 @@ def run(trained: AgentTrainer, monkeypatch: pytest.MonkeyPatch) -> Path:
     return trained.run_dir.path
 
 
-def aworld_train(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str, str]:
-    """Run the command in this process: its exit code, stdout and stderr."""
-    capsys.readouterr()
-    try:
-        main([str(arg) for arg in args])
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def one_line_error(capsys: pytest.CaptureFixture[str], *args: str | Path) -> str:
     """The command's one error line, after checking it exits 2 with nothing else on stderr."""
-    code, out, err = aworld_train(capsys, *args)
+    code, out, err = run_cli(capsys, *args)
     assert code == 2, (out, err)
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), err
@@ -82,22 +69,22 @@ def mean(values: list[float]) -> float:
 
 def test_compare_reproduces_a_plain_greedy_loop(
         run: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = aworld_train(capsys, "eval", run, "--compare", "--json")
+    code, out, err = run_cli(capsys, "eval", run, "--compare", "--json")
     assert code == 0, err
     assert_eval_reproduces(run, json.loads(out))
 
 
 def test_a_repeated_eval_gives_the_same_numbers(
         run: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    first = json.loads(aworld_train(capsys, "eval", run, "--limit", "4", "--json")[1])
-    again = json.loads(aworld_train(capsys, "eval", run, "--limit", "4", "--json")[1])
+    first = json.loads(run_cli(capsys, "eval", run, "--limit", "4", "--json")[1])
+    again = json.loads(run_cli(capsys, "eval", run, "--limit", "4", "--json")[1])
     first.pop("seconds"), again.pop("seconds")
     assert first == again and first["rows"] == 4 and first["model"] == "final"
 
 
 def test_samples_give_k_completions_their_mean_and_pass_at_k(
         run: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = aworld_train(capsys, "eval", run, "--samples", "3", "--limit", "5",
+    code, out, err = run_cli(capsys, "eval", run, "--samples", "3", "--limit", "5",
                                   "--dataset", "train", "--json")
     assert code == 0, err
     result = json.loads(out)
@@ -112,13 +99,13 @@ def test_samples_give_k_completions_their_mean_and_pass_at_k(
     assert [r["passed"] for r in records] == passed
     assert result["pass_at_k"] == sum(passed) / 5
     # Sampling is seeded: the same command gives the same completions.
-    aworld_train(capsys, "eval", run, "--samples", "3", "--limit", "5", "--dataset", "train")
+    run_cli(capsys, "eval", run, "--samples", "3", "--limit", "5", "--dataset", "train")
     assert read_jsonl(run / "eval" / "final-train-first5-k3.samples.jsonl") == records
 
 
 def test_the_table_names_both_models_and_the_difference(
         run: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = aworld_train(capsys, "eval", run, "--compare", "--limit", "2")
+    code, out, _ = run_cli(capsys, "eval", run, "--compare", "--limit", "2")
     assert code == 0
     header = next(line for line in out.splitlines() if "base" in line)
     assert "final" in header and "difference" in header
@@ -132,7 +119,7 @@ def test_a_job_file_evaluates_its_model_into_eval_beside_it(
     folder = run.parent.parent / "job-file"
     folder.mkdir(exist_ok=True)
     shutil.copy(job, folder / "job.yaml")
-    code, out, err = aworld_train(capsys, "eval", folder / "job.yaml", "--limit", "3", "--json")
+    code, out, err = run_cli(capsys, "eval", folder / "job.yaml", "--limit", "3", "--json")
     assert code == 0, err
     result = json.loads(out)
     assert result["model"] == "base" and result["rows"] == 3
@@ -141,7 +128,7 @@ def test_a_job_file_evaluates_its_model_into_eval_beside_it(
         "is a job file: it has a base model only; evaluate a run directory for its final "
         "model, or give --model PATH (with --compare, it is compared with base)")
     # ...and so it is.
-    code, out, err = aworld_train(capsys, "eval", folder / "job.yaml", "--compare", "--model",
+    code, out, err = run_cli(capsys, "eval", folder / "job.yaml", "--compare", "--model",
                                   run / "model", "--limit", "2", "--json")
     assert code == 0, err
     compared = json.loads(out)
@@ -209,7 +196,7 @@ def test_a_job_file_reads_its_relative_model_from_its_own_folder(
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
-    code, out, err = aworld_train(capsys, "eval", job, "--limit", "2", "--json")
+    code, out, err = run_cli(capsys, "eval", job, "--limit", "2", "--json")
     assert code == 0, err
     assert json.loads(out)["model"] == "base"
 
@@ -238,7 +225,7 @@ def test_json_stays_json_when_the_reward_prints(
         "    print('scoring', solution_str)\n"
         "    return float(solution_str.strip() == ground_truth)\n")
     job = job_copy(run, tmp_path, reward=[str(tmp_path / "loud.py") + ":loud"])
-    code, out, err = aworld_train(capsys, "eval", job, "--limit", "2", "--json")
+    code, out, err = run_cli(capsys, "eval", job, "--limit", "2", "--json")
     assert code == 0, err
     assert json.loads(out)["rows"] == 2
     assert "importing the reward" in err and "scoring" in err
@@ -256,11 +243,11 @@ def test_a_lora_adapter_folder_loads_onto_the_job_base_model(
     get_peft_model(AutoModelForCausalLM.from_pretrained(base),
                    LoraConfig(r=2, target_modules="all-linear")).save_pretrained(adapter)
     assert not (adapter / "config.json").exists()
-    code, out, err = aworld_train(capsys, "eval", run, "--model", adapter, "--limit", "3",
+    code, out, err = run_cli(capsys, "eval", run, "--model", adapter, "--limit", "3",
                                   "--json")
     assert code == 0, err
     scored = json.loads(out)
-    code, out, err = aworld_train(capsys, "eval", run, "--model", "base", "--limit", "3",
+    code, out, err = run_cli(capsys, "eval", run, "--model", "base", "--limit", "3",
                                   "--json")
     assert code == 0, err
     assert scored["mean_reward"] == json.loads(out)["mean_reward"]
@@ -282,7 +269,7 @@ def test_different_evaluations_are_filed_apart(
                    ("--dataset", "x/train.jsonl", "--limit", "2"),
                    ("--samples", "2", "--limit", "2")]
     for args in evaluations:
-        code, _, err = aworld_train(capsys, "eval", copy, *args, "--json")
+        code, _, err = run_cli(capsys, "eval", copy, *args, "--json")
         assert code == 0, (args, err)
     files = sorted(path.name for path in (copy / "eval").glob("*.json"))
     assert len(files) == len(evaluations), files
@@ -305,7 +292,7 @@ def test_a_run_without_a_final_model_names_its_last_checkpoint(
     assert error == (f"error: run {copy.resolve()} (completed) has no final model (model/); "
                      f"its last checkpoint is {checkpoint.resolve()}: evaluate it "
                      f"with --model {checkpoint.resolve()}")
-    code, out, err = aworld_train(capsys, "eval", copy, "--model", checkpoint, "--limit", "2",
+    code, out, err = run_cli(capsys, "eval", copy, "--model", checkpoint, "--limit", "2",
                                   "--json")
     assert code == 0, err
     name = json.loads(out)["model"]
@@ -373,8 +360,8 @@ def test_show_prints_status_metrics_evals_samples_and_plots(
                               "rewards": {"score": 1.0}}])
     append_samples(copy, 4, [{"prompt": "Repeat: 8", "completion": "x", "reward": 0.0,
                               "rewards": {"score": 0.0}}])
-    aworld_train(capsys, "eval", copy, "--model", "base", "--limit", "2")
-    code, out, err = aworld_train(capsys, "show", copy, "--samples", "1")
+    run_cli(capsys, "eval", copy, "--model", "base", "--limit", "2")
+    code, out, err = run_cli(capsys, "show", copy, "--samples", "1")
     assert code == 0, err
     manifest = json.loads((copy / "manifest.json").read_text())
     assert f"run:      {copy.resolve()}" in out

@@ -10,20 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from aworld_train.cli import main
 from aworld_train.evaluation import _no_final_model
 from aworld_train.samples import append_samples, read_samples
-
-
-def run_command(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str, str]:
-    capsys.readouterr()
-    try:
-        main([str(arg) for arg in args])
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
+from helpers import run_cli
 
 
 def make_run(folder: Path, status: str = "failed") -> Path:
@@ -38,7 +27,7 @@ def make_run(folder: Path, status: str = "failed") -> Path:
                     reason="the core's environment has no torch")
 def test_eval_without_torch_is_one_line(tmp_path: Path,
                                         capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run_command(capsys, "eval", make_run(tmp_path / "run"), "--json")
+    code, out, err = run_cli(capsys, "eval", make_run(tmp_path / "run"), "--json")
     assert code == 2 and out == ""
     assert err.strip().splitlines() == [
         "error: aworld-train eval needs torch and transformers (torch and transformers not "
@@ -61,7 +50,7 @@ def test_a_bad_sample_line_elsewhere_names_the_file_and_line(
     with open(run / "samples.jsonl", "a", encoding="utf-8") as file:
         file.write("not json\n")
     append_samples(run, 2, [{"prompt": "p", "completion": "c", "reward": 1.0}])
-    code, _, err = run_command(capsys, "show", run)
+    code, _, err = run_cli(capsys, "show", run)
     assert code == 2
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: {run / 'samples.jsonl'}:2: ")
@@ -73,7 +62,7 @@ def test_show_of_a_run_with_a_cut_off_sample_and_no_model(
     append_samples(run, 1, [{"prompt": "p", "completion": "c", "reward": 1.0}])
     with open(run / "samples.jsonl", "a", encoding="utf-8") as file:
         file.write('{"step": 2')
-    code, out, err = run_command(capsys, "show", run)
+    code, out, err = run_cli(capsys, "show", run)
     assert code == 0, err
     assert "last rollout samples (1 of 1):" in out
     # No model/ nor checkpoint: the command it suggests is one that works.
@@ -97,7 +86,7 @@ def test_a_verl_run_without_a_final_model_is_told_to_export(
         f"run {run} (failed) has no final model (model/); its last checkpoint is VeRL's sharded "
         f"checkpoints/global_step_6: convert it into model/ with python -m "
         f"aworld_train_verl.export {run}, then evaluate the run")
-    code, out, _ = run_command(capsys, "show", run)
+    code, out, _ = run_cli(capsys, "show", run)
     assert code == 0
     assert (f"eval results: none (no model/: python -m aworld_train_verl.export {run} converts "
             f"checkpoints/global_step_6, then aworld-train eval {run})") in out

@@ -206,6 +206,22 @@ def compute_dtypes() -> Iterator[set[Any]]:
         hook.remove()
 
 
+def record_sampling(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """From now on, whether each ``generate`` call samples (``do_sample``) is appended to the
+    list returned: training's rollouts sample, a greedy evaluation does not."""
+    from transformers import GenerationMixin
+
+    sampled: list[bool] = []
+    generate = GenerationMixin.generate
+
+    def recording(self: Any, *args: Any, **kwargs: Any) -> Any:
+        sampled.append(kwargs["generation_config"].do_sample)
+        return generate(self, *args, **kwargs)
+
+    monkeypatch.setattr(GenerationMixin, "generate", recording)
+    return sampled
+
+
 def tensorboard_scalars(folder: Path) -> dict[str, list[tuple[int, float]]]:
     """Every scalar in the TensorBoard event files under ``folder`` (searched recursively), as
     ``{tag: [(step, value), ...]}`` sorted by step, read with TensorBoard's own reader.

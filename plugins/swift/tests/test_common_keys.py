@@ -20,6 +20,7 @@ from aworld_train.testing.fixtures import (
     compute_dtypes,
     manifest,
     read_jsonl,
+    record_sampling,
     tensorboard_scalars,
 )
 
@@ -71,7 +72,6 @@ def test_bf16_on_a_cpu_with_tensorboard_evaluation_and_rollout_samples(
     job: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import torch
-    from transformers import GenerationMixin
 
     rows = [json.dumps({"prompt": f"Repeat: {d}", "ground_truth": str(d)}) for d in range(6)]
     (job["base_dir"] / "test.jsonl").write_text("\n".join(rows) + "\n")
@@ -80,15 +80,7 @@ def test_bf16_on_a_cpu_with_tensorboard_evaluation_and_rollout_samples(
     job["config"] = dict(job["config"], precision="bf16", report_to=["tensorboard"],
                          eval_steps=2, eval_limit=4, log_samples=3,
                          swift=dict(job["config"]["swift"], use_cpu=True))
-    sampled: list[bool] = []
-
-    generate = GenerationMixin.generate
-
-    def recording(self: Any, *args: Any, **kwargs: Any) -> Any:
-        sampled.append(kwargs["generation_config"].do_sample)
-        return generate(self, *args, **kwargs)
-
-    monkeypatch.setattr(GenerationMixin, "generate", recording)
+    sampled = record_sampling(monkeypatch)
     trainer = AgentTrainer(**job)
     with compute_dtypes() as dtypes:
         trainer.train()

@@ -18,6 +18,7 @@ from aworld_train.testing.fixtures import (
     compute_dtypes,
     manifest,
     read_jsonl,
+    record_sampling,
     tensorboard_scalars,
 )
 
@@ -94,19 +95,10 @@ def _with_test_set(job: dict[str, Any], digits: list[int]) -> None:
 def test_eval_steps_score_the_test_set_greedily_and_samples_are_kept(
     job: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from transformers import GenerationMixin
-
     _with_test_set(job, [0, 1, 2, 3, 4, 5])
     job["reward_func"] = ["rewards.py:score", "rewards.py:length"]
     job["config"] = dict(job["config"], eval_steps=3, eval_limit=4, log_samples=3)
-    sampling: list[bool] = []
-    generate = GenerationMixin.generate
-
-    def recording(self: Any, *args: Any, **kwargs: Any) -> Any:
-        sampling.append(kwargs["generation_config"].do_sample)
-        return generate(self, *args, **kwargs)
-
-    monkeypatch.setattr(GenerationMixin, "generate", recording)
+    sampling = record_sampling(monkeypatch)
     trainer = AgentTrainer(**job)
     trainer.train()
     run_dir = trainer.run_dir.path
