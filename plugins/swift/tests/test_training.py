@@ -168,7 +168,10 @@ def test_grpo_survives_completions_that_end_before_their_first_token(tmp_path: P
             for d in (str(rng.randrange(10)) for _ in range(2000))]
     (tmp_path / "train.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     trainer = AgentTrainer(
-        agent={"name": "tiny", "llm_temperature": 1.0},
+        # The prompt as ms-swift's qwen template writes it by default: with the seed below it
+        # samples completions that end at their first token.
+        agent={"name": "tiny", "llm_temperature": 1.0,
+               "system_prompt": "You are a helpful assistant."},
         config={"algorithm": "grpo", "model": str(model), "max_steps": 3, "batch_size": 64,
                 "num_generations": 8, "max_completion_length": 8, "learning_rate": 1e-3,
                 "logging_steps": 1, "save_steps": 3, "seed": 0, "swift": {"template": "qwen"}},
