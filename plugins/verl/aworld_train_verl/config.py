@@ -450,14 +450,9 @@ def schedule_overrides(
     converted from; with ``save_steps`` unset, after the last step only.
 
     :param inputs: what the earlier checks produced, as for :func:`job_overrides`.
-    :param rows: the training rows VeRL reads.
-    :raises ConfigError: for ``eval_steps`` or ``eval_limit`` in a job without a test set.
+    :param rows: the training rows VeRL reads. (``eval_steps`` or ``eval_limit`` without a test
+        set never reaches here: the core refuses it for every engine.)
     """
-    if not has_test:
-        for key in ("eval_steps", "eval_limit"):
-            if getattr(config, key) is not None:
-                raise ConfigError(f"config key '{key}': the job has no test_dataset for the verl engine to evaluate; "
-                                  f"set 'test_dataset' or leave '{key}' out")
     last = _last_step(preview(config, run_dir, inputs), rows)
     out: dict[str, Any] = {}
     if config.eval_steps is None:  # else setting_overrides carries it

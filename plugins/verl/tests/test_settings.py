@@ -281,11 +281,16 @@ def test_without_eval_steps_verl_validates_and_saves_after_the_last_step_only(tm
 
 @pytest.mark.parametrize("key", ["eval_steps", "eval_limit"])
 def test_evaluation_without_a_test_set_is_one_line(tmp_path: Path, tiny_model: Path, key: str) -> None:
-    ctx = make_ctx(tmp_path / "run", tiny_model, **{key: 2})
+    from aworld_train import AgentTrainer
+
+    rows = [{"prompt": "Repeat: 3", "ground_truth": "3"}] * 4
     with pytest.raises(ConfigError) as caught:
-        schedule_overrides(ctx.config, ctx.run_dir, {}, rows=8, has_test=False)
-    assert str(caught.value) == (f"config key '{key}': the job has no test_dataset for the verl engine to "
-                                 f"evaluate; set 'test_dataset' or leave '{key}' out")
+        AgentTrainer(train_dataset=rows, reward_func="exact_match",
+                     config={"model": str(tiny_model), "max_steps": 2, "batch_size": 4,
+                             "num_generations": 2, key: 2},
+                     train_engine_name="verl", run_path=tmp_path / "runs", check_only=True)
+    assert str(caught.value) == (f"config {key}: the job has no test_dataset to evaluate; add one or "
+                                 f"remove {key}")
 
 
 def test_a_rollout_dump_elsewhere_contradicts_log_samples(tmp_path: Path, tiny_model: Path) -> None:
