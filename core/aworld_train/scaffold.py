@@ -158,6 +158,7 @@ _TEST = '''from aworld_train.testing.conformance import EngineConformance
 class TestConformance(EngineConformance):
     engine_name = "$name"
     engine_section = {"max_length": 64}
+    sft_section = {"max_length": 64}
     common_config = {**EngineConformance.common_config, "algorithm": "sft"}
 '''
 

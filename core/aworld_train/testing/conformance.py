@@ -57,6 +57,9 @@ class EngineConformance:
         "logging_steps": 1,
         "save_steps": 2,
     }
+    #: The engine's config section for an SFT job, or ``None`` when the engine trains no SFT.
+    #: The suite then checks and trains an SFT job that names no reward.
+    sft_section: ClassVar[dict[str, Any] | None] = None
     #: The error ``train`` must raise on this machine, or ``None`` when it must train.
     train_error: ClassVar[type[BaseException] | None] = None
 
@@ -164,6 +167,26 @@ class EngineConformance:
         data.write_text(data.read_text() + json.dumps({"prompt": "Repeat: 1"}) + "\n")
         with pytest.raises(DatasetError, match=r"train\.jsonl:9: missing column 'ground_truth'"):
             AgentTrainer(**job, check_only=True)
+
+    def test_sft_without_a_reward_checks_and_trains(self, job: dict[str, Any]) -> None:
+        """SFT learns from the ground truth alone: a job with no reward checks and trains."""
+        from aworld_train import AgentTrainer
+
+        if self.sft_section is None:
+            pytest.skip(f"engine {self.engine_name} trains no SFT")
+        config = {key: value for key, value in job["config"].items()
+                  if key not in ("num_generations", self.engine_name)}
+        config.update(algorithm="sft", max_steps=1, save_steps=1)
+        if self.sft_section:
+            config[self.engine_name] = dict(self.sft_section)
+        job.update(config=config, reward_func=None)
+        trainer = AgentTrainer(**job)
+        assert trainer.initialized
+        if self.train_error is not None:
+            return
+        trainer.train()
+        assert json.loads((trainer.run_dir.path / "manifest.json").read_text())["status"] == (
+            "completed")
 
     def test_train_runs_a_tiny_job(self, job: dict[str, Any]) -> None:
         from aworld_train import AgentTrainer

@@ -9,3 +9,4 @@ class TestSwiftConformance(EngineConformance):
     engine_name = "swift"
     # The tiny model's Qwen2 type fits several ChatML templates; the job picks one.
     engine_section = {"template": "qwen"}
+    sft_section = {"template": "qwen"}

@@ -54,21 +54,22 @@ def check_dataset(train_dataset: Dataset | None, test_dataset: Dataset | None, a
 
 
 @hookimpl
-def check_reward(reward: RewardSpec) -> TrlReward:
+def check_reward(reward: RewardSpec | None) -> TrlReward | None:
     from aworld_train_trl.reward import reward_to_trl
 
     return reward_to_trl(reward)
 
 
 @hookimpl
-def check_config(config: TrainConfig, agent: TrlAgent, dataset: TrlDatasets, reward: TrlReward,
-                 ctx: RunContext) -> TrlConfig:
+def check_config(config: TrainConfig, agent: TrlAgent, dataset: TrlDatasets,
+                 reward: TrlReward | None, ctx: RunContext) -> TrlConfig:
     from aworld_train_trl.config import config_to_trl
 
     if ctx.resume_from is not None:
         resume_checkpoint(ctx.resume_from)  # a run without checkpoints fails now, not after loading
     return config_to_trl(config, agent, ctx.run_dir, ctx.logger, has_test=dataset.test is not None,
-                         reward_names=[function.name for function in reward.spec.functions])
+                         reward_names=[] if reward is None else
+                         [function.name for function in reward.spec.functions])
 
 
 @hookimpl
@@ -79,7 +80,8 @@ def effective_settings(config: TrlConfig) -> list[Setting]:
 
 @hookimpl
 def train(
-    agent: TrlAgent, dataset: TrlDatasets, reward: TrlReward, config: TrlConfig, ctx: RunContext
+    agent: TrlAgent, dataset: TrlDatasets, reward: TrlReward | None, config: TrlConfig,
+    ctx: RunContext
 ) -> dict[str, Any]:
     from aworld_train_trl.training import run_training
 

@@ -78,13 +78,13 @@ class TrlReward:
         return scores
 
 
-def reward_to_trl(spec: RewardSpec) -> TrlReward:
-    """Wrap ``spec`` for TRL.
+def reward_to_trl(spec: RewardSpec | None) -> TrlReward | None:
+    """Wrap ``spec`` for TRL; a job without a reward (SFT, DPO) has nothing to wrap.
 
     The user's functions do not run here: the core has scored the sample row with each of
     them once, in a child process with a time limit.
     """
-    return TrlReward(spec)
+    return None if spec is None else TrlReward(spec)
 
 
 def _metric_name(name: str) -> str:

@@ -10,3 +10,4 @@ from aworld_train.testing.conformance import EngineConformance
 class TestTrlConformance(EngineConformance):
     engine_name = "trl"
     engine_section: ClassVar[dict[str, Any]] = {"beta": 0.0}
+    sft_section: ClassVar[dict[str, Any] | None] = {}
