@@ -24,6 +24,8 @@ class AgentSpec:
     :ivar max_turns: the most model turns in one episode.
     :ivar llm_*: AWorld-style LLM settings; the sampling ones (temperature, top_p, max_tokens)
         become the engine's generation settings.
+    :ivar run: a Python agent, ``run(row, llm)``, or a ``file.py:run`` reference to one
+        (resolved by :func:`load_agent`); ``None`` for the other forms.
     :ivar source: the object the user passed (an AWorld ``Agent``), or ``None``.
     """
 
@@ -41,7 +43,22 @@ class AgentSpec:
     llm_temperature: float | None = None
     llm_top_p: float | None = None
     llm_max_tokens: int | None = None
+    run: Any = None
     source: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def form(self) -> str:
+        """How the agent runs: ``python`` (the user's ``run``), ``aworld`` (an AWorld
+        ``Agent``) or ``spec`` (the core's own chat loop over its prompt and tools)."""
+        if self.run is not None:
+            return "python"
+        return "aworld" if self.source is not None else "spec"
+
+    @property
+    def runs_itself(self) -> bool:
+        """Whether the agent is the user's own code (an AWorld agent or a Python agent), which
+        only an episode run shows."""
+        return self.form != "spec"
 
     @property
     def uses_tools(self) -> bool:
@@ -55,12 +72,17 @@ class AgentSpec:
             value = getattr(self, key)
             if key == "tools":
                 value = [tool if isinstance(tool, str) else _callable_name(tool) for tool in value]
+            if key == "run" and value is not None:
+                value = getattr(value, "reference", None) or _callable_name(value)
             if value not in (None, [], {}):
                 data[key] = value
         return data
 
 
 _FIELDS = tuple(name for name in AgentSpec.__dataclass_fields__ if name != "source")
+
+#: The turns a Python agent may take when its job does not say: it runs until it answers.
+PYTHON_AGENT_TURNS = 10
 
 # AWorld agents keep their LLM settings in ``conf.llm_config`` (a dict); sampling settings
 # without a field of their own sit in its ``ext_config`` or ``params``.
@@ -89,25 +111,81 @@ def load_agent(agent: Any, base_dir: Path | None = None) -> AgentSpec:
     if isinstance(agent, AgentSpec):
         return agent
     if isinstance(agent, dict):
-        return from_mapping(agent, "agent")
+        return _resolve_run(from_mapping(agent, "agent"), base_dir)
     if isinstance(agent, (str, Path)):
         text = str(agent)
         path = Path(text) if base_dir is None else base_dir / text
         if path.suffix in (".yaml", ".yml", ".json"):
             from aworld_train.files import read_mapping
 
-            return from_mapping(read_mapping(path, AgentError, "agent file"), str(path))
+            return _resolve_run(from_mapping(read_mapping(path, AgentError, "agent file"), str(path)),
+                                path.parent)
         if ":" in text and not path.exists():
-            return load_agent(_call_factory(text, base_dir), base_dir)
+            return _from_reference(text, base_dir)
         raise AgentError(
-            f"agent '{text}' is neither a .yaml/.json agent file nor a package.module:factory"
+            f"agent '{text}' is neither a .yaml/.json agent file, a file.py:run agent nor a "
+            "package.module:factory"
         )
     if _is_aworld_agent(agent):
         return from_aworld(agent)
+    if callable(agent):
+        from aworld_train.runtime.agents import takes_row
+
+        if takes_row(agent):
+            return python_agent(agent, getattr(agent, "__name__", "agent"))
     raise AgentError(
-        f"unsupported agent of type {type(agent).__name__}: give an AWorld Agent, an agent "
-        "file, a mapping or a package.module:factory"
+        f"unsupported agent of type {type(agent).__name__}: give an AWorld Agent, a Python "
+        "agent run(row, llm), an agent file, a mapping or a package.module:factory"
     )
+
+
+def python_agent(run: Any, name: str, **values: Any) -> AgentSpec:
+    """A spec for the Python agent ``run(row, llm)``; ``values`` are the other agent keys."""
+    values.setdefault("max_turns", PYTHON_AGENT_TURNS)
+    spec = AgentSpec(name=name, run=run, **values)
+    _validate(spec, f"agent '{name}'")
+    return spec
+
+
+def _from_reference(reference: str, base_dir: Path | None) -> AgentSpec:
+    """``file.py:name`` or ``package.module:name``: a Python agent when the function takes the
+    row and the llm, else a factory whose result is the agent."""
+    from aworld_train.references import import_object
+    from aworld_train.runtime.agents import takes_row
+
+    function = import_object(reference, AgentError, "agent", base_dir)
+    if not callable(function):
+        raise AgentError(f"agent '{reference}' is not callable")
+    if takes_row(function):
+        return python_agent(_Reference(function, reference), reference.rsplit(":", 1)[-1])
+    return load_agent(_call_factory(function, reference), base_dir)
+
+
+def _resolve_run(spec: AgentSpec, base_dir: Path | None) -> AgentSpec:
+    """An agent mapping's ``run: file.py:run`` imported (relative to ``base_dir``)."""
+    if not isinstance(spec.run, str):
+        return spec
+    from aworld_train.references import import_object
+    from aworld_train.runtime.agents import takes_row
+
+    function = import_object(spec.run, AgentError, "agent", base_dir)
+    if not callable(function) or not takes_row(function):
+        raise AgentError(f"agent '{spec.name}': run '{spec.run}' must be a function that takes "
+                         "the row and the llm: def run(row, llm)")
+    spec.run = _Reference(function, spec.run)
+    return spec
+
+
+class _Reference:
+    """A Python agent that remembers the reference it was loaded from (for ``job.yaml``)."""
+
+    def __init__(self, function: Any, reference: str) -> None:
+        self.function = function
+        self.reference = reference
+        self.__name__ = getattr(function, "__name__", "agent")
+
+    def __call__(self, row: dict[str, Any], llm: Any) -> Any:
+        return self.function(row, llm)
 
 
 def from_mapping(data: dict[str, Any], where: str) -> AgentSpec:
@@ -194,12 +272,7 @@ def _is_aworld_agent(obj: Any) -> bool:
     return isinstance(obj, BaseAgent)
 
 
-def _call_factory(reference: str, base_dir: Path | None) -> Any:
-    from aworld_train.references import import_object
-
-    factory = import_object(reference, AgentError, "agent factory", base_dir)
-    if not callable(factory):
-        raise AgentError(f"agent factory '{reference}' is not callable")
+def _call_factory(factory: Any, reference: str) -> Any:
     try:
         return factory()
     except Exception as exc:  # the user's code: report it as their error, in one line

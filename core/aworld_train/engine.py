@@ -67,6 +67,18 @@ from aworld_train.model import check_lengths, load_tokenizer, max_positions
 from aworld_train.plugins import installed_versions
 from aworld_train.redaction import SecretFilter, redact_text, remember_secrets
 from aworld_train.reward import RewardFunction, RewardSpec
+from aworld_train.runtime import (
+    AgentRuntime,
+    BatchedGenerate,
+    ChatRenderer,
+    EpisodeResult,
+    Generated,
+    Limits,
+    agents_loop,
+    describe_failure,
+    model_name,
+    prompt_messages,
+)
 from aworld_train.samples import append_samples, read_samples
 from aworld_train.settings import (
     ADAPTER_DIR,
@@ -148,6 +160,17 @@ __all__ = [
     "did_you_mean",
     "describe_value",
     "first_non_finite",
+    # The agent runtime: the user's agent run against the policy, one episode per row
+    "AgentRuntime",
+    "BatchedGenerate",
+    "ChatRenderer",
+    "EpisodeResult",
+    "Generated",
+    "Limits",
+    "agents_loop",
+    "describe_failure",
+    "model_name",
+    "prompt_messages",
     # Metrics
     "MetricsReporter",
     "LogFn",

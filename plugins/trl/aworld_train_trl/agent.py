@@ -35,6 +35,8 @@ class TrlAgent:
         model's output, when neither the tokenizer nor TRL knows one for its chat template.
     :ivar trust_remote_code: whether the job allows code from the model folder to run (the
         job's top-level ``trust_remote_code``).
+    :ivar runs_itself: the agent when it is the user's own code (an AWorld agent or a Python
+        agent): GRPO then runs it through the agent runtime (:mod:`aworld_train_trl.rollout`).
     """
 
     model: str
@@ -46,6 +48,7 @@ class TrlAgent:
     max_turns: int = 1
     response_template: dict[str, Any] | None = None
     trust_remote_code: bool = False
+    runs_itself: AgentSpec | None = None
 
 
 def agent_to_trl(agent: AgentSpec, config: TrainConfig, tools: ToolSet) -> TrlAgent:
@@ -60,6 +63,8 @@ def agent_to_trl(agent: AgentSpec, config: TrainConfig, tools: ToolSet) -> TrlAg
     :raises AgentError: for a missing or unusable model, or a feature TRL cannot train (tools
         with SFT or without a chat template that TRL parses, several turns without tools).
     """
+    if agent.runs_itself:
+        return _own_agent_to_trl(agent, config)
     if tools and config.algorithm == "sft":
         raise AgentError(
             f"agent '{agent.name}' uses tools, which the trl engine trains with GRPO only: "
@@ -94,6 +99,31 @@ def agent_to_trl(agent: AgentSpec, config: TrainConfig, tools: ToolSet) -> TrlAg
         max_turns=agent.max_turns,
         response_template=response_template,
         trust_remote_code=config.trust_remote_code,
+    )
+
+
+def _own_agent_to_trl(agent: AgentSpec, config: TrainConfig) -> TrlAgent:
+    """An AWorld or Python agent: GRPO runs it as it is, through the agent runtime, whose chat
+    template renders what it sends."""
+    if config.algorithm != "grpo":
+        raise AgentError(
+            f"agent '{agent.name}' is {agent.form} code, which the trl engine trains with GRPO "
+            f"only (each episode runs the agent): set algorithm: grpo, not {config.algorithm}"
+        )
+    model = policy_model(agent, config)
+    folder = Path(model)
+    if folder.is_dir() and not _has_chat_template(folder):
+        raise AgentError(f"agent '{agent.name}' calls its model with chat messages but model "
+                         f"{model} has no chat template to render them")
+    return TrlAgent(
+        model=model,
+        system_prompt=None,  # the agent writes its own messages
+        temperature=agent.llm_temperature,
+        top_p=agent.llm_top_p,
+        max_tokens=agent.llm_max_tokens,
+        max_turns=agent.max_turns,
+        trust_remote_code=config.trust_remote_code,
+        runs_itself=agent,
     )
 
 

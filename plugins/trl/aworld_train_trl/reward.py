@@ -44,18 +44,33 @@ class TrlReward:
         extra_info: list[dict[str, Any] | None] | None = None,
         log_metric: Callable[[str, float], None] | None = None,
         log_extra: Callable[[str, list[Any]], None] | None = None,
+        agent_answer: list[str] | None = None,
+        agent_extra: list[dict[str, Any]] | None = None,
+        agent_failure: list[str | None] | None = None,
         **_: Any,
     ) -> list[float]:
+        """Score each completion; with an agent run by the runtime (``agent_answer``), the
+        agent's answer is scored instead of the completion's text, a failed episode scores 0,
+        and the share of failed episodes is logged as ``agent_failed``."""
         scores: list[float] = []
         per_function: dict[str, list[float]] = defaultdict(list)
         totals: dict[str, float] = defaultdict(float)
         counts: dict[str, int] = defaultdict(int)
+        if agent_failure is not None and log_metric is not None:
+            log_metric("agent_failed", sum(f is not None for f in agent_failure) / len(completions))
         for i, completion in enumerate(completions):
             info = dict(extra_info[i] or {}) if extra_info is not None else {}
             row = info.get("index", i)
+            if agent_failure is not None and agent_failure[i] is not None:
+                scores.append(0.0)
+                for function in self.spec.functions:
+                    per_function[f"{REWARD_COLUMN}{function.name}"].append(0.0)
+                continue
+            if agent_extra is not None:
+                info.update(agent_extra[i] or {})
             result = self.spec.score(
                 data_source[i] if data_source is not None else "",
-                completion_text(completion),
+                agent_answer[i] if agent_answer is not None else completion_text(completion),
                 str(ground_truth[i]),
                 info,
                 row=row if isinstance(row, int) else i,

@@ -118,6 +118,21 @@ def train_in_process(
             callbacks=[callback],
             peft_config=peft_config,
         )
+    elif agent.runs_itself is not None:
+        from aworld_train_trl.rollout import AgentRollout, agent_trainer_class
+
+        trainer = agent_trainer_class()(
+            model=agent.model,
+            reward_funcs=[reward],
+            args=args,
+            train_dataset=data.train,
+            eval_dataset=data.test,
+            processing_class=tokenizer,
+            callbacks=[callback],
+            rollout_func=AgentRollout(agent.runs_itself, None, tokenizer, agent.model,
+                                      args.max_completion_length),
+            peft_config=peft_config,
+        )
     else:
         from trl import GRPOTrainer
 
@@ -132,6 +147,7 @@ def train_in_process(
             tools=tools or None,
             peft_config=peft_config,
         )
+    if config.algorithm != "sft":
         greedy_evaluation(trainer)
         if config.log_samples:
             trainer.add_callback(samples_callback(TrainerCallback, trainer, run_dir,

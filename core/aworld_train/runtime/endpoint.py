@@ -1,13 +1,15 @@
-"""An OpenAI-compatible chat-completions endpoint on loopback, one per agent-loop worker.
+"""An OpenAI-compatible chat-completions endpoint on loopback, one per event loop.
 
-An AWorld agent calls its model through an OpenAI client. During training each episode's agent
-is pointed at ``http://127.0.0.1:PORT/episodes/<episode>/v1``, and the endpoint hands every
-``POST .../chat/completions`` request to that episode's handler, which answers it with the
-policy being trained (:mod:`aworld_train_verl.aworld_loop`). Only non-streaming requests are
-served: AWorld agents call their model that way unless ``llm_stream_call`` is set.
+Every agent calls its model through an OpenAI client (or plain HTTP). During an episode the
+agent is pointed at ``http://127.0.0.1:PORT/episodes/<episode>/v1``, and the endpoint hands every
+``POST .../chat/completions`` request to that episode's handler
+(:class:`~aworld_train.runtime.episode.Episode`), which answers it with the policy being
+trained. A streaming request (``"stream": true``) is refused with one line: the policy answers a
+whole turn at once, and AWorld agents call their model that way unless ``llm_stream_call`` is
+set.
 
-The server runs in the worker's own event loop (aiohttp), so a handler may await
-``server_manager.generate`` directly.
+The server runs in the caller's event loop (aiohttp), so a handler may await the engine's
+generate function directly.
 """
 
 from __future__ import annotations
@@ -87,10 +89,11 @@ class ChatEndpoint:
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
             return _error(400, "a chat-completions request needs a 'messages' list")
         if body.get("stream"):
-            return _error(400, "streaming is not supported during training; unset llm_stream_call")
+            return _error(400, "streaming is not supported by the training endpoint: call the model "
+                               "without stream=True (AWorld: unset llm_stream_call)")
         try:
             return _json(await handler(body))
-        except Exception as error:  # noqa: BLE001 - the handler records the failure; the agent sees a 500
+        except Exception as error:  # noqa: BLE001 - the episode records the failure; the agent sees a 500
             logger.warning("chat request failed: %s: %s", type(error).__name__, error)
             return _error(500, f"{type(error).__name__}: {error}")
 
@@ -105,7 +108,7 @@ def _error(status: int, message: str) -> Any:
     return _json({"error": {"message": message, "type": "invalid_request_error", "code": status}}, status)
 
 
-# One endpoint per event loop: VeRL runs each worker's episodes in one loop, tests run several.
+# One endpoint per event loop: an engine runs a worker's episodes in one loop, tests run several.
 _ENDPOINTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Task[ChatEndpoint]] = (
     weakref.WeakKeyDictionary()
 )
