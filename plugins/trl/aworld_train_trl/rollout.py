@@ -1,0 +1,117 @@
+"""GRPO rollouts through the agent runtime: the user's agent, as it is, on TRL.
+
+TRL's ``GRPOTrainer`` takes a ``rollout_func(prompts, trainer)`` that returns, per prompt,
+``prompt_ids``, ``completion_ids`` and ``logprobs``; other keys reach the reward functions, and
+``env_mask`` marks the completion tokens the model did not write (0), which TRL leaves out of the
+loss. Here each prompt is one episode of the agent (:class:`~aworld_train.engine.AgentRuntime`);
+its model calls are answered by TRL's own model, with TRL's own generation settings, batched over
+the episodes that ask at the same time. The reward scores the agent's answer
+(``agent_answer``); a failed episode (``agent_failure``) scores 0.
+
+TRL hands ``rollout_func`` the prompts only; the agent gets the whole row, so
+:class:`AgentGRPOTrainer` keeps the rows of the batch being generated.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from aworld_train.engine import (
+    AgentRuntime,
+    BatchedGenerate,
+    ChatRenderer,
+    Generated,
+    Limits,
+    model_name,
+)
+
+if TYPE_CHECKING:
+    from aworld_train.engine import AgentSpec, ToolSet
+
+
+def agent_trainer_class() -> type:
+    """TRL's ``GRPOTrainer``, keeping the rows whose completions it is generating."""
+    from trl import GRPOTrainer
+
+    class AgentGRPOTrainer(GRPOTrainer):
+        rollout_rows: list[dict[str, Any]] = []
+
+        def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> Any:
+            self.rollout_rows = inputs
+            return super()._generate_and_score_completions(inputs)
+
+    return AgentGRPOTrainer
+
+
+class AgentRollout:
+    """TRL's ``rollout_func`` for the agent ``spec``.
+
+    :param spec: the agent.
+    :param tools: its tools (the spec form calls them).
+    :param tokenizer: the policy's tokenizer.
+    :param model: the policy's folder or hub id (the name agents call it by).
+    :param max_tokens: the most response tokens of an episode (``max_completion_length``).
+    """
+
+    def __init__(self, spec: AgentSpec, tools: ToolSet | None, tokenizer: Any, model: str,
+                 max_tokens: int) -> None:
+        self.trainer: Any = None
+        self.generate = BatchedGenerate(self._generate_batch)
+        self.runtime = AgentRuntime(spec, tools, ChatRenderer(tokenizer), self.generate,
+                                    Limits(max_turns=spec.max_turns, max_tokens=max_tokens),
+                                    model=model_name(model))
+        self.generate.runtime = self.runtime
+
+    def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
+        self.trainer = trainer
+        rows = getattr(trainer, "rollout_rows", None) or [{"prompt": p} for p in prompts]
+        results = self.runtime.run([dict(row, prompt=prompt) for row, prompt in zip(rows, prompts)])
+        return {
+            "prompt_ids": [r.trajectory.prompt_ids for r in results],
+            "completion_ids": [r.trajectory.response_ids for r in results],
+            "logprobs": [r.trajectory.logprobs for r in results],
+            "env_mask": [r.trajectory.mask for r in results],
+            "agent_answer": [r.answer for r in results],
+            "agent_extra": [r.extra for r in results],
+            "agent_failure": [r.failure for r in results],
+            "agent_turns": [r.turns for r in results],
+        }
+
+    def _generate_batch(self, prompts: list[list[int]], max_tokens: int) -> list[Generated]:
+        return generate_with_trainer(self.trainer, prompts, max_tokens)
+
+
+def generate_with_trainer(trainer: Any, prompts: list[list[int]], max_tokens: int
+                          ) -> list[Generated]:
+    """Continue each prompt with TRL's model and generation settings, as TRL's own
+    transformers path does (left-padded batch, one ``generate`` call), keeping the log-prob of
+    each sampled token after TRL's logits processing (temperature, top-p, ...)."""
+    import torch
+    from transformers import GenerationConfig
+    from trl.models import unwrap_model_for_generation
+
+    tokenizer = trainer.processing_class
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    width = max(len(prompt) for prompt in prompts)
+    ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts])
+    attention = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
+    config = GenerationConfig(**{**trainer.generation_config.to_dict(), "max_new_tokens": max_tokens,
+                                 "output_scores": True, "return_dict_in_generate": True})
+    device = trainer.accelerator.device
+    with (
+        unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator,
+                                    generation_kwargs=trainer.generation_kwargs) as model,
+        torch.no_grad(),
+    ):
+        output = model.generate(input_ids=ids.to(device), attention_mask=attention.to(device),
+                                generation_config=config)
+    completions = output.sequences[:, width:].cpu()
+    # scores: one (batch, vocab) tensor per generated position, after logits processing.
+    logprobs = torch.stack([torch.log_softmax(s.float(), dim=-1) for s in output.scores], dim=1)
+    chosen = logprobs.gather(-1, completions.unsqueeze(-1).to(logprobs.device)).squeeze(-1).cpu()
+    eos = set(trainer.eos_token_ids)
+    results = []
+    for row, row_logprobs in zip(completions.tolist(), chosen.tolist()):
+        end = next((i + 1 for i, token in enumerate(row) if token in eos), len(row))
+        results.append(Generated(row[:end], row_logprobs[:end]))
+    return results
