@@ -279,3 +279,17 @@ def assert_loads_without_peft(folder: Path) -> None:
     loaded = json.loads(result.stdout.strip().splitlines()[-1])
     assert loaded["new_tokens"] > 0, loaded
     assert not loaded["peft_loaded"], loaded
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str, str]:
+    """Run ``aworld-train ARGS`` in this process: its exit code, stdout and stderr."""
+    from aworld_train.cli import main
+
+    capsys.readouterr()
+    try:
+        main([str(arg) for arg in args])
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
