@@ -305,9 +305,20 @@ def _describe_effective_trackers(checked: tuple[tuple[str, ...], str]) -> str:
     return f"{', '.join(trackers)} (from {key}): installed"
 
 
+def _local_model(checks: CheckRun) -> bool:
+    return bool(checks.spec.model) and Path(checks.spec.model).is_dir()
+
+
+def _check_weights(checks: CheckRun) -> str:
+    """The tensors in the model folder's safetensors headers against the architecture its
+    ``config.json`` builds on the meta device: what was compared, or why not."""
+    from aworld_train.model import check_weights
+
+    return check_weights(checks.spec.model)
+
+
 def _lora_targets_checkable(checks: CheckRun) -> bool:
-    model = checks.spec.model
-    return checks.config.lora is not None and bool(model) and Path(model).is_dir()
+    return checks.config.lora is not None and _local_model(checks)
 
 
 def _check_lora_targets(checks: CheckRun) -> str | None:
@@ -504,22 +515,26 @@ def _describe_lengths(_: None) -> str:
 
 
 def _resolve_reward(checks: CheckRun) -> tuple[RewardSpec, Any]:
-    """The reward resolved, and its score on the first training row, computed in a child
-    process with a time limit (it is the user's code)."""
-    from aworld_train.reward import check_reward_on_row, resolve_reward
+    """The reward resolved, and its scores on the ground truth of the training rows (all of
+    them up to a budget), computed in a child process with a time limit (it is the user's
+    code); a warning when the right answer scores below the maximum on some rows."""
+    from aworld_train.reward import check_reward_on_rows, resolve_reward
 
     checks.reward = resolve_reward(checks.job.reward_func, checks.job.base_dir)
-    sample = None
+    scores = None
     if checks.train_dataset is not None:
-        sample = check_reward_on_row(checks.reward, checks.train_dataset[0], 0,
-                                     timeout=checks.config.reward_timeout)
-    return checks.reward, sample
+        scores = check_reward_on_rows(checks.reward, checks.train_dataset,
+                                      timeout=checks.config.reward_timeout)
+        warning = scores.warning()
+        if warning:
+            logger.warning(warning)
+    return checks.reward, scores
 
 
 def _describe_reward(resolved: tuple[RewardSpec, Any]) -> str:
-    reward, sample = resolved
+    reward, scores = resolved
     text = ", ".join(f"{f.name} x{f.weight:g}" for f in reward.functions)
-    return text + (f"; sample row 0 scored {sample.score:.3g}" if sample is not None else "")
+    return text + (f"; {scores.describe()}" if scores is not None else "")
 
 
 def _engine_check(key: str, core_form: Callable[[CheckRun], Any],
@@ -589,6 +604,31 @@ def _describe_settings(settings: list[Setting] | None) -> str:
     return f"{len(settings)} settings; device {values['device']}, precision {values['precision']}"
 
 
+def _run_agent_once(checks: CheckRun) -> Any:
+    """The user's own agent (AWorld or Python) run once on the first row against a stand-in
+    policy, its answer scored by the reward: see :mod:`aworld_train.runtime.standin`."""
+    from aworld_train.hf import policy_model
+    from aworld_train.model import load_tokenizer
+    from aworld_train.runtime.standin import check_agent_once
+
+    model = policy_model(checks.spec, checks.config)
+    if not Path(model).is_dir():
+        return None  # a hub id: no chat template to render with offline
+    tokenizer = load_tokenizer(model, checks.config.trust_remote_code)
+    where = f"{checks.job.train_dataset} row 0" if isinstance(
+        checks.job.train_dataset, (str, Path)) else "the train dataset's row 0"
+    return check_agent_once(checks.spec, dict(checks.train_dataset[0]), tokenizer, checks.reward,
+                            where=where)
+
+
+def _describe_agent_run(checked: Any) -> str:
+    if checked is None:
+        return "not run: the model is not a local folder"
+    scored = "" if checked.score is None else f", reward {checked.score:g}"
+    return (f"{checked.turns} model call(s) answered by a stand-in, answer "
+            f"{checked.answer[:40]!r}{scored}")
+
+
 def _describe_engine_result(result: Any) -> str:
     return "kept the core's form" if result is None else f"converted ({type(result).__name__})"
 
@@ -609,6 +649,7 @@ CHECKS: tuple[Step, ...] = (
          when=lambda checks: bool(checks.config.report_to)),
     Step("agent", "core", _load_agent, _describe_agent),
     Step("model", "core", _check_model, _describe_model),
+    Step("weights", "core", _check_weights, str, when=_local_model),
     Step("lora", "core", _check_lora_targets, _describe_lora_targets,
          when=_lora_targets_checkable),
     Step("context", "core", _new_context, None),
@@ -630,6 +671,8 @@ CHECKS: tuple[Step, ...] = (
         _describe_engine_result),
     Step("reward", "core", _resolve_reward, _describe_reward,
          when=_given("reward_func"), otherwise="none given"),
+    Step("agent run", "core", _run_agent_once, _describe_agent_run,
+         when=lambda checks: checks.spec.runs_itself and checks.train_dataset is not None),
     Step("reward", "engine", _engine_check(
         "reward", lambda c: c.reward,
         lambda c: {"reward": c.reward, "agent": c.hand_off.agent, "dataset": c.hand_off.dataset,

@@ -81,7 +81,7 @@ def as_answer(result: Any, spec: AgentSpec) -> Answer:
         return Answer(result)
     if isinstance(result, dict) and isinstance(result.get("answer"), str):
         return Answer(result["answer"], {k: v for k, v in result.items() if k != "answer"})
-    raise TypeError(f"agent '{spec.name}' returned {type(result).__name__}; it must return the "
+    raise TypeError(f"{spec.name}() returned {type(result).__name__}: a Python agent returns the "
                     "final answer as a string, or a dict with a string 'answer' and extra fields")
 
 

@@ -7,9 +7,10 @@ the messages it adds (tool results, feedback) are appended with mask 0. A reques
 what was already sent ends the episode as a failure: the episode would no longer be one token
 sequence (keep the agent's memory whole while training).
 
-Limits: after ``max_turns`` model turns, or once the response holds ``max_tokens`` tokens, a
-further request is answered with an empty turn and ``finish_reason: "length"``, and the agent is
-expected to stop.
+Limits: a turn has at most the request's own ``max_tokens`` (or ``max_completion_tokens``)
+and what is left of the episode's budget. After ``max_turns`` model turns, or once the response
+holds the episode's ``max_tokens`` tokens, a further request is answered with an empty turn and
+``finish_reason: "length"``, and the agent is expected to stop.
 """
 
 from __future__ import annotations
@@ -125,6 +126,9 @@ class Episode:
                 self.renderer.context_ids(added, self.tools, turn_ended=self._turn_ended))
             self.tool_messages += sum(message["role"] == "tool" for message in added)
         budget = self.limits.max_tokens - len(self.trajectory.response_ids)
+        asked = request.get("max_completion_tokens") or request.get("max_tokens")
+        if isinstance(asked, int) and asked > 0:  # the agent's own limit for this turn
+            budget = min(budget, asked)
         if budget <= 0:
             self.ended = True
             return self._completion("", [], "length")

@@ -206,6 +206,12 @@ def _loop_thread(name: str) -> asyncio.AbstractEventLoop:
         return _LOOPS[name]
 
 
+def forget_loops() -> None:
+    """Start new loop threads on next use: for a forked child, where the parent's loops exist
+    but their threads do not."""
+    _LOOPS.clear()
+
+
 def agents_loop() -> asyncio.AbstractEventLoop:
     """The event loop, in a daemon thread, where this process runs every agent.
 

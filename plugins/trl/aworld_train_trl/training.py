@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -120,6 +121,9 @@ def train_in_process(
         )
     elif agent.runs_itself is not None:
         from aworld_train_trl.rollout import AgentRollout, agent_trainer_class
+
+        # TRL warns that rollout_func is experimental: nothing the user can act on.
+        os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
         trainer = agent_trainer_class()(
             model=agent.model,
