@@ -21,7 +21,7 @@ from helpers import RecordingProcessor, lay_out_distribution, lay_out_engine, ma
 
 from aworld_train import AgentTrainer, hookspecs, plugins
 from aworld_train.agent import AgentSpec
-from aworld_train.errors import AgentError, ConfigError, PluginError
+from aworld_train.errors import AgentError, ConfigError, PluginError, TrainingCrash
 from aworld_train.reward import RewardSpec
 
 TESTS = Path(__file__).parent
@@ -483,6 +483,8 @@ def test_the_engines_own_report_metrics_raising_fails_the_run(
 ) -> None:
     toy_job = engine_job("loud", LOUD_ENGINE)
     trainer = AgentTrainer(**toy_job)
-    with pytest.raises(RuntimeError, match="dashboard is down"):
+    with pytest.raises(TrainingCrash, match="raised RuntimeError: the engine's own dashboard "
+                       "is down at aworld_train_loud.py:") as raised:
         trainer.train()
+    assert isinstance(raised.value.__cause__, RuntimeError)
     assert manifest(trainer.run_dir.path)["status"] == "failed"

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from aworld_train import launcher
-from aworld_train.errors import Interrupted, TrainingError
+from aworld_train.errors import Interrupted, TrainingCrash, TrainingError
 from aworld_train.launcher import run_process
 
 CHILD = """
@@ -205,3 +205,18 @@ def test_sigterm_to_a_launching_process_leaves_no_process_of_the_group(tmp_path:
     finally:
         parent.kill()
         family.kill()
+
+
+def test_a_worker_traceback_is_one_line_naming_its_innermost_frame(tmp_path: Path) -> None:
+    worker = tmp_path / "worker.py"
+    worker.write_text("import json\n\n\ndef train():\n    json.loads('{broken')\n\n\ntrain()\n")
+    log = tmp_path / "workers.log"
+    with pytest.raises(TrainingCrash) as error:
+        run_process([sys.executable, str(worker)], what="2 workers", log_path=log)
+    assert isinstance(error.value, TrainingError), "as every failed launch"
+    decoder = launcher.last_frame(log)
+    assert decoder is not None and decoder.startswith("json/decoder.py:")
+    assert str(error.value) == (
+        "2 workers exited with status 1: json.decoder.JSONDecodeError: Expecting property name "
+        f"enclosed in double quotes: line 1 column 2 (char 1) at {decoder} (full output in {log})")
+    assert f'File "{worker}", line 5, in train' in log.read_text()

@@ -1,7 +1,7 @@
 """The ``aworld-train`` command: the same API Python users call, from a job file.
 
-Every user mistake is printed as one line on stderr with exit code 2; ``--debug`` shows the
-traceback instead.
+Every user mistake is printed as one line on stderr with exit code 2, an engine that fails
+while it trains as one line with exit code 1; ``--debug`` shows the traceback too.
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ from typing import Any
 
 import click
 
-from aworld_train.errors import AWorldTrainError
+from aworld_train.errors import AWorldTrainError, TrainingCrash
 from aworld_train.redaction import redact_text
 
+EXIT_CRASH = 1  # the engine failed while it trained: not a mistake the checks could name
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 
@@ -44,7 +45,7 @@ def main(argv: list[str] | None = None) -> None:
             if "--debug" in args:  # the traceback, secrets hidden as everywhere else
                 click.echo(redact_text(traceback.format_exc()), err=True)
             click.echo(f"error: {_one_line(str(exc))}", err=True)
-            sys.exit(EXIT_BAD_INPUT)
+            sys.exit(EXIT_CRASH if isinstance(exc, TrainingCrash) else EXIT_BAD_INPUT)
         except KeyboardInterrupt:  # before click took over
             click.echo("interrupted", err=True)
             sys.exit(EXIT_INTERRUPTED)

@@ -1,7 +1,8 @@
 """The one error family every user mistake raises.
 
 Each error says what is wrong, where (file, row, key, plugin) and how to fix it, in one line:
-the CLI prints ``str(error)`` alone and exits 2.
+the CLI prints ``str(error)`` alone and exits 2 (1 for a :class:`TrainingCrash`, an engine that
+failed while it trained).
 """
 
 from __future__ import annotations
@@ -49,6 +50,16 @@ class RunDirectoryError(AWorldTrainError):
 
 class TrainingError(AWorldTrainError):
     """The engine could not train (no GPU where one is needed, a failed launch, ...)."""
+
+
+class TrainingCrash(TrainingError):
+    """An exception inside the engine (or a plugin wrapping it) ended training: not a mistake
+    the checks could name, so the CLI exits 1, not 2.
+
+    Its message is the one line the CLI prints: what raised, the exception's type and message,
+    where it was raised, and the run's log holding the traceback. The exception itself is its
+    ``__cause__``.
+    """
 
 
 class Interrupted(KeyboardInterrupt):

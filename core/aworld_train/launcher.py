@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
+import re
 import signal
 import subprocess
 import threading
@@ -22,7 +23,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from aworld_train.errors import Interrupted, TrainingError
+from aworld_train.errors import Interrupted, TrainingCrash
 from aworld_train.redaction import redact_text
 
 STOP_GRACE_S = 30.0  # a trainer saving a checkpoint after SIGTERM may need this long
@@ -56,8 +57,9 @@ def run_process(
     signals do not reach this code, and an exception still stops the group).
 
     :param what: what runs, for the errors (``"VeRL's main_ppo"``).
-    :raises TrainingError: when the command exits non-zero, naming ``what``, the status, its
-        last error line and ``log_path``.
+    :raises TrainingCrash: (a ``TrainingError``) when the command exits non-zero, naming
+        ``what``, the status, its last error line, the innermost frame of the last traceback it
+        printed, and ``log_path``.
     :raises Interrupted: (a ``KeyboardInterrupt``) after a forwarded signal, once the group
         stopped.
     """
@@ -84,18 +86,81 @@ def run_process(
         raise Interrupted(f"{what} interrupted by {signal.Signals(group.signals[0]).name}")
     status = group.process.returncode
     if status != 0:
-        raise TrainingError(
-            f"{what} {_describe(status)}: {last_error(log_path)} (full output in {log_path})"
+        where = last_frame(log_path)
+        at = f" at {where}" if where else ""
+        raise TrainingCrash(
+            f"{what} {_describe(status)}: {last_error(log_path)}{at} (full output in {log_path})"
         )
 
 
 def last_error(log_path: Path) -> str:
-    """The last line of a log that names an error, else its last line."""
-    lines = [line.strip() for line in log_path.read_text(encoding="utf-8").splitlines()]
-    for line in reversed(lines):
-        if line and ("Error" in line or "Exception" in line):
-            return line
+    """The line of a log that names its error: the first failure of a training process (a
+    traceback torch.distributed marks with ``[rankN]:``; the other ranks' and the launcher's
+    follow from it), else the last line that names an error, else the last line."""
+    lines = _log_lines(log_path)
+    index = _error_index(lines)
+    if index is not None:
+        return lines[index]
     return next((line for line in reversed(lines) if line), "no output")
+
+
+def last_frame(log_path: Path) -> str | None:
+    """``file.py:line`` of the innermost frame of the traceback that ends in the line
+    :func:`last_error` names (a library's file as it reads inside its package), or ``None``
+    when no traceback leads to that line."""
+    from aworld_train.failure import short_path
+
+    lines = _log_lines(log_path)
+    index = _error_index(lines)
+    if index is None:
+        return None
+    frames: list[tuple[str, str]] = []
+    for line in map(_unmarked, reversed(lines[:index])):
+        if line.startswith("Traceback (most recent call last)"):
+            break
+        if match := _FRAME.match(line):
+            frames.append((match[1], match[2]))
+    else:  # no traceback opens before the error line: its frames are not the error's
+        return None
+    if not frames:
+        return None
+    filename, number = frames[0]  # the innermost: the last before the error line
+    return f"{short_path(filename)}:{number}"
+
+
+_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+_RANK = re.compile(r"^\[rank\d+\]:\s?")
+
+
+def _log_lines(log_path: Path) -> list[str]:
+    """A log's lines, stripped; a training process's keep their ``[rankN]:`` mark."""
+    return [line.strip() for line in log_path.read_text(encoding="utf-8").splitlines()]
+
+
+def _error_index(lines: list[str]) -> int | None:
+    """The index of the line :func:`last_error` names, or ``None`` when none names an error."""
+    opened = next((i for i, line in enumerate(lines)
+                   if _RANK.match(line) and _unmarked(line).startswith("Traceback (most recent")),
+                  None)
+    if opened is not None:  # that process's traceback ends at its first unindented error line
+        mark = lines[opened][: _RANK.match(lines[opened]).end()]  # type: ignore[union-attr]
+        for index in range(opened + 1, len(lines)):
+            rest = lines[index].removeprefix(mark)
+            if rest != lines[index] and not rest[:1].isspace() and _names_error(rest):
+                return index
+    for index in range(len(lines) - 1, -1, -1):
+        if _names_error(lines[index]):
+            return index
+    return None
+
+
+def _names_error(line: str) -> bool:
+    return bool(line) and ("Error" in line or "Exception" in line)
+
+
+def _unmarked(line: str) -> str:
+    """A line without torch.distributed's ``[rankN]:`` mark."""
+    return _RANK.sub("", line).strip()
 
 
 class _Group:

@@ -226,19 +226,26 @@ def hook_failure(manager: pluggy.PluginManager, info: EngineInfo, hook: str,
     bug in a plugin, not the user's mistake, so it names the plugin that raised (the engine,
     or an extension plugin wrapping its hook), its distribution and the hook. ``--debug``
     shows the traceback."""
-    name = _raised_by(manager, exc)
-    who = info.label
-    if name is not None and name != info.name:
-        extension = name.removeprefix(PLUGIN_PREFIX)
-        found = metadata.entry_points(group=PLUGIN_GROUP, name=extension)
-        where = _dist_label(next(iter(found))) if found else "?"
-        who = f"plugin '{extension}' ({where})"
+    who = raised_by_label(manager, info, exc)
     return PluginError(f"{who} {hook} raised {type(exc).__name__}: {_one_line(exc)}")
 
 
-def _raised_by(manager: pluggy.PluginManager, exc: BaseException) -> str | None:
-    """The plugin whose code raised ``exc``: the one owning the deepest frame of its traceback
-    (by top-level package; the core's own frames belong to none)."""
+def raised_by_label(manager: pluggy.PluginManager, info: EngineInfo,
+                    exc: BaseException) -> str:
+    """How messages name the plugin whose code raised ``exc``: the engine's label, or
+    ``plugin 'x' (dist version)`` for an extension plugin wrapping its hook."""
+    name = _raised_by(manager, exc)
+    if name is None or name == info.name:
+        return info.label
+    extension = name.removeprefix(PLUGIN_PREFIX)
+    found = metadata.entry_points(group=PLUGIN_GROUP, name=extension)
+    where = _dist_label(next(iter(found))) if found else "?"
+    return f"plugin '{extension}' ({where})"
+
+
+def plugin_packages(manager: pluggy.PluginManager) -> dict[str, str]:
+    """The top-level package of each plugin's code (the engine's and the extensions'), mapped
+    to the plugin's name; the core's own package belongs to none."""
     from aworld_train.processor import ProcessorPlugin
 
     owners: dict[str, str] = {}
@@ -247,6 +254,13 @@ def _raised_by(manager: pluggy.PluginManager, exc: BaseException) -> str | None:
         module = code.__name__ if isinstance(code, types.ModuleType) else type(code).__module__
         owners[module.partition(".")[0]] = name
     owners.pop(__name__.partition(".")[0], None)
+    return owners
+
+
+def _raised_by(manager: pluggy.PluginManager, exc: BaseException) -> str | None:
+    """The plugin whose code raised ``exc``: the one owning the deepest frame of its traceback
+    (by top-level package; the core's own frames belong to none)."""
+    owners = plugin_packages(manager)
     culprit = None
     frame = exc.__traceback__
     while frame is not None:

@@ -2,7 +2,8 @@
 
 It holds ``job.yaml`` (the job as it ran, secrets redacted, re-runnable from any folder),
 ``manifest.json`` (status, process, versions, times, the device, precision and effective
-settings the engine reported, final metrics), ``metrics.jsonl``, the reward and loss plots, and
+settings the engine reported, final metrics; a failed run's error, with its traceback in
+``error.log``), ``metrics.jsonl``, the reward and loss plots, and
 whatever the engine writes: converted inputs, checkpoints, ``samples.jsonl`` (rollout samples),
 ``adapter/`` (a LoRA adapter), ``model/`` (the final model). A folder under the run path without ``manifest.json`` is not a run.
 
@@ -127,7 +128,8 @@ class RunDirectory:
 
     def close(self, error: BaseException | None, final_metrics: dict[str, Any]) -> None:
         """Record how the run ended (``completed``; ``interrupted`` by a ``KeyboardInterrupt``;
-        else ``failed``, with the error redacted) and draw its curves."""
+        else ``failed``, with the error redacted and its traceback in :attr:`error_log`) and
+        draw its curves."""
         from aworld_train.plots import plot_run
         from aworld_train.redaction import redact_text
 
@@ -136,12 +138,33 @@ class RunDirectory:
         if error is not None:
             status = "interrupted" if isinstance(error, KeyboardInterrupt) else "failed"
             fields["error"] = redact_text(f"{type(error).__name__}: {error}")
+            if status == "failed":
+                fields.update(self._write_error_log(error))
         try:
             fields["plots"] = [p.name for p in plot_run(self.path)]
         except Exception as exc:  # a plot never decides how a run ended
             logger.warning("could not draw the curves: %s", exc)
         self.manifest.update(status=status, ended_at=_now(), **fields)
         self.write_manifest()
+
+    @property
+    def error_log(self) -> Path:
+        """The file that holds a failed run's traceback."""
+        from aworld_train.failure import ERROR_LOG
+
+        return self.path / ERROR_LOG
+
+    def _write_error_log(self, error: BaseException) -> dict[str, Any]:
+        """Write ``error``'s traceback to :attr:`error_log`; the manifest's field naming it,
+        or none when it could not be written (the run still ends ``failed``)."""
+        from aworld_train.failure import write_traceback
+
+        try:
+            write_traceback(self.error_log, error)
+        except OSError as exc:
+            logger.warning("could not write %s: %s", self.error_log, exc)
+            return {}
+        return {"error_log": self.error_log.name}
 
     def write_manifest(self) -> None:
         from aworld_train.redaction import redact

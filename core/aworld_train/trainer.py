@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from aworld_train import plugins
 from aworld_train.checks import CHECKS, CheckResult, CheckRun, Job
-from aworld_train.errors import Interrupted
+from aworld_train.errors import AWorldTrainError, Interrupted, TrainingCrash
 
 if TYPE_CHECKING:
     from aworld_train.evaluation import EvalResult
@@ -114,6 +114,10 @@ class AgentTrainer:
         :raises ValueError: when the trainer is not initialised, or has already trained: each
             run gets a directory of its own.
         :raises JobError: when the trainer was made with ``check_only=True``.
+        :raises AWorldTrainError: as the engine raised it, for a mistake it names.
+        :raises TrainingCrash: for any other exception inside the engine: one line naming it,
+            where it was raised and the run's ``error.log`` holding its traceback; the
+            exception is its ``__cause__``. The run ends ``failed`` either way.
         """
         from aworld_train.errors import JobError
 
@@ -134,7 +138,10 @@ class AgentTrainer:
                     config=hand_off.config, ctx=self.context)
         except BaseException as exc:
             self._close(exc)
-            raise
+            crash = self._crash(exc)
+            if crash is None:
+                raise
+            raise crash from exc
         final = dict(result) if isinstance(result, dict) else self.metrics.last()
         self._close(None, final)
         return final
@@ -176,6 +183,20 @@ class AgentTrainer:
         self.checks.append(check)
         if self._on_check is not None:
             self._on_check(check)
+
+    def _crash(self, error: BaseException) -> TrainingCrash | None:
+        """The one-line error for an exception the engine did not mean (a bug, a library's
+        failure), or ``None`` for one that already says what is wrong (an
+        ``AWorldTrainError``) or stops the run (a ``KeyboardInterrupt``)."""
+        from aworld_train.failure import crash_line, raised_at
+
+        if isinstance(error, (AWorldTrainError, KeyboardInterrupt)):
+            return None
+        who = plugins.raised_by_label(self.manager, self.engine_info, error)
+        where = raised_at(error, plugins.plugin_packages(self.manager))
+        log = self.run_dir.error_log
+        return TrainingCrash(crash_line(who, "train", error, where,
+                                        log if log.is_file() else None))
 
     def _close(self, error: BaseException | None, final: dict[str, Any] | None = None) -> None:
         """End the run: the progress display stops, the run directory records how it ended."""

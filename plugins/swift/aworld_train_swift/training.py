@@ -15,8 +15,6 @@ from aworld_train.engine import (
     ADAPTER_DIR,
     MODEL_DIR,
     TRACKERS,
-    AWorldTrainError,
-    TrainingError,
     last_checkpoint,
     merge_adapter,
     resume_checkpoint,
@@ -133,13 +131,10 @@ def train_in_process(
             from swift import sft_main as main
         else:
             from swift import rlhf_main as main
-        try:
-            with model_code(config.trust_remote_code, str(config.arguments["model"])):
-                result = main(args)
-        except AWorldTrainError:
-            raise
-        except (RuntimeError, ValueError) as error:
-            raise TrainingError(f"ms-swift {config.algorithm} training failed: {error}") from error
+        # A failure inside ms-swift reaches the core as it was raised: the core's line names
+        # its type and where it was raised, and the run's error.log keeps its traceback.
+        with model_code(config.trust_remote_code, str(config.arguments["model"])):
+            result = main(args)
     final: dict[str, Any] = {}
     for entry in result.get("log_history", []):
         final.update(common_metrics(entry))
