@@ -16,8 +16,8 @@ AWorld is imported only for an AWorld agent; the OpenAI SDK is never imported by
 from __future__ import annotations
 
 import asyncio
-import copy
 import inspect
+import io
 import os
 import pickle
 from dataclasses import dataclass, field
@@ -103,10 +103,7 @@ async def _run_aworld(agent: Any, row: dict[str, Any], llm: LLM) -> Answer:
 def aworld_copy(agent: Any, llm: LLM | None) -> Any:
     """A fresh copy of an AWorld ``Agent`` (AWorld agents keep state between runs), its LLM
     pointed at ``llm``."""
-    try:
-        agent = pickle.loads(pickle.dumps(agent))
-    except Exception:  # noqa: BLE001 - an agent holding something unpicklable
-        agent = copy.deepcopy(agent)
+    agent = pickle.loads(dump_aworld_agent(agent))
     # AWorld keeps an agent's memory by its id: copies running at once need ids of their own.
     agent._id = f"{agent.name()}---uuid{uuid4().hex[:6]}uuid"
     if llm is not None:
@@ -117,6 +114,37 @@ def aworld_copy(agent: Any, llm: LLM | None) -> Any:
         conf.llm_stream_call = False
         agent._llm = None  # AWorld builds its client lazily from llm_config: rebuild it
     return agent
+
+
+#: What an AWorld sandbox is built from (its constructor's keywords, read back as properties).
+SANDBOX_SETTINGS = ("mcp_servers", "mcp_config", "black_tool_actions", "skill_configs", "tools",
+                    "custom_env_tools", "agents", "env_content_name", "env_content", "workspaces")
+
+
+def dump_aworld_agent(agent: Any, pickler: type[pickle.Pickler] = pickle.Pickler) -> bytes:
+    """An AWorld ``Agent`` pickled, its sandbox (the MCP servers' runtime) as the sandbox's
+    settings: a live one holds open log files and is registered under its id, so each copy
+    builds its own.
+
+    :param pickler: the pickler class to extend (``cloudpickle.Pickler`` for another process).
+    """
+    from aworld.sandbox import Sandbox
+
+    class AgentPickler(pickler):  # type: ignore[misc, valid-type]
+        def reducer_override(self, obj: Any) -> Any:
+            if isinstance(obj, Sandbox):
+                return rebuild_sandbox, (type(obj), {key: getattr(obj, key) for key in SANDBOX_SETTINGS})
+            parent = getattr(super(), "reducer_override", None)
+            return parent(obj) if parent is not None else NotImplemented
+
+    buffer = io.BytesIO()
+    AgentPickler(buffer).dump(agent)
+    return buffer.getvalue()
+
+
+def rebuild_sandbox(cls: type, settings: dict[str, Any]) -> Any:
+    """A new AWorld sandbox, with an id of its own, from a pickled one's settings."""
+    return cls(**settings)
 
 
 def last_user_text(prompt: Any) -> str:

@@ -3,7 +3,8 @@
 An AWorld agent or a Python agent is code: whether it imports, takes the row, calls its model
 and returns an answer the reward can score shows only when it runs. :func:`check_agent_once`
 runs one episode on the first row in a forked child (the agent may hang, exit or crash the
-process), through the same runtime training uses, with a stand-in for the policy: every request
+process; an AWorld agent, whose library's threads do not survive a fork, runs in this process
+under the episode's time limit), through the same runtime training uses, with a stand-in for the policy: every request
 is answered with :data:`STANDIN_REPLY`, and the policy's chat template renders what the agent
 sends. Then the reward scores the agent's answer, in the same child.
 """
@@ -50,8 +51,13 @@ def check_agent_once(spec: AgentSpec, row: dict[str, Any], tokenizer: Any,
 
     timeout = CHECK_TIMEOUT if timeout is None else timeout
     what = f"agent '{spec.name}' on {where}"
-    checked = call_isolated(lambda: _episode(spec, row, tokenizer, reward, timeout),
-                            timeout=timeout + 10, what=what, error=AgentError)
+    if spec.form == "aworld":
+        # AWorld's own threads (its logger, its sandbox) do not survive a fork: an AWorld agent
+        # runs in this process, where the episode's time limit still stops a hung one.
+        checked = _episode(spec, row, tokenizer, reward, timeout)
+    else:
+        checked = call_isolated(lambda: _episode(spec, row, tokenizer, reward, timeout),
+                                timeout=timeout + 10, what=what, error=AgentError)
     if isinstance(checked, str):
         raise AgentError(f"{what}: {checked}")
     return checked
@@ -59,13 +65,14 @@ def check_agent_once(spec: AgentSpec, row: dict[str, Any], tokenizer: Any,
 
 def _episode(spec: AgentSpec, row: dict[str, Any], tokenizer: Any,
              reward: RewardSpec | None, timeout: float) -> CheckedEpisode | str:
-    """In the child: the episode, then the reward; the failure's text, if any."""
+    """The episode, then the reward; the failure's text, if any."""
     from aworld_train.runtime import rollout
     from aworld_train.runtime.episode import Generated, Limits
     from aworld_train.runtime.rollout import AgentRuntime
     from aworld_train.runtime.trajectory import ChatRenderer
 
-    rollout.forget_loops()  # the parent's loop threads were not forked
+    if spec.form != "aworld":
+        rollout.forget_loops()  # in a forked child: the parent's loop threads were not forked
     renderer = ChatRenderer(tokenizer)
     reply = list(tokenizer(STANDIN_REPLY, add_special_tokens=False)["input_ids"])
     if renderer.eos_token_id is not None:
