@@ -6,9 +6,11 @@ it is (installed, or on ``PYTHONPATH``). Anything else (several weighted functio
 closure, a module found only through this process's own ``sys.path``, such as one beside the
 user's script, or any reward of an agent with tools) gets a small module in the run directory,
 ``verl_reward.py``, that combines them, putting each module's folder on ``sys.path`` first; callables it cannot import are stored beside
-it with cloudpickle, which Ray already uses. For an agent with tools the module also scores 0 an
-episode the agent loop records as failed (``agent_failure`` in its extra fields) and reports
-``agent_failed`` (1 or 0) for every episode.
+it with cloudpickle, which Ray already uses. For an agent the plugin's agent loop runs, the module
+scores the agent's answer (``agent_answer`` in the episode's extra fields, with the fields the
+agent returned beside it, ``agent_extra``, in ``extra_info``) rather than the decoded episode,
+scores 0 an episode the loop records as failed (``agent_failure``) and reports ``agent_failed``
+(1 or 0) for every episode.
 """
 
 from __future__ import annotations
@@ -75,6 +77,10 @@ _LOADED = [(name, weight, _load(ref, root, index)) for index, (name, weight, ref
 def {function_name}(data_source, solution_str, ground_truth, extra_info=None, **_):
     total = 0.0
     metrics = {{}}
+    if EPISODES and isinstance((extra_info or {{}}).get("agent_answer"), str):
+        # The agent's answer is what it returned, not the decoded episode; its extra fields too.
+        solution_str = extra_info["agent_answer"]
+        extra_info = {{**extra_info, **(extra_info.get("agent_extra") or {{}})}}
     for name, weight, fn in _LOADED:
         result = fn(data_source, solution_str, ground_truth, extra_info)
         if isinstance(result, dict):
@@ -113,12 +119,12 @@ def _direct(function: RewardFunction) -> VerlReward | None:
     target, name = function.ref.rsplit(":", 1)
     if target.endswith(".py"):
         return VerlReward(path=str(Path(target).resolve()), name=name)
-    if _import_root(function.ref) is not None:
+    if import_root(function.ref) is not None:
         return None
     return VerlReward(path=f"pkg://{target}", name=name)
 
 
-def _import_root(ref: str | None) -> str | None:
+def import_root(ref: str | None) -> str | None:
     """The folder a new Python process must put on ``sys.path`` to import the module of a
     ``package.module:function`` reference, or ``None`` when it needs none (a file reference, an
     installed module, one on ``PYTHONPATH``, or one whose file cannot be found)."""
@@ -175,7 +181,7 @@ def wire(spec: RewardSpec, run_dir: Path, episodes: bool = False, vault: Vault |
                 f"{error}; define it in a file and give 'file.py:function'"
             ) from error
         (run_dir / PICKLE_NAME).write_bytes(payload)
-    functions = [(f.name, float(f.weight), f.ref, _import_root(f.ref)) for f in spec.functions]
+    functions = [(f.name, float(f.weight), f.ref, import_root(f.ref)) for f in spec.functions]
     module = run_dir / MODULE_NAME
     module.write_text(
         _MODULE_TEMPLATE.format(

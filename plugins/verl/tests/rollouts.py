@@ -1,4 +1,5 @@
-"""Agent episodes run by VeRL's own ``AgentLoopWorker`` on the CPU, for the agent-loop tests.
+"""Agent episodes run by VeRL's own ``AgentLoopWorker`` on the CPU, through the core's agent
+runtime, for the agent-loop tests.
 
 Only the token generator is fake: :class:`ScriptedTokenClient` stands in for vLLM (no GPU here).
 It answers a question with a tool call, and the tool's result with that result as the answer, so
@@ -90,8 +91,8 @@ def rollout(tmp_path: Path, model: Path, spec: Any, resolved: Any, rows: list[di
                    verl={"reward": {"num_workers": 1}, "actor_rollout_ref": {"rollout": {"calculate_log_probs": True}}})
     cfg = Checks(ctx, tools=resolved).check_job(spec, dataset(rows), resolve_reward("answer_match")).config
     assert cfg.actor_rollout_ref.rollout.agent.agent_loop_config_path == str(tmp_path / "run" / "agent_loop.yaml")
-    shipped = list((tmp_path / "run").glob("*.pkl"))  # the tool set or the AWorld agent
-    assert shipped and all(path.stat().st_mode & 0o077 == 0 for path in shipped), "secrets stay the owner's"
+    shipped = (tmp_path / "run").glob("*.pkl")  # the tool set or the agent, when pickled
+    assert all(path.stat().st_mode & 0o077 == 0 for path in shipped), "secrets stay the owner's"
 
     tokenizer = load_tokenizer(str(model))
     data = RLHFDataset(data_files=[cfg.data.train_files], tokenizer=tokenizer, config=cfg.data)

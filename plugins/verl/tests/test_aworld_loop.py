@@ -1,8 +1,9 @@
 """An AWorld ``Agent``, unmodified, trained on VeRL: VeRL's own ``AgentLoopWorker`` runs the
-plugin's AWorld agent loop on the CPU; the agent runs through AWorld's ``Runners`` with its own
-MCP runtime (the calculator example's server over stdio) and calls the policy through the
-loop's OpenAI-compatible loopback endpoint. Only the token generator is fake (see
-:mod:`rollouts`). Needs the plugin's ``aworld`` extra, which ``make`` installs."""
+plugin's AWorld agent loop on the CPU through the core's agent runtime; the agent runs through
+AWorld's ``Runners`` with its own MCP runtime (the calculator example's server over stdio) and
+calls the policy through the runtime's OpenAI-compatible loopback endpoint. Only the token
+generator is fake (see :mod:`rollouts`). Needs the plugin's ``aworld`` extra, which ``make``
+installs."""
 
 from __future__ import annotations
 
@@ -11,13 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aworld.agents.llm_agent import Agent
 
 from rollouts import EXAMPLE, assert_exact_tool_episodes, model_tokens, rollout
 
 from aworld_train.agent import load_agent
 from aworld_train.errors import AgentError
 from aworld_train.tools import close_sessions, resolve_tools
-from aworld_train_verl import aworld_loop
+from aworld_train_verl import agent_loop
 
 SYSTEM_PROMPT = "You are a calculator agent. Call the tools for every step; answer as <answer>NUMBER</answer>."
 SECRET = "sk-never-leaves-the-driver"
@@ -25,7 +27,6 @@ SECRET = "sk-never-leaves-the-driver"
 
 def calculator_agent(agent_class: Any = None) -> Any:
     """An AWorld agent as a user writes one, with the example's calculator MCP server."""
-    from aworld.agents.llm_agent import Agent
     from aworld.config.conf import AgentConfig
 
     return (agent_class or Agent)(
@@ -39,14 +40,12 @@ def calculator_agent(agent_class: Any = None) -> Any:
     )
 
 
-def failing_agent() -> Any:
-    from aworld.agents.llm_agent import Agent
+class FailingAgent(Agent):
+    """An agent whose every step raises, at the top of its module as a user writes one (the
+    runtime copies the agent for each episode by pickling it, which finds its class by name)."""
 
-    class FailingAgent(Agent):
-        async def async_policy(self, *args: Any, **kwargs: Any) -> Any:
-            raise RuntimeError("planted agent failure")
-
-    return calculator_agent(FailingAgent)
+    async def async_policy(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("planted agent failure")
 
 
 def run_rows(tmp_path: Path, model: Path, agent: Any, rows: list[dict[str, Any]]) -> tuple[Any, Any]:
@@ -79,7 +78,7 @@ def test_an_aworld_agent_runs_unmodified_and_trains_on_the_models_exact_tokens(
 def test_an_aworld_agent_that_fails_or_times_out_scores_0_and_the_step_goes_on(
     tmp_path: Path, tool_model: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(aworld_loop, "EPISODE_TIMEOUT", 5.0)
+    monkeypatch.setattr(agent_loop, "EPISODE_TIMEOUT", 5.0)
     rows = [{"prompt": "What is 12 * 34?", "ground_truth": "408", "data_source": "calculator"},
             {"prompt": "Sleep 60 seconds", "ground_truth": "7", "data_source": "calculator"}]
     output, client = run_rows(tmp_path, tool_model, calculator_agent(), rows)
@@ -92,9 +91,10 @@ def test_an_aworld_agent_that_fails_or_times_out_scores_0_and_the_step_goes_on(
     assert generated == []
     assert output.batch["rm_scores"].sum(dim=-1).tolist() == [1.0, 0.0]
 
-    output, client = run_rows(tmp_path / "failing", tool_model, failing_agent(),
+    output, client = run_rows(tmp_path / "failing", tool_model, calculator_agent(FailingAgent),
                               [{"prompt": "What is 2 * 3?", "ground_truth": "6", "data_source": "calculator"}])
-    assert output.non_tensor_batch["agent_failure"].tolist() == ["the agent's task failed: planted agent failure"]
+    assert output.non_tensor_batch["agent_failure"].tolist() == [
+        "RuntimeError: the agent's task failed: planted agent failure"]
     assert client.returned == {}, "the agent never called its model"
     assert output.batch["rm_scores"].sum(dim=-1).tolist() == [0.0]
 

@@ -1,4 +1,4 @@
-"""The loopback chat endpoint AWorld agents call: each episode's requests reach its handler, and
+"""The agent runtime's loopback chat endpoint: each episode's requests reach its handler, and
 end with it."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from aworld_train_verl.chat_endpoint import shared_endpoint
+from aworld_train.runtime.endpoint import shared_endpoint
 
 QUESTION = {"messages": [{"role": "user", "content": "What is 6 * 7?"}]}
 
