@@ -176,7 +176,7 @@ def test_check_passes_a_valid_job_and_writes_no_run(tmp_path: Path) -> None:
     assert "all checks passed" in result.stdout
     for row in ("agent", "dataset", "reward", "config", "toy", "core"):
         assert row in result.stdout
-    assert "sample row 0 scored 1" in result.stdout
+    assert "the ground truth scores 1 on all 4 rows" in result.stdout
     assert not (tmp_path / "runs").exists()
 
 
@@ -621,7 +621,7 @@ calls = 0
 def leaky(data_source, solution_str, ground_truth, extra_info=None):
     global calls
     calls += 1
-    if calls > 2:  # past the sample row, in training
+    if calls > 4:  # past the 4 rows check scores (in its own process), in training
         raise RuntimeError("denied for key " + __import__("os").environ["SEARCH_API_KEY"])
     return 1.0
 """)

@@ -166,3 +166,23 @@ def test_from_a_thread_while_an_event_loop_runs_in_another() -> None:
         loop.call_soon_threadsafe(loop.stop)
         loop_thread.join(5)
         loop.close()
+
+
+def test_a_heartbeat_gives_each_step_the_time_limit_and_names_the_hung_one() -> None:
+    from aworld_train.isolation import Heartbeat
+
+    heartbeat = Heartbeat()
+
+    def steps(hang_at: int) -> int:
+        for step in range(5):
+            heartbeat.beat(step)
+            time.sleep(60 if step == hang_at else 0.2)
+        return 5
+
+    # Five steps of 0.2 s: 1 s in all, each within the 0.5 s limit.
+    assert call_isolated(lambda: steps(-1), timeout=0.5, what="r", error=RewardError,
+                         heartbeat=heartbeat) == 5
+    with pytest.raises(RewardError) as raised:
+        call_isolated(lambda: steps(3), timeout=0.5, error=RewardError, heartbeat=heartbeat,
+                      what=lambda: f"reward 'r' on step {heartbeat.step}")
+    assert str(raised.value) == "reward 'r' on step 3 did not return within 0.5 s"

@@ -223,10 +223,10 @@ def test_reward_that_raises_on_the_sample_row(reward_dir: Path) -> None:
 
 
 @pytest.mark.parametrize(("name", "message"), [
-    ("words", "returned str 'yes'; expected a float or a dict with a 'score'"),
-    ("nothing", "returned NoneType None"),
-    ("not_finite", "returned float nan"),
-    ("no_score", "returned a dict without a numeric 'score'"),
+    ("words", "returned str 'yes'; expected a finite number or a dict with a numeric 'score'"),
+    ("nothing", r"returned None; a reward scores every completion with a number \(return 0.0 "),
+    ("not_finite", "returned float nan; expected a finite number"),
+    ("no_score", "returned a dict without a finite numeric 'score'"),
 ])
 def test_reward_that_returns_a_non_number(reward_dir: Path, name: str, message: str) -> None:
     spec = resolve_reward(f"my_rewards.py:{name}", base_dir=reward_dir)

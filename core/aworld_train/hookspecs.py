@@ -139,8 +139,9 @@ def check_reward(reward: RewardSpec | None, agent: Any, dataset: Any, config: Tr
     """Check the reward and wrap it in the engine's reward interface.
 
     Called third. The core has already resolved every reward function, checked its signature
-    ``reward(data_source, solution_str, ground_truth, extra_info=None) -> float | dict`` and run
-    it on a sample row, in a child process with a time limit.
+    ``reward(data_source, solution_str, ground_truth, extra_info=None) -> float | dict`` and
+    scored the training rows with it (each row's ground truth as the completion, every row up to
+    a budget), in a child process with a time limit per call.
 
     :param reward: the resolved reward functions with their weights, or ``None`` when the user
         gave none (an engine that needs one raises ``RewardError``).

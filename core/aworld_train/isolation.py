@@ -6,6 +6,9 @@ naming what was called, and the check carries on to report it.
 
 The child is forked (not spawned), so ``fn`` may be any callable, a lambda or a closure
 included: nothing is pickled on the way in; only the result comes back through a pipe.
+
+One child may run many calls of the user's code (a reward on many rows): a :class:`Heartbeat`
+gives each call its own time limit and lets the error name the call that was running.
 """
 
 from __future__ import annotations
@@ -30,22 +33,59 @@ T = TypeVar("T")
 Outcome = tuple[Any, ...]
 
 
+class Heartbeat:
+    """Memory shared with the child :func:`call_isolated` forks, which the child's code writes
+    as it starts each of many steps: the time limit then applies to each step, not to all of
+    them together, and the parent can tell which step was running when one hangs or ends the
+    process.
+
+    Make it before :func:`call_isolated` forks, and call :meth:`beat` in the child only.
+    """
+
+    def __init__(self) -> None:
+        import multiprocessing
+
+        context = multiprocessing.get_context("fork")
+        self._step = context.RawValue("q", -1)
+        self._since = context.RawValue("d", 0.0)
+
+    def beat(self, step: int) -> None:
+        """Step ``step`` starts now: its time limit starts now."""
+        self._step.value = step
+        # time.monotonic is CLOCK_MONOTONIC on Linux, one clock for the parent and the child.
+        self._since.value = time.monotonic()
+
+    @property
+    def step(self) -> int:
+        """The step running (or last run); -1 before the first beat."""
+        return int(self._step.value)
+
+    def deadline(self, timeout: float, started: float) -> float:
+        """When the running step's time runs out: ``timeout`` after its beat, or after
+        ``started`` before the first beat."""
+        return max(started, float(self._since.value)) + timeout
+
+
 def call_isolated(
     fn: Callable[[], T],
     *,
     timeout: float,
-    what: str,
+    what: str | Callable[[], str],
     error: type[AWorldTrainError],
     hint: str = "",
+    heartbeat: Heartbeat | None = None,
 ) -> T:
     """Call ``fn()`` in a forked child process and return its result.
 
     :param fn: a zero-argument callable; its result must be picklable.
     :param timeout: seconds ``fn`` may take; the child is killed after them.
-    :param what: how errors name the call, e.g. ``"reward 'rewards.py:score' on row 0"``.
+    :param what: how errors name the call, e.g. ``"reward 'rewards.py:score' on row 0"``; a
+        callable is asked when an error is raised (with a ``heartbeat``: the step running).
     :param error: the error class to raise.
     :param hint: said in brackets after a timeout, e.g. ``"set config reward_timeout to allow
         more"``.
+    :param heartbeat: the steps ``fn`` reports: ``timeout`` then limits each step, from its
+        beat, rather than the whole call.
     :raises AWorldTrainError: ``error`` with one line starting with ``what`` when ``fn`` raises,
         calls ``sys.exit``, ends or crashes the process, returns something that cannot be sent
         back, or takes longer than ``timeout``; an ``AWorldTrainError`` that ``fn`` raises is
@@ -57,20 +97,24 @@ def call_isolated(
     context = multiprocessing.get_context("fork")
     receiver, sender = context.Pipe(duplex=False)
     # Not a daemon: a daemonic process may not start processes, and reward code may.
-    process = context.Process(target=_child, args=(fn, sender), name=f"aworld-train: {what}")
+    label = what if isinstance(what, str) else "the user's code"
+    process = context.Process(target=_child, args=(fn, sender), name=f"aworld-train: {label}")
     outcome: Outcome | None = None
     try:
         process.start()
         sender.close()
-        deadline = time.monotonic() + timeout
+        started = time.monotonic()
         # Wait on the pipe and on the process: a child that dies without sending leaves the
         # pipe open while another child forked meanwhile holds a copy of its write end.
         while outcome is None and process.exitcode is None:
+            deadline = (started + timeout if heartbeat is None
+                        else heartbeat.deadline(timeout, started))
             left = deadline - time.monotonic()
-            if left <= 0 or not wait([receiver, process.sentinel], left):
+            if left <= 0:
                 after = f" ({hint})" if hint else ""
-                raise error(f"{what} did not return within {timeout:g} s{after}")
-            outcome = _receive(receiver)
+                raise error(f"{_named(what)} did not return within {timeout:g} s{after}")
+            if wait([receiver, process.sentinel], left):
+                outcome = _receive(receiver)
         if outcome is None:
             outcome = _receive(receiver)  # sent just before the child ended
     finally:
@@ -79,8 +123,12 @@ def call_isolated(
         process.join()
         receiver.close()
     if outcome is None:
-        raise error(f"{what} {_ending(process.exitcode)}")
-    return _unpack(outcome, what, error)
+        raise error(f"{_named(what)} {_ending(process.exitcode)}")
+    return _unpack(outcome, _named(what), error)
+
+
+def _named(what: str | Callable[[], str]) -> str:
+    return what if isinstance(what, str) else what()
 
 
 def _child(fn: Callable[[], Any], sender: Connection) -> None:

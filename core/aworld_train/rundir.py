@@ -52,7 +52,7 @@ class RunDirectory:
         :raises RunDirectoryError: when ``run_path`` is a file or cannot be written.
         """
         if check_only:
-            check_run_path(Path(run_path).expanduser())
+            probe_run_path(Path(run_path).expanduser())
             return cls.scratch()
         return cls.create(run_path, engine)
 
@@ -184,6 +184,38 @@ def check_run_path(root: Path) -> None:
     """:raises RunDirectoryError: when ``root`` exists and is not a directory."""
     if root.exists() and not root.is_dir():
         raise RunDirectoryError(f"run path {root} is a file, not a directory")
+
+
+def probe_run_path(root: Path) -> None:
+    """Make ``root`` as ``train`` would and write a file in it once, then remove the file and
+    every folder this made: ``check`` refuses a run path ``train`` could not use, and leaves
+    none behind. A folder that was there before stays, with what it holds.
+
+    :raises RunDirectoryError: when ``root`` is a file, or cannot be created or written.
+    """
+    check_run_path(root)
+    made: list[Path] = []  # the folders that are missing, innermost first
+    folder = root.absolute()
+    while not folder.exists() and folder != folder.parent:
+        made.append(folder)
+        folder = folder.parent
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RunDirectoryError(f"cannot create run path {root}: {exc.strerror or exc}") from None
+    try:
+        handle, probe = tempfile.mkstemp(prefix=".aworld-train-check-", dir=root)
+        os.close(handle)
+        os.unlink(probe)
+    except OSError as exc:
+        raise RunDirectoryError(f"run path {root} is not writable: {exc.strerror or exc}") \
+            from None
+    finally:
+        for created in made:
+            try:
+                created.rmdir()
+            except OSError:  # no longer empty: another process wrote there meanwhile
+                pass
 
 
 def read_manifest(run_dir: Path) -> dict[str, Any]:

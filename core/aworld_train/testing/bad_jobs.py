@@ -76,6 +76,25 @@ def hard_exit(data_source, solution_str, ground_truth, extra_info=None):
 
 def two_args(solution, truth):
     return 1.0
+
+
+# Fine on every row but row 5 of 8 (ground truth "5"): check scores more than row 0.
+def none_late(data_source, solution_str, ground_truth, extra_info=None):
+    return None if ground_truth == "5" else 1.0
+
+
+def nan_late(data_source, solution_str, ground_truth, extra_info=None):
+    return math.nan if ground_truth == "5" else 1.0
+
+
+def text_late(data_source, solution_str, ground_truth, extra_info=None):
+    return "high" if ground_truth == "5" else 1.0
+
+
+def raises_late(data_source, solution_str, ground_truth, extra_info=None):
+    if ground_truth == "5":
+        raise RuntimeError("planted failure on a late row")
+    return 1.0
 '''
 
 
@@ -312,6 +331,11 @@ def _model_typo(job: JobFolder) -> None:
     job.config["model"] = "build/modle"
 
 
+def _bare_model_typo(job: JobFolder) -> None:
+    (job.root / "tiny-model").mkdir()
+    job.config["model"] = "tiny-modle"
+
+
 def _model_is_file(job: JobFolder) -> None:
     job.config["model"] = str(job.write("model.bin", "weights"))
 
@@ -361,6 +385,8 @@ CASES: tuple[BadJob, ...] = (
     BadJob("engine_not_text", set_job(engine=7), "engine"),
     BadJob("run_path_list", set_job(run_path=["a", "b"]), "run_path"),
     BadJob("run_path_is_file", _run_path_file, "runs-file"),
+    BadJob("run_path_cannot_be_created", set_job(run_path="/proc/aworld-runs"),
+           "cannot create run path /proc/aworld-runs"),
     BadJob("job_field_misspelled", set_job(trian_dataset="train.jsonl"), "trian_dataset"),
     BadJob("job_duplicate_key", _duplicate_key, "reward.*(twice|duplicate)|(twice|duplicate).*reward"),
     BadJob("job_not_mapping", _text("- engine\n- trl\n"), "job.yaml"),
@@ -377,6 +403,14 @@ CASES: tuple[BadJob, ...] = (
     BadJob("reward_returns_nan", _reward("rewards.py:nan"), "rewards.py:nan"),
     BadJob("reward_dict_without_score", _reward("rewards.py:no_score"), "rewards.py:no_score"),
     BadJob("reward_hangs", _reward("rewards.py:sleeps", reward_timeout=1), "rewards.py:sleeps"),
+    BadJob("reward_none_on_a_late_row", _reward("rewards.py:none_late"),
+           r"rewards.py:none_late' on row 5 returned None; a reward scores every completion"),
+    BadJob("reward_nan_on_a_late_row", _reward("rewards.py:nan_late"),
+           r"rewards.py:nan_late' on row 5 returned float nan"),
+    BadJob("reward_text_on_a_late_row", _reward("rewards.py:text_late"),
+           r"rewards.py:text_late' on row 5 returned str 'high'"),
+    BadJob("reward_raises_on_a_late_row", _reward("rewards.py:raises_late"),
+           r"rewards.py:raises_late' on row 5 raised RuntimeError: planted failure on a late row"),
     BadJob("reward_calls_sys_exit", _reward("rewards.py:exits"), "rewards.py:exits"),
     BadJob("reward_calls_os_exit", _reward("rewards.py:hard_exit"), "rewards.py:hard_exit"),
     BadJob("reward_wrong_signature", _reward("rewards.py:two_args"), "two_args"),
@@ -416,6 +450,8 @@ CASES: tuple[BadJob, ...] = (
     BadJob("agent_file_missing", set_job(agent="absent-agent.yaml"), "absent-agent.yaml"),
     # Model folders: checked without running their code.
     BadJob("model_folder_typo", _model_typo, "build/modle"),
+    BadJob("model_bare_name_typo", _bare_model_typo,
+           r"model folder tiny-modle not found .*\(did you mean tiny-model\?\)"),
     BadJob("model_is_a_file", _model_is_file, "model.bin"),
     BadJob("model_config_broken", _model(config="{not json"), "config.json"),
     BadJob("model_config_missing", _model(config=None), "config.json"),

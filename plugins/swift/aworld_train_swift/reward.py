@@ -92,8 +92,10 @@ def register(reward: SwiftReward) -> None:
 def reward_to_swift(spec: RewardSpec | None, algorithm: str) -> SwiftReward | None:
     """Name each reward function's ORM and register them in swift's ``orms``.
 
-    The user's functions are not called here: the core has scored the sample row with each
-    one, in a child process with a time limit.
+    The user's functions are not called here: the core has scored the training rows with
+    each one, in a child process with a time limit. While training, a function that returns
+    ``None`` is refused as in the checks (ms-swift would skip it as "not applicable"; the job
+    means the same on every engine).
 
     :raises RewardError: when GRPO has no reward to score its completions with.
     """

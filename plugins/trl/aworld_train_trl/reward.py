@@ -96,8 +96,10 @@ class TrlReward:
 def reward_to_trl(spec: RewardSpec | None) -> TrlReward | None:
     """Wrap ``spec`` for TRL; a job without a reward (SFT, DPO) has nothing to wrap.
 
-    The user's functions do not run here: the core has scored the sample row with each of
-    them once, in a child process with a time limit.
+    The user's functions do not run here: the core has scored the training rows with each of
+    them, in a child process with a time limit. While training, a function that returns
+    ``None`` is refused as in the checks (TRL would skip it as "not applicable"; the job means
+    the same on every engine).
     """
     return None if spec is None else TrlReward(spec)
 
