@@ -1,12 +1,12 @@
-"""``aworld-train eval`` runs an agent with tools through TRL's tool loop, for real: the tiny
+"""``aworld-train eval`` runs an agent with tools through the agent runtime, as training runs it,
+for real: the tiny
 tool-calling model is taught a few exchanges (after each prompt, the call it makes; after the
 tool's result, what it writes next), then evaluated on a job with a Python tool and the
 calculator example's MCP server. The tools really run (a file the Python tool writes, a value
 only it can return, the server's product), their results are in the next turn's input, the
 turns stop at ``max_turns``, and an unknown tool, bad arguments or bad JSON do not stop the eval.
 
-Needs torch and TRL (whose parser reads the tool calls): run in the TRL venv (the Makefile's
-EXTRA_TESTS_trl).
+Needs torch and transformers: run in the TRL venv (the Makefile's EXTRA_TESTS_trl).
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 pytest.importorskip("torch", reason="eval generates with transformers")
-pytest.importorskip("trl", reason="eval reads tool calls with TRL's parser")
 pytest.importorskip("mcp", reason="the job uses the calculator's MCP server")
 
 from aworld_train.cli import main  # noqa: E402
-from aworld_train.evaluation import evaluate, open_target, render_prompt  # noqa: E402
+from aworld_train.evaluation import evaluate, open_target  # noqa: E402
+from aworld_train.runtime import ChatRenderer, prompt_messages  # noqa: E402
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "calculator_agent"
 MAX_TURNS = 3
@@ -72,7 +72,7 @@ def result(name: str, content: str) -> dict[str, Any]:
 # tool results taught are what eval's tool loop gives back, except the secret, which the test
 # writes only after teaching: the model cannot have learned it.
 BAD_ARGUMENTS = ("Error: TypeError: lookup() got an unexpected keyword argument 'wrong'")
-UNKNOWN = "{'error': 'Tool nosuch not found.'}"
+UNKNOWN = "Error: unknown tool 'nosuch'; the agent has: lookup, multiply"
 LESSONS: list[tuple[str, list[dict[str, Any]], str]] = [
     ("Find k.", [called(call("lookup", key="k")), result("lookup", "taught-secret"),
                  said("<answer>found</answer>")], "found"),
@@ -148,7 +148,8 @@ def _teach(model: Path, lessons: list[tuple[str, list[dict[str, Any]]]], system_
     eos = tokenizer.eos_token_id
     sequences = []
     for prompt, turns in lessons:
-        prompt_ids = render_prompt(tokenizer, prompt, system_prompt, tools=schemas)
+        prompt_ids = ChatRenderer(tokenizer).prompt_ids(prompt_messages(prompt, system_prompt),
+                                                        schemas)
         messages = [{"role": "system", "content": system_prompt},
                     {"role": "user", "content": prompt}, *turns]
         text = tokenizer.apply_chat_template(messages, tools=schemas, tokenize=False)
@@ -223,9 +224,8 @@ def test_a_called_tool_runs_and_its_result_is_in_the_next_turn(
     assert episode[1] == result("lookup", "7f3a-only-the-tool-knows")
     assert episode[2]["role"] == "assistant" and "tool_calls" not in episode[2]
     assert "k" in (job.parent / "calls.log").read_text().splitlines()
-    # The reward saw the assistant turns' content, joined, as TRL's reward does.
-    assert record["completion"] == "".join(
-        m["content"] for m in episode if m["role"] == "assistant")
+    # The reward saw the agent's answer: its last turn.
+    assert record["completion"] == episode[-1]["content"]
 
     # The second turn's input, rebuilt the way the chat template renders the conversation, holds
     # the tool's value in its tool-response turn, right after the model's call.
@@ -262,15 +262,15 @@ def test_max_turns_bounds_an_agent_that_keeps_calling(
 def test_bad_calls_give_the_model_the_error_and_the_eval_goes_on(
         evaluated: dict[str, dict[str, Any]]) -> None:
     # An unknown tool and arguments the tool does not take: the error text is the tool's result,
-    # as TRL's loop gives it, and the model goes on from it.
+    # and the model goes on from it.
     unknown = evaluated["Call nothing."]["episode"]
     assert unknown[1] == result("nosuch", UNKNOWN)
     assert unknown[2]["content"] == "<answer>none</answer>"
     bad = evaluated["Bad arguments."]["episode"]
     assert bad[1] == result("lookup", BAD_ARGUMENTS)
     assert bad[2]["content"] == "<answer>bad</answer>"
-    # A call whose JSON does not parse is no call: TRL keeps the turn as its text and the
-    # episode ends there.
+    # A call whose JSON does not parse is no call: the turn is its text and the episode ends
+    # there.
     broken = evaluated["Bad JSON."]
     assert [m["role"] for m in broken["episode"]] == ["assistant"]
     assert "{oops}" in broken["completion"] and broken["score"] == 1.0

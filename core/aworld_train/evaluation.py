@@ -16,14 +16,12 @@ repeated gives the same numbers) unless ``samples`` asks for several, which are 
 agent's temperature and top-p. vLLM generates when it is installed and a GPU is visible, else
 ``transformers`` in batches of left-padded prompts.
 
-An agent with tools runs TRL's tool loop (``GRPOTrainer(tools=...)``, the loop the ``trl`` engine
-trains with), batched per turn: the prompt is rendered with the tools' schemas; each turn the
-model generates, the tool calls in its output are read back with TRL's ``parse_response`` and
-the response template the ``trl`` engine's check finds, the tools (Python functions and the
-job's MCP servers, through the core's :class:`~aworld_train.tools.ToolSet`) run, and their results
-are appended as ``tool`` messages, rendered by the chat template after the model's own tokens,
-for the next turn; at most ``max_turns`` turns, all of them within ``max_completion_length``
-tokens. See :func:`_tool_episodes`.
+Every other agent (an AWorld agent, a Python agent, the spec form with tools) runs as training
+runs it: through the agent runtime (:mod:`aworld_train.runtime`), one episode per completion,
+its model calls answered by the model under evaluation (batched over the episodes that ask at
+once), its tools called between turns, at most ``max_turns`` turns within
+``max_completion_length`` tokens. The reward scores the agent's answer; a failed episode scores
+0. See :func:`_agent_episodes`.
 
 Heavy libraries (torch, transformers, datasets, vllm) are imported inside the functions.
 """
@@ -39,13 +37,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.errors import AgentError, DatasetError, JobError, ModelError, RunDirectoryError
+from aworld_train.errors import DatasetError, JobError, ModelError, RunDirectoryError
 
 if TYPE_CHECKING:
     from aworld_train.agent import AgentSpec
     from aworld_train.config import TrainConfig
     from aworld_train.job import Job
     from aworld_train.reward import RewardSpec
+    from aworld_train.runtime import EpisodeResult
     from aworld_train.tools import ToolSet
 
 #: Completion tokens when the job sets neither ``max_completion_length`` nor the agent's
@@ -120,75 +119,102 @@ def generate_and_score(
         ``vllm.LLM``.
     :param rows: canonical dataset rows (``prompt``, ``ground_truth``, ``data_source``,
         ``extra_info``).
-    :param agent: gives the system prompt and, for sampling, the temperature and top-p.
+    :param agent: gives the system prompt and, for sampling, the temperature and top-p; an
+        agent of its own code (AWorld, Python) runs, one episode per completion.
     :param samples: 1: one greedy completion; K > 1: K sampled completions and pass@K.
-    :param tools: the agent's tools: with any, each completion is an episode of TRL's tool loop
-        of at most ``agent.max_turns`` turns (see :func:`_tool_episodes`); the caller opens and
-        closes their MCP sessions.
+    :param tools: the agent's tools: with any, each completion is an episode of the spec
+        form's chat loop of at most ``agent.max_turns`` turns (see :func:`_agent_episodes`); the
+        caller opens and closes their MCP sessions.
     :param progress: draw a progress bar (on a terminal only).
     :param seed: seeds sampling, so a sampled eval repeated gives the same numbers.
     :returns: the result, named after ``model``'s folder, its dataset unnamed: the caller names
         both.
-    :raises AgentError: for tools and a model whose output TRL cannot read tool calls from.
     :raises RewardError: when a reward function fails, naming it and the row.
     """
     started = time.perf_counter()
     schemas = tools.schemas() if tools is not None and len(tools) else None
-    prompts = [render_prompt(tokenizer, row["prompt"], agent.system_prompt, index, schemas)
-               for index, row in enumerate(rows)]
     sampling = _Sampling(samples, agent.llm_temperature, agent.llm_top_p, seed,
                          greedy=samples == 1)
-    episodes = None
     with _progress_bar(progress, len(rows)) as advance:
-        if tools is not None and schemas:
-            episodes = _tool_episodes(model, tokenizer, prompts, tools, agent.max_turns,
-                                      max_new_tokens, sampling, batch_size, advance)
+        if agent.runs_itself or schemas:
+            episodes = _agent_episodes(model, tokenizer, rows, agent, tools, max_new_tokens,
+                                       sampling, batch_size)
+            advance(len(rows))
+            result = score_completions(
+                rows, [[episode.answer for episode in row] for row in episodes], reward,
+                failed=[[episode.failure is not None for episode in row] for row in episodes])
+            for record, row in zip(result.records, episodes, strict=True):
+                record.update(_episode_record(row))
         else:
+            prompts = [render_prompt(tokenizer, row["prompt"], agent.system_prompt, index)
+                       for index, row in enumerate(rows)]
             completions = _generate(model, tokenizer, prompts, max_new_tokens, sampling,
                                     batch_size, advance)
-    if episodes is not None:
-        from aworld_train.hf import completion_text
-
-        # The text TRL's reward receives for an episode: its completion is the list of the
-        # episode's messages, assistant turns and tool results, and the engine's reward scores
-        # completion_text() of it, the assistant turns' content joined (the tool calls parsed out
-        # of them, the tool results left out).
-        texts = [[completion_text(messages) for messages in row] for row in episodes]
-    else:
-        eos = tokenizer.eos_token_id
-        texts = [[tokenizer.decode(_until_eos(ids, eos), skip_special_tokens=True)
-                  for ids in row] for row in completions]
-    result = score_completions(rows, texts, reward)
-    if episodes is not None:
-        for record, row in zip(result.records, episodes, strict=True):
-            record["episode" if len(row) == 1 else "episodes"] = (
-                row[0] if len(row) == 1 else row)
+            eos = tokenizer.eos_token_id
+            result = score_completions(rows, [
+                [tokenizer.decode(_until_eos(ids, eos), skip_special_tokens=True) for ids in row]
+                for row in completions], reward)
     result.model = _model_name(model)
     result.seconds = time.perf_counter() - started
     return result
 
 
+def _agent_episodes(model: Any, tokenizer: Any, rows: list[dict[str, Any]], agent: AgentSpec,
+                    tools: ToolSet | None, max_new_tokens: int, sampling: _Sampling,
+                    batch_size: int) -> list[list[EpisodeResult]]:
+    """Per row, ``sampling.samples`` episodes of the agent with ``model`` as its policy."""
+    from aworld_train.runtime import (
+        AgentRuntime,
+        BatchedGenerate,
+        ChatRenderer,
+        Generated,
+        Limits,
+    )
+
+    turn = _Sampling(1, sampling.temperature, sampling.top_p, sampling.seed, sampling.greedy)
+
+    def generate_batch(prompts: list[list[int]], max_tokens: int) -> list[Generated]:
+        eos = tokenizer.eos_token_id
+        generated = _generate(model, tokenizer, prompts, max_tokens, turn, batch_size,
+                              lambda _: None)
+        return [Generated(ids, [0.0] * len(ids))
+                for ids in (_through_eos(row[0], eos) for row in generated)]
+
+    generate = BatchedGenerate(generate_batch)
+    runtime = AgentRuntime(agent, tools, ChatRenderer(tokenizer), generate,
+                           Limits(max_turns=agent.max_turns, max_tokens=max_new_tokens),
+                           model=_model_name(model))
+    generate.runtime = runtime
+    results = runtime.run([row for row in rows for _ in range(sampling.samples)])
+    return [results[i:i + sampling.samples] for i in range(0, len(results), sampling.samples)]
+
+
+def _episode_record(episodes: list[EpisodeResult]) -> dict[str, Any]:
+    """What ``.samples.jsonl`` keeps of a row's episodes: the conversation after the prompt,
+    and why an episode failed."""
+    kept = [{"messages": e.messages, **({"failure": e.failure} if e.failure else {})}
+            for e in episodes]
+    if len(kept) == 1:
+        return {"episode": kept[0]["messages"],
+                **({"failure": kept[0]["failure"]} if "failure" in kept[0] else {})}
+    return {"episodes": kept}
+
+
 def render_prompt(tokenizer: Any, prompt: Any, system_prompt: str | None,
-                  row: int = 0, tools: list[dict[str, Any]] | None = None) -> list[int]:
+                  row: int = 0) -> list[int]:
     """The token ids of one prompt as training renders it for generation.
 
     :param prompt: a string, or a list of ``{role, content}`` messages.
-    :param tools: the tools' schemas, which the chat template shows the model (as TRL renders
-        them: ``None`` rather than an empty list).
     :raises DatasetError: for chat messages and a tokenizer without a chat template.
-    :raises AgentError: for tools and a tokenizer without a chat template.
     """
     if getattr(tokenizer, "chat_template", None):
         messages = ([{"role": "user", "content": prompt}] if isinstance(prompt, str)
                     else [{"role": m["role"], "content": m["content"]} for m in prompt])
         if system_prompt and messages[0]["role"] != "system":
             messages.insert(0, {"role": "system", "content": system_prompt})
-        encoded = tokenizer.apply_chat_template(messages, tools=tools or None,
-                                                add_generation_prompt=True, tokenize=True,
-                                                return_dict=True)
+        encoded = tokenizer.apply_chat_template(messages, add_generation_prompt=True,
+                                                tokenize=True, return_dict=True)
         return list(encoded["input_ids"])
-    if tools:
-        raise AgentError("the agent uses tools but the model has no chat template to render them")
     if not isinstance(prompt, str):
         raise DatasetError(f"row {row}: the prompt is a list of chat messages but the model has "
                            "no chat template: give prompts as plain strings")
@@ -197,17 +223,23 @@ def render_prompt(tokenizer: Any, prompt: Any, system_prompt: str | None,
 
 
 def score_completions(rows: list[dict[str, Any]], completions: list[list[str]],
-                      reward: RewardSpec) -> EvalResult:
+                      reward: RewardSpec, failed: list[list[bool]] | None = None) -> EvalResult:
     """Score each row's completions with the job's reward (weights included) and summarise.
 
     :param completions: per row, its completions' text (one, or K).
+    :param failed: per row, which completions are failed agent episodes: they score 0.
     """
+    from aworld_train.reward import RewardResult
+
     names = [function.name for function in reward.functions]
     records, scores, per_reward = [], [], {name: [] for name in names}
     passed = 0
     for index, (row, texts) in enumerate(zip(rows, completions, strict=True)):
-        results = [reward.score(row.get("data_source") or "", text, row["ground_truth"],
-                                row.get("extra_info"), row=index) for text in texts]
+        lost = failed[index] if failed is not None else [False] * len(texts)
+        results = [RewardResult(0.0, {f"rewards/{name}": 0.0 for name in names}) if failure else
+                   reward.score(row.get("data_source") or "", text, row["ground_truth"],
+                                row.get("extra_info"), row=index)
+                   for text, failure in zip(texts, lost, strict=True)]
         each = [{name: result.metrics[f"rewards/{name}"] for name in names} for result in results]
         scores.extend(result.score for result in results)
         for values in each:
@@ -252,181 +284,9 @@ def _generate(model: Any, tokenizer: Any, prompts: list[list[int]], max_new_toke
                                   batch_size, advance)
 
 
-# --- an agent with tools: TRL's tool loop -------------------------------------------------
-
-
-@dataclass
-class _Episode:
-    """One completion of an agent with tools, as TRL's ``_tool_call_loop`` keeps it.
-
-    :ivar prompt: the rendered prompt's token ids.
-    :ivar completion: every token after the prompt: the model's turns and, between them, the
-        tool results as the chat template renders them.
-    :ivar messages: the completion as messages: parsed assistant turns and ``tool`` messages.
-    """
-
-    prompt: list[int]
-    completion: list[int]
-    messages: list[dict[str, Any]]
-
-
-def _tool_episodes(model: Any, tokenizer: Any, prompts: list[list[int]], tools: ToolSet,
-                   max_turns: int, max_new_tokens: int, sampling: _Sampling, batch_size: int,
-                   advance: Callable[[int], None]) -> list[list[list[dict[str, Any]]]]:
-    """Run each prompt's episodes through TRL 1.16's tool loop (``GRPOTrainer._generate`` and
-    ``_tool_call_loop``), batched per turn; per prompt, per completion, the episode's messages.
-
-    As there: the first turn draws ``samples`` completions per prompt, each later turn one per
-    episode; a turn's tokens run through its end-of-sequence token and are parsed with
-    ``parse_response`` (a call with bad JSON leaves the turn as plain text, which ends the
-    episode); every call of a turn runs, in order, and its result is a ``tool`` message whose
-    content is ``str()`` of what the tool returned (an unknown tool, arguments the tool does not
-    take, a tool or server that raises: ``str({"error": message})``, the episode goes on); the next
-    turn's input is the prompt, the completion so far and the chat template's rendering of the
-    tool messages (no re-tokenizing of the model's tokens); results that would take the completion
-    past ``max_new_tokens`` (the job's ``max_completion_length``) or the context past the model's
-    length are dropped and the episode ends; a turn is cut to the tokens left of
-    ``max_new_tokens``; at most ``max_turns`` turns (``max_tool_calling_iterations`` =
-    ``max_turns - 1``).
-    """
-    reader = _tool_call_reader(tokenizer)
-    schemas = tools.schemas()
-    by_name = {tool.name: tool for tool in tools}
-    eos = tokenizer.eos_token_id
-    limit = _context_length(model)
-    first = _generate(model, tokenizer, prompts, max_new_tokens, sampling, batch_size, advance)
-    episodes = [[_Episode(prompt, ids, [_parse_turn(reader, ids, prompt, schemas)])
-                 for ids in (_through_eos(row_ids, eos) for row_ids in row)]
-                for prompt, row in zip(prompts, first, strict=True)]
-    active = [episode for row in episodes for episode in row
-              if episode.messages[-1].get("tool_calls")]
-    for turn in range(1, max_turns):
-        if not active:
-            break
-        going, contexts = [], []
-        for episode in active:
-            results = [_call_tool(call, by_name) for call in episode.messages[-1]["tool_calls"]]
-            messages = [{"role": "tool", "name": name, "content": content}
-                        for name, content in results]
-            context = (episode.prompt + episode.completion
-                       + _tool_suffix_ids(reader, messages, eos))
-            if len(context) - len(episode.prompt) > max_new_tokens or len(context) >= limit:
-                continue  # no room for the results: TRL drops them and the episode ends
-            episode.messages.extend(messages)
-            going.append(episode)
-            contexts.append(context)
-        if not going:
-            break
-        later = _Sampling(1, sampling.temperature, sampling.top_p, sampling.seed + turn,
-                          greedy=sampling.greedy)
-        generated = _generate(model, tokenizer, contexts, max_new_tokens, later, batch_size,
-                              lambda rows: None)
-        active = []
-        for episode, context, row in zip(going, contexts, generated, strict=True):
-            room = max_new_tokens - (len(context) - len(episode.prompt))
-            ids = _through_eos(row[0], eos)[:room]
-            episode.completion = context[len(episode.prompt):] + ids
-            parsed = _parse_turn(reader, ids, context, schemas) if ids else {}
-            if parsed:  # nothing when the turn was cut to no tokens
-                episode.messages.append(parsed)
-                if parsed.get("tool_calls"):
-                    active.append(episode)
-    return [[episode.messages for episode in row] for row in episodes]
-
-
-def _tool_call_reader(tokenizer: Any) -> Any:
-    """A copy of ``tokenizer`` that reads tool calls back from the model's output, set up as
-    the ``trl`` engine sets it up: the tokenizer's own response template, else the one TRL knows
-    for its chat template, else the first of TRL's templates that reads back a call the chat
-    template renders (a ChatML template with ``<tool_call>`` gets Qwen's).
-
-    :raises AgentError: without TRL (its parser reads the calls), or for a chat template none of
-        TRL's parsers reads.
-    """
-    import copy
-
-    from aworld_train.hf import probe_response_template
-
-    try:
-        from trl import chat_template_utils
-    except ImportError:
-        raise AgentError("the agent uses tools: eval reads the model's tool calls as the trl "
-                         "engine does, with TRL's parser: pip install trl (or run eval in the trl "
-                         "engine's environment)") from None
-    if not hasattr(chat_template_utils, "parse_response"):
-        raise AgentError("the agent uses tools: eval reads the model's tool calls with TRL's "
-                         "parse_response, which this TRL lacks: pip install 'trl>=1.16'")
-    reader = copy.deepcopy(tokenizer)
-    if getattr(reader, "response_template", None) or getattr(reader, "response_schema", None):
-        return reader
-    try:
-        return chat_template_utils.add_response_schema(reader)
-    except ValueError:
-        pass
-    template = probe_response_template(reader)
-    if template is not None:
-        reader.response_template = template
-        return reader
-    raise AgentError("the agent uses tools but TRL cannot read tool calls back from the output "
-                     "of the model's chat template: set a `response_template` in its "
-                     "tokenizer_config.json or use a model whose template TRL knows (Qwen, "
-                     "Llama 3, ...)")
-
-
-def _parse_turn(reader: Any, ids: list[int], prefix: list[int],
-                schemas: list[dict[str, Any]]) -> dict[str, Any]:
-    """One turn as a message, parsed as TRL parses it (plain text when the parse fails)."""
-    from trl.chat_template_utils import parse_response
-
-    return parse_response(reader, ids, prefix=prefix, tools=schemas)
-
-
-def _call_tool(call: dict[str, Any], by_name: dict[str, Any]) -> tuple[str, Any]:
-    """The name and result text of one tool call, as TRL's ``_tool_call_loop`` makes them."""
-    if call["type"] != "function":
-        result: Any = {"error": f"Unsupported tool call type: {call['type']}"}
-        return call.get("name", "unknown"), str(result)
-    function = call["function"]
-    name = function["name"]
-    try:
-        if name not in by_name:
-            raise ValueError(f"Tool {name} not found.")
-        result = by_name[name].call(**function["arguments"])
-    except Exception as exc:  # noqa: BLE001 - TRL shows the model every failure
-        result = {"error": str(exc)}
-    return name, result if isinstance(result, list) else str(result)
-
-
-def _tool_suffix_ids(tokenizer: Any, messages: list[dict[str, Any]], eos: int | None) -> list[int]:
-    """The chat template's tokens for ``messages`` (tool results) after an assistant turn that
-    ended at its end-of-sequence token, up to the next generation prompt: TRL's
-    ``_get_tool_suffix_ids``, rendered in a dummy conversation."""
-    calls = [{"type": "function", "function": {"name": messages[0]["name"], "arguments": {}}}]
-    dummy = [{"role": "user", "content": "dummy"},
-             {"role": "assistant", "content": "", "tool_calls": calls}]
-    prefix = list(tokenizer.apply_chat_template(dummy, add_generation_prompt=False,
-                                                tokenize=True, return_dict=False))
-    full = list(tokenizer.apply_chat_template(dummy + messages, add_generation_prompt=True,
-                                              tokenize=True, return_dict=False))
-    ends = [index for index, token in enumerate(prefix) if token == eos]
-    if ends:
-        prefix = prefix[:ends[-1] + 1]
-    if full[:len(prefix)] != prefix:
-        raise AgentError("the model's chat template renders a tool result that changes the turns "
-                         "before it, so the conversation is not one token sequence")
-    return full[len(prefix):]
-
-
 def _through_eos(ids: list[int], eos: int | None) -> list[int]:
-    """A turn's tokens through its end-of-sequence token, which TRL keeps in the completion."""
+    """A turn's tokens through its end-of-sequence token, which the trajectory keeps."""
     return ids[:ids.index(eos) + 1] if eos is not None and eos in ids else ids
-
-
-def _context_length(model: Any) -> int:
-    """The longest sequence the model takes (vLLM's ``max_model_len``)."""
-    if _is_vllm(model):
-        return int(model.llm_engine.model_config.max_model_len)
-    return int(getattr(model.config, "max_position_embeddings", None) or sys.maxsize)
 
 
 def _generate_transformers(model: Any, tokenizer: Any, prompts: list[list[int]],

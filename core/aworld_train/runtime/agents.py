@@ -103,7 +103,7 @@ async def _run_aworld(agent: Any, row: dict[str, Any], llm: LLM) -> Answer:
 def aworld_copy(agent: Any, llm: LLM | None) -> Any:
     """A fresh copy of an AWorld ``Agent`` (AWorld agents keep state between runs), its LLM
     pointed at ``llm``."""
-    agent = pickle.loads(dump_aworld_agent(agent))
+    agent = pickle.loads(dump_aworld_agent(agent, _by_value_pickler()))
     # AWorld keeps an agent's memory by its id: copies running at once need ids of their own.
     agent._id = f"{agent.name()}---uuid{uuid4().hex[:6]}uuid"
     if llm is not None:
@@ -142,6 +142,16 @@ def dump_aworld_agent(agent: Any, pickler: type[pickle.Pickler] = pickle.Pickler
     return buffer.getvalue()
 
 
+def _by_value_pickler() -> type[pickle.Pickler]:
+    """cloudpickle's pickler where it is installed (AWorld brings it): an agent subclass
+    defined in a user's script pickles by value, not by a name nothing can import."""
+    try:
+        import cloudpickle
+    except ImportError:
+        return pickle.Pickler
+    return cloudpickle.Pickler
+
+
 def rebuild_sandbox(cls: type, settings: dict[str, Any]) -> Any:
     """A new AWorld sandbox, with an id of its own, from a pickled one's settings."""
     return cls(**settings)
@@ -177,7 +187,7 @@ async def run_spec_agent(spec: AgentSpec, row: dict[str, Any], llm: LLM, tools: 
     schemas = tools.schemas() if tools else None
     content = ""
     async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {llm.api_key}"}) as http:
-        for _ in range(spec.max_turns):
+        for turn in range(1, spec.max_turns + 1):
             body: dict[str, Any] = {"model": llm.model, "messages": messages}
             if schemas:
                 body["tools"] = schemas
@@ -190,15 +200,36 @@ async def run_spec_agent(spec: AgentSpec, row: dict[str, Any], llm: LLM, tools: 
             content = message.get("content") or ""
             calls = message.get("tool_calls") or []
             messages.append(message)
-            if not calls or choice["finish_reason"] == "length":
-                break
+            if not calls or choice["finish_reason"] == "length" or turn == spec.max_turns:
+                break  # no turn is left to read the results: the calls do not run
             for call in calls:
                 function = call["function"]
-                result = (await tools.acall(function["name"], function.get("arguments"))
-                          if tools else f"Error: no tool named '{function['name']}'")
+                result = await _call_tool(tools, function["name"], function.get("arguments"))
                 messages.append({"role": "tool", "name": function["name"], "content": result,
                                  "tool_call_id": call.get("id")})
     return Answer(content)
+
+
+#: Seconds one tool call of the spec form may take (an MCP server's own timeout when longer).
+TOOL_TIMEOUT = 30.0
+
+
+async def _call_tool(tools: ToolSet | None, name: str, arguments: Any) -> str:
+    """One tool call's result text; a call that does not answer in time is told to the model
+    as an error, as an unknown tool or bad arguments are."""
+    if not tools:
+        return f"Error: unknown tool '{name}'; the agent has no tools"
+    from aworld_train.tools import MCPTool
+
+    try:
+        tool = tools.get(name)
+        timeout = max(TOOL_TIMEOUT, tool.server.timeout) if isinstance(tool, MCPTool) else TOOL_TIMEOUT
+    except Exception:  # noqa: BLE001 - an unknown name is answered by acall's own error text
+        timeout = TOOL_TIMEOUT
+    try:
+        return await asyncio.wait_for(tools.acall(name, arguments), timeout)
+    except asyncio.TimeoutError:
+        return f"Error: tool '{name}' did not answer within {timeout:g} s"
 
 
 def takes_row(function: Any) -> bool:

@@ -80,6 +80,7 @@ class Episode:
         self.model = model
         self.trajectory: Trajectory | None = None
         self.messages: list[dict[str, Any]] = []  # the conversation the trajectory holds
+        self.prompt_messages = 0  # how many of them the first request sent: the prompt
         self.tools: list[dict[str, Any]] | None = None
         self.turns = 0
         self.tool_messages = 0
@@ -115,6 +116,7 @@ class Episode:
             return self._completion("", [], "length")
         if self.trajectory is None:
             self.tools = request.get("tools") or None
+            self.prompt_messages = len(messages)
             self.trajectory = Trajectory(self.renderer.prompt_ids(messages, self.tools))
         elif messages[: len(self.messages)] != self.messages:
             self.fail("the agent rewrote the conversation it had sent, so the episode is not one "

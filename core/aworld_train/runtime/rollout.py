@@ -48,6 +48,8 @@ class EpisodeResult:
     :ivar failure: why the episode failed, or ``None``.
     :ivar turns: the model turns taken.
     :ivar tool_messages: the tool results the agent sent back.
+    :ivar messages: the conversation after the prompt: the model's turns (tool calls parsed)
+        and what the agent sent between them.
     """
 
     trajectory: Trajectory
@@ -56,6 +58,7 @@ class EpisodeResult:
     failure: str | None = None
     turns: int = 0
     tool_messages: int = 0
+    messages: list[dict[str, Any]] = field(default_factory=list)
 
 
 class AgentRuntime:
@@ -134,6 +137,7 @@ class AgentRuntime:
             failure=episode.failure,
             turns=episode.turns,
             tool_messages=episode.tool_messages,
+            messages=episode.messages[episode.prompt_messages:],
         )
 
 

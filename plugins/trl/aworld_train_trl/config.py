@@ -105,7 +105,7 @@ def config_to_trl(
     :raises ConfigError: naming the key, for an unknown field (with a suggestion), a value of
         the wrong type, choice or range, a value TRL rejects, a generation batch that
         ``num_generations`` does not divide, vLLM asked for where it cannot run, or an agent
-        with tools in several processes.
+        run by the agent runtime in several processes.
     """
     import torch
 
@@ -152,10 +152,10 @@ def config_to_trl(
         settings=common.settings,
     )
     world_size = resolved.world_size
-    if agent.max_turns > 1 and world_size > 1:
+    if agent.episodes is not None and world_size > 1:
         raise ConfigError(
-            f"config resources: the trl engine runs an agent with tools in one process, not "
-            f"{world_size}: set gpus_per_node and nnodes to 1"
+            f"config resources: the trl engine runs agent '{agent.episodes.name}' (its own code "
+            f"or tools) in one process, not {world_size}: set gpus_per_node and nnodes to 1"
         )
     if algorithm == "grpo":
         generation_batch = _check_generation_batch(args_class, args, world_size)
@@ -256,9 +256,6 @@ def _common_args(
             args["temperature"] = agent.temperature
         if agent.top_p is not None:
             args["top_p"] = agent.top_p
-        if agent.max_turns > 1:
-            # Each tool-calling iteration runs the calls of one turn and generates the next.
-            args["max_tool_calling_iterations"] = agent.max_turns - 1
         if config.max_prompt_length is not None:
             logger.warning(
                 "config max_prompt_length: TRL's GRPOTrainer does not truncate prompts; ignored"

@@ -8,13 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.engine import (
-    ConfigError,
-    ConfigLayout,
-    hookimpl,
-    installed_versions,
-    resume_checkpoint,
-)
+from aworld_train.engine import ConfigLayout, hookimpl, installed_versions, resume_checkpoint
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -73,15 +67,9 @@ def check_config(config: TrainConfig, agent: TrlAgent, dataset: TrlDatasets,
 
     if ctx.resume_from is not None:
         resume_checkpoint(ctx.resume_from)  # a run without checkpoints fails now, not after loading
-    checked = config_to_trl(config, agent, ctx.run_dir, ctx.logger, has_test=dataset.test is not None,
+    return config_to_trl(config, agent, ctx.run_dir, ctx.logger, has_test=dataset.test is not None,
                          reward_names=[] if reward is None else
                          [function.name for function in reward.spec.functions])
-    if agent.runs_itself is not None and checked.distributed:
-        raise ConfigError(
-            f"agent '{agent.runs_itself.name}' runs as its own code, which the trl engine runs in "
-            "one process: set resources.gpus_per_node and resources.nnodes to 1"
-        )
-    return checked
 
 
 @hookimpl

@@ -1,5 +1,8 @@
 """GRPO rollouts through the agent runtime: the user's agent, as it is, on TRL.
 
+Every agent but a plain prompt runs here: an AWorld agent, a Python agent, and the spec form
+with tools, whose tools the runtime's own chat loop calls.
+
 TRL's ``GRPOTrainer`` takes a ``rollout_func(prompts, trainer)`` that returns, per prompt,
 ``prompt_ids``, ``completion_ids`` and ``logprobs``; other keys reach the reward functions, and
 ``env_mask`` marks the completion tokens the model did not write (0), which TRL leaves out of the
@@ -75,6 +78,7 @@ class AgentRollout:
             "agent_extra": [r.extra for r in results],
             "agent_failure": [r.failure for r in results],
             "agent_turns": [r.turns for r in results],
+            "agent_tool_calls": [r.tool_messages for r in results],
         }
 
     def _generate_batch(self, prompts: list[list[int]], max_tokens: int) -> list[Generated]:

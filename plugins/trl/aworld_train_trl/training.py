@@ -20,16 +20,14 @@ from aworld_train.engine import (
 )
 
 from aworld_train_trl.reward import REWARD_COLUMN
-from aworld_train_trl.tools import trl_tools
 
 if TYPE_CHECKING:
-    from aworld_train.engine import LogFn, RunContext, StartFn
+    from aworld_train.engine import LogFn, RunContext, StartFn, ToolSet
 
     from aworld_train_trl.agent import TrlAgent
     from aworld_train_trl.config import TrlConfig
     from aworld_train_trl.dataset import TrlDatasets
     from aworld_train_trl.reward import TrlReward
-    from aworld_train_trl.tools import SchemaTool
 
 def run_training(
     agent: TrlAgent, data: TrlDatasets, reward: TrlReward, config: TrlConfig, ctx: RunContext
@@ -53,7 +51,7 @@ def run_training(
             on_start=lambda total, done: ctx.metrics.start(total, completed=done),
             on_log=ctx.metrics.log,
             checkpoint=checkpoint,
-            tools=trl_tools(ctx.tools),
+            tools=ctx.tools,
         )
 
 
@@ -67,7 +65,7 @@ def train_in_process(
     on_start: StartFn,
     on_log: LogFn,
     checkpoint: Path | None = None,
-    tools: list[SchemaTool] | None = None,
+    tools: ToolSet | None = None,
 ) -> dict[str, Any]:
     """Train with TRL's trainer for ``config.algorithm`` and save the final model.
 
@@ -79,8 +77,7 @@ def train_in_process(
     :param on_start: called once with the total number of steps and the steps already done.
     :param on_log: called with the global step and the metrics of each logged step.
     :param checkpoint: a ``checkpoint-N`` folder to resume from.
-    :param tools: the agent's tools (:func:`~aworld_train_trl.tools.trl_tools`): GRPO shows the
-        model each one's schema as its server advertises it and calls it between turns.
+    :param tools: the agent's tools, which the spec form's episodes call.
     :returns: the latest value of every logged metric.
     """
     import datasets
@@ -101,8 +98,6 @@ def train_in_process(
     tokenizer = AutoTokenizer.from_pretrained(
         agent.model, trust_remote_code=agent.trust_remote_code
     )
-    if agent.response_template is not None:
-        tokenizer.response_template = agent.response_template
     renamed = eval_names(config.reward_names)
     callback = trainer_callback(
         TrainerCallback, on_start, lambda step, metrics: on_log(step, renamed(metrics)))()
@@ -119,7 +114,7 @@ def train_in_process(
             callbacks=[callback],
             peft_config=peft_config,
         )
-    elif agent.runs_itself is not None:
+    elif agent.episodes is not None:
         from aworld_train_trl.rollout import AgentRollout, agent_trainer_class
 
         # TRL warns that rollout_func is experimental: nothing the user can act on.
@@ -133,7 +128,7 @@ def train_in_process(
             eval_dataset=data.test,
             processing_class=tokenizer,
             callbacks=[callback],
-            rollout_func=AgentRollout(agent.runs_itself, None, tokenizer, agent.model,
+            rollout_func=AgentRollout(agent.episodes, tools, tokenizer, agent.model,
                                       args.max_completion_length),
             peft_config=peft_config,
         )
@@ -148,7 +143,6 @@ def train_in_process(
             eval_dataset=data.test,
             processing_class=tokenizer,
             callbacks=[callback],
-            tools=tools or None,
             peft_config=peft_config,
         )
     if config.algorithm != "sft":

@@ -110,7 +110,7 @@ def test_trl_renders_the_tool_schema_the_server_advertises(
 ) -> None:
     from transformers import AutoTokenizer
 
-    from aworld_train_trl.tools import trl_tools
+    from aworld_train.runtime import ChatRenderer, prompt_messages
 
     [tool] = advertised(tmp_path / "clock_server.py")
     schema = tool.inputSchema
@@ -125,32 +125,31 @@ def test_trl_renders_the_tool_schema_the_server_advertises(
 
     trainer = AgentTrainer(**clock_job)
     checked = trainer.hand_off
-    tools = trl_tools(checked.tools)
-    # What GRPOTrainer is given: the server's schema as it stands, callable by name.
-    assert tools == [{"type": "function", "function": {
+    # What the agent sends its model: the server's schema as it stands.
+    schemas = checked.tools.schemas()
+    assert schemas == [{"type": "function", "function": {
         "name": "shift_time", "description": tool.description, "parameters": schema}}]
-    assert tools[0].__name__ == "shift_time"
-    assert tools[0](when="2026-01-01T12:00:00", zone="Europe/Paris", hours=2).startswith(
-        "2026-01-01T12:00:00 +2h")
+    assert checked.tools.call("shift_time", {"when": "2026-01-01T12:00:00", "zone": "Europe/Paris",
+                                             "hours": 2}).startswith("2026-01-01T12:00:00 +2h")
 
-    # The prompt TRL renders is the one VeRL renders (its agent loop passes tools.schemas()).
+    # The prompt the runtime renders on TRL is the one VeRL's agent loop renders.
     tokenizer = AutoTokenizer.from_pretrained(checked.agent.model)
     prompt = checked.dataset.train[0]["prompt"]
-    on_trl = tokenizer.apply_chat_template(prompt, tools=tools, add_generation_prompt=True,
-                                           tokenize=False)
-    on_verl = tokenizer.apply_chat_template(prompt, tools=checked.tools.schemas(),
-                                            add_generation_prompt=True, tokenize=False)
-    assert on_trl == on_verl
-    assert json.dumps(schema) in on_trl and json.dumps(tool.description) in on_trl
-    # A schema rebuilt from the Python signature (what TRL made of a plain function) differs.
+    rendered = ChatRenderer(tokenizer).prompt_ids(
+        prompt_messages(prompt, checked.agent.episodes.system_prompt), schemas)
+    on_verl = tokenizer.apply_chat_template(prompt, tools=schemas, add_generation_prompt=True,
+                                            tokenize=False)
+    assert tokenizer.decode(rendered) == on_verl
+    assert json.dumps(schema) in on_verl and json.dumps(tool.description) in on_verl
+    # A schema rebuilt from the Python signature (what TRL makes of a plain function) differs.
     rebuilt = tokenizer.apply_chat_template(
         prompt, tools=[t.as_function() for t in checked.tools], add_generation_prompt=True,
         tokenize=False)
-    assert rebuilt != on_trl
-    print(f"\ntool prompt: {len(tokenizer(on_trl)['input_ids'])} tokens as advertised, "
+    assert rebuilt != on_verl
+    print(f"\ntool prompt: {len(rendered)} tokens as advertised, "
           f"{len(tokenizer(rebuilt)['input_ids'])} rebuilt from a signature")
 
-    # And that prompt is what the policy reads when GRPOTrainer trains the job.
+    # And that prompt is what the policy reads when TRL trains the job.
     final, seen = train_recording_inputs(trainer)
     assert final["step"] == 1
     assert any(on_verl in tokenizer.decode(ids) for ids in seen)

@@ -1,4 +1,5 @@
-"""An agent with the calculator example's MCP tools trains with GRPO through TRL's ``tools=``."""
+"""An agent with the calculator example's MCP tools trains with GRPO on TRL: each completion is an
+episode of the agent runtime's chat loop, which calls the tools between turns."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 from aworld_train import AgentTrainer
 from aworld_train.errors import AgentError
-from aworld_train_trl.tools import trl_tools
+from aworld_train.runtime import ChatRenderer, prompt_messages
 from policy_inputs import train_recording_inputs
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "calculator_agent"
@@ -63,36 +64,26 @@ def tool_job(tmp_path: Path, tool_model: Path) -> dict[str, Any]:
 def test_grpo_trains_with_mcp_tools_in_the_chat_template(tool_job: dict[str, Any]) -> None:
     trainer = AgentTrainer(**tool_job)
     checked = trainer.hand_off
-    assert checked.agent.max_turns == 2
-    assert checked.config.arguments["max_tool_calling_iterations"] == 1
-    # The tiny model's template is not one TRL knows: check found the parser that reads its calls.
-    assert checked.agent.response_template is not None
+    assert checked.agent.max_turns == 2 and checked.agent.episodes is not None
 
-    # The prompt as GRPOTrainer renders it: the dataset's messages with the tools it is given.
+    # The prompt as the runtime renders it: the dataset's messages with the tools' schemas.
     from transformers import AutoTokenizer
 
-    functions = trl_tools(checked.tools)
     tokenizer = AutoTokenizer.from_pretrained(checked.agent.model)
-    rendered = tokenizer.apply_chat_template(
-        checked.dataset.train[0]["prompt"], tools=functions,
-        add_generation_prompt=True, tokenize=False,
-    )
+    prompt = checked.dataset.train[0]["prompt"]
+    rendered = tokenizer.decode(ChatRenderer(tokenizer).prompt_ids(
+        prompt_messages(prompt, checked.agent.episodes.system_prompt), checked.tools.schemas()))
     assert '"name": "multiply"' in rendered
     assert "Multiply two integers exactly." in rendered
     assert "Use the calculator." in rendered and "What is 12 * 34?" in rendered
 
-    # A call written in the template's format is read back with the template check found, and
-    # the function TRL would call with its arguments runs the MCP server.
-    from trl.chat_template_utils import parse_response
+    # A call written in the template's format is read back, and the tool it names runs on the
+    # MCP server.
+    from aworld_train.runtime import parse_tool_calls
 
-    tokenizer.response_template = checked.agent.response_template
-    prefix = tokenizer(rendered, add_special_tokens=False)["input_ids"]
-    output = '<tool_call>\n{"name": "multiply", "arguments": {"a": 12, "b": 34}}\n</tool_call><|im_end|>'
-    parsed = parse_response(tokenizer, tokenizer(output, add_special_tokens=False)["input_ids"],
-                            prefix=prefix)
-    call = parsed["tool_calls"][0]["function"]
-    by_name = {function.__name__: function for function in functions}
-    assert by_name[call["name"]](**call["arguments"]) == "408"
+    _, calls = parse_tool_calls(
+        '<tool_call>\n{"name": "multiply", "arguments": {"a": 12, "b": 34}}\n</tool_call>')
+    assert checked.tools.call(calls[0]["name"], calls[0]["arguments"]) == "408"
 
     final = trainer.train()
     assert final["step"] == 2
@@ -100,12 +91,11 @@ def test_grpo_trains_with_mcp_tools_in_the_chat_template(tool_job: dict[str, Any
                (trainer.run_dir.path / "metrics.jsonl").read_text().splitlines()]
     steps = [m for m in metrics if "reward" in m]
     assert [m["step"] for m in steps] == [1, 2]
-    # TRL logs tool metrics only for a trainer that has tools.
-    assert all("tools/call_frequency" in m for m in steps)
+    assert all("tools/call_frequency" in m and m["agent_failed"] == 0.0 for m in steps)
 
 
 def _teach_exchange(
-    model: Path, prompt: list[dict[str, str]], functions: list[Any], call: dict[str, Any],
+    model: Path, prompt: list[dict[str, str]], functions: list[dict[str, Any]], call: dict[str, Any],
     result: str, answer: str, steps: int = 200,
 ) -> None:
     """Overfit the model in ``model`` on one exchange: after ``prompt`` it writes ``call`` (a
@@ -168,10 +158,10 @@ def test_grpo_rollout_runs_the_tool_the_model_calls(
     tool_job["config"].update(model=str(model), max_completion_length=160, seed=0)
     trainer = AgentTrainer(**tool_job)
     checked = trainer.hand_off
-    functions = trl_tools(checked.tools)
-    assert [function.__name__ for function in functions] == ["multiply"]
+    functions = checked.tools.schemas()
+    assert [schema["function"]["name"] for schema in functions] == ["multiply"]
 
-    # The model learns the exchange on the prompt exactly as GRPOTrainer renders it. Its weights
+    # The model learns the exchange on the prompt exactly as the runtime renders it. Its weights
     # are read when training starts, so teaching them after the checks is enough.
     prompt = checked.dataset.train[0]["prompt"]
     call = {"type": "function", "function": {"name": "multiply", "arguments": {"a": 12, "b": 34}}}
@@ -183,7 +173,8 @@ def test_grpo_rollout_runs_the_tool_the_model_calls(
 
     # The server's product of the arguments the model wrote follows the model's call in its
     # context, in the chat template's tool-response turn, with the next assistant turn opened.
-    # The model's own turn ends at the end-of-turn token after the call: what follows is TRL's.
+    # The model's own turn ends at the end-of-turn token after the call: what follows is the
+    # runtime's rendering of the tool message.
     tokenizer = AutoTokenizer.from_pretrained(model)
     exchange = tokenizer.apply_chat_template(
         [*prompt, {"role": "assistant", "content": "", "tool_calls": [call]},
@@ -203,9 +194,8 @@ def test_grpo_rollout_runs_the_tool_the_model_calls(
     steps = [m for m in metrics if "reward" in m]
     assert [m["step"] for m in steps] == [1, 2]
     for m in steps:
-        # Every completion made one call, which did not fail. (TRL counts a call whose result it
-        # then drops for want of room the same way: only the context above shows it arrived.)
-        assert m["tools/call_frequency"] == 1.0 and m["tools/failure_frequency"] == 0.0
+        # Every episode made one call, and no episode failed.
+        assert m["tools/call_frequency"] == 1.0 and m["agent_failed"] == 0.0
         # The reward scored the answer written after the tool's result: the call turn alone
         # has no <answer>.
         assert m["reward"] == 1.0
@@ -214,19 +204,6 @@ def test_grpo_rollout_runs_the_tool_the_model_calls(
 def test_tools_with_sft_are_refused(tool_job: dict[str, Any]) -> None:
     tool_job["config"]["algorithm"] = "sft"
     with pytest.raises(AgentError, match="calculator.*GRPO only"):
-        AgentTrainer(**tool_job, check_only=True)
-
-
-@pytest.mark.parametrize("tool", ["search", "route"])
-def test_a_tool_argument_trl_cannot_pass_by_name_fails_check(tool_job: dict[str, Any],
-                                                               tool: str) -> None:
-    # TRL calls each tool as a Python function: 'max-results' and 'from' cannot be keywords.
-    server = Path(__file__).resolve().parents[3] / "tests" / "mcp_servers" / "odd_arguments.py"
-    tool_job["agent"]["mcp_config"]["mcpServers"]["odd_arguments"] = {
-        "command": "python", "args": [str(server)]}
-    tool_job["agent"]["tools"] = [tool]
-    with pytest.raises(AgentError, match=f"tool '{tool}' of MCP server 'odd_arguments' takes an "
-                                         "argument"):
         AgentTrainer(**tool_job, check_only=True)
 
 
