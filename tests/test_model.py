@@ -9,6 +9,7 @@ torch, to build the tiny model) and are skipped where they are not installed.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import socket
 import struct
@@ -20,7 +21,13 @@ import pytest
 
 from aworld_train import model as model_module
 from aworld_train.errors import AgentError, ModelError
-from aworld_train.model import check_lengths, load_tokenizer, max_positions, preflight_model
+from aworld_train.model import (
+    check_lengths,
+    check_weights,
+    load_tokenizer,
+    max_positions,
+    preflight_model,
+)
 
 # --- folders written by hand: the file-level checks ------------------------------------------
 
@@ -485,3 +492,150 @@ def test_check_refuses_lora_target_modules_the_model_lacks_in_one_line(tiny: Pat
                             capture_output=True, text=True, timeout=300)
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert "lora.target_modules name modules of the model" in passed.stdout
+
+
+# --- the folder consistent with itself: weights, vocabulary, tokens ---------------------------
+
+
+def edit_json(folder: Path, name: str, **changes: Any) -> None:
+    """Change keys of a JSON file of the folder; a ``None`` value removes the key."""
+    data = json.loads((folder / name).read_text())
+    data.update(changes)
+    (folder / name).write_text(json.dumps({k: v for k, v in data.items() if v is not None}))
+
+
+def weights_refusal(folder: Path) -> str:
+    with pytest.raises(ModelError) as error:
+        check_weights(folder)
+    message = str(error.value)
+    assert "\n" not in message and message.startswith(f"model {folder}: its weights do not match "
+                                                      "the Qwen2ForCausalLM that config.json")
+    return message
+
+
+def test_weights_that_match_the_config_pass_tied_embeddings_and_buffers_included(
+    tiny: Path,
+) -> None:
+    # The tiny model ties lm_head.weight to the embeddings (stored once) and has rotary buffers.
+    assert check_weights(tiny) == ("26 tensors in model.safetensors match the Qwen2ForCausalLM "
+                                   "of config.json")
+
+
+def test_weights_of_another_shape_are_named_with_their_file_and_both_shapes(tiny: Path) -> None:
+    edit_json(tiny, "config.json", intermediate_size=192)
+    message = weights_refusal(tiny)
+    assert ("tensors 6 of another shape (model.layers.0.mlp.down_proj.weight is [64, 128] in "
+            "model.safetensors, [64, 192] by config.json; ") in message
+    assert "; 3 more): fix config.json, or write the folder again with save_pretrained" in message
+
+
+def test_missing_and_unexpected_tensors_are_named(tiny: Path, tmp_path: Path) -> None:
+    fewer = Path(shutil.copytree(tiny, tmp_path / "fewer"))
+    edit_json(tiny, "config.json", num_hidden_layers=3, layer_types=["full_attention"] * 3)
+    assert "tensors 12 missing (model.layers.2." in weights_refusal(tiny)
+    edit_json(fewer, "config.json", num_hidden_layers=1, layer_types=["full_attention"])
+    assert "tensors 12 unexpected (model.layers.1." in weights_refusal(fewer)
+
+
+def test_an_untied_output_head_the_weights_lack_is_missing(tiny: Path) -> None:
+    edit_json(tiny, "config.json", tie_word_embeddings=False)
+    assert "tensors 1 missing (lm_head.weight)" in weights_refusal(tiny)
+
+
+def test_sharded_weights_are_read_from_every_shard(tiny: Path, tmp_path: Path) -> None:
+    import transformers
+
+    sharded = tmp_path / "sharded"
+    transformers.AutoModelForCausalLM.from_pretrained(tiny).save_pretrained(
+        sharded, max_shard_size="20KB")
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(tiny / name, sharded / name)
+    assert not (sharded / "model.safetensors").exists()
+    assert re.fullmatch(r"26 tensors in \d+ safetensors shards match the Qwen2ForCausalLM of "
+                        r"config.json", check_weights(sharded))
+    edit_json(sharded, "config.json", intermediate_size=192)
+    assert re.search(r"mlp\.down_proj\.weight is \[64, 128\] in model-000\d\d-of-000\d\d"
+                     r"\.safetensors", weights_refusal(sharded))
+
+
+def test_converted_checkpoints_match_by_transformers_loading_names(tmp_path: Path) -> None:
+    """A mixture of experts stored one expert per tensor, which transformers 5 fuses on load."""
+    transformers = pytest.importorskip("transformers")
+    config = transformers.Qwen3MoeConfig(
+        hidden_size=32, intermediate_size=64, moe_intermediate_size=16, num_hidden_layers=1,
+        num_attention_heads=2, num_key_value_heads=2, num_experts=4, num_experts_per_tok=2,
+        vocab_size=300)
+    transformers.AutoModelForCausalLM.from_config(config).save_pretrained(tmp_path / "moe")
+    assert "match the Qwen3MoeForCausalLM of config.json" in check_weights(tmp_path / "moe")
+
+
+def test_pickled_weights_are_not_compared_and_never_unpickled(tiny: Path) -> None:
+    import pickle
+
+    class Planted:
+        def __reduce__(self) -> tuple[Any, ...]:
+            return (Path(tiny / "UNPICKLED").write_text, ("unpickled",))
+
+    (tiny / "model.safetensors").unlink()
+    (tiny / "pytorch_model.bin").write_bytes(pickle.dumps(Planted()))
+    assert check_weights(tiny) == ("not compared: the weights are pytorch_model.bin, whose "
+                                   "tensors are not listed without unpickling them")
+    assert not (tiny / "UNPICKLED").exists()
+
+
+def test_quantized_weights_and_folders_with_their_own_code_are_not_compared(tiny: Path) -> None:
+    edit_json(tiny, "config.json", quantization_config={"quant_method": "gptq", "bits": 4})
+    assert check_weights(tiny).startswith("not compared: the weights are quantized")
+    edit_json(tiny, "config.json", quantization_config=None,
+              auto_map={"AutoConfig": "configuration_x.XConfig"})
+    assert check_weights(tiny).startswith("not compared: the model is built by code from its")
+
+
+def test_special_token_ids_past_vocab_size_are_named_before_the_tokenizer_loads(
+    tiny: Path,
+) -> None:
+    edit_json(tiny, "config.json", vocab_size=200)
+    assert refusal(tiny) == (
+        f"model {tiny}: config.json vocab_size 200 leaves no row in the embeddings for "
+        "config.json pad_token_id 256, config.json eos_token_id 258, config.json bos_token_id "
+        "258 and 3 more: set vocab_size to the embeddings' rows (at least 259), or resize them "
+        "(model.resize_token_embeddings(len(tokenizer))) and save the model again")
+
+
+def test_a_tokenizer_larger_than_vocab_size_names_the_tokens_past_it(tiny: Path) -> None:
+    # The ids config.json names fit; the tokenizer's last tokens do not.
+    edit_json(tiny, "config.json", vocab_size=257, pad_token_id=None, eos_token_id=None,
+              bos_token_id=None)
+    (tiny / "generation_config.json").unlink()
+    message = refusal(tiny)
+    assert message.startswith(f"model {tiny}: config.json vocab_size 257 is smaller than its "
+                              "tokenizer (260 token ids): these have no row in the embeddings: "
+                              "<|im_start|> 257, <|im_end|> 258, <answer> 259: set vocab_size "
+                              "to the embeddings' rows, at least 260"), message
+
+
+@pytest.mark.parametrize("removed, remains", [
+    (("eos_token", "pad_token"), " (nor a pad token)"),
+    (("eos_token",), ""),
+])
+def test_a_tokenizer_without_an_eos_token_is_refused(tiny: Path, removed: tuple[str, ...],
+                                                     remains: str) -> None:
+    edit_json(tiny, "config.json", eos_token_id=None, bos_token_id=None,
+              **({"pad_token_id": None} if "pad_token" in removed else {}))
+    (tiny / "generation_config.json").unlink()
+    # Left out, tokenizer_config.json's tokens get the tokenizer class's defaults: set to null.
+    config = json.loads((tiny / "tokenizer_config.json").read_text())
+    (tiny / "tokenizer_config.json").write_text(json.dumps({**config, **dict.fromkeys(removed)}))
+    assert refusal(tiny) == (
+        f"model {tiny}: its tokenizer has no eos token{remains}, which the engines stop "
+        "generation at, end SFT completions with and pad with when there is no pad token: set "
+        f"eos_token in {tiny / 'tokenizer_config.json'} to the token that ends the model's turn")
+
+
+def test_a_tokenizer_with_eos_and_no_pad_token_passes(tiny: Path) -> None:
+    """The engines pad with the eos token when there is no pad token."""
+    edit_json(tiny, "config.json", pad_token_id=None)
+    config = json.loads((tiny / "tokenizer_config.json").read_text())
+    (tiny / "tokenizer_config.json").write_text(json.dumps({**config, "pad_token": None}))
+    assert preflight_model(tiny) == str(tiny)
+    assert load_tokenizer(tiny).pad_token is None

@@ -4,8 +4,13 @@
 reviewer would, without running anything from it: ``config.json`` and the other JSON files are
 parsed as data, weights are found by name and their headers read, and a folder whose
 ``auto_map`` names its own Python code is refused unless the job sets ``trust_remote_code``.
-Only then is the tokenizer loaded, when ``transformers`` is installed. A hub id is returned as
-given: nothing here contacts a hub.
+Only then is the tokenizer loaded, when ``transformers`` is installed, and checked against the
+model (an eos token, every id a row of the embeddings). A hub id is returned as given: nothing
+here contacts a hub.
+
+:func:`check_weights` compares the tensors named in the safetensors headers with the model
+``config.json`` builds on torch's meta device: a folder whose weights and config disagree is
+refused before an engine loads it.
 
 :func:`check_lengths` renders the longest prompts of each dataset as training renders them and
 compares them, with the completion budget, to the model's positions.
@@ -62,7 +67,9 @@ def preflight_model(model: str | os.PathLike[str] | None, base_dir: Path | None 
     A local folder (absolute, or relative to ``base_dir``, then to the current directory) must
     hold a ``config.json`` object with a ``model_type``, weights transformers can load (complete
     safetensors files, not Git LFS pointers; every shard an index names), no ``auto_map`` unless
-    ``trust_remote_code``, and a tokenizer that loads offline when ``transformers`` is installed.
+    ``trust_remote_code``, and a tokenizer that loads offline when ``transformers`` is installed,
+    has an eos token, and whose token ids, like the special-token ids of ``config.json``, are
+    rows of the embeddings (below ``vocab_size``).
     A relative path that is not there and looks like a path (``./x``, ``a/b/c``, a first folder
     that exists, or a close typo of a folder there) is reported with a did-you-mean instead of
     being sent to a hub; anything else of the form ``organisation/name`` is a hub id.
@@ -89,10 +96,13 @@ def preflight_model(model: str | os.PathLike[str] | None, base_dir: Path | None 
     remote_code = _check_remote_code(folder, files, trust_remote_code)
     _check_weights(folder, files)
     _check_tokenizer_files(folder)
+    vocab_size = _vocab_size(config)
+    if vocab_size is not None:
+        _check_config_ids(folder, files, vocab_size)
     if _transformers_available():
         if not remote_code:
             _check_model_type(folder, config)
-        _checked_tokenizer(folder, trust_remote_code)
+        _check_tokenizer_fits(folder, _checked_tokenizer(folder, trust_remote_code), vocab_size)
     return str(folder)
 
 
@@ -475,6 +485,117 @@ def _check_model_type(folder: Path, config: dict[str, Any]) -> None:
                          "transformers, or fix model_type")
 
 
+# The special-token ids config.json and generation_config.json may name, each an int or a list.
+_SPECIAL_ID_KEYS = ("pad_token_id", "eos_token_id", "bos_token_id", "decoder_start_token_id")
+
+# Tokens, ids or tensors named in one line; the rest are counted.
+_FIRST_FEW = 3
+
+
+def _check_config_ids(folder: Path, files: _ModelFiles, vocab_size: tuple[int, str]) -> None:
+    """Each special-token id ``config.json`` and ``generation_config.json`` give is a row of
+    the embeddings (below ``vocab_size``): a ``pad_token_id`` past them fails the model's build
+    (``Padding_idx must be within num_embeddings``). Read as data, before the tokenizer, whose
+    loading would warn about them first.
+
+    :raises ModelError: naming the folder, the ids and the ``vocab_size`` key.
+    """
+    rows, key = vocab_size
+    beyond = _config_ids_beyond(files, rows)
+    if beyond:
+        needed = max(i for _, ids in beyond for i in ids) + 1
+        shown = ", ".join(f"{name} {ids[0] if len(ids) == 1 else ids}"
+                          for name, ids in beyond[:_FIRST_FEW])
+        shown += f" and {len(beyond) - _FIRST_FEW} more" if len(beyond) > _FIRST_FEW else ""
+        raise ModelError(f"model {folder}: config.json {key} {rows} leaves no row in the "
+                         f"embeddings for {shown}: set {key} to the embeddings' rows (at least "
+                         f"{needed}), or resize them (model.resize_token_embeddings(len("
+                         "tokenizer))) and save the model again")
+
+
+def _check_tokenizer_fits(folder: Path, tokenizer: Any, vocab_size: tuple[int, str] | None
+                          ) -> None:
+    """The tokens the engines need, each a row of the model's embeddings.
+
+    An eos token: generation stops at it, SFT ends every completion with it, and the engines
+    pad with it when the tokenizer has no pad token (with neither, TRL fails deep in training,
+    ``full(): argument 'fill_value' must be Number, not NoneType``). Every token id below
+    ``vocab_size``: the embeddings have one row per id, and a token past them fails the first
+    batch that holds it.
+
+    :param vocab_size: the embeddings' rows and the ``config.json`` key giving them; ``None``
+        when it gives none.
+    :raises ModelError: naming the folder, the missing token, or the first few ids past
+        ``vocab_size`` and its key.
+    """
+    if getattr(tokenizer, "eos_token_id", None) is None:
+        pad = " (nor a pad token)" if getattr(tokenizer, "pad_token_id", None) is None else ""
+        raise ModelError(f"model {folder}: its tokenizer has no eos token{pad}, which the engines "
+                         "stop generation at, end SFT completions with and pad with when there is "
+                         f"no pad token: set eos_token in {folder / 'tokenizer_config.json'} to "
+                         "the token that ends the model's turn")
+    if vocab_size is None:
+        return
+    size, key = vocab_size
+    rows = max(len(tokenizer), _largest_id(tokenizer) + 1)
+    beyond = _tokens_beyond(tokenizer, size)
+    if beyond:
+        shown = ", ".join(beyond[:_FIRST_FEW]) + (", ..." if len(beyond) > _FIRST_FEW else "")
+        raise ModelError(f"model {folder}: config.json {key} {size} is smaller than its "
+                         f"tokenizer ({rows} token ids): these have no row in the embeddings: "
+                         f"{shown}: set {key} to the embeddings' rows, at least {rows}, or resize "
+                         "them (model.resize_token_embeddings(len(tokenizer))) and save the "
+                         "model again")
+
+
+def _vocab_size(config: dict[str, Any]) -> tuple[int, str] | None:
+    """The rows of the model's embeddings and the ``config.json`` key that gives them
+    (``text_config.vocab_size`` for a multimodal model); ``None`` when it names none."""
+    for section, prefix in ((config, ""), (config.get("text_config"), "text_config.")):
+        value = section.get("vocab_size") if isinstance(section, dict) else None
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value, prefix + "vocab_size"
+    return None
+
+
+def _largest_id(tokenizer: Any) -> int:
+    """The tokenizer's largest token id: its added tokens may come after a gap."""
+    added = getattr(tokenizer, "added_tokens_decoder", None) or {}
+    return max([len(tokenizer) - 1, *(int(index) for index in added)])
+
+
+def _tokens_beyond(tokenizer: Any, vocab_size: int) -> list[str]:
+    """The tokenizer's ids from ``vocab_size`` on, described: its added tokens by name (the
+    special tokens are usually the last ids), the rest of its vocabulary as a range."""
+    added = {int(index): str(token) for index, token in
+             (getattr(tokenizer, "added_tokens_decoder", None) or {}).items()}
+    named = [f"{token} {index}" for index, token in sorted(added.items()) if index >= vocab_size]
+    plain = [index for index in range(vocab_size, len(tokenizer)) if index not in added]
+    if plain:
+        span = f"{plain[0]}" if len(plain) == 1 else f"{plain[0]}-{plain[-1]}"
+        named.insert(0, f"{len(plain)} vocabulary id{'s' if len(plain) > 1 else ''} {span}")
+    return named
+
+
+def _config_ids_beyond(files: _ModelFiles, vocab_size: int) -> list[tuple[str, list[int]]]:
+    """The special-token ids ``config.json`` (and its ``text_config``) and
+    ``generation_config.json`` give from ``vocab_size`` on, each under its file and key."""
+    config = files.config()
+    places = [("config.json ", config), ("config.json text_config.", config.get("text_config")),
+              ("generation_config.json ", files.json("generation_config.json"))]
+    beyond = []
+    for place, section in places:
+        if not isinstance(section, dict):
+            continue
+        for key in _SPECIAL_ID_KEYS:
+            value = section.get(key)
+            ids = [i for i in (value if isinstance(value, list) else [value])
+                   if isinstance(i, int) and not isinstance(i, bool)]
+            if any(i >= vocab_size for i in ids):
+                beyond.append((f"{place}{key}", ids))
+    return beyond
+
+
 def _transformers_available() -> bool:
     return importlib.util.find_spec("transformers") is not None
 
@@ -660,20 +781,204 @@ def _module_names(folder: str, trust_remote_code: bool) -> tuple[list[str], list
     """The model's module names, and the distinct last components of its linear layers but the
     output head, from the model built on the meta device; or why it could not be built."""
     import torch
-    import transformers
 
-    try:
-        config = transformers.AutoConfig.from_pretrained(
-            folder, trust_remote_code=trust_remote_code, local_files_only=True)
-        with torch.device("meta"):
-            model = transformers.AutoModelForCausalLM.from_config(
-                config, trust_remote_code=trust_remote_code)
-    except Exception as exc:  # noqa: BLE001 (the engine reports it when it loads the model)
-        return ("not checked: transformers cannot build the model from its config: "
-                f"{_first_line(exc)}")
+    model = _meta_model(folder, trust_remote_code)
+    if isinstance(model, str):
+        return f"not checked: {model}"
     modules = [name for name, _ in model.named_modules() if name]
     output = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
     linear = list(dict.fromkeys(
         name.rsplit(".", 1)[-1] for name, module in model.named_modules()
         if isinstance(module, torch.nn.Linear) and module is not output))
     return modules, linear
+
+
+def _meta_model(folder: str, trust_remote_code: bool) -> Any:
+    """The model ``AutoModelForCausalLM`` builds from the folder's ``config.json`` on torch's
+    meta device (no weights read, no memory taken), or why transformers cannot build it."""
+    import torch
+    import transformers
+
+    try:
+        config = transformers.AutoConfig.from_pretrained(
+            folder, trust_remote_code=trust_remote_code, local_files_only=True)
+        with torch.device("meta"):
+            return transformers.AutoModelForCausalLM.from_config(
+                config, trust_remote_code=trust_remote_code)
+    except Exception as exc:  # noqa: BLE001 (the engine reports it when it loads the model)
+        return f"transformers cannot build the model from its config: {_first_line(exc)}"
+
+
+# --- the weights against the architecture ----------------------------------------------------
+
+
+def check_weights(folder: str | os.PathLike[str]) -> str:
+    """Check that the tensors stored in the folder are the ones ``config.json`` describes,
+    without reading a weight or running code from the folder.
+
+    The names and shapes come from the safetensors headers (``model.safetensors``, else every
+    shard ``model.safetensors.index.json`` names, as transformers picks them); the architecture
+    is the model ``AutoModelForCausalLM`` builds from ``config.json`` on the meta device. A
+    stored name is matched as transformers' loading matches it: its renamings and conversions
+    for the model type (a tensor a conversion reshapes, such as experts fused into one, is
+    matched by name only), then the base model's prefix added or taken away. A tied parameter
+    (``lm_head.weight`` with ``tie_word_embeddings``) may be stored under either name; buffers
+    may be absent, and the names the model class lists as ignorable on load are ignored.
+
+    Not compared, with the reason returned: ``.bin`` weights (reading them means unpickling
+    untrusted data), a folder with its own code (``auto_map``), quantized weights, and where
+    torch or transformers are not installed or cannot build the model.
+
+    :param folder: a model folder, as :func:`preflight_model` returns it.
+    :returns: what was compared, or why nothing was.
+    :raises ModelError: one line naming the folder and the first few tensors of another shape,
+        missing, or unexpected, each with its file and both shapes.
+    """
+    folder = Path(folder)
+    files = _ModelFiles(folder)
+    config = files.config()
+    if any((files.json(name) or {}).get("auto_map") for name in REMOTE_CODE_FILES):
+        return "not compared: the model is built by code from its folder, not run in the checks"
+    if config.get("quantization_config"):
+        return "not compared: the weights are quantized (quantization_config in config.json)"
+    stored = _stored_shapes(folder, files)
+    if isinstance(stored, str):
+        return stored
+    if importlib.util.find_spec("torch") is None or not _transformers_available():
+        return "not compared: torch and transformers are not installed here"
+    model = _meta_model(str(folder), False)
+    if isinstance(model, str):
+        return f"not compared: {model}"
+    mismatched, missing, unexpected = _compare_weights(model, stored)
+    architecture = type(model).__name__
+    if mismatched or missing or unexpected:
+        found = [f"{len(items)} {what} ({'; '.join(items[:_FIRST_FEW])}"
+                 f"{f'; {len(items) - _FIRST_FEW} more' if len(items) > _FIRST_FEW else ''})"
+                 for items, what in ((mismatched, "of another shape"), (missing, "missing"),
+                                     (unexpected, "unexpected")) if items]
+        raise ModelError(f"model {folder}: its weights do not match the {architecture} that "
+                         f"config.json describes: tensors {', '.join(found)}: fix config.json, "
+                         "or write the folder again with save_pretrained")
+    shards = {file for _, file in stored.values()}
+    where = shards.pop() if len(shards) == 1 else f"{len(shards)} safetensors shards"
+    return f"{len(stored)} tensors in {where} match the {architecture} of config.json"
+
+
+def _stored_shapes(folder: Path, files: _ModelFiles
+                   ) -> dict[str, tuple[tuple[int, ...], str]] | str:
+    """Each stored tensor's shape and file, from the safetensors headers transformers would
+    load; or why they are not read."""
+    single = folder / "model.safetensors"
+    if single.is_file():
+        paths = [single]
+    elif (index := files.json("model.safetensors.index.json")) is not None:
+        weight_map = index.get("weight_map") or {}
+        paths = [folder / shard for shard in sorted({str(s) for s in weight_map.values()})]
+    else:
+        present = [name for name in (*_WEIGHT_FILES, *_WEIGHT_INDEXES) if (folder / name).is_file()]
+        return (f"not compared: the weights are {', '.join(present) or 'not safetensors'}, whose "
+                "tensors are not listed without unpickling them")
+    shapes: dict[str, tuple[tuple[int, ...], str]] = {}
+    for path in paths:
+        for name, shape in _header_shapes(path).items():
+            shapes[name] = (shape, path.name)
+    return shapes
+
+
+def _header_shapes(path: Path) -> dict[str, tuple[int, ...]]:
+    """The shape of every tensor in a safetensors file, read from its header alone."""
+    try:
+        with open(path, "rb") as handle:
+            (header_size,) = struct.unpack("<Q", handle.read(8))
+            header = json.loads(handle.read(header_size))
+        return {name: tuple(int(size) for size in entry["shape"])
+                for name, entry in header.items() if name != "__metadata__"}
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, struct.error):
+        raise ModelError(f"model {path.parent}: {path.name} has a damaged header: "
+                         f"{_RESAVE}") from None
+
+
+def _compare_weights(model: Any, stored: dict[str, tuple[tuple[int, ...], str]]
+                     ) -> tuple[list[str], list[str], list[str]]:
+    """The stored tensors of another shape than the model's (with file and both shapes), the
+    model's parameters nothing stored fills, and the stored tensors the model has no place
+    for; see :func:`check_weights`."""
+    parameters = model.state_dict(keep_vars=True)
+    expected = {name: tuple(tensor.shape) for name, tensor in parameters.items()}
+    rename = _stored_name_in_model(model, expected)
+    found: set[str] = set()
+    mismatched, unexpected = [], []
+    for key, (shape, file) in stored.items():
+        name, converted = rename(key)
+        if name not in expected:
+            unexpected.append(key)
+            continue
+        found.add(name)
+        if not converted and shape != expected[name]:
+            mismatched.append(f"{key} is {list(shape)} in {file}, {list(expected[name])} by "
+                              "config.json")
+    # A tied parameter is one tensor under several names, stored under one of them.
+    names_of: dict[int, list[str]] = {}
+    for name, tensor in parameters.items():
+        names_of.setdefault(id(tensor), []).append(name)
+    for names in names_of.values():
+        if found.intersection(names):
+            found.update(names)
+    tied = getattr(model, "all_tied_weights_keys", None)
+    if isinstance(tied, dict):
+        found.update(target for target, source in tied.items() if source in found)
+    buffers = {name for name, _ in model.named_buffers()}
+    ignore_missing = _any_of(getattr(model, "_keys_to_ignore_on_load_missing", None))
+    # Old checkpoints stored buffers that are not persistent any more (transformers' own list).
+    ignore_unexpected = _any_of([*(getattr(model, "_keys_to_ignore_on_load_unexpected", None)
+                                   or ()), r"rotary_emb\.inv_freq", r"(^|\.)position_ids$"])
+    missing = [name for name in expected
+               if name not in found and name not in buffers and not ignore_missing(name)]
+    unexpected = [key for key in unexpected if not ignore_unexpected(key)]
+    return mismatched, missing, unexpected
+
+
+def _any_of(patterns: Iterable[str] | None) -> Callable[[str], bool]:
+    """Whether a name matches one of a model class's regular expressions of names to ignore."""
+    compiled = [re.compile(pattern) for pattern in patterns or ()]
+    return lambda name: any(pattern.search(name) for pattern in compiled)
+
+
+def _stored_name_in_model(model: Any, expected: dict[str, tuple[int, ...]]
+                          ) -> Callable[[str], tuple[str, bool]]:
+    """How transformers' loading names a stored tensor in the model, and whether a conversion
+    (which may reshape it) applies: the model type's renamings and conversions (transformers
+    5), then the base model's prefix (``model.``) added or taken away."""
+    prefix = getattr(model, "base_model_prefix", "") or ""
+
+    def by_prefix(key: str) -> str:
+        if key in expected or not prefix:
+            return key
+        if key.startswith(f"{prefix}.") and key[len(prefix) + 1:] in expected:
+            return key[len(prefix) + 1:]
+        return f"{prefix}.{key}" if f"{prefix}.{key}" in expected else key
+
+    try:
+        from transformers.conversion_mapping import get_model_conversion_mapping
+        from transformers.core_model_loading import (
+            WeightConverter,
+            WeightRenaming,
+            rename_source_key,
+        )
+
+        transforms = get_model_conversion_mapping(model)
+    except Exception:  # noqa: BLE001 (a transformers without them: the prefix alone)
+        return lambda key: (by_prefix(key), False)
+    renamings = [t for t in transforms if isinstance(t, WeightRenaming)]
+    converters = [t for t in transforms if isinstance(t, WeightConverter)]
+
+    def rename(key: str) -> tuple[str, bool]:
+        try:
+            name, pattern = rename_source_key(key, renamings, converters, prefix, expected)
+        except TypeError:  # another transformers' signature: the prefix alone
+            return by_prefix(key), False
+        if name not in expected and key in expected:  # as the loader: kept, not renamed
+            return key, False
+        return name, pattern is not None
+
+    return rename

@@ -345,6 +345,23 @@ def _two_models(job: JobFolder) -> None:
     job.job["agent"] = dict(job.job["agent"], model="org/model-b")
 
 
+def _model_json(name: str, **changes: Any) -> Edit:
+    """Train a copy of the valid job's model whose JSON file ``name`` has ``changes`` (a
+    ``None`` value is written as null); a callable value is given the old value."""
+
+    def edit(job: JobFolder) -> None:
+        import shutil
+
+        folder = Path(shutil.copytree(job.config["model"], job.root / "model"))
+        data = json.loads((folder / name).read_text(encoding="utf-8"))
+        data.update({key: value(data.get(key)) if callable(value) else value
+                     for key, value in changes.items()})
+        (folder / name).write_text(json.dumps(data), encoding="utf-8")
+        job.config["model"] = str(folder)
+
+    return edit
+
+
 _AUTO_MAP = {"model_type": "evil", "architectures": ["EvilForCausalLM"],
              "auto_map": {"AutoConfig": "configuration_evil.EvilConfig"}}
 _EVIL_CODE = ("from pathlib import Path\n"
@@ -467,6 +484,21 @@ CASES: tuple[BadJob, ...] = (
            "trust_remote_code"),
 )
 
+#: Model folders whose parts disagree, each a copy of the valid job's model with one file
+#: changed, as training would find them only after loading the model; for engines whose valid
+#: job names a model (``model_required``).
+MODEL_CASES: tuple[BadJob, ...] = (
+    BadJob("model_weights_of_another_shape",
+           _model_json("config.json", intermediate_size=lambda size: size + 64),
+           r"model .*/model: its weights do not match .*config\.json.*"
+           r"model\.layers\.0\.mlp\.down_proj\.weight is \[\d+, \d+\] in model\.safetensors"),
+    BadJob("model_vocab_size_below_the_tokenizer", _model_json("config.json", vocab_size=200),
+           r"model .*/model: config\.json vocab_size 200 leaves no row .*pad_token_id 256"),
+    BadJob("model_tokenizer_without_eos_or_pad",
+           _model_json("tokenizer_config.json", eos_token=None, pad_token=None),
+           r"model .*/model: its tokenizer has no eos token \(nor a pad token\)"),
+)
+
 
 class BadJobSuite:
     """Runs every case of :data:`CASES` through ``aworld-train check`` on one engine."""
@@ -546,4 +578,12 @@ class BadJobSuite:
     @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
     def test_bad_job_fails_check_in_one_line(self, case: BadJob, job_folder: JobFolder,
                                              capsys: pytest.CaptureFixture[str]) -> None:
+        self.assert_refused(case, job_folder, capsys)
+
+    @pytest.mark.parametrize("case", MODEL_CASES, ids=[case.id for case in MODEL_CASES])
+    def test_inconsistent_model_fails_check_in_one_line(
+        self, case: BadJob, job_folder: JobFolder, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        if not self.model_required:
+            pytest.skip("the valid job names no model")
         self.assert_refused(case, job_folder, capsys)
