@@ -532,3 +532,14 @@ def test_a_bad_lora_key_in_a_file_or_override_names_where(tmp_path: Path) -> Non
     with pytest.raises(ConfigError, match=r"^-o lora\.rank=x: config 'lora\.rank' must be an "
                                           r"integer >= 1, got str 'x'$"):
         load_config({}, ["lora.rank=x"])
+
+
+def test_a_loaded_config_knows_which_common_keys_the_job_set() -> None:
+    """An engine with a default of its own (VeRL's estimator) keeps it where the job set nothing:
+    a default the job left alone is not set, one it wrote out is, from a file or ``-o`` alike."""
+    config = load_config({"max_steps": 5, "seed": 42}, ["learning_rate=1e-5"], engine_names=ENGINES)
+    assert config.is_set("seed") and config.is_set("max_steps") and config.is_set("learning_rate")
+    assert not config.is_set("algorithm") and config.algorithm == "grpo"
+    assert load_config({"algorithm": "grpo"}, engine_names=ENGINES).is_set("algorithm")
+    assert TrainConfig(algorithm="ppo").is_set("algorithm") and not TrainConfig().is_set("algorithm")
+    assert config == load_config({"max_steps": 5, "learning_rate": 1e-5}, engine_names=ENGINES)

@@ -69,7 +69,8 @@ class ConfigLayout:
         """
         if key == "algorithm":  # the common key when it names one; VeRL's section when a mapping
             return isinstance(value, dict) and (self.takes_any or key in self.section_keys)
-        return self.takes_any or key in self.section_keys
+        # Hydra's ``+key`` (add) and ``++key`` (add or override) name the same section.
+        return self.takes_any or key.lstrip("+") in self.section_keys
 
 
 @dataclass
@@ -94,7 +95,8 @@ class TrainConfig:
 
     ``trust_remote_code`` lets a model whose folder holds its own code be loaded (that code
     runs); ``reward_timeout`` is how many seconds the reward may take on the sample row during
-    the checks. ``engine`` is the engine the job runs on, set by the core, never a job key.
+    the checks. ``engine`` is the engine the job runs on, set by the core, never a job key;
+    ``explicit`` is the common keys the job's config named (:meth:`is_set`), also set by the core.
 
     The keys from ``precision`` on mean the same on every engine (README, "The job file"):
     ``precision`` the dtype training computes in (``auto``: bf16 on a GPU that supports it,
@@ -131,6 +133,20 @@ class TrainConfig:
     resources: Resources = field(default_factory=Resources)
     sections: dict[str, dict[str, Any]] = field(default_factory=dict)
     engine: str | None = None
+    # Not part of what the config means: two configs that say the same compare equal.
+    explicit: frozenset[str] | None = field(default=None, compare=False)
+
+    def is_set(self, key: str) -> bool:
+        """Whether the job set the common ``key`` itself, rather than leaving it at its default.
+
+        An engine whose own config has a default of its own for the same thing (VeRL's advantage
+        estimator) keeps its own where the job set nothing. ``explicit`` holds the common keys
+        the job's config named (file, mapping or ``-o``) with a value; for a config built in
+        Python (``explicit`` is ``None``), a key counts as set when it differs from its default.
+        """
+        if self.explicit is not None:
+            return key in self.explicit
+        return bool(getattr(self, key) != getattr(TrainConfig(), key))
 
     def engine_section(self, engine: str | None = None) -> dict[str, Any]:
         """The raw section of the engine the job runs on (empty when the job has none).
@@ -179,7 +195,7 @@ class TrainConfig:
 
 
 COMMON_KEYS = tuple(
-    f.name for f in fields(TrainConfig) if f.name not in ("resources", "sections", "engine")
+    f.name for f in fields(TrainConfig) if f.name not in ("resources", "sections", "engine", "explicit")
 )
 RESOURCE_KEYS = tuple(f.name for f in fields(Resources))
 LORA_KEYS = ("rank", "alpha", "dropout", "target_modules")
@@ -315,8 +331,9 @@ def load_config(
             )
     lora = values.pop("lora", None)
     checked = _validate(_common_schema(), values, where, "", sources)
+    explicit = frozenset(checked) | ({"lora"} if lora is not None else frozenset())
     return TrainConfig(**checked, lora=lora, resources=resources, sections=sections,
-                       engine=engine)
+                       engine=engine, explicit=explicit)
 
 
 def read_config(config: dict[str, Any] | str | Path | TrainConfig | None,

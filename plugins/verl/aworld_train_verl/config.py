@@ -95,6 +95,10 @@ DEFAULTS: dict[str, Any] = {
     "trainer.val_before_train": False,
 }
 
+# VeRL's suffix for the per-GPU form of a micro batch size; a config may set the older global
+# form instead, and VeRL refuses both at once ("You have set both").
+PER_GPU = "_per_gpu"
+
 # The FSDP engine configs that compute in the job's precision: the policy, its reference model
 # and the critic (PPO). VeRL's FSDP engine reads ``mixed_precision.{param,reduce,buffer}_dtype``
 # (no such node in the packaged YAML: unset, it is bf16/fp32/fp32) and keeps the master weights
@@ -155,13 +159,14 @@ def config_dir() -> Path:
 def flatten(section: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     """``{"a": {"b": 1}}`` → ``{"a.b": 1}``; dotted keys in the mapping are kept as they are.
 
-    A mapping value is descended into, except under a key starting with ``+`` (a new key, whose
-    value is the mapping itself); an empty mapping sets nothing.
+    A mapping value is descended into, under a key starting with ``+`` or ``++`` too (``-o
+    +trainer.x=1`` reads as ``{"+trainer": {"x": 1}}``, which is Hydra's ``+trainer.x=1``); an
+    empty mapping sets nothing, except under such a key, where it adds an empty node.
     """
     flat: dict[str, Any] = {}
     for key, value in section.items():
         dotted = f"{prefix}{key}"
-        if isinstance(value, Mapping) and not dotted.startswith("+"):
+        if isinstance(value, Mapping) and (value or not dotted.startswith("+")):
             flat.update(flatten(value, dotted + "."))
         else:
             flat[dotted] = value
@@ -185,7 +190,9 @@ def common_overrides(config: TrainConfig) -> dict[str, Any]:
         from aworld_train_verl.schema import check_choice
 
         check_choice(algorithm, "algorithm.adv_estimator", "config key 'algorithm'")
-    out: dict[str, Any] = {"algorithm.adv_estimator": ALGORITHMS.get(algorithm, algorithm)}
+    out: dict[str, Any] = {}
+    if config.is_set("algorithm") or not configures_critic(flatten(_section(config))):
+        out["algorithm.adv_estimator"] = ALGORITHMS.get(algorithm, algorithm)
     if config.model is not None:
         out.update(model_overrides(config.model))
     for key in TRUST_REMOTE_CODE_KEYS:
@@ -224,6 +231,22 @@ def common_overrides(config: TrainConfig) -> dict[str, Any]:
     out["trainer.nnodes"] = config.resources.nnodes
     out["trainer.n_gpus_per_node"] = config.resources.gpus_per_node or max(visible_gpus(), 1)
     return out
+
+
+def _section(config: TrainConfig) -> dict[str, Any]:
+    """The job's ``verl:`` section (or the section of the name the engine is installed under)."""
+    return config.engine_section() if config.engine is not None else config.engine_section(SECTION)
+
+
+def configures_critic(section: Mapping[str, Any]) -> bool:
+    """Whether a flattened ``verl:`` section configures VeRL's critic (a value under
+    ``critic.``, ``critic.enable: false`` aside): a VeRL PPO config, such as VeRL's own
+    quickstart, which leaves ``algorithm.adv_estimator`` to VeRL's default (``gae``, the
+    estimator that trains the critic). Such a config keeps VeRL's estimator unless the job sets
+    the common ``algorithm`` itself; any other job trains ``grpo`` unless it says otherwise."""
+    if section.get("critic.enable", section.get("++critic.enable")) is False:
+        return False
+    return any(key.lstrip("+").startswith("critic.") and value is not None for key, value in section.items())
 
 
 def model_overrides(model: str) -> dict[str, Any]:
@@ -645,16 +668,13 @@ def known_keys(config: DictConfig) -> set[str]:
 def _check_keys(section: Mapping[str, Any], origins: Mapping[str, str], base: DictConfig) -> None:
     """Reject keys the composed config lacks, and keys added with ``+`` that it has (as Hydra
     does), naming where each was set."""
-    from omegaconf import OmegaConf
-
     keys = known_keys(base)
     for key, origin in origins.items():
         if key.startswith("+"):
             name = key.lstrip("+")
-            present = OmegaConf.select(base, name, throw_on_missing=False) is not None
-            if present and not isinstance(section[key], (Mapping, list)):
+            if name in keys:  # Hydra: "Could not append to config. An item is already at ..."
                 raise ConfigError(f"{origin}: '{name}' is already a key of VeRL's {CONFIG_NAME} config; "
-                                  f"set it without the '+'")
+                                  f"set it without the '+' (or with '++', which adds or overrides)")
             continue
         if key not in keys:
             parent = key.rsplit(".", 1)[0] if "." in key else ""
@@ -693,15 +713,16 @@ def job_overrides(
     """
     from aworld_train_verl.schema import check_values
 
-    section = flatten(config.engine_section())
+    section = flatten(_section(config))
     origins = {key: f"config key '{config.engine or SECTION}.{key}'" for key in section}
     base = base_config()
+    section, origins = normalise_added(section, origins, base)
     _check_keys(section, origins, base)
     _check_remote_code(section, origins, config)
     settings, carried = setting_overrides(config, run_dir)
     _check_carried(section, origins, carried)
     engine: dict[str, Any] = {
-        **DEFAULTS,
+        **engine_defaults(section),
         "trainer.experiment_name": run_dir.name,
         "trainer.default_local_dir": str(run_dir / "checkpoints"),
         # Ray refuses num_cpus when it joins an existing cluster.
@@ -717,6 +738,32 @@ def job_overrides(
     if config.resources.ray_address:
         overrides["+ray_kwargs.ray_init.address"] = config.resources.ray_address
     return overrides, origins
+
+
+def engine_defaults(section: Mapping[str, Any]) -> dict[str, Any]:
+    """:data:`DEFAULTS`, less each per-GPU micro batch size whose older global twin
+    (``actor.ppo_micro_batch_size`` for ``actor.ppo_micro_batch_size_per_gpu``) the section sets:
+    VeRL takes either, and refuses both."""
+    chosen = {key.lstrip("+") for key, value in section.items() if value is not None}
+    return {key: value for key, value in DEFAULTS.items()
+            if not (key.endswith(PER_GPU) and key.removesuffix(PER_GPU) in chosen)}
+
+
+def normalise_added(section: Mapping[str, Any], origins: Mapping[str, str],
+                    base: DictConfig) -> tuple[dict[str, Any], dict[str, str]]:
+    """The section with Hydra's ``++key`` (add, or override when present) written as the key
+    itself where VeRL's config has it, else as ``+key`` (a new key); each key's origin kept, so
+    an error still names what the user wrote."""
+    keys = known_keys(base)
+    normal: dict[str, Any] = {}
+    where: dict[str, str] = {}
+    for key, value in section.items():
+        name = key
+        if key.startswith("++"):
+            name = key[2:] if key[2:] in keys else key[1:]
+        normal[name] = value
+        where[name] = origins[key]
+    return normal, where
 
 
 def _fill_nulls(section: Mapping[str, Any], origins: Mapping[str, str], engine: Mapping[str, Any]) -> dict[str, Any]:

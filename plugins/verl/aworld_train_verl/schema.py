@@ -29,8 +29,9 @@ from aworld_train.engine import ConfigError, cached, did_you_mean, first_non_fin
 if TYPE_CHECKING:
     from omegaconf import DictConfig
 
-#: Bumped when the JSON this module writes changes shape or content (2: ``Any`` is ``"any"``).
-FORMAT = 2
+#: Bumped when the JSON this module writes changes shape or content (2: ``Any`` is ``"any"``;
+#: 3: the KL estimators).
+FORMAT = 3
 
 #: The keys VeRL resolves by name, and what the names are: each is read from VeRL's own registry.
 REGISTRIES = {
@@ -38,7 +39,22 @@ REGISTRIES = {
     "actor_rollout_ref.actor.policy_loss.loss_mode": "policy losses",
     "actor_rollout_ref.rollout.name": "rollout backends",
     "reward.reward_manager.name": "reward managers",
+    # Both are handed to verl.trainer.ppo.core_algos.kl_penalty, which fails on any other name only
+    # when it first computes a KL (the first actor update, or the first KL penalty in the reward).
+    "actor_rollout_ref.actor.kl_loss_type": "KL estimators (core_algos.kl_penalty)",
+    "algorithm.kl_penalty": "KL estimators (core_algos.kl_penalty)",
+    # A name or a list of names; verl.utils.tracking.Tracking asserts each when the trainer starts.
+    "trainer.logger": "trackers (verl.utils.tracking.Tracking)",
 }
+
+# Keys VeRL's code takes in a form besides its default's type, with that form as a JSON term:
+# ``Tracking`` wraps a single tracker name in a list (VeRL's own scripts write
+# ``trainer.logger=console``).
+ALSO_TAKES: dict[str, Any] = {"trainer.logger": "str"}
+
+# Where VeRL's KL estimators are named: the function that dispatches on the name.
+KL_MODULE = "verl/trainer/ppo/core_algos.py"
+KL_FUNCTION = "kl_penalty_forward"
 
 # A registry that applies only while another key has a value: (that key, the value).
 REGISTRY_CONDITIONS = {"reward.reward_manager.name": ("reward.reward_manager.source", "register")}
@@ -221,13 +237,52 @@ def registry_names() -> dict[str, list[str]]:
 
     import verl.experimental.reward_loop.reward_manager  # noqa: F401 - registers the built-in managers
 
+    from verl.utils.tracking import Tracking
+
+    estimators = kl_estimators()
     names = {
         "algorithm.adv_estimator": {e.value for e in AdvantageEstimator} | set(ADV_ESTIMATOR_REGISTRY),
         "actor_rollout_ref.actor.policy_loss.loss_mode": set(POLICY_LOSS_REGISTRY),
         "actor_rollout_ref.rollout.name": set(RolloutReplicaRegistry._registry),
         "reward.reward_manager.name": set(REWARD_MANAGER),
+        "actor_rollout_ref.actor.kl_loss_type": estimators,
+        "algorithm.kl_penalty": estimators,
+        # "tracking" is VeRL's deprecated name for wandb, still taken.
+        "trainer.logger": {*Tracking.supported_backend, "tracking"},
     }
     return {key: sorted(str(n) for n in found) for key, found in names.items() if found}
+
+
+def kl_estimators() -> set[str]:
+    """The KL estimator names ``core_algos.kl_penalty`` computes, read from the source of the
+    function it dispatches to (VeRL keeps them as string comparisons there, not in a registry):
+    every name a branch compares against, less those whose branch only raises
+    (``full``: ``NotImplementedError``), each also with the ``+`` suffix ``kl_penalty`` strips
+    (the straight-through variant). Empty when the source does not read so (then no check)."""
+    import ast
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("verl")
+    if spec is None or spec.origin is None:
+        return set()
+    source = Path(spec.origin).parent.parent / KL_MODULE
+    try:
+        tree = ast.parse(source.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError):
+        return set()
+    function = next((node for node in ast.walk(tree)
+                     if isinstance(node, ast.FunctionDef) and node.name == KL_FUNCTION), None)
+    if function is None:
+        return set()
+    names: set[str] = set()
+    for branch in (node for node in ast.walk(function) if isinstance(node, ast.If)):
+        if all(isinstance(statement, ast.Raise) for statement in branch.body):
+            continue
+        for constant in ast.walk(branch.test):
+            if isinstance(constant, ast.Constant) and isinstance(constant.value, str):
+                names.add(constant.value)
+    return names | {f"{name}+" for name in names}
 
 
 def check_values(values: Mapping[str, Any], origins: Mapping[str, str], base: DictConfig) -> None:
@@ -253,12 +308,15 @@ def check_values(values: Mapping[str, Any], origins: Mapping[str, str], base: Di
         if section is not None:
             raise ConfigError(f"{origin}: '{key}' is a section of VeRL's config, not a value; set its keys "
                               f"({', '.join(section[:5])}{', ...' if len(section) > 5 else ''})")
-        if key in known.types:
+        if key in ALSO_TAKES and _fits(value, python_type(ALSO_TAKES[key])):
+            pass
+        elif key in known.types:
             _check_type(value, python_type(known.types[key]), origin, f"as VeRL's {known.owners[key]} declares")
         else:
             _check_default_type(value, key, origin, base)
         if key in known.choices and value is not None and _registry_applies(key, values, base):
-            _check_choice(value, key, known.choices[key], origin)
+            for name in value if isinstance(value, (list, tuple)) else [value]:
+                _check_choice(name, key, known.choices[key], origin)
         _check_range(value, key, origin)
 
 
@@ -286,6 +344,16 @@ def _adapter(hint: Any) -> Any:
     from pydantic import ConfigDict, TypeAdapter
 
     return TypeAdapter(hint, config=ConfigDict(strict=True, allow_inf_nan=False))
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    from pydantic import ValidationError
+
+    try:
+        _adapter(hint).validate_python(value)
+    except ValidationError:
+        return False
+    return True
 
 
 def _check_type(value: Any, hint: Any, origin: str, because: str) -> None:

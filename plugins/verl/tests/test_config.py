@@ -160,12 +160,14 @@ def test_the_saved_config_is_what_main_ppo_composes(tmp_path: Path, tiny_model: 
     assert OmegaConf.to_container(reread) == OmegaConf.to_container(result.config)
 
 
-def test_every_base_key_is_known_and_flatten_keeps_new_keys_whole() -> None:
+def test_every_base_key_is_known_and_flatten_reads_added_keys_as_hydra_does() -> None:
+    """``-o +trainer.x=1`` reads as ``{"+trainer": {"x": 1}}``: Hydra's ``+trainer.x=1``."""
     from aworld_train_verl.config import known_keys
 
     keys = known_keys(base_config())
     assert {"trainer.total_epochs", "actor_rollout_ref.rollout.n", "reward.custom_reward_function.path"} <= keys
-    assert flatten({"a": {"b": 1, "c.d": 2}, "+e": {"f": 3}, "g": {}}) == {"a.b": 1, "a.c.d": 2, "+e": {"f": 3}}
+    assert flatten({"a": {"b": 1, "c.d": 2}, "+e": {"f": 3}, "++h": {"i": {"j": 4}}, "g": {}, "+k": {}}) == {
+        "a.b": 1, "a.c.d": 2, "+e.f": 3, "++h.i.j": 4, "+k": {}}
 
 
 def test_the_cached_base_config_is_what_hydra_composes() -> None:
@@ -539,3 +541,106 @@ def test_config_layout_names_verls_top_level_keys_without_importing_verl() -> No
     assert layout.model_key == "actor_rollout_ref.model.path"
     code = "from aworld_train_verl import engine\nassert 'trainer' in engine.config_layout().section_keys"
     assert imported_after(code, ("torch", "verl", "hydra")) == []
+
+
+# --- VeRL's own configs: what VeRL's code takes, check takes -----------------------------------
+
+
+def job_config(model: Path, **data: Any) -> TrainConfig:
+    """A config as the core loads a job's (a whole VeRL config's top-level keys claimed, which
+    common keys the job set recorded)."""
+    from aworld_train.config import load_config
+
+    from aworld_train_verl.engine import config_layout
+
+    overrides = data.pop("overrides", ())
+    data = {"model": str(model), "batch_size": 4, "num_generations": 2, "max_steps": 2, **data}
+    return load_config(data, overrides, engine_names=("verl",), engine="verl", layout=config_layout())
+
+
+def resolved_job(tmp_path: Path, model: Path, **data: Any) -> Any:
+    return resolve(job_config(model, **data), tmp_path / "run", inputs=model_overrides(str(model))).config
+
+
+CRITIC = {"critic": {"optim": {"lr": 1e-5}, "ppo_micro_batch_size_per_gpu": 4}}
+
+
+@pytest.mark.parametrize(
+    ("data", "estimator"),
+    [
+        (CRITIC, "gae"),  # VeRL's quickstart: a critic, the estimator left to VeRL
+        ({**CRITIC, "algorithm": "grpo"}, "grpo"),  # the job's own choice
+        ({**CRITIC, "overrides": ["algorithm=grpo"]}, "grpo"),
+        ({"critic": {"enable": False, "optim": {"lr": 1e-5}}}, "grpo"),
+        ({"trainer": {"logger": "console"}}, "grpo"),  # no critic: the common default
+        ({**CRITIC, "algorithm": {"adv_estimator": "rloo"}}, "rloo"),
+    ],
+)
+def test_the_common_algorithm_left_unset_keeps_verls_estimator_for_a_config_with_a_critic(
+    tmp_path: Path, tiny_model: Path, data: dict[str, Any], estimator: str
+) -> None:
+    assert resolved_job(tmp_path, tiny_model, **data).algorithm.adv_estimator == estimator
+
+
+def test_a_logger_given_as_one_name_is_taken_as_verls_tracking_takes_it(tmp_path: Path, tiny_model: Path) -> None:
+    assert resolved(tmp_path, tiny_model, verl={"trainer.logger": "console"}).config.trainer.logger == "console"
+    with pytest.raises(ConfigError, match=r"'verl\.trainer\.logger': 'consol' is not one of VeRL's trackers.*did you mean 'console'"):
+        resolved(tmp_path, tiny_model, verl={"trainer.logger": ["consol"]})
+
+
+def test_the_older_micro_batch_sizes_replace_the_engines_per_gpu_defaults(tmp_path: Path, tiny_model: Path) -> None:
+    """VeRL refuses a micro batch size given both ways; a config that gives the older global
+    form gets none of the engine's per-GPU defaults."""
+    older = {f"actor_rollout_ref.{key}": 2 for key in ("actor.ppo_micro_batch_size", "rollout.log_prob_micro_batch_size",
+                                                       "ref.log_prob_micro_batch_size")}
+    cfg = resolved(tmp_path, tiny_model, kl_coef=0.1, verl=older).config
+    assert cfg.actor_rollout_ref.actor.ppo_micro_batch_size == 2
+    assert cfg.actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu is None
+    assert cfg.actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu is None
+    assert cfg.actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu is None
+
+
+@pytest.mark.parametrize("how", ["section", "-o"])
+def test_hydras_add_or_override_sets_a_key_that_exists_and_adds_one_that_does_not(
+    tmp_path: Path, tiny_model: Path, how: str
+) -> None:
+    items = {"++trainer.val_before_train": True, "++trainer.brand_new": 3}
+    data: dict[str, Any] = ({"verl": items} if how == "section"
+                            else {"overrides": [f"{key}={str(value).lower()}" for key, value in items.items()]})
+    cfg = resolved_job(tmp_path, tiny_model, **data)
+    assert cfg.trainer.val_before_train is True and cfg.trainer.brand_new == 3
+
+
+def test_a_value_given_with_add_or_override_is_checked_as_the_key_itself(tmp_path: Path, tiny_model: Path) -> None:
+    with pytest.raises(ConfigError, match=r"'verl\.\+\+trainer\.total_epochs': must be int"):
+        resolved_job(tmp_path, tiny_model, verl={"++trainer.total_epochs": "many"})
+
+
+def test_hydras_add_of_a_key_that_exists_is_refused_from_an_override_too(tmp_path: Path, tiny_model: Path) -> None:
+    """``-o +trainer.val_before_train=false`` (an older VeRL script's) reads as a mapping under
+    ``+trainer``: refused as Hydra refuses it."""
+    with pytest.raises(ConfigError, match=r"'trainer\.val_before_train' is already a key.*'\+\+'"):
+        resolved_job(tmp_path, tiny_model, overrides=["+trainer.val_before_train=false"])
+
+
+@pytest.mark.parametrize(("key", "value"), [("actor_rollout_ref.actor.kl_loss_type", "low_var_kll"),
+                                            ("algorithm.kl_penalty", "full")])
+def test_a_kl_estimator_verl_cannot_compute_is_refused_with_its_names(
+    tmp_path: Path, tiny_model: Path, key: str, value: str
+) -> None:
+    """VeRL's kl_penalty fails on these at the first KL it computes (the first actor update)."""
+    with pytest.raises(ConfigError, match=rf"'verl\.{key}': '{value}' is not one of VeRL's KL estimators.*low_var_kl"):
+        resolved(tmp_path, tiny_model, verl={key: value})
+
+
+def test_the_kl_estimators_are_read_from_verls_code() -> None:
+    import torch
+
+    from aworld_train_verl.schema import kl_estimators
+    from verl.trainer.ppo.core_algos import kl_penalty
+
+    names = kl_estimators()
+    assert {"kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3", "k3+"} <= names and "full" not in names
+    zero = torch.zeros(1)
+    for name in names:
+        kl_penalty(zero, zero, name)  # each one computes
