@@ -20,7 +20,7 @@ in ``aworld_train.testing`` checks an engine against it.
 
 from __future__ import annotations
 
-from aworld_train.agent import AgentSpec
+from aworld_train.agent import AgentSpec, load_agent
 from aworld_train.cache import cached
 from aworld_train.config import (
     ConfigLayout,
@@ -116,6 +116,7 @@ __all__ = [
     "Given",
     # The core's resolved forms of the four modules
     "AgentSpec",
+    "load_agent",
     "RewardSpec",
     "RewardFunction",
     "TrainConfig",

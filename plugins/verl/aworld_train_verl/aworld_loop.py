@@ -32,9 +32,9 @@ from aworld_train_verl.vault import loads
 def load_agent_file(path: str) -> AgentSpec:
     """The pickled AWorld agent at ``path`` as the runtime runs it, loaded once per worker
     process: the runtime runs a fresh copy of it in every episode."""
-    from aworld_train.agent import from_aworld
+    from aworld_train.engine import load_agent
 
-    return from_aworld(loads(Path(path).read_bytes()))
+    return load_agent(loads(Path(path).read_bytes()))
 
 
 class AWorldAgentLoop(RuntimeAgentLoop):
