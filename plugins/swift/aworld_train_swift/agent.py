@@ -20,7 +20,7 @@ from aworld_train.engine import AgentError, policy_model
 from aworld_train_swift.schema import validate_section
 
 if TYPE_CHECKING:
-    from aworld_train.engine import AgentSpec, TrainConfig
+    from aworld_train.engine import AgentSpec, ToolSet, TrainConfig
 
 
 @dataclass
@@ -36,6 +36,10 @@ class SwiftAgent:
     :ivar temperature: GRPO sampling temperature, or ``None`` for swift's default.
     :ivar top_p: GRPO nucleus sampling threshold, or ``None``.
     :ivar max_tokens: the most tokens one completion may have, or ``None``.
+    :ivar runtime: the agent when its episodes run through the agent runtime (an AWorld or
+        Python agent, or a spec agent with tools): GRPO then trains on each episode's tokens
+        (:mod:`aworld_train_swift.rollout`).
+    :ivar tools: the agent's tools, which the runtime calls for a spec agent.
     """
 
     model: str
@@ -46,26 +50,41 @@ class SwiftAgent:
     temperature: float | None = None
     top_p: float | None = None
     max_tokens: int | None = None
+    runtime: AgentSpec | None = None
+    tools: ToolSet | None = None
 
 
-def agent_to_swift(agent: AgentSpec, config: TrainConfig) -> SwiftAgent:
+def agent_to_swift(agent: AgentSpec, config: TrainConfig, tools: ToolSet | None = None
+                   ) -> SwiftAgent:
     """Resolve the agent's model into what swift needs, reading files only (no hub).
 
     The config's ``model`` and the agent's are the same (the core checked that they agree); ``swift.model_type`` and
     ``swift.template`` in the config take precedence over what is inferred.
 
+    An AWorld or Python agent, and a spec agent with tools, run their episodes through the agent
+    runtime, which GRPO trains on.
+
+    :param tools: the agent's resolved tools (empty without tools).
     :raises AgentError: for a missing model, one whose type or template cannot be inferred, or a
-        feature this engine does not train (tools, MCP servers, several turns).
+        feature this engine does not train (an agent's episodes with SFT or DPO, tools with one
+        turn, several turns without tools).
     """
-    if agent.uses_tools:
+    runtime = agent.runs_itself or agent.uses_tools
+    if runtime and config.algorithm != "grpo":
+        what = "uses tools" if agent.form == "spec" else f"is {agent.form} code"
         raise AgentError(
-            f"agent '{agent.name}' uses tools or MCP servers, which the swift engine does not "
-            "train: remove `tools`, `mcp_servers` and `mcp_config`, or choose another engine"
+            f"agent '{agent.name}' {what}, which the swift engine trains with GRPO only (each "
+            f"episode runs the agent): set algorithm: grpo, not {config.algorithm}"
         )
-    if agent.max_turns > 1:
+    if agent.form == "spec" and agent.uses_tools and agent.max_turns < 2:
         raise AgentError(
-            f"agent '{agent.name}' has max_turns {agent.max_turns}; the swift engine trains "
-            "single-turn agents only: set max_turns to 1"
+            f"agent '{agent.name}' uses tools but has max_turns {agent.max_turns}: the model "
+            "needs one turn to call a tool and another to read its result: set max_turns >= 2"
+        )
+    if not runtime and agent.max_turns > 1:
+        raise AgentError(
+            f"agent '{agent.name}' has max_turns {agent.max_turns} but no tools; the swift "
+            "engine runs several turns only to answer tool calls: set max_turns to 1"
         )
     model = policy_model(agent, config)
     # The section names the model type and template: a misspelt key must say so here.
@@ -76,6 +95,9 @@ def agent_to_swift(agent: AgentSpec, config: TrainConfig) -> SwiftAgent:
     system = agent.system_prompt or None
     if system is None and local:
         system = no_default_system(model, template, config.trust_remote_code)
+    if runtime and local and not has_chat_template(model, config.trust_remote_code):
+        raise AgentError(f"agent '{agent.name}' calls its model with chat messages but model "
+                         f"{model} has no chat template to render them")
     return SwiftAgent(
         model=model,
         model_type=model_type,
@@ -85,7 +107,20 @@ def agent_to_swift(agent: AgentSpec, config: TrainConfig) -> SwiftAgent:
         temperature=agent.llm_temperature,
         top_p=agent.llm_top_p,
         max_tokens=agent.llm_max_tokens,
+        runtime=agent if runtime else None,
+        tools=tools if runtime and tools else None,
     )
+
+
+def has_chat_template(model: str, trust_remote_code: bool) -> bool:
+    """Whether the tokenizer of the local ``model`` has a chat template (the runtime renders
+    every episode with it)."""
+    from aworld_train.engine import load_tokenizer
+
+    try:
+        return bool(load_tokenizer(model, trust_remote_code).chat_template)
+    except Exception:  # no tokenizer at all: none to render with
+        return False
 
 
 def resolve_model(

@@ -154,6 +154,8 @@ def config_to_swift(
                       if key not in SECRETS and not (value is None and key in settings)})
 
     check_trackers(tuple(t for t in arguments["report_to"] if t in TRACKERS))
+    if agent.runtime is not None:
+        arguments.update(agent_arguments(agent.runtime.name, config, section, arguments))
     if arguments.get("use_vllm"):
         check_vllm()
     nproc = config.resources.gpus_per_node or 1
@@ -172,6 +174,35 @@ def config_to_swift(
     if agent.local and data is not None:
         check_arguments(swift_config)
     return swift_config
+
+
+def agent_arguments(name: str, config: TrainConfig, section: dict[str, Any],
+                    arguments: dict[str, Any]) -> dict[str, Any]:
+    """swift's arguments for agent ``name``, whose episodes run through the agent runtime: the
+    scheduler that runs them (registered when training starts) and the template that encodes
+    them (registered now, for swift's own checks of its arguments;
+    :mod:`aworld_train_swift.rollout`).
+
+    :raises ConfigError: for what such a job cannot have: several processes (the runtime's
+        endpoint and episodes live in the training process), vLLM rollouts (the runtime
+        generates with the trainer's model) or a scheduler of the section's own.
+    """
+    from aworld_train_swift.rollout import AGENT_SCHEDULER, agent_template
+
+    if config.resources.gpus_per_node not in (None, 1) or config.resources.nnodes != 1:
+        raise ConfigError(
+            f"agent '{name}' runs its episodes in the training process, which the swift engine "
+            "does in one process only: set resources.gpus_per_node and resources.nnodes to 1"
+        )
+    for key in ("use_vllm", "multi_turn_scheduler"):
+        if section.get(key):
+            raise ConfigError(
+                f"config key 'swift.{key}' is set, but agent '{name}' runs its episodes "
+                "through aworld-train's agent runtime, which generates with the trainer's "
+                f"model and schedules every turn itself: remove swift.{key}"
+            )
+    return {"multi_turn_scheduler": AGENT_SCHEDULER,
+            "template": agent_template(arguments["template"])}
 
 
 def check_arguments(config: SwiftConfig) -> None:

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from aworld_train.engine import DatasetError
 
+from aworld_train_swift.rollout import PROMPT_COLUMN
+
 if TYPE_CHECKING:
     import datasets
 
@@ -56,13 +58,16 @@ def prompt_messages(prompt: Any, role: str, row: int) -> list[dict[str, str]]:
 
 
 def convert_dataset(
-    dataset: datasets.Dataset, path: Path, algorithm: str, role: str
+    dataset: datasets.Dataset, path: Path, algorithm: str, role: str, keep_prompt: bool = False
 ) -> int:
     """Write ``dataset`` to ``path`` as swift JSONL and return the number of rows.
 
     :param algorithm: ``sft`` appends the ground truth as the assistant's reply; ``dpo`` too,
         as the chosen reply, with the row's ``rejected`` column as ``rejected_response``;
         ``grpo`` leaves the reply to the policy.
+    :param keep_prompt: also keep the prompt as the job gave it (JSON text, a string or chat
+        messages: :data:`~aworld_train_swift.rollout.PROMPT_COLUMN`), for an agent that gets
+        the row as it is.
     :raises DatasetError: naming the dataset, the row and the column.
     """
     clashing = _RESERVED.intersection(dataset.column_names)
@@ -97,6 +102,8 @@ def convert_dataset(
                         "to prefer less than the ground truth (map one with columns:)"
                     )
                 record["rejected_response"] = rejected
+            if keep_prompt:
+                record[PROMPT_COLUMN] = json.dumps(row["prompt"], ensure_ascii=False, default=str)
             extra_info = row.get("extra_info") or {}
             record.update(
                 messages=messages,
@@ -112,10 +119,12 @@ def convert_dataset(
 
 def datasets_to_swift(train_dataset: datasets.Dataset | None,
                       test_dataset: datasets.Dataset | None, algorithm: str,
-                      run_dir: Path, eval_limit: int | None = None) -> SwiftDatasets:
+                      run_dir: Path, eval_limit: int | None = None,
+                      keep_prompt: bool = False) -> SwiftDatasets:
     """Convert both datasets into ``run_dir/data/{train,test}.jsonl``.
 
     :param eval_limit: keep the first this many rows of the test set (evaluation scores them).
+    :param keep_prompt: keep each row's prompt as the job gave it (see :func:`convert_dataset`).
     :raises DatasetError: when the job gives no training dataset, or for a row swift cannot use.
     """
     if train_dataset is None:
@@ -124,12 +133,13 @@ def datasets_to_swift(train_dataset: datasets.Dataset | None,
             "job (a .jsonl, .json, .csv or .parquet file)"
         )
     folder = run_dir / DATA_DIR
-    rows = convert_dataset(train_dataset, folder / "train.jsonl", algorithm, "train_dataset")
+    rows = convert_dataset(train_dataset, folder / "train.jsonl", algorithm, "train_dataset",
+                           keep_prompt)
     test, test_rows = None, 0
     if test_dataset is not None:
         if eval_limit is not None and eval_limit < len(test_dataset):
             test_dataset = test_dataset.select(range(eval_limit))
         test = folder / "test.jsonl"
-        test_rows = convert_dataset(test_dataset, test, algorithm, "test_dataset")
+        test_rows = convert_dataset(test_dataset, test, algorithm, "test_dataset", keep_prompt)
     return SwiftDatasets(train=folder / "train.jsonl", test=test, train_rows=rows,
                          test_rows=test_rows)

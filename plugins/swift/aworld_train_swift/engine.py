@@ -15,7 +15,14 @@ from aworld_train.engine import ConfigLayout, hookimpl, installed_versions
 if TYPE_CHECKING:
     from datasets import Dataset
 
-    from aworld_train.engine import AgentSpec, RewardSpec, RunContext, Setting, TrainConfig
+    from aworld_train.engine import (
+        AgentSpec,
+        RewardSpec,
+        RunContext,
+        Setting,
+        ToolSet,
+        TrainConfig,
+    )
 
     from aworld_train_swift.agent import SwiftAgent
     from aworld_train_swift.config import SwiftConfig
@@ -33,21 +40,24 @@ def config_layout() -> ConfigLayout:
 
 
 @hookimpl
-def check_agent(agent: AgentSpec, config: TrainConfig, ctx: RunContext) -> SwiftAgent:
+def check_agent(agent: AgentSpec, config: TrainConfig, tools: ToolSet, ctx: RunContext
+                ) -> SwiftAgent:
     from aworld_train_swift.agent import agent_to_swift
     from aworld_train_swift.logs import run_log
 
     with run_log(ctx.run_dir):
-        return agent_to_swift(agent, config)
+        return agent_to_swift(agent, config, tools)
 
 
 @hookimpl
 def check_dataset(train_dataset: Dataset | None, test_dataset: Dataset | None,
-                  config: TrainConfig, ctx: RunContext) -> SwiftDatasets:
+                  agent: SwiftAgent, config: TrainConfig, ctx: RunContext) -> SwiftDatasets:
     from aworld_train_swift.dataset import datasets_to_swift
 
+    # An agent run by the agent runtime gets each row with its prompt as the job gave it.
+    keep_prompt = getattr(agent, "runtime", None) is not None
     return datasets_to_swift(train_dataset, test_dataset, config.algorithm, ctx.run_dir,
-                             config.eval_limit)
+                             config.eval_limit, keep_prompt=keep_prompt)
 
 
 @hookimpl
@@ -85,10 +95,11 @@ def effective_settings(config: SwiftConfig, ctx: RunContext) -> list[Setting]:
 
 
 @hookimpl
-def train(reward: SwiftReward | None, config: SwiftConfig, ctx: RunContext) -> dict[str, Any]:
+def train(agent: SwiftAgent, reward: SwiftReward | None, config: SwiftConfig, ctx: RunContext
+          ) -> dict[str, Any]:
     from aworld_train_swift.training import run_training
 
-    return run_training(config, reward, ctx)
+    return run_training(config, reward, ctx, agent)
 
 
 @hookimpl

@@ -58,21 +58,33 @@ def make_orm(function: RewardFunction, name: str) -> type:
 
 
 def score_batch(spec: RewardSpec, completions: list[Any], columns: dict[str, Any]) -> list[float]:
-    """Score swift's batch: ``columns`` holds each dataset column as a list, one per completion."""
+    """Score swift's batch: ``columns`` holds each dataset column as a list, one per completion.
+
+    With an agent run by the agent runtime (:mod:`aworld_train_swift.rollout`), each rollout's
+    ``rollout_infos`` carry the episode: the agent's answer is scored instead of the
+    completion's text, with the extra fields it returned, and a failed episode scores 0.
+    """
     count = len(completions)
     ground_truths = columns.get("ground_truth") or columns.get("solution") or [None] * count
     data_sources = columns.get("data_source") or [""] * count
     extra_infos = columns.get("extra_info") or [None] * count
+    episodes = columns.get("rollout_infos") or [None] * count
     scores = []
     for i, completion in enumerate(completions):
+        episode = episodes[i] if "agent_answer" in (episodes[i] or {}) else None
+        if episode is not None and episode["agent_failure"] is not None:
+            scores.append(0.0)
+            continue
         info = extra_infos[i]
         if isinstance(info, str):
             info = json.loads(info)
         info = dict(info or {})
+        if episode is not None:
+            info.update(episode["agent_extra"] or {})
         row = info.get("index", i)
         result = spec.score(
             str(data_sources[i] or ""),
-            completion_text(completion),
+            episode["agent_answer"] if episode is not None else completion_text(completion),
             "" if ground_truths[i] is None else str(ground_truths[i]),
             info,
             row=row if isinstance(row, int) else i,

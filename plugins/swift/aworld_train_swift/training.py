@@ -33,17 +33,24 @@ from aworld_train_swift.logs import output_to_log
 if TYPE_CHECKING:
     from aworld_train.engine import LogFn, RunContext, StartFn
 
+    from aworld_train_swift.agent import SwiftAgent
     from aworld_train_swift.config import SwiftConfig
     from aworld_train_swift.reward import SwiftReward
+    from aworld_train_swift.rollout import AgentRollouts
 
 _RESUME_ONLY = ("optimizer.pt", "scheduler.pt", "rng_state*.pth", "trainer_state.json",
                 "training_args.bin", "global_step*")
 
 
 def run_training(
-    config: SwiftConfig, reward: SwiftReward | None, ctx: RunContext
+    config: SwiftConfig, reward: SwiftReward | None, ctx: RunContext,
+    agent: SwiftAgent | None = None,
 ) -> dict[str, Any]:
-    """Train the checked job, resuming from the last checkpoint of ``ctx.resume_from``."""
+    """Train the checked job, resuming from the last checkpoint of ``ctx.resume_from``.
+
+    :param agent: the checked agent; one whose episodes run through the agent runtime trains
+        on them (in this process: ``check_config`` refused several).
+    """
     checkpoint = resume_checkpoint(ctx.resume_from) if ctx.resume_from is not None else None
     trackers = tuple(t for t in config.arguments["report_to"] if t in TRACKERS)
     # Credentials, and where the trackers keep their files (inside the run directory).
@@ -61,11 +68,22 @@ def run_training(
             on_log=ctx.metrics.log,
             checkpoint=checkpoint,
             environment=dict(environment),
+            rollouts=agent_rollouts(agent, config),
         )
     saved = last_checkpoint(ctx.run_dir / CHECKPOINTS)
     if saved is not None:
         save_final_model(saved, ctx.run_dir, config)
     return final
+
+
+def agent_rollouts(agent: SwiftAgent | None, config: SwiftConfig) -> AgentRollouts | None:
+    """What the scheduler needs to run ``agent``'s episodes, or ``None`` for an agent swift
+    generates for itself."""
+    if agent is None or agent.runtime is None:
+        return None
+    from aworld_train_swift.rollout import AgentRollouts
+
+    return AgentRollouts(agent.runtime, agent.tools, str(config.arguments["model"]))
 
 
 def save_final_model(checkpoint: Path, run_dir: Path, config: SwiftConfig) -> None:
@@ -93,6 +111,7 @@ def train_in_process(
     on_log: LogFn,
     checkpoint: Path | None = None,
     environment: dict[str, str | None] | None = None,
+    rollouts: AgentRollouts | None = None,
 ) -> dict[str, Any]:
     """Train through ``sft_main`` or ``rlhf_main`` in this process.
 
@@ -104,6 +123,7 @@ def train_in_process(
         common names (:func:`~aworld_train_swift.callbacks.common_metrics`).
     :param checkpoint: a ``checkpoint-N`` folder to resume from.
     :param environment: variables to set while training (the credentials swift reads).
+    :param rollouts: the agent whose episodes GRPO trains on, through the agent runtime.
     :returns: the latest value of every logged metric, plus ``step``.
     """
     with swift_environment(config, environment), output_to_log(Path(config.log_file)):
@@ -124,6 +144,11 @@ def train_in_process(
         extra: dict[str, Any] = {
             "callbacks": [*config.arguments.get("callbacks", []), CALLBACK],
         }
+        if rollouts is not None:
+            from aworld_train_swift.rollout import AGENT_CALLBACK, register_rollouts
+
+            register_rollouts(rollouts)
+            extra["callbacks"].append(AGENT_CALLBACK)
         if checkpoint is not None:
             extra["resume_from_checkpoint"] = str(checkpoint)
         args = build_arguments(config, **extra)
