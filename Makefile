@@ -41,6 +41,9 @@ test-aworld: $(VENVS)/aworld/.ready
 # older versions of packages VeRL brings, and pip resolves that quickly as a second step but
 # spends many minutes backtracking when asked for everything at once.
 TEST_EXTRAS_verl := -e "plugins/verl[aworld]"
+# TRL's agent tests train AWorld agents too. AWorld pins opentelemetry-proto 1.32 (protobuf 5),
+# which the newest tensorboard (protobuf 6) cannot share a venv with; tensorboard 2.20 can.
+TEST_EXTRAS_trl := -e ".[aworld]" "tensorboard<2.21"
 
 $(VENVS)/%/.ready: pyproject.toml plugins/%/pyproject.toml constraints.txt
 	rm -rf $(VENVS)/$* && $(PYTHON) -m venv $(VENVS)/$*

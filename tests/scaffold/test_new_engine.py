@@ -30,7 +30,7 @@ def test_generated_engine_installs_and_passes_conformance(tmp_path: Path) -> Non
                              str(source / "tests")], env=env, capture_output=True, text=True,
                             cwd=tmp_path)
     assert result.returncode == 0, result.stdout[-3000:]
-    assert "7 passed" in result.stdout
+    assert "8 passed" in result.stdout
 
 
 def test_new_engine_refuses_a_non_empty_folder(tmp_path: Path) -> None:

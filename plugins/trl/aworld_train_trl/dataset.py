@@ -62,6 +62,10 @@ def _to_grpo(dataset: datasets.Dataset, agent: TrlAgent, role: str) -> datasets.
                 f"name, next to its own '{column}' argument: rename the column"
             )
 
+    if agent.episodes is not None:
+        # The agent gets the row as the job gave it and writes its own messages.
+        return dataset
+
     def convert(row: dict[str, Any], index: int) -> dict[str, Any]:
         return {"prompt": _prompt(row["prompt"], agent, role, index)}
 

@@ -235,3 +235,30 @@ def _segments(mask: list[int]) -> list[tuple[int, int, int]]:
             runs.append((mask[start], start, i))
             start = i
     return runs
+
+
+def test_the_calculator_examples_aworld_agent_trains_unchanged(tmp_path: Path) -> None:
+    """The example's AWorld ``Agent`` (its MCP server over stdio, the object as the example
+    builds it) runs through AWorld's own Runners in every GRPO episode."""
+    pytest.importorskip("aworld", reason="AWorld agents need aworld-train[aworld]")
+    from aworld_train import AgentTrainer
+    from aworld_train.testing import build_tiny_model
+
+    example = Path(__file__).resolve().parents[3] / "examples" / "calculator_agent"
+    model = build_tiny_model(tmp_path / "model", extra_tokens=("<answer>", "</answer>"),
+                             max_positions=4096, tools=True)
+    rows = [{"prompt": f"What is {a} * {b}?", "ground_truth": str(a * b)}
+            for a, b in ((12, 34), (56, 78))]
+    trainer = AgentTrainer(
+        agent=f"{example / 'aworld_agent.py'}:calculator_agent", train_dataset=rows,
+        reward_func="answer_match", train_engine_name="trl", run_path=tmp_path / "runs",
+        config={"algorithm": "grpo", "model": str(model), "max_steps": 1, "batch_size": 2,
+                "num_generations": 2, "max_completion_length": 32, "logging_steps": 1,
+                "trl": {"beta": 0.0}})
+    assert trainer.hand_off.agent.episodes is not None
+    assert trainer.hand_off.agent.episodes.form == "aworld"
+    trainer.train()
+    steps = [m for m in read_jsonl(trainer.run_dir.path / "metrics.jsonl") if "loss" in m]
+    assert [m["step"] for m in steps] == [1]
+    # Every episode reached the policy: the stand-in's answer in check and the policy's here.
+    assert steps[0]["agent_failed"] < 1.0

@@ -163,7 +163,7 @@ TRL_CASES: tuple[BadJob, ...] = (
     BadJob("algorithm_not_trained_here", set_config(algorithm="dpo"), r"algorithm"),
     # What the engine cannot train.
     BadJob("tools_with_sft", _both(_sft(), set_agent(**_TOOLS)),
-           r"agent 'bad-jobs' uses tools, which the trl engine trains with GRPO only"),
+           r"agent 'bad-jobs' is an agent with tools, which the trl engine trains with GRPO only"),
     BadJob("tools_with_one_turn", set_agent(tools=["os.path:join"], max_turns=1), r"max_turns"),
     BadJob("turns_without_tools", set_agent(max_turns=3), r"max_turns 3 but no tools"),
     BadJob("tools_template_cannot_call", set_agent(**_TOOLS), r"chat template .*tool call"),

@@ -175,10 +175,12 @@ def test_check_contacts_no_network(
     AgentTrainer(**job, check_only=True)
 
 
-def test_check_scores_the_sample_row_once(job: dict[str, Any], tmp_path: Path) -> None:
+def test_check_scores_each_row_once(job: dict[str, Any], tmp_path: Path) -> None:
+    """The core scores every training row once; the engine's checks do not call it again."""
     AgentTrainer(**job, check_only=True)
     calls = (tmp_path / "calls.jsonl").read_text().splitlines()
-    assert len(calls) == 1
+    rows = (tmp_path / "train.jsonl").read_text().splitlines()
+    assert len(calls) == len(rows)
 
 
 def test_reward_failure_names_the_row(job: dict[str, Any], tmp_path: Path) -> None:

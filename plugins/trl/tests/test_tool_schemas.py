@@ -15,15 +15,19 @@ import pytest
 from aworld_train import AgentTrainer
 from policy_inputs import train_recording_inputs
 
-# A FastMCP server (as most are written) whose one tool has what a signature cannot carry.
+# A FastMCP server (as most are written; MCPServer in mcp 2) whose one tool has what a signature
+# cannot carry.
 SERVER = '''
 from datetime import datetime
 from typing import Annotated, Optional
 
-from mcp.server.fastmcp import FastMCP
+try:
+    from mcp.server.mcpserver import MCPServer  # mcp 2
+except ImportError:  # mcp 1 calls it FastMCP
+    from mcp.server.fastmcp import FastMCP as MCPServer
 from pydantic import Field
 
-server = FastMCP("clock", log_level="WARNING")
+server = MCPServer("clock", log_level="WARNING")
 
 
 @server.tool()
@@ -113,7 +117,7 @@ def test_trl_renders_the_tool_schema_the_server_advertises(
     from aworld_train.runtime import ChatRenderer, prompt_messages
 
     [tool] = advertised(tmp_path / "clock_server.py")
-    schema = tool.inputSchema
+    schema = tool.model_dump(by_alias=True)["inputSchema"]  # as sent: mcp 2 calls it input_schema
     # What a schema rebuilt from a Python signature loses, present in what the server sends.
     assert schema["properties"]["hours"] == {
         "default": 1, "description": "hours to add.", "maximum": 48, "minimum": -48,
@@ -134,9 +138,8 @@ def test_trl_renders_the_tool_schema_the_server_advertises(
 
     # The prompt the runtime renders on TRL is the one VeRL's agent loop renders.
     tokenizer = AutoTokenizer.from_pretrained(checked.agent.model)
-    prompt = checked.dataset.train[0]["prompt"]
-    rendered = ChatRenderer(tokenizer).prompt_ids(
-        prompt_messages(prompt, checked.agent.episodes.system_prompt), schemas)
+    prompt = prompt_messages(checked.dataset.train[0]["prompt"], checked.agent.episodes.system_prompt)
+    rendered = ChatRenderer(tokenizer).prompt_ids(prompt, schemas)
     on_verl = tokenizer.apply_chat_template(prompt, tools=schemas, add_generation_prompt=True,
                                             tokenize=False)
     assert tokenizer.decode(rendered) == on_verl

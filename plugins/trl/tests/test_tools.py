@@ -70,7 +70,9 @@ def test_grpo_trains_with_mcp_tools_in_the_chat_template(tool_job: dict[str, Any
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(checked.agent.model)
+    # The row as the job gave it: the runtime's chat loop writes the messages.
     prompt = checked.dataset.train[0]["prompt"]
+    assert prompt == "What is 12 * 34?"
     rendered = tokenizer.decode(ChatRenderer(tokenizer).prompt_ids(
         prompt_messages(prompt, checked.agent.episodes.system_prompt), checked.tools.schemas()))
     assert '"name": "multiply"' in rendered
@@ -163,7 +165,7 @@ def test_grpo_rollout_runs_the_tool_the_model_calls(
 
     # The model learns the exchange on the prompt exactly as the runtime renders it. Its weights
     # are read when training starts, so teaching them after the checks is enough.
-    prompt = checked.dataset.train[0]["prompt"]
+    prompt = prompt_messages(checked.dataset.train[0]["prompt"], checked.agent.episodes.system_prompt)
     call = {"type": "function", "function": {"name": "multiply", "arguments": {"a": 12, "b": 34}}}
     _teach_exchange(model, prompt, functions, call, result="408", answer="<answer>408</answer>")
 
