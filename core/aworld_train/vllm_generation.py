@@ -45,20 +45,26 @@ def start_engine(folder: str | Path, *, seed: int = 0, trust_remote_code: bool =
 
     :raises ValueError: for a model vLLM's CPU attention cannot run (heads narrower than 32).
     """
-    from vllm import LLM
-
+    # vLLM reads these when it is imported and when it starts its engine's processes.
     # sync_weights runs a function of this module in vLLM's worker; vLLM sends a function over
     # its local IPC only by pickle, which it leaves off unless asked.
     os.environ.setdefault("VLLM_ALLOW_INSECURE_SERIALIZATION", "1")
+    # vLLM's INFO lines (a few dozen per engine) would bury aworld-train's own output.
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
     settings: dict[str, Any] = {}
     if not on_gpu():
-        _check_cpu_heads(Path(folder))
+        check_cpu_model(Path(folder))
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(CPU_KV_CACHE_GIB))
         # vLLM pins its worker to one core by default; training shares the machine.
         os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
         settings = {"dtype": "float32", "enforce_eager": True}
+    from vllm import LLM
+
+    # Log-probs of the distribution tokens are sampled from (after temperature and top-p), as
+    # a rollout records them for training.
     return LLM(model=str(folder), seed=seed, trust_remote_code=trust_remote_code,
-               max_model_len=min(_max_positions(Path(folder)), MAX_MODEL_LEN), **settings)
+               max_model_len=min(_max_positions(Path(folder)), MAX_MODEL_LEN),
+               logprobs_mode="processed_logprobs", use_tqdm_on_load=False, **settings)
 
 
 def generate(llm: Any, prompts: list[list[int]], max_tokens: int, *, n: int = 1,
@@ -129,7 +135,8 @@ def _max_positions(folder: Path) -> int:
     return int(config.get("max_position_embeddings") or MAX_MODEL_LEN)
 
 
-def _check_cpu_heads(folder: Path) -> None:
+def check_cpu_model(folder: Path) -> None:
+    """:raises ValueError: for a model whose attention heads vLLM's CPU attention cannot run."""
     import json
 
     try:

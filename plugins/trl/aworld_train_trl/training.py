@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +29,10 @@ if TYPE_CHECKING:
     from aworld_train_trl.config import TrlConfig
     from aworld_train_trl.dataset import TrlDatasets
     from aworld_train_trl.reward import TrlReward
+
+# Where the policy's weights pass to the vLLM engine before each step (vLLM rollouts on a CPU).
+VLLM_WEIGHTS = "vllm_weights"
+
 
 def run_training(
     agent: TrlAgent, data: TrlDatasets, reward: TrlReward, config: TrlConfig, ctx: RunContext
@@ -114,8 +119,8 @@ def train_in_process(
             callbacks=[callback],
             peft_config=peft_config,
         )
-    elif agent.episodes is not None:
-        from aworld_train_trl.rollout import AgentRollout, agent_trainer_class
+    elif agent.episodes is not None or config.vllm_rollouts:
+        from aworld_train_trl.rollout import AgentRollout, agent_trainer_class, prompt_agent
 
         # TRL warns that rollout_func is experimental: nothing the user can act on.
         os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -128,8 +133,10 @@ def train_in_process(
             eval_dataset=data.test,
             processing_class=tokenizer,
             callbacks=[callback],
-            rollout_func=AgentRollout(agent.episodes, tools, tokenizer, agent.model,
-                                      args.max_completion_length),
+            rollout_func=AgentRollout(
+                agent.episodes or prompt_agent(agent), tools, tokenizer, agent.model,
+                args.max_completion_length,
+                scratch=run_dir / VLLM_WEIGHTS if config.vllm_rollouts else None),
             peft_config=peft_config,
         )
     else:
@@ -152,6 +159,7 @@ def train_in_process(
                                                   config.log_samples, config.reward_names))
     trainer.remove_callback(PrinterCallback)
     trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint is not None else None)
+    shutil.rmtree(run_dir / VLLM_WEIGHTS, ignore_errors=True)  # the last step's copy for vLLM
     if config.evaluate_at_end:
         trainer.evaluate()
     _save(trainer, agent, run_dir, lora=peft_config is not None)
