@@ -182,3 +182,23 @@ def _gap(model: Any, output: dict[str, list[Any]]) -> float:
         worst = max([worst, *(abs(a - b) for a, b, kept in zip(recomputed, logprobs, mask)
                               if kept)])
     return worst
+
+
+@pytest.mark.parametrize(("section", "model_options", "message"), [
+    ({"use_vllm": True, "vllm_mode": "server"}, {},
+     "config trl.vllm_mode: on a CPU the engine runs vLLM beside the trainer (colocate), not as a "
+     "server"),
+    ({"use_vllm": True}, {"hidden_size": 64},
+     "vLLM's CPU attention takes heads 32 to 512 wide; the model's are 16"),
+])
+def test_check_refuses_a_vllm_setting_that_cannot_work_on_a_cpu(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], section: dict[str, Any],
+    model_options: dict[str, Any], message: str
+) -> None:
+    from aworld_train.testing import build_tiny_model
+    from aworld_train.testing.fixtures import run_cli
+
+    model = build_tiny_model(tmp_path / "model", **{"hidden_size": 128, **model_options})
+    code, _, err = run_cli(capsys, "check", _job(tmp_path, model, **section))
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1 and message in err, err
