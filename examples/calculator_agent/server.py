@@ -8,9 +8,14 @@ from __future__ import annotations
 
 import argparse
 
-from mcp.server.fastmcp import FastMCP
+try:  # mcp 2
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+except ImportError:  # mcp 1 calls it FastMCP
+    from mcp.server.fastmcp import FastMCP as MCPServer
+    from mcp.server.fastmcp.exceptions import ToolError
 
-server = FastMCP("calculator", log_level="WARNING")
+server = MCPServer("calculator", log_level="WARNING")
 
 
 @server.tool()
@@ -44,7 +49,8 @@ def divide(a: int, b: int) -> float:
         b: the divisor, not zero.
     """
     if b == 0:
-        raise ValueError("division by zero")
+        # A ToolError's message reaches the model (mcp 2 hides that of any other exception).
+        raise ToolError("division by zero")
     return a / b
 
 
@@ -53,8 +59,13 @@ def main() -> None:
     parser.add_argument("--transport", choices=("stdio", "streamable-http", "sse"), default="stdio")
     parser.add_argument("--port", type=int, default=8931, help="the port of an HTTP transport")
     options = parser.parse_args()
-    server.settings.host, server.settings.port = "127.0.0.1", options.port
-    server.run(options.transport)
+    if options.transport == "stdio":
+        server.run("stdio")
+    elif hasattr(server.settings, "port"):  # mcp 1 reads the address from the server's settings
+        server.settings.host, server.settings.port = "127.0.0.1", options.port
+        server.run(options.transport)
+    else:  # mcp 2 takes it as arguments of run
+        server.run(options.transport, host="127.0.0.1", port=options.port)
 
 
 if __name__ == "__main__":

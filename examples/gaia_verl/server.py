@@ -10,9 +10,14 @@ from __future__ import annotations
 import ast
 import operator
 
-from mcp.server.fastmcp import FastMCP
+try:  # mcp 2
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+except ImportError:  # mcp 1 calls it FastMCP
+    from mcp.server.fastmcp import FastMCP as MCPServer
+    from mcp.server.fastmcp.exceptions import ToolError
 
-server = FastMCP("gaia_tools", log_level="WARNING")
+server = MCPServer("gaia_tools", log_level="WARNING")
 
 # Opening (or completion) years and heights in metres.
 LANDMARKS: dict[str, dict[str, str | int]] = {
@@ -37,7 +42,8 @@ def look_up(landmark: str) -> dict[str, str | int]:
     """
     facts = LANDMARKS.get(" ".join(landmark.lower().split()))
     if facts is None:
-        raise ValueError(f"no facts about {landmark!r}; known: {', '.join(sorted(LANDMARKS))}")
+        # A ToolError's message reaches the model (mcp 2 hides that of any other exception).
+        raise ToolError(f"no facts about {landmark!r}; known: {', '.join(sorted(LANDMARKS))}")
     return facts
 
 
@@ -48,7 +54,10 @@ def calculate(expression: str) -> float:
     Args:
         expression: e.g. "(828 - 330) / 2".
     """
-    return _evaluate(ast.parse(expression, mode="eval").body)
+    try:
+        return _evaluate(ast.parse(expression, mode="eval").body)
+    except (SyntaxError, ValueError, ZeroDivisionError) as exc:
+        raise ToolError(f"{type(exc).__name__}: {exc}") from None
 
 
 def _evaluate(node: ast.AST) -> float:

@@ -4,9 +4,12 @@ mid-call, without answering."""
 import os
 import sys
 
-from mcp.server.fastmcp import FastMCP
+try:
+    from mcp.server.mcpserver import MCPServer  # mcp 2
+except ImportError:  # mcp 1 calls it FastMCP
+    from mcp.server.fastmcp import FastMCP as MCPServer
 
-server = FastMCP("dying", log_level="WARNING")
+server = MCPServer("dying", log_level="WARNING")
 
 
 @server.tool()

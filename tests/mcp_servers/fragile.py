@@ -3,9 +3,12 @@ session is replaced."""
 
 import os
 
-from mcp.server.fastmcp import FastMCP
+try:
+    from mcp.server.mcpserver import MCPServer  # mcp 2
+except ImportError:  # mcp 1 calls it FastMCP
+    from mcp.server.fastmcp import FastMCP as MCPServer
 
-server = FastMCP("fragile", log_level="WARNING")
+server = MCPServer("fragile", log_level="WARNING")
 
 
 @server.tool()

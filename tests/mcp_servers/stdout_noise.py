@@ -1,11 +1,14 @@
 """An MCP server over stdio that prints a banner to stdout, which belongs to the protocol:
 a client reads the banner as a malformed message."""
 
-from mcp.server.fastmcp import FastMCP
+try:
+    from mcp.server.mcpserver import MCPServer  # mcp 2
+except ImportError:  # mcp 1 calls it FastMCP
+    from mcp.server.fastmcp import FastMCP as MCPServer
 
 print("Weather server v1.2 ready", flush=True)
 
-server = FastMCP("noisy", log_level="WARNING")
+server = MCPServer("noisy", log_level="WARNING")
 
 
 @server.tool()

@@ -34,7 +34,8 @@ code in any thread (``await tool.acall(...)`` from async code). MCP calls share 
 server per process, opened on first use on a background event loop and closed at exit or by
 :meth:`ToolSet.close`; a call that fails because its server died raises, and the next call opens
 a new session. A tool set pickles, so another process (a Ray worker) can call the same tools.
-``mcp`` is imported only when MCP servers are configured (``pip install aworld-train[mcp]``).
+``mcp`` is imported only when MCP servers are configured (``pip install aworld-train[mcp]``);
+mcp 1 (1.10 or later) and mcp 2 both work.
 
 Argument names are passed as they stand: an MCP tool may take ``from`` or ``max-results``.
 :meth:`Tool.as_function`, for libraries that call tools as Python functions (TRL), refuses such

@@ -1,7 +1,14 @@
 """Connecting to one MCP server through the ``mcp`` library: its transport, listing its
 tools, reading its answers, and saying in one line why it failed (how its process ended, its
 last stderr line, what it wrote that is not an MCP message). ``mcp`` is imported only here,
-inside functions, when a server is used."""
+inside functions, when a server is used.
+
+Both majors of ``mcp`` work (1.10 and later 1.x, and 2.x). One code path serves both, save
+where mcp 2 changed what the client sees: its types name their fields in snake_case
+(``input_schema``, ``is_error``) where mcp 1 kept the wire's camelCase (:func:`mcp_field` reads
+either), its streamable HTTP transport takes an ``httpx2`` client where mcp 1.24+ took an
+``httpx`` one (:func:`_http_client`), and its protocol error is ``MCPError``, mcp 1's
+``McpError``."""
 
 from __future__ import annotations
 
@@ -91,14 +98,36 @@ def open_transport(server: MCPServer, mcp: Any, errlog: Any) -> Any:
         return sse_client(server.url, headers=server.headers or None, timeout=server.timeout)
     from mcp.client import streamable_http
 
-    if hasattr(streamable_http, "streamable_http_client"):  # mcp >= 1.24
-        import httpx
-
-        client = httpx.AsyncClient(headers=server.headers or None,
-                                   timeout=httpx.Timeout(server.timeout), follow_redirects=True)
+    if hasattr(streamable_http, "streamable_http_client"):  # mcp >= 1.24, and mcp 2
+        client = _http_client(streamable_http, server)
         return _owning(client, streamable_http.streamable_http_client(server.url, http_client=client))
     return streamable_http.streamablehttp_client(
         server.url, headers=server.headers or None, timeout=server.timeout)
+
+
+def _http_client(streamable_http: Any, server: MCPServer) -> Any:
+    """An HTTP client carrying the server's headers and timeout, of the library the ``mcp``
+    transport module itself imported: ``httpx2`` under mcp 2, ``httpx`` under mcp 1 (both may
+    be installed, and each transport accepts only its own library's client)."""
+    httpx = getattr(streamable_http, "httpx2", None) or streamable_http.httpx
+    return httpx.AsyncClient(headers=server.headers or None,
+                             timeout=httpx.Timeout(server.timeout), follow_redirects=True)
+
+
+_MISSING = object()
+
+
+def mcp_field(model: Any, name: str, default: Any = None) -> Any:
+    """A field of an ``mcp`` type by its snake_case name (``input_schema``): mcp 2 names the
+    attribute so, mcp 1 by the wire's camelCase (``inputSchema``).
+
+    :param default: what a model that has the field under neither name gives.
+    """
+    value = getattr(model, name, _MISSING)
+    if value is _MISSING:
+        head, *rest = name.split("_")
+        value = getattr(model, head + "".join(part.title() for part in rest), default)
+    return value
 
 
 def import_mcp() -> Any:
@@ -123,7 +152,7 @@ async def _list_all_tools(session: Any) -> list[Any]:
     for _ in range(1000):  # a server that pages forever is cut off
         page = await (session.list_tools(cursor=cursor) if cursor else session.list_tools())
         tools.extend(page.tools)
-        cursor = getattr(page, "nextCursor", None)
+        cursor = mcp_field(page, "next_cursor")
         if not cursor:
             break
     return tools
@@ -139,12 +168,12 @@ def result_text(result: Any) -> str:
             parts.append(item.resource.text)
         else:
             parts.append(f"[{getattr(item, 'type', 'content')}: "
-                         f"{getattr(item, 'mimeType', None) or 'binary'}]")
-    structured = getattr(result, "structuredContent", None)
+                         f"{mcp_field(item, 'mime_type') or 'binary'}]")
+    structured = mcp_field(result, "structured_content")
     if not parts and structured is not None:
         parts.append(as_text(structured))
     text = "\n".join(parts)
-    return f"Error: {text}" if getattr(result, "isError", False) else text
+    return f"Error: {text}" if mcp_field(result, "is_error", False) else text
 
 
 def _owning(client: Any, transport: Any) -> Any:
@@ -170,7 +199,7 @@ def _failure(exc: BaseException, timeout: float) -> str:
     message = " ".join(str(leaf).split()) or type(leaf).__name__
     if type(leaf).__name__ in ("ConnectError", "ConnectTimeout"):
         return f"is unreachable: {message}"
-    if type(leaf).__name__ == "McpError":
+    if type(leaf).__name__ in ("McpError", "MCPError"):  # mcp 1's name, mcp 2's
         return f"failed: {message}"
     return f"failed: {type(leaf).__name__}: {message}"
 

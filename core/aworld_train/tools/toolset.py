@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aworld_train.errors import AgentError, did_you_mean
-from aworld_train.tools.mcp_client import list_tools
+from aworld_train.tools.mcp_client import list_tools, mcp_field
 from aworld_train.tools.mcp_config import QUALIFIER, MCPServer, mcp_servers
 from aworld_train.tools.mcp_sessions import MCPTool, close_sessions
 from aworld_train.tools.python_tools import PythonTool, python_tool_from_reference
@@ -148,7 +148,7 @@ def resolve_tools(spec: AgentSpec, base_dir: Path | None = None) -> ToolSet:
 def _server_tools(server: MCPServer) -> list[MCPTool]:
     return [
         MCPTool(server, tool.name, tool.description or "",
-                dict(tool.inputSchema or {"type": "object", "properties": {}}))
+                dict(mcp_field(tool, "input_schema") or {"type": "object", "properties": {}}))
         for tool in list_tools(server)
     ]
 

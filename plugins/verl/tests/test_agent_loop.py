@@ -35,9 +35,12 @@ def wait(seconds: float) -> str:
 CRASHING_SERVER = '''
 import os
 
-from mcp.server.fastmcp import FastMCP
+try:
+    from mcp.server.mcpserver import MCPServer  # mcp 2
+except ImportError:  # mcp 1 calls it FastMCP
+    from mcp.server.fastmcp import FastMCP as MCPServer
 
-server = FastMCP("crashing", log_level="WARNING")
+server = MCPServer("crashing", log_level="WARNING")
 
 
 @server.tool()

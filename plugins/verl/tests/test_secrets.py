@@ -28,9 +28,12 @@ LLM_SECRET = "sk-planted-llm-c0ffee"
 PLANTED = (ENV_SECRET, ARG_SECRET, URL_SECRET, HF_SECRET, LLM_SECRET)
 
 SERVER = '''
-from mcp.server.fastmcp import FastMCP
+try:
+    from mcp.server.mcpserver import MCPServer  # mcp 2
+except ImportError:  # mcp 1 calls it FastMCP
+    from mcp.server.fastmcp import FastMCP as MCPServer
 
-server = FastMCP("keyed", log_level="WARNING")
+server = MCPServer("keyed", log_level="WARNING")
 
 
 @server.tool()
