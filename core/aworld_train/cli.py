@@ -21,6 +21,7 @@ import click
 
 from aworld_train.errors import AWorldTrainError, TrainingCrash
 from aworld_train.redaction import redact_text
+from aworld_train.threads import apply_thread_policy
 
 EXIT_CRASH = 1  # the engine failed while it trained: not a mistake the checks could name
 EXIT_BAD_INPUT = 2
@@ -29,6 +30,9 @@ EXIT_INTERRUPTED = 130
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
+    # Before anything imports torch, whose OpenMP runtime reads it once: idle threads sleep on
+    # a CPU (several times faster on shared cores), unless the user chose otherwise.
+    apply_thread_policy()
     args = sys.argv[1:] if argv is None else argv
     with _sigterm_as_sigint():
         try:

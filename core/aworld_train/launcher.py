@@ -25,6 +25,7 @@ from typing import Any
 
 from aworld_train.errors import Interrupted, TrainingCrash
 from aworld_train.redaction import redact_text
+from aworld_train.threads import with_thread_policy
 
 STOP_GRACE_S = 30.0  # a trainer saving a checkpoint after SIGTERM may need this long
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -67,7 +68,8 @@ def run_process(
         group = _Group(subprocess.Popen(
             list(command),
             cwd=cwd,
-            env=None if env is None else dict(env),
+            # Every process an engine starts gets the CPU thread policy (idle threads sleep).
+            env=with_thread_policy(env),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
