@@ -429,6 +429,18 @@ def test_the_verl_hint_is_only_for_verl_names_and_other_engines() -> None:
         load_config({"algorithm": {"adv_estimator": "grpo"}}, engine_names=ENGINES, engine="toy")
 
 
+@pytest.mark.parametrize(("key", "flag"), [("reward", "--reward or "), ("agent", "--agent or "),
+                                           ("engine", "")])
+def test_a_job_field_given_as_a_config_key_says_where_it_belongs(key: str, flag: str) -> None:
+    # `-o reward=rewards.py:score` means the job's reward, though VeRL's config has a 'reward'.
+    with pytest.raises(ConfigError) as raised:
+        load_config({key: "x"}, engine_names=ENGINES, engine="toy")
+    message = str(raised.value)
+    assert "VeRL" not in message
+    assert message.endswith(f"; '{key}' is a field of the job, not of its config: give it as "
+                            f"{flag}a top-level key of the job file")
+
+
 @pytest.mark.parametrize("section", [
     {"actor_rollout_ref": {"model": {"path": "m", "dtype": "bf16"}}},
     {"actor_rollout_ref.model.path": "m", "actor_rollout_ref": {"model": {"dtype": "bf16"}}},

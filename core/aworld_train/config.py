@@ -39,6 +39,23 @@ VERL_TOP_LEVEL_KEYS = frozenset({
 _VERL_HINT = "this looks like a whole VeRL config: run it with --engine verl, or put it under 'verl:'"
 
 
+def _unknown_key_hint(key: str, engine: str | None) -> str:
+    """What to add to "unknown config key": a job field given as a config key (``-o reward=``)
+    is pointed to where it belongs; a key of VeRL's own config names VeRL, on another engine."""
+    from aworld_train.job import JOB_FIELDS  # the job module imports this one
+
+    if key in JOB_FIELDS:  # VeRL has a 'reward' key too, but a job's reward is meant here
+        flag = f"--{key.replace('_', '-')} or " if key in _JOB_FLAGS else ""
+        return f"; '{key}' is a field of the job, not of its config: give it as {flag}a top-level key of the job file"
+    if key in VERL_TOP_LEVEL_KEYS and engine != "verl":
+        return f"; {_VERL_HINT}"
+    return ""
+
+
+# The job fields `check` and `train` take as options of their own.
+_JOB_FLAGS = frozenset({"agent", "train_dataset", "test_dataset", "reward", "config"})
+
+
 @dataclass(frozen=True)
 class ConfigLayout:
     """How an engine's own config files look, so that one given whole works as its section.
@@ -324,7 +341,7 @@ def load_config(
             # user's own mapping stays as they gave it.
             sections[key] = copy.deepcopy(value)
         else:
-            hint = f"; {_VERL_HINT}" if key in VERL_TOP_LEVEL_KEYS and engine != "verl" else ""
+            hint = _unknown_key_hint(key, engine)
             raise ConfigError(
                 f"{where}: unknown config key '{key}'{did_you_mean(key, allowed)}; "
                 f"known keys: {', '.join(sorted(allowed))}{hint}"
