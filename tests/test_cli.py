@@ -143,7 +143,9 @@ def test_engines_json() -> None:
 
 def test_engines_check_imports_and_validates_each_engine() -> None:
     result = aworld_train("engines", "--json", "--check")
-    assert result.returncode == 0, result.stderr
+    # Broken engines are installed here: the command fails, so that CI can rely on it.
+    assert result.returncode == 1, result.stderr
+    assert result.stderr == "error: 3 installed engine(s) cannot be used: broken, mismatch, twin\n"
     status = {(row["name"], row["distribution"]): row["status"] for row in json.loads(result.stdout)}
     assert status[("toy", "aworld-train-toy")] == "ok"
     assert status[("broken", "aworld-train-broken")].startswith("broken: ")
@@ -152,6 +154,15 @@ def test_engines_check_imports_and_validates_each_engine() -> None:
     assert status[("mismatch", "aworld-train-mismatch")].startswith("broken: ")
     assert "tokenizer" in status[("mismatch", "aworld-train-mismatch")]
     assert status[("twin", "aworld-train-dup")].startswith("conflict: ")
+
+
+def test_engines_check_passes_when_every_engine_works() -> None:
+    env = clean_env(AWORLD_TRAIN_LOAD_PLUGINS="aworld-train-toy")
+    result = aworld_train("engines", "--check", env=env)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    assert "toy" in result.stdout
+    listed = aworld_train("engines")  # listing alone reads metadata: it fails on nothing
+    assert listed.returncode == 0 and "broken" in listed.stdout
 
 
 def test_engines_command_imports_no_engine_and_nothing_heavy() -> None:

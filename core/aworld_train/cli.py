@@ -89,7 +89,24 @@ def engines(as_json: bool, check: bool, debug: bool) -> None:
     rows = [info.as_dict() for info in found]
     if as_json:
         click.echo(json.dumps(rows, indent=2))
-        return
+    else:
+        _print_engines(rows)
+    if check:
+        _exit_if_unusable(found)
+
+
+def _exit_if_unusable(found: list[Any]) -> None:
+    """After ``engines --check``: exit 1, naming them, when an installed engine cannot be used
+    (broken, or its name taken twice), so that CI can rely on the command."""
+    unusable = sorted({info.name for info in found if not info.ok})
+    if unusable:
+        click.echo(f"error: {len(unusable)} installed engine(s) cannot be used: "
+                   f"{', '.join(unusable)}", err=True)
+        sys.exit(EXIT_CRASH)
+
+
+def _print_engines(rows: list[dict[str, str]]) -> None:
+    """The engines as a plain table."""
     if not rows:
         click.echo("no engines installed (pip install aworld-train-trl, aworld-train-swift, ...)")
         return
