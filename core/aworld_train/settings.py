@@ -24,7 +24,7 @@ LR_SCHEDULERS = ("constant", "linear", "cosine")
 # VeRL's names for how a batch's token losses become one loss (its loss_agg_mode).
 LOSS_AGGREGATIONS = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum",
                      "seq-mean-token-sum-norm")
-TRACKERS = ("tensorboard", "wandb", "mlflow", "swanlab")
+TRACKERS = ("tensorboard", "wandb", "mlflow", "swanlab", "trackio")
 DEFAULT_LOG_SAMPLES = 4  # rollout samples per logged step when log_samples is unset
 TENSORBOARD_DIR = "tensorboard"  # <run>/tensorboard holds every engine's event files
 ADAPTER_DIR = "adapter"  # <run>/adapter: the LoRA adapter (a PEFT folder)
@@ -34,7 +34,7 @@ ALL_LINEAR = "all-linear"  # PEFT's name for every linear layer but the output h
 
 # The package each tracker needs, as pip names it.
 _TRACKER_PACKAGES = {"tensorboard": "tensorboard", "wandb": "wandb", "mlflow": "mlflow",
-                     "swanlab": "swanlab"}
+                     "swanlab": "swanlab", "trackio": "trackio"}
 _WANDB_HOST = "api.wandb.ai"
 
 
@@ -191,7 +191,38 @@ def tracker_environment(report_to: tuple[str, ...] | list[str], run_dir: Path) -
             "MLFLOW_TRACKING_URI", f"file:{run_dir / 'mlruns'}")
     if "swanlab" in report_to:
         environment["SWANLAB_LOG_DIR"] = str(run_dir / "swanlog")
+    if "trackio" in report_to:
+        environment["TRACKIO_DIR"] = str(run_dir / "trackio")
     return environment
+
+
+# Optional packages an engine setting makes the engine import when training starts: the module
+# looked up, and the name pip installs it by.
+OPTIONAL_PACKAGES = {
+    "deepspeed": "deepspeed",
+    "flash_attn": "flash-attn",
+    "liger_kernel": "liger-kernel",
+    "bitsandbytes": "bitsandbytes",
+    "peft": "peft",
+    "vllm": "vllm",
+    "math_verify": "math_verify",
+}
+
+
+def require_package(module: str, key: str, why: str = "") -> None:
+    """Refuse, in one line, a setting whose package is not installed here (found, not imported).
+
+    :param module: the module the setting imports (``deepspeed``, ``flash_attn``).
+    :param key: the config key that asks for it, as the error names it (``trl.deepspeed``).
+    :param why: what the setting is, for the message (``ZeRO stage 2``).
+    :raises ConfigError: naming the key and the ``pip install`` that fixes it.
+    """
+    if importlib.util.find_spec(module) is not None:
+        return
+    package = OPTIONAL_PACKAGES.get(module, module)
+    what = f" ({why})" if why else ""
+    raise ConfigError(f"config {key}{what} needs {package}, which is not installed here: "
+                      f"pip install {package}, or leave {key} out")
 
 
 # The shipped engines' own keys for each common name. Each common name maps to the tuple of the

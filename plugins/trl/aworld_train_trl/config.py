@@ -9,6 +9,7 @@ places that name the job's model.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib.util
 import logging
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from aworld_train.engine import (
     argument_names,
     arguments_class,
     did_you_mean,
+    require_package,
     vllm_generation,
 )
 
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
     from aworld_train.engine import TrainConfig
 
     from aworld_train_trl.agent import TrlAgent
+    from aworld_train_trl.dataset import TrlDatasets
 
 # TRL's config dataclass of each algorithm this engine trains.
 ARGUMENT_CLASSES = {"grpo": "trl:GRPOConfig", "sft": "trl:SFTConfig"}
@@ -46,6 +49,20 @@ _RESERVED = {
     "trust_remote_code": "set the job's top-level `trust_remote_code: true` to run code from the "
     "model folder",
 }
+# What TRL's CLI (``trl grpo|sft --config``) reads besides the trainer config, as a job's TRL
+# config file may hold it: ScriptArguments names the data (the job's datasets replace it),
+# ModelConfig the model's loading and its LoRA adapter, and the launcher keys go to
+# ``accelerate launch``. Each maps onto the engine as :func:`script_keys` says.
+SCRIPT_CLASSES = ("trl:ScriptArguments", "trl:ModelConfig")
+LAUNCHER_KEYS = ("num_processes", "accelerate_config")
+# accelerate_config presets that TRL ships, and the package each needs.
+_ACCELERATE_PRESETS = {"zero1": "deepspeed", "zero2": "deepspeed", "zero3": "deepspeed",
+                       "fsdp1": None, "fsdp2": None, "multi_gpu": None, "single_gpu": None}
+# ModelConfig's LoRA keys and the common lora key each becomes.
+_LORA_KEYS = {"lora_r": "rank", "lora_alpha": "alpha", "lora_dropout": "dropout",
+              "lora_target_modules": "target_modules"}
+# Attention implementations and the package each loads.
+_ATTENTION_PACKAGES = {"flash_attention_2": "flash_attn", "flash_attention_3": "flash_attn"}
 # Fields that hold a credential, with the environment variable that carries it to the training
 # process instead: TRL's config object is pickled into every training_args.bin.
 SECRET_FIELDS = {"hub_token": "HF_TOKEN"}
@@ -64,6 +81,9 @@ class TrlConfig(TrainerConfig):
     :ivar log_samples: rollout samples appended to ``samples.jsonl`` per logged step.
     :ivar reward_names: the job's reward functions, whose eval metrics are renamed
         ``eval_<name>``.
+    :ivar eval_max_tokens: SFT's evaluation: the most tokens of each test completion the
+        job's reward scores (``max_completion_length``, else the agent's ``llm_max_tokens``;
+        ``None``: ``aworld-train eval``'s default).
     :ivar secret_env: environment variables for the training processes that hold credentials
         from the ``trl:`` section (``HF_TOKEN``); never written to the run directory.
     :ivar settings: the effective-settings table (``effective_settings``); not sent to workers.
@@ -78,6 +98,7 @@ class TrlConfig(TrainerConfig):
     evaluate_at_end: bool = False
     log_samples: int = 0
     reward_names: list[str] = field(default_factory=list)
+    eval_max_tokens: int | None = None
     secret_env: dict[str, str] = field(default_factory=dict, repr=False)
     settings: list[Setting] = field(default_factory=list, repr=False)
     vllm_rollouts: bool = False
@@ -89,7 +110,85 @@ def section_keys() -> frozenset[str]:
 
     Read from TRL's config classes once per TRL version (no model, no GPU).
     """
-    return all_argument_names("trl", ARGUMENT_CLASSES) | {MODEL_KEY}
+    return (all_argument_names("trl", ARGUMENT_CLASSES) | {MODEL_KEY} | set(LAUNCHER_KEYS)
+            | set(script_defaults()))
+
+
+@functools.cache
+def script_defaults() -> dict[str, Any]:
+    """Every field of TRL's ScriptArguments and ModelConfig with its default (read once, no
+    model), except the model name and ``trust_remote_code``, which the job owns."""
+    defaults: dict[str, Any] = {}
+    for reference in SCRIPT_CLASSES:
+        for item in dataclasses.fields(arguments_class({"": reference}, "")):
+            defaults[item.name] = item.default
+    for key in (MODEL_KEY, "trust_remote_code"):
+        defaults.pop(key, None)
+    return defaults
+
+
+def script_keys(section: dict[str, Any], config: TrainConfig) -> tuple[dict[str, Any], dict[str, Any] | None, int | None]:
+    """Take TRL's script, model and launcher keys out of the ``trl:`` section and map them.
+
+    ``dataset_*`` keys name TRL's data, which the job's datasets replace: null or TRL's default
+    only. ``dtype``, ``attn_implementation`` and ``model_revision`` go to ``model_init_kwargs``
+    as TRL's script passes them to ``from_pretrained``; ``use_peft`` with the ``lora_*`` keys
+    is the job's LoRA adapter; ``num_processes`` the processes per node; ``accelerate_config``
+    a preset of TRL's, whose package must be installed.
+
+    :returns: the section without those keys, the LoRA adapter they ask for (as
+        ``Lora.to_dict()``, or ``None``), and the processes per node (or ``None``).
+    :raises ConfigError: one line for a key the engine cannot honour, or a missing package.
+    """
+    defaults = script_defaults()
+    rest = {key: value for key, value in section.items()
+            if key not in defaults and key not in LAUNCHER_KEYS}
+    given = {key: value for key, value in section.items() if key in defaults
+             and value is not None and value != defaults[key]}
+    model_kwargs = dict(rest.get("model_init_kwargs") or {})
+    for key in ("dtype", "attn_implementation"):
+        if key in given:
+            model_kwargs[key] = given.pop(key)
+    if "model_revision" in given:
+        model_kwargs["revision"] = given.pop("model_revision")
+    attention = model_kwargs.get("attn_implementation")
+    if attention in _ATTENTION_PACKAGES:
+        require_package(_ATTENTION_PACKAGES[attention], "trl.attn_implementation", attention)
+    if model_kwargs:
+        rest["model_init_kwargs"] = model_kwargs
+    lora = None
+    if given.pop("use_peft", False) or section.get("use_peft"):
+        require_package("peft", "trl.use_peft", "LoRA")
+        if config.lora is not None:
+            raise ConfigError("config trl.use_peft and lora both ask for a LoRA adapter: set one "
+                              "of them")
+        lora = {common: section.get(key, defaults[key]) for key, common in _LORA_KEYS.items()}
+        for key in _LORA_KEYS:
+            given.pop(key, None)
+    for key in list(given):
+        if key.startswith("lora_") or key == "use_peft":
+            given.pop(key)  # LoRA settings without use_peft: TRL trains no adapter either
+    if given:
+        key = next(iter(given))
+        fix = ("the job's train_dataset and test_dataset hold the data"
+               if key.startswith("dataset") else "the trl engine does not take it")
+        raise ConfigError(f"config trl.{key}: {given[key]!r} is a key of TRL's script, not of "
+                          f"its trainer config; {fix}: leave it out or null")
+    processes = section.get("num_processes")
+    preset = section.get("accelerate_config")
+    if preset is not None:
+        if preset not in _ACCELERATE_PRESETS:
+            raise ConfigError(f"config trl.accelerate_config: {preset!r} is not one of TRL's "
+                              f"presets ({', '.join(_ACCELERATE_PRESETS)})")
+        if _ACCELERATE_PRESETS[preset]:
+            require_package(_ACCELERATE_PRESETS[preset], "trl.accelerate_config", preset)
+            raise ConfigError(f"config trl.accelerate_config: {preset} (DeepSpeed through "
+                              "accelerate) is not launched by the trl engine: set trl.deepspeed "
+                              "to a DeepSpeed config file instead")
+    if processes is not None and (not isinstance(processes, int) or processes < 1):
+        raise ConfigError(f"config trl.num_processes: expected a count of at least 1, got "
+                          f"{processes!r}")
+    return rest, lora, processes
 
 
 def config_to_trl(
@@ -123,7 +222,9 @@ def config_to_trl(
         )
     args_class = arguments_class(ARGUMENT_CLASSES, algorithm)
     fields = argument_names(args_class)
-    section = check_section(config.engine_section(), args_class, fields)
+    section, script_lora, processes = script_keys(config.engine_section(), config)
+    section = check_section(section, args_class, fields)
+    _require_packages(section)
     secret_env = {
         variable: section.pop(key)
         for key, variable in SECRET_FIELDS.items()
@@ -133,7 +234,7 @@ def config_to_trl(
     # The section's use_cpu keeps a GPU machine's run on its CPU.
     use_gpu = torch.cuda.is_available() and not section.get("use_cpu")
     common = resolve_settings(config, section, args_class, use_gpu=use_gpu, has_test=has_test,
-                              run_dir=run_dir)
+                              run_dir=run_dir, lora=script_lora)
     args = _common_args(config, agent, run_dir, use_gpu, fields, logger)
     args.update(common.arguments)
     args.update(section)
@@ -142,6 +243,11 @@ def config_to_trl(
         del args["use_vllm"]  # the engine's own rollouts generate with vLLM, not TRL's
 
     gpus = config.resources.gpus_per_node
+    if processes is not None:
+        if gpus is not None and gpus != processes:
+            raise ConfigError(f"config resources.gpus_per_node {gpus} and trl.num_processes "
+                              f"{processes} disagree: set one of them")
+        gpus = processes
     num_processes = gpus if gpus is not None else (torch.cuda.device_count() if use_gpu else 1)
     resolved = TrlConfig(
         algorithm=algorithm,
@@ -154,6 +260,7 @@ def config_to_trl(
         evaluate_at_end=common.evaluate_at_end,
         log_samples=common.log_samples,
         reward_names=list(reward_names or []),
+        eval_max_tokens=config.max_completion_length or agent.max_tokens,
         secret_env=secret_env,
         settings=common.settings,
         vllm_rollouts=vllm_rollouts,
@@ -179,6 +286,21 @@ def config_to_trl(
             return resolved
     build_trainer_args(resolved)
     return resolved
+
+
+def _require_packages(section: dict[str, Any]) -> None:
+    """Refuse in one line a setting whose package TRL or transformers would import at start."""
+    if section.get("use_liger_kernel"):
+        require_package("liger_kernel", "trl.use_liger_kernel")
+    if section.get("deepspeed"):
+        require_package("deepspeed", "trl.deepspeed")
+    attention = (section.get("model_init_kwargs") or {}).get("attn_implementation")
+    if isinstance(attention, str) and attention in _ATTENTION_PACKAGES:
+        require_package(_ATTENTION_PACKAGES[attention], "trl.model_init_kwargs.attn_implementation",
+                        attention)
+    optim = str(section.get("optim", ""))
+    if "bnb" in optim or "8bit" in optim:
+        require_package("bitsandbytes", "trl.optim", optim)
 
 
 def check_section(
@@ -346,3 +468,31 @@ def _check_generation_batch(args_class: type, args: dict[str, Any], world_size: 
             f"make batch_size a multiple of {num_generations}"
         )
     return generation_batch
+
+
+def check_completion_room(resolved: TrlConfig, agent: TrlAgent, dataset: TrlDatasets,
+                          config: TrainConfig, tool_schemas: list[dict[str, Any]]) -> None:
+    """The core compared each prompt plus the completion budget it knows (config
+    ``max_completion_length``, else the agent's ``llm_max_tokens``) with the model's positions;
+    GRPO generates up to ``max_completion_length`` as TRL resolved it (the ``trl:`` section's,
+    or TRL's default): when that differs, compare again with it.
+
+    :raises ModelError: the core's message (naming the row), after the key the budget came from.
+    """
+    from aworld_train.engine import ModelError, check_lengths
+
+    if resolved.algorithm != "grpo":
+        return
+    args_class = arguments_class(ARGUMENT_CLASSES, resolved.algorithm)
+    default = {f.name: f.default for f in dataclasses.fields(args_class)}["max_completion_length"]
+    budget = resolved.arguments.get("max_completion_length", default)
+    if budget is None or budget == (config.max_completion_length or agent.max_tokens):
+        return
+    origin = ("config key 'trl.max_completion_length'"
+              if "max_completion_length" in config.engine_section()
+              else "TRL's default max_completion_length")
+    try:
+        check_lengths(agent.model, {"train_dataset": dataset.train, "test_dataset": dataset.test},
+                      None, tool_schemas, budget, agent.max_turns, agent.trust_remote_code)
+    except ModelError as error:
+        raise ModelError(f"{origin} ({budget} tokens): {error}") from None

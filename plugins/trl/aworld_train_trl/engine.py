@@ -63,13 +63,16 @@ def check_reward(reward: RewardSpec | None) -> TrlReward | None:
 @hookimpl
 def check_config(config: TrainConfig, agent: TrlAgent, dataset: TrlDatasets,
                  reward: TrlReward | None, ctx: RunContext) -> TrlConfig:
-    from aworld_train_trl.config import config_to_trl
+    from aworld_train_trl.config import check_completion_room, config_to_trl
 
     if ctx.resume_from is not None:
         resume_checkpoint(ctx.resume_from)  # a run without checkpoints fails now, not after loading
-    return config_to_trl(config, agent, ctx.run_dir, ctx.logger, has_test=dataset.test is not None,
-                         reward_names=[] if reward is None else
-                         [function.name for function in reward.spec.functions])
+    resolved = config_to_trl(config, agent, ctx.run_dir, ctx.logger,
+                             has_test=dataset.test is not None,
+                             reward_names=[] if reward is None else
+                             [function.name for function in reward.spec.functions])
+    check_completion_room(resolved, agent, dataset, config, ctx.tools.schemas())
+    return resolved
 
 
 @hookimpl

@@ -70,6 +70,7 @@ def resolve_settings(
     use_gpu: bool,
     has_test: bool,
     run_dir: Path,
+    lora: dict[str, Any] | None = None,
 ) -> Resolved:
     """Map the common keys onto TRL's for ``config.algorithm`` and tabulate the result.
 
@@ -77,6 +78,8 @@ def resolve_settings(
     :param args_class: ``GRPOConfig`` or ``SFTConfig``, whose defaults fill unset keys.
     :param use_gpu: whether training runs on the visible GPUs.
     :param has_test: whether the job has a test set.
+    :param lora: the adapter a TRL config file's ``use_peft`` asks for (``Lora.to_dict()``
+        form), when the common ``lora`` key is unset.
     :raises ConfigError: one line for a value TRL cannot honour, or a common key and its
         ``trl.`` key set to different values.
     """
@@ -87,7 +90,7 @@ def resolve_settings(
     rows.append(Setting("device", describe_device(use_gpu), "use_cpu", not use_gpu,
                         "section" if "use_cpu" in section else "default"))
     rows.append(_precision(config, section, use_gpu, resolved.arguments))
-    rows.append(_lora(config, resolved))
+    rows.append(_lora(config, resolved, lora))
     rows.append(_report_to(config, section, run_dir, resolved))
 
     warmup = _knob(section, defaults, resolved.arguments, "warmup_ratio", config.warmup_ratio,
@@ -172,8 +175,12 @@ def _precision(config: TrainConfig, section: dict[str, Any], use_gpu: bool,
     return Setting("precision", used, key, used == key, source)
 
 
-def _lora(config: TrainConfig, resolved: Resolved) -> Setting:
-    """``lora`` as the ``peft_config`` TRL's trainers take."""
+def _lora(config: TrainConfig, resolved: Resolved, script_lora: dict[str, Any] | None) -> Setting:
+    """``lora`` as the ``peft_config`` TRL's trainers take; a TRL config file's ``use_peft``
+    (with ModelConfig's ``lora_*`` keys) when the common key is unset."""
+    if config.lora is None and script_lora is not None:
+        resolved.lora = script_lora
+        return Setting("lora", script_lora, "peft_config", lora_arguments(script_lora), "section")
     if config.lora is None:
         return Setting("lora", None, "peft_config", None, "default")
     if importlib.util.find_spec("peft") is None:
@@ -186,8 +193,10 @@ def _lora(config: TrainConfig, resolved: Resolved) -> Setting:
 def lora_arguments(lora: dict[str, Any]) -> dict[str, Any]:
     """The ``peft.LoraConfig`` arguments of a ``Lora.to_dict()``."""
     modules = lora["target_modules"]
+    # None: PEFT's own default modules for the architecture, as TRL's get_peft_config leaves it.
     return {"r": lora["rank"], "lora_alpha": lora["alpha"], "lora_dropout": lora["dropout"],
-            "target_modules": modules if isinstance(modules, str) else list(modules),
+            "target_modules": modules if modules is None or isinstance(modules, str)
+            else list(modules),
             "task_type": "CAUSAL_LM"}
 
 

@@ -27,17 +27,19 @@ TRL_FILE = {
 
 def test_section_keys_are_every_trainer_field_and_the_model_key() -> None:
     """The layout claims the fields of each trainer config the engine maps (GRPO's and SFT's
-    own ones too) and TRL's model key, and nothing TRL's trainer configs do not have."""
-    from trl import GRPOConfig, SFTConfig
+    own ones too), TRL's model key, and what ``trl sft --config`` also reads: ScriptArguments,
+    ModelConfig and the launcher's keys; nothing else."""
+    from trl import GRPOConfig, ModelConfig, ScriptArguments, SFTConfig
 
     from aworld_train_trl.config import section_keys
 
     keys = section_keys()
-    assert {"beta", "num_generations", "packing", "model_name_or_path"} <= keys
-    assert {"model", "dataset_name", "lora_r"}.isdisjoint(keys)
-    fields = {f.name for cls in (GRPOConfig, SFTConfig) for f in cls.__dataclass_fields__.values()
-              if f.init}
-    assert keys == fields | {"model_name_or_path"}
+    assert {"beta", "num_generations", "packing", "model_name_or_path", "dataset_name",
+            "lora_r", "num_processes"} <= keys
+    assert "model" not in keys
+    fields = {f.name for cls in (GRPOConfig, SFTConfig, ScriptArguments, ModelConfig)
+              for f in cls.__dataclass_fields__.values() if f.init}
+    assert keys == fields | {"model_name_or_path", "num_processes", "accelerate_config"}
 
 
 def test_a_trl_config_file_as_the_whole_config_passes_check(
