@@ -9,6 +9,7 @@ no code from the model folder unless the job trusts it.
 from __future__ import annotations
 
 import dataclasses
+import importlib.metadata
 import importlib.util
 import os
 from contextlib import contextmanager
@@ -23,6 +24,7 @@ from aworld_train.engine import (
     TrainerConfig,
     arguments_class,
     check_trackers,
+    require_package,
     scoped_environment,
 )
 
@@ -214,10 +216,49 @@ def check_arguments(config: SwiftConfig) -> None:
     :raises ConfigError: with swift's message when it rejects the arguments.
     """
     arguments = {k: v for k, v in config.arguments.items() if k not in _NETWORK_KEYS}
+    require_packages(arguments)
     no_credentials: dict[str, str | None] = {
         name: None for names in SECRETS.values() for name in names
     }
-    build_arguments(dataclasses.replace(config, arguments=arguments), environment=no_credentials)
+    with world_size(config.nproc_per_node * config.nnodes):
+        build_arguments(dataclasses.replace(config, arguments=arguments),
+                        environment=no_credentials)
+
+
+# Attention implementations (swift's attn_impl) and the package each loads.
+_ATTENTION_PACKAGES = {"flash_attn": "flash_attn", "flash_attention_2": "flash_attn",
+                       "flash_attention_3": "flash_attn"}
+
+
+def require_packages(arguments: dict[str, Any]) -> None:
+    """Refuse in one line a setting whose package swift imports when it starts (found, not
+    imported): DeepSpeed, Liger kernels, flash-attn."""
+    if arguments.get("deepspeed"):
+        require_package("deepspeed", "swift.deepspeed", str(arguments["deepspeed"]))
+    if arguments.get("use_liger_kernel"):
+        require_package("liger_kernel", "swift.use_liger_kernel")
+    attention = arguments.get("attn_impl")
+    if attention in _ATTENTION_PACKAGES:
+        require_package(_ATTENTION_PACKAGES[attention], "swift.attn_impl", attention)
+
+
+@contextmanager
+def world_size(processes: int) -> Iterator[None]:
+    """Build swift's arguments as each of ``processes`` training processes will: swift checks
+    the GRPO generation batch (per-device batch x processes x steps) against
+    ``num_generations`` with transformers' ``TrainingArguments.world_size``, which is 1 in this
+    one check process."""
+    from transformers import TrainingArguments
+
+    if processes <= 1:
+        yield
+        return
+    original = TrainingArguments.__dict__["world_size"]
+    TrainingArguments.world_size = property(lambda self: processes)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        TrainingArguments.world_size = original  # type: ignore[assignment]
 
 
 def secret_environment(section: dict[str, Any], arguments: dict[str, Any]) -> dict[str, str]:
@@ -296,6 +337,11 @@ def build_arguments(
             return cls(**kwargs)
         except AWorldTrainError:
             raise
+        except (importlib.metadata.PackageNotFoundError, ModuleNotFoundError) as error:
+            # A setting swift honours only with an optional package (deepspeed, ...).
+            package = getattr(error, "name", None) or str(error).strip("'\" ")
+            raise ConfigError(f"ms-swift needs {package} for this config, which is not "
+                              f"installed here: pip install {package}") from None
         except (ValueError, AssertionError, TypeError, KeyError) as error:
             message = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
             raise ConfigError(f"ms-swift rejects the config ({cls.__name__}): {message}") from None
