@@ -31,6 +31,8 @@ from aworld_train.errors import (
     PluginError,
 )
 from aworld_train.processor import ProcessorPlugin
+from aworld_train.reward import RewardSpec
+from aworld_train.rewards import BUILTIN_REWARDS
 
 
 def test_public_surface() -> None:
@@ -90,7 +92,7 @@ def test_processor_receives_what_the_user_passed(
     assert calls["check_agent"] is toy_job["agent"], "the user's own mapping"
     train, test = calls["check_dataset"]
     assert train is toy_job["train_dataset"] and test is None, "the user's own rows"
-    assert calls["check_reward"] == "exact_match", "the reward as named"
+    assert calls["check_reward"] is BUILTIN_REWARDS["exact_match"], "a name: the function named"
     assert calls["check_config"] is toy_job["config"], "the user's own config mapping"
     # The core's checks still ran: the context holds its validated forms.
     assert trainer.context.config.max_steps == 6
@@ -125,7 +127,9 @@ def test_a_processor_receives_the_files_of_a_job_as_absolute_paths(
     calls = dict(recording_engine.calls)
     assert calls["check_agent"] == str(job / "agent.yaml")
     assert calls["check_dataset"] == (str(job / "train.jsonl"), str(job / "train.jsonl"))
-    assert calls["check_reward"] == f"{job / 'rewards.py'}:score"
+    reward = calls["check_reward"]
+    assert (reward.__name__, inspect.getfile(reward)) == ("score", str(job / "rewards.py")), (
+        "a reference: the function the core loaded")
     assert calls["check_config"] == str(job / "config.yaml"), "the path, for the processor to read"
 
     recording_engine.calls = []
@@ -136,8 +140,14 @@ def test_a_processor_receives_the_files_of_a_job_as_absolute_paths(
     recording_engine.calls = []
     AgentTrainer(**dict(given, reward_func=[score, {"name": "rewards.py:score", "weight": 2}]),
                  check_only=True)
-    assert dict(recording_engine.calls)["check_reward"] == [
-        score, {"name": f"{job / 'rewards.py'}:score", "weight": 2}]
+    reward = dict(recording_engine.calls)["check_reward"]
+    assert isinstance(reward, RewardSpec), "named in part by text: one callable, the weighted total"
+    assert [(f.name, f.weight) for f in reward.functions] == [("score", 1.0), ("score", 2.0)]
+    assert reward("arithmetic", "4", "4") == 3.0
+
+    recording_engine.calls = []
+    AgentTrainer(**dict(given, reward_func=[score]), check_only=True)
+    assert dict(recording_engine.calls)["check_reward"] == [score], "objects: the user's own"
 
 
 def test_a_model_folder_beside_the_job_reaches_the_engine_as_an_absolute_path(

@@ -716,6 +716,7 @@ def _as_given(job: Job) -> Given:
         test_dataset=_absolute_path(job.test_dataset, job.base_dir),
         reward=_absolute_reward(job.reward_func, job.base_dir),
         config=config,
+        columns=job.columns or None,
     )
 
 

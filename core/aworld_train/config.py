@@ -406,12 +406,66 @@ def _claim(data: dict[str, Any], engine: str, engine_names: tuple[str, ...],
                if isinstance(key, str) and key not in known and layout.claims(key, value)}
     if not claimed:
         return data
+    for key in claimed:
+        # A key the layout names is the engine's own; one claimed only because the engine
+        # takes any key (a processor) may be a common key misspelt, which would do nothing.
+        near = None if key.lstrip("+") in layout.section_keys else near_common_key(key)
+        if near is not None:
+            raise ConfigError(f"{where}: unknown config key '{key}' (did you mean '{near}'?); "
+                              f"engine '{engine}' takes keys of its own, but not one this close "
+                              "to a common key")
     section = data.get(engine, {})
     if not isinstance(section, dict):
         raise _not_a_section(where, engine)
     kept = {key: value for key, value in data.items() if key not in claimed}
     kept[engine] = _merge_once(claimed, section, where, engine, "")
     return kept
+
+
+def near_common_key(key: str) -> str | None:
+    """The common key (or ``resources``) that ``key`` is a near miss of, or ``None``.
+
+    A near miss is the same key in another case or with ``-``/``_`` dropped or changed
+    (``learningRate``), two adjacent letters swapped (``modle``), or, for a common key of six
+    or more letters, one edit (``learning_rat``, ``max_step``; two from ten letters on). A key
+    that adds whole words to a common key (``clip_ratio_c``) is another key. Looser likeness
+    (``did_you_mean``'s) would refuse an engine's own keys such as ``model_path`` or ``mode``.
+    """
+    commons = (*COMMON_KEYS, "resources")
+    if key in commons:
+        return None
+    word, words = _key_letters(key), key.lstrip("+").lower().replace("-", "_").split("_")
+    for common in commons:
+        letters, common_words = _key_letters(common), common.split("_")
+        if len(words) > len(common_words) and words[:len(common_words)] == common_words:
+            continue
+        allowed = 2 if len(letters) >= 10 else 1 if len(letters) >= 6 else 0
+        if word == letters or _swapped(word, letters) or _edit_distance(word, letters) <= allowed:
+            return common
+    return None
+
+
+def _key_letters(key: str) -> str:
+    """A key compared by its letters: lower case, without ``+``, ``-`` and ``_``."""
+    return key.lower().lstrip("+").replace("-", "").replace("_", "")
+
+
+def _swapped(word: str, other: str) -> bool:
+    """Whether ``word`` is ``other`` with two adjacent letters swapped."""
+    differ = [i for i, (a, b) in enumerate(zip(word, other)) if a != b]
+    return (len(word) == len(other) and len(differ) == 2 and differ[1] == differ[0] + 1
+            and word[differ[0]] == other[differ[1]] and word[differ[1]] == other[differ[0]])
+
+
+def _edit_distance(word: str, other: str) -> int:
+    """Levenshtein distance (insertions, deletions, substitutions)."""
+    previous = list(range(len(other) + 1))
+    for i, a in enumerate(word, start=1):
+        current = [i]
+        for j, b in enumerate(other, start=1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a != b)))
+        previous = current
+    return previous[-1]
 
 
 def _merge_once(top: dict[str, Any], section: dict[str, Any], where: str, engine: str,

@@ -17,7 +17,9 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Given:
     """The job's inputs as the user gave them, ``None`` where they gave nothing: what a
-    ``TrainerProcessor``'s checks receive, as AWorld Train hands them.
+    ``TrainerProcessor``'s checks are handed from (objects as they are; a dataset path with
+    ``columns`` and a reward named by text as the job means them, see
+    :mod:`aworld_train.processor`).
 
     A path is an absolute string (relative ones resolved against the job's folder), and so is
     the file of a ``file.py:function`` reference; objects (an AWorld ``Agent``, a
@@ -30,6 +32,7 @@ class Given:
     :ivar reward: the callable, the reference, the built-in name, or a list of these.
     :ivar config: the config path or mapping; with ``-o`` overrides, the mapping with them
         merged in.
+    :ivar columns: the job's ``{canonical: user_column}`` mapping, or ``None``.
     """
 
     agent: Any = None
@@ -37,6 +40,7 @@ class Given:
     test_dataset: Any = None
     reward: Any = None
     config: Any = None
+    columns: dict[str, str] | None = None
 
 
 class HookResults(dict[str, Any]):

@@ -505,3 +505,34 @@ def _type_clash(
                         f"{type(value).__name__} but {kind.__name__} at "
                         f"{source.where(first_position)}; use one type per column")
     raise AssertionError("a batch whose column types clash has a row that shows it")
+
+
+#: The format a canonical copy of a dataset file is written in, by the user file's suffix: the
+#: same format, except CSV, which cannot hold a message list or ``extra_info``'s object.
+CANONICAL_SUFFIXES = {".jsonl": ".jsonl", ".json": ".json", ".parquet": ".parquet",
+                      ".csv": ".jsonl"}
+
+
+def write_canonical(dataset: datasets.Dataset, folder: Path, name: str, like: str | Path) -> Path:
+    """Write a canonical dataset (as :func:`load_dataset` returns it) to ``folder/name``, in
+    the format of the user's file ``like`` (:data:`CANONICAL_SUFFIXES`), for code that reads
+    files: a ``TrainerProcessor`` given the job's dataset path with ``columns`` applied.
+
+    :returns: the file written.
+    """
+    import pyarrow.parquet
+
+    suffix = CANONICAL_SUFFIXES.get(Path(like).suffix.lower(), ".jsonl")
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}{suffix}"
+    if suffix == ".parquet":
+        pyarrow.parquet.write_table(dataset.data.table, path)
+        return path
+    rows = _dataset_rows(dataset)
+    with path.open("w", encoding="utf-8") as handle:
+        if suffix == ".jsonl":  # one row at a time: memory holds a batch, not the dataset
+            for row in rows:
+                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+        else:
+            json.dump(list(rows), handle, ensure_ascii=False)
+    return path
