@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.metadata
-import importlib.metadata
 import importlib.util
 import os
 from contextlib import contextmanager
@@ -24,7 +23,6 @@ from aworld_train.engine import (
     ConfigError,
     TrainerConfig,
     arguments_class,
-    require_package,
     check_trackers,
     require_package,
     scoped_environment,
@@ -347,8 +345,3 @@ def build_arguments(
         except (ValueError, AssertionError, TypeError, KeyError) as error:
             message = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
             raise ConfigError(f"ms-swift rejects the config ({cls.__name__}): {message}") from None
-        except (importlib.metadata.PackageNotFoundError, ModuleNotFoundError) as error:
-            # A setting swift honours only with an optional package (deepspeed, ...).
-            package = getattr(error, "name", None) or str(error).strip("'\" ")
-            raise ConfigError(f"ms-swift needs {package} for this config, which is not "
-                              f"installed here: pip install {package}") from None
