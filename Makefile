@@ -76,7 +76,10 @@ $(VENVS)/%/.ready: pyproject.toml plugins/%/pyproject.toml constraints.txt
 
 # The scaffold's generated engine trains with torch, so its test runs in the TRL venv, and so
 # do the model checks that load a real tokenizer.
-EXTRA_TESTS_trl := tests/scaffold tests/test_model.py tests/test_eval.py tests/test_eval_tools.py tests/test_run_outputs.py
+EXTRA_TESTS_trl := tests/scaffold tests/test_model.py tests/test_eval.py tests/test_eval_tools.py tests/test_run_outputs.py tests/test_quickstart.py
+# The README's job, as written, on each engine.
+EXTRA_TESTS_swift := tests/test_quickstart.py
+EXTRA_TESTS_verl := tests/test_quickstart.py
 
 test-core: $(VENVS)/core/.ready
 	$(VENVS)/core/bin/python -m pytest tests --ignore=tests/scaffold --ignore=tests/with_aworld --ignore=tests/with_vllm

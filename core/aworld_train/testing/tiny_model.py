@@ -147,3 +147,26 @@ def build_tiny_model(
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m aworld_train.testing.tiny_model FOLDER``: build a tiny model to try a job
+    with, where no model hub is at hand (random weights: it trains, it does not know anything)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m aworld_train.testing.tiny_model",
+                                     description=main.__doc__)
+    parser.add_argument("folder", help="where to write the model (created if needed)")
+    parser.add_argument("--hidden-size", type=int, default=128,
+                        help="the model width (128: heads 32 wide, as vLLM's CPU attention needs)")
+    parser.add_argument("--tools", action="store_true",
+                        help="a chat template that renders tools (4,096 positions)")
+    arguments = parser.parse_args(argv)
+    folder = build_tiny_model(arguments.folder, hidden_size=arguments.hidden_size,
+                              tools=arguments.tools,
+                              max_positions=4096 if arguments.tools else 1024)
+    print(f"model: {folder}")
+
+
+if __name__ == "__main__":
+    main()

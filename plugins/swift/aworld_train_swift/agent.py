@@ -167,11 +167,52 @@ def resolve_model(
         elif len(meta.candidate_templates) == 1:
             template = meta.candidate_templates[0]
         else:
+            template = _template_like_chat_template(folder, meta.candidate_templates) if local \
+                else None
+        if template is None:
             raise AgentError(
                 f"model '{model}' (swift model type '{meta.model_type}') fits several templates "
-                f"{meta.candidate_templates}: set swift.template in the config"
+                f"{meta.candidate_templates}, and none renders the model folder's own chat "
+                "template (or it has none): set swift.template in the config to the one its "
+                "model was trained with"
             )
     return model, local, str(meta.model_type), template
+
+
+def _template_like_chat_template(folder: Path, candidates: list[str]) -> str | None:
+    """The first of ``candidates`` (ms-swift's templates for the model type) that renders a
+    conversation as the folder's own chat template does, or ``None``.
+
+    Templates that render the same turns differ only in their default system prompt, which the
+    engine leaves out where the chat template has none (:func:`no_default_system`): any of them
+    trains on the prompts the chat template writes.
+    """
+    from aworld_train.engine import load_tokenizer
+    from swift.template import TEMPLATE_MAPPING
+
+    turns = [{"role": "system", "content": "S"}, {"role": "user", "content": "U"},
+             {"role": "assistant", "content": "A"}]
+    try:
+        own = load_tokenizer(str(folder)).apply_chat_template(turns, tokenize=False)
+    except Exception:  # no tokenizer or no chat template: nothing to compare with
+        return None
+    for name in candidates:
+        meta = TEMPLATE_MAPPING.get(name)
+        if meta is not None and _render(meta, turns) == own:
+            return name
+    return None
+
+
+def _render(meta: Any, turns: list[dict[str, str]]) -> str | None:
+    """``turns`` (system, user, assistant) as an ms-swift template meta writes them, for a
+    template made of plain strings (one with token-id parts cannot be compared as text)."""
+    parts = [*meta.prefix, *(meta.system_prefix or []), *meta.prompt, *meta.suffix]
+    if not all(isinstance(part, str) for part in parts):
+        return None
+    system, user, answer = (turn["content"] for turn in turns)
+    text = "".join(meta.system_prefix or meta.prefix).replace("{{SYSTEM}}", system)
+    text += "".join(meta.prompt).replace("{{QUERY}}", user)
+    return text + answer + "".join(meta.suffix)
 
 
 def no_default_system(model: str, template: str, trust_remote_code: bool) -> str | None:

@@ -50,6 +50,9 @@ CACHE = "cache"
 # were validated.
 _NETWORK_KEYS = ("adapters", "vllm_server_host", "vllm_server_base_url")
 
+#: ms-swift's default completions per prompt (RLHFArguments.num_generations).
+NUM_GENERATIONS = 8
+
 
 @dataclass(kw_only=True)
 class SwiftConfig(TrainerConfig):
@@ -136,6 +139,10 @@ def config_to_swift(
             temperature=agent.temperature,
             top_p=agent.top_p,
         )
+        if config.batch_size is None:
+            # swift's own default, one completion per device and step, is no multiple of its
+            # num_generations: a step takes one prompt's whole group, as TRL's defaults do.
+            common["per_device_train_batch_size"] = config.num_generations or NUM_GENERATIONS
         if reward is not None:
             arguments["reward_funcs"] = list(reward.names)
             arguments["reward_weights"] = list(reward.weights)
