@@ -421,15 +421,25 @@ def effective_settings(resolved: VerlConfig, config: TrainConfig) -> list[Settin
 
     test_freq = composed.trainer.test_freq
     eval_source = source("eval_steps", ("trainer.test_freq",))
-    every = config.eval_steps if config.eval_steps is not None else test_freq if eval_source == "section" else None
-    rows.append(Setting("eval_steps", every if every is None or every > 0 else None, "trainer.test_freq", test_freq,
-                        eval_source))
+    rows.append(Setting("eval_steps", _eval_every(config.eval_steps, test_freq, eval_source), "trainer.test_freq",
+                        test_freq, eval_source))
     rows.append(Setting("eval_limit", config.eval_limit, "", config.eval_limit, source("eval_limit", ())))
     dump = composed.trainer.rollout_data_dir
     samples = (DEFAULT_LOG_SAMPLES if config.log_samples is None else config.log_samples) if dump else 0
     rows.append(Setting("log_samples", samples, "trainer.rollout_data_dir", dump,
                         source("log_samples", ("trainer.rollout_data_dir",))))
     return rows
+
+
+def _eval_every(eval_steps: int | None, test_freq: int | None, source: str) -> int | str | None:
+    """The common ``eval_steps`` VeRL's ``test_freq`` amounts to: the job's or the section's
+    frequency; ``"end"`` where the job left it unset and :func:`schedule_overrides` set the
+    frequency to the last step (as the other engines' tables say it), never ``None`` beside a
+    positive frequency; ``None`` where VeRL does not validate."""
+    every = eval_steps if eval_steps is not None else test_freq if source == "section" else None
+    if every is not None:
+        return every if every > 0 else None
+    return "end" if test_freq is not None and test_freq > 0 else None
 
 
 def _device_row(config: TrainConfig, composed: DictConfig) -> Setting:

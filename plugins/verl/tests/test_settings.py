@@ -250,6 +250,19 @@ def test_the_settings_table_shows_verls_defaults_when_nothing_is_set(tmp_path: P
     }
 
 
+def test_the_eval_steps_row_shows_one_value_for_validating_at_the_end(tmp_path: Path, tiny_model: Path) -> None:
+    """With a test set and no eval_steps the engine sets test_freq to the last step: the row says
+    "end" (as TRL's and ms-swift's do), not "none" beside a frequency."""
+    ctx = make_ctx(tmp_path / "run", tiny_model)
+    last = {**model_overrides(str(tiny_model)), "trainer.test_freq": 8}
+    rows = {row.name: row for row in effective_settings(resolve(ctx.config, ctx.run_dir, inputs=last), ctx.config)}
+    row = rows["eval_steps"]
+    assert (row.value, row.engine_key, row.engine_value, row.source) == ("end", "trainer.test_freq", 8, "default")
+    assert table(tmp_path / "every", tiny_model, eval_steps=2)["eval_steps"].value == 2
+    section = table(tmp_path / "section", tiny_model, verl={"trainer.test_freq": 5})["eval_steps"]
+    assert (section.value, section.engine_value, section.source) == (5, 5, "section")
+
+
 def test_the_settings_table_names_the_job_and_the_section(tmp_path: Path, tiny_model: Path) -> None:
     rows = table(tmp_path, tiny_model, kl_coef=0.05, precision="fp32",
                  verl={f"{ACTOR}.clip_ratio_high": 0.28, f"{ACTOR}.optim.lr_scheduler_type": "cosine"})
