@@ -604,16 +604,21 @@ def _describe_settings(settings: list[Setting] | None) -> str:
     return f"{len(settings)} settings; device {values['device']}, precision {values['precision']}"
 
 
+def _agent_runnable(checks: CheckRun) -> bool:
+    """Whether the agent is code of its own (AWorld or Python) with a row to run on and a local
+    model folder whose chat template renders its messages (a hub id has none offline)."""
+    model = checks.config.model or checks.spec.model
+    return (checks.spec.runs_itself and checks.train_dataset is not None and bool(model)
+            and Path(str(model)).is_dir())
+
+
 def _run_agent_once(checks: CheckRun) -> Any:
     """The user's own agent (AWorld or Python) run once on the first row against a stand-in
     policy, its answer scored by the reward: see :mod:`aworld_train.runtime.standin`."""
-    from aworld_train.hf import policy_model
     from aworld_train.model import load_tokenizer
     from aworld_train.runtime.standin import check_agent_once
 
-    model = policy_model(checks.spec, checks.config)
-    if not Path(model).is_dir():
-        return None  # a hub id: no chat template to render with offline
+    model = str(checks.config.model or checks.spec.model)
     tokenizer = load_tokenizer(model, checks.config.trust_remote_code)
     where = f"{checks.job.train_dataset} row 0" if isinstance(
         checks.job.train_dataset, (str, Path)) else "the train dataset's row 0"
@@ -622,8 +627,6 @@ def _run_agent_once(checks: CheckRun) -> Any:
 
 
 def _describe_agent_run(checked: Any) -> str:
-    if checked is None:
-        return "not run: the model is not a local folder"
     scored = "" if checked.score is None else f", reward {checked.score:g}"
     return (f"{checked.turns} model call(s) answered by a stand-in, answer "
             f"{checked.answer[:40]!r}{scored}")
@@ -671,8 +674,7 @@ CHECKS: tuple[Step, ...] = (
         _describe_engine_result),
     Step("reward", "core", _resolve_reward, _describe_reward,
          when=_given("reward_func"), otherwise="none given"),
-    Step("agent run", "core", _run_agent_once, _describe_agent_run,
-         when=lambda checks: checks.spec.runs_itself and checks.train_dataset is not None),
+    Step("agent run", "core", _run_agent_once, _describe_agent_run, when=_agent_runnable),
     Step("reward", "engine", _engine_check(
         "reward", lambda c: c.reward,
         lambda c: {"reward": c.reward, "agent": c.hand_off.agent, "dataset": c.hand_off.dataset,
