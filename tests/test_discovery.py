@@ -284,3 +284,29 @@ def test_an_engine_this_project_ships_but_not_installed_here_says_how_to_install
     with pytest.raises(PluginError) as raised:
         plugins.find_engine("tyo")
     assert "pip install" not in str(raised.value), "no install line for a name nobody ships"
+
+
+def test_an_extension_plugin_cannot_answer_an_engine_hook_but_can_wrap_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A plain ``check_config`` in an extension would win over the engine's (firstresult, the
+    last registered first): it is refused in one line and never called; a wrapper still runs."""
+    lay_out_distribution(tmp_path, "aworld-train-shadow", "[aworld_train.plugins]\n"
+                         "shadow = aworld_train_shadow\n", "aworld_train_shadow",
+                         "from aworld_train import hookimpl\n\n"
+                         "@hookimpl\ndef check_config(config):\n    return 'not the engine'\n")
+    lay_out_distribution(tmp_path, "aworld-train-wrap", "[aworld_train.plugins]\n"
+                         "wrap = aworld_train_wrap\n", "aworld_train_wrap",
+                         "from aworld_train import hookimpl\nSEEN = []\n\n"
+                         "@hookimpl(wrapper=True)\ndef check_config(config):\n"
+                         "    answer = yield\n    SEEN.append(answer)\n    return answer\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with caplog.at_level(logging.WARNING, logger="aworld_train"):
+        manager = plugins.create_manager("toy", None)
+    assert manager.get_plugin("plugin:shadow") is None
+    assert manager.get_plugin("plugin:wrap") is not None
+    warnings = [r.getMessage() for r in caplog.records if "shadow" in r.getMessage()]
+    assert warnings == ["skipping plugin 'shadow' from aworld-train-shadow 0.1.0: plugin "
+                        "'shadow' from aworld-train-shadow 0.1.0 implements the engine's hook "
+                        "check_config without wrapping it, which would replace the engine's "
+                        "answer: make it a wrapper (@hookimpl(wrapper=True))"]

@@ -192,7 +192,9 @@ def create_manager(engine: str, run_dir: Path | None) -> pluggy.PluginManager:
     for entry_point in _selected(metadata.entry_points(group=PLUGIN_GROUP)):
         where = f"plugin '{entry_point.name}' from {_dist_label(entry_point)}"
         try:
-            _register(manager, entry_point.load(), PLUGIN_PREFIX + entry_point.name, where)
+            plugin = entry_point.load()
+            _register(manager, plugin, PLUGIN_PREFIX + entry_point.name, where)
+            _refuse_engine_answers(manager, plugin, where)
         except Exception as exc:  # a broken extension is skipped; the engine still runs
             logger.warning("skipping %s: %s", where, _one_line(exc))
     if os.environ.get("AWORLD_TRAIN_TRACE_PLUGINS", "") not in ("", "0"):
@@ -327,6 +329,29 @@ def _register(manager: pluggy.PluginManager, plugin: Any, name: str, where: str)
     except pluggy.PluginValidationError as exc:
         manager.unregister(plugin)
         raise PluginError(f"{where} does not match the hook specs: {_one_line(exc)}") from exc
+
+
+def _refuse_engine_answers(manager: pluggy.PluginManager, plugin: Any, where: str) -> None:
+    """Unregister an extension plugin that answers one of the engine's own hooks.
+
+    The engine's hooks are ``firstresult``: pluggy calls the implementation registered last
+    first, so an extension's plain implementation that returns a value would replace the
+    engine's answer without a word. An extension changes an engine's answer by wrapping the
+    hook (``@hookimpl(wrapper=True)``), which sees the engine's result.
+
+    :raises PluginError: naming the plugin and the hooks, after unregistering it.
+    """
+    answering = sorted(
+        caller.name for caller in manager.get_hookcallers(plugin) or []
+        if caller.spec is not None and caller.spec.opts.get("firstresult")
+        and any(impl.plugin is plugin and not (impl.wrapper or impl.hookwrapper)
+                for impl in caller.get_hookimpls()))
+    if answering:
+        manager.unregister(plugin)
+        raise PluginError(
+            f"{where} implements the engine's hook{'s' if len(answering) > 1 else ''} "
+            f"{', '.join(answering)} without wrapping it, which would replace the engine's "
+            "answer: make it a wrapper (@hookimpl(wrapper=True))")
 
 
 def _entry_point_engines() -> list[EngineInfo]:
