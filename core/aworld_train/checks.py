@@ -346,17 +346,21 @@ def _describe_config(config: TrainConfig) -> str:
     return keys + (f"; sections: {', '.join(sections)}" if sections else "")
 
 
-def _load_agent(checks: CheckRun) -> AgentSpec:
+def _load_agent(checks: CheckRun) -> tuple[AgentSpec, str | None]:
     from aworld_train.agent import load_agent
     from aworld_train.redaction import remember_secrets
 
     checks.spec = load_agent(checks.job.agent, checks.job.base_dir)
     remember_secrets({"agent": checks.spec.to_dict(), "config": checks.config.to_dict()})
-    return checks.spec
+    return checks.spec, checks.config.model or checks.spec.model
 
 
-def _describe_agent(spec: AgentSpec) -> str:
-    parts = [f"'{spec.name}'", f"model {spec.model or '(from config)'}"]
+def _describe_agent(loaded: tuple[AgentSpec, str | None]) -> str:
+    """The agent's row: its name, the model that trains (the config's, else the agent's own:
+    an AWorld agent's llm_model_name is set aside when the config names one), what it has."""
+    spec, policy = loaded
+    aside = f" (not the agent's own {spec.model})" if spec.model and spec.model != policy else ""
+    parts = [f"'{spec.name}'", f"model {policy or '(from config)'}{aside}"]
     if spec.system_prompt:
         parts.append("system prompt")
     if spec.uses_tools:

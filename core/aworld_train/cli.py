@@ -21,6 +21,7 @@ import click
 
 from aworld_train.errors import AWorldTrainError, TrainingCrash
 from aworld_train.redaction import redact_text
+from aworld_train.quiet import apply_quiet_libraries
 from aworld_train.threads import apply_thread_policy
 
 EXIT_CRASH = 1  # the engine failed while it trained: not a mistake the checks could name
@@ -33,6 +34,9 @@ def main(argv: list[str] | None = None) -> None:
     # Before anything imports torch, whose OpenMP runtime reads it once: idle threads sleep on
     # a CPU (several times faster on shared cores), unless the user chose otherwise.
     apply_thread_policy()
+    # Before anything imports AWorld, which reads it once: its logs off the terminal and out
+    # of the current folder.
+    apply_quiet_libraries()
     args = sys.argv[1:] if argv is None else argv
     with _sigterm_as_sigint():
         try:

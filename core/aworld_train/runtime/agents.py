@@ -18,11 +18,12 @@ from __future__ import annotations
 import asyncio
 import inspect
 import io
-import os
 import pickle
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from uuid import uuid4
+
+from aworld_train.quiet import apply_quiet_libraries
 
 if TYPE_CHECKING:
     from aworld_train.agent import AgentSpec
@@ -89,8 +90,9 @@ async def _run_aworld(agent: Any, row: dict[str, Any], llm: LLM) -> Answer:
     from aworld.runner import Runners
 
     copy_ = aworld_copy(agent, llm)
-    # AWorld writes log files under $AWORLD_LOG_PATH (default ./logs), not into the user's folder.
-    os.environ.setdefault("AWORLD_LOG_PATH", os.path.join(os.getcwd(), ".aworld-logs"))
+    # AWorld's logs stay out of the user's folder in the processes it starts (the CLI set this
+    # before AWorld was imported; see aworld_train.quiet).
+    apply_quiet_libraries()
     # Each run gets a session of its own: AWorld's default session id is a timestamp to the
     # second, and episodes that share one share their memory.
     response = await Runners.run(input=last_user_text(row["prompt"]), agent=copy_,
