@@ -108,3 +108,21 @@ def test_without_a_resume_step_the_parents_records_before_the_first_new_step_are
     reporter.log(11, {"loss": 0.5})
     reporter.log(12, {"loss": 0.4})
     assert [r["step"] for r in read_jsonl(tmp_path / "metrics.jsonl")] == [5, 10, 11, 12]
+
+
+def test_eval_prints_progress_lines_without_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
+    """Without a terminal `eval` prints a line every 5% of the rows, as training does of its
+    steps (there is no bar to draw)."""
+    from aworld_train.evaluation import _progress_bar
+
+    with _progress_bar(True, 40) as advance:  # pytest's stderr is no terminal
+        for _ in range(20):
+            advance(2)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 20, "one line per 5% (2 of 40 rows)"
+    assert lines[0].startswith("evaluating  row 2/40 (5%)  elapsed 0:00:00  ETA ")
+    assert lines[-1].startswith("evaluating  row 40/40 (100%)  elapsed ")
+    assert "ETA" not in lines[-1]
+    with _progress_bar(False, 40) as advance:  # progress not asked for: nothing
+        advance(40)
+    assert capsys.readouterr().out == ""

@@ -371,10 +371,15 @@ def _mean(values: list[float]) -> float:
 
 @contextlib.contextmanager
 def _progress_bar(enabled: bool, total: int) -> Iterator[Callable[[int], None]]:
-    """A rich progress bar over the rows on a terminal (stderr), nothing elsewhere; it gives
-    the function that advances it by a number of rows."""
-    if not (enabled and sys.stderr.isatty()):
+    """A rich progress bar over the rows on a terminal (stderr), else plain lines as training
+    prints them (a log file, CI); it gives the function that advances it by a number of rows."""
+    if not enabled:
         yield lambda rows: None
+        return
+    if not sys.stderr.isatty():
+        from aworld_train.metrics import count_lines
+
+        yield count_lines("evaluating", total)
         return
     from rich.console import Console
     from rich.progress import Progress

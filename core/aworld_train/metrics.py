@@ -177,6 +177,31 @@ class _ProgressLines:
         return None
 
 
+def count_lines(label: str, total: int, unit: str = "row") -> Callable[[int], None]:
+    """Plain progress lines on stdout for work counted in ``unit`` (``eval``'s rows), as
+    :class:`_ProgressLines` shows training's steps without a terminal: the first advance, then
+    one every :data:`LINE_EVERY_PERCENT` percent, with the elapsed time and the time left.
+    Returns the function that advances the count."""
+    began = time.monotonic()
+    state = {"done": 0, "shown": -1}
+
+    def advance(count: int) -> None:
+        state["done"] += count
+        done = state["done"]
+        bucket = done * 100 // max(total, 1) // LINE_EVERY_PERCENT
+        if bucket == state["shown"]:
+            return
+        state["shown"] = bucket
+        elapsed = time.monotonic() - began
+        parts = [f"{label}  {unit} {done}/{total} ({done * 100 // max(total, 1)}%)",
+                 f"elapsed {_clock(elapsed)}"]
+        if 0 < done < total:
+            parts.append(f"ETA {_clock(elapsed / done * (total - done))}")
+        print("  ".join(parts), flush=True)
+
+    return advance
+
+
 def _clock(seconds: float) -> str:
     minutes, secs = divmod(int(seconds), 60)
     hours, minutes = divmod(minutes, 60)
