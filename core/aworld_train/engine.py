@@ -56,6 +56,7 @@ from aworld_train.hf import (
     policy_model,
     probe_response_template,
     resume_checkpoint,
+    score_evaluations,
     trainer_callback,
 )
 from aworld_train.hookspecs import hookimpl
@@ -183,6 +184,7 @@ __all__ = [
     "StartFn",
     # Engines built on a Hugging Face Trainer
     "trainer_callback",
+    "score_evaluations",
     "last_checkpoint",
     "resume_checkpoint",
     "policy_model",

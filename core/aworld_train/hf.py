@@ -28,6 +28,7 @@ from aworld_train.plugins import installed_versions
 if TYPE_CHECKING:
     from aworld_train.agent import AgentSpec
     from aworld_train.config import TrainConfig
+    from aworld_train.reward import RewardSpec
 
 # The folder name transformers' Trainer saves each checkpoint under.
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
@@ -55,6 +56,58 @@ def trainer_callback(base: type, on_start: StartFn, on_log: LogFn) -> type:
                 on_log(state.global_step, dict(logs))
 
     return MetricsCallback
+
+
+def score_evaluations(
+    trainer: Any,
+    rows: list[dict[str, Any]],
+    *,
+    system_prompt: str | None,
+    reward: RewardSpec,
+    max_new_tokens: int | None = None,
+    names: Mapping[str, str] | None = None,
+) -> None:
+    """Make every evaluation of ``trainer`` (at ``eval_steps``, at the end, or a call of
+    ``trainer.evaluate()``) also score its model on ``rows`` with ``reward``, as GRPO's
+    evaluation and ``aworld-train eval`` score the test set: one greedy completion per row
+    (:func:`~aworld_train.evaluation.generate_and_score`).
+
+    The evaluation's own metrics (``eval_loss``) stay; ``eval_reward`` (the weighted total) and
+    ``eval_<name>`` per reward function join them in the same log entry. Rank 0 scores (the
+    other processes wait for it at the next step's collectives); a trainer under ZeRO-3 or
+    FSDP, whose weights are sharded, cannot generate on one rank.
+
+    :param trainer: a ``transformers.Trainer``; its ``evaluation_loop`` is wrapped.
+    :param rows: canonical test rows (``prompt``, ``ground_truth``, ``data_source``,
+        ``extra_info``), already cut to ``eval_limit``.
+    :param system_prompt: the agent's system prompt, as training renders it.
+    :param max_new_tokens: the completion budget; ``None`` takes ``aworld-train eval``'s.
+    :param names: the metric name of each reward function where an engine logs another than
+        the function's own (``eval_<name>``).
+    """
+    from aworld_train.agent import AgentSpec
+    from aworld_train.evaluation import DEFAULT_MAX_NEW_TOKENS, generate_and_score
+
+    agent = AgentSpec(system_prompt=system_prompt)
+    renamed = dict(names or {})
+    loop = trainer.evaluation_loop
+
+    def evaluation_loop(*args: Any, **kwargs: Any) -> Any:
+        output = loop(*args, **kwargs)
+        if not trainer.is_world_process_zero():
+            return output
+        # evaluate() logs output.metrics right after this loop: the scores join that entry.
+        prefix = kwargs.get("metric_key_prefix", "eval")
+        tokenizer = getattr(trainer, "processing_class", None) or trainer.tokenizer
+        result = generate_and_score(
+            trainer.model, tokenizer, rows, agent=agent, reward=reward,
+            max_new_tokens=max_new_tokens or DEFAULT_MAX_NEW_TOKENS)
+        output.metrics[f"{prefix}_reward"] = result.mean_reward
+        for name, value in result.rewards.items():
+            output.metrics[f"{prefix}_{renamed.get(name, name)}"] = value
+        return output
+
+    trainer.evaluation_loop = evaluation_loop
 
 
 def last_checkpoint(folder: Path) -> Path | None:

@@ -1,5 +1,6 @@
-"""The callback this engine adds to swift's trainer: metrics under the common names, rollout
-samples and, for a job without ``eval_steps``, one evaluation at the end.
+"""The callbacks this engine adds to swift's trainer: metrics under the common names, rollout
+samples and, for a job without ``eval_steps``, one evaluation at the end; for SFT and DPO with
+a test set and a reward, each evaluation also scores the test set with the reward.
 
 swift builds every callback named in its ``callbacks`` argument as ``cls(args, trainer)``, so
 this one reads the GRPO trainer's own record of its last rollout (``trainer._logs``: the
@@ -9,19 +10,26 @@ table, and the last user message of each prompt, which it records beside it.
 
 from __future__ import annotations
 
+import json
 import math
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.engine import append_samples, trainer_callback
+from aworld_train.engine import append_samples, score_evaluations, trainer_callback
+
+from aworld_train_swift.reward import ORM_PREFIX
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from aworld_train.engine import LogFn, StartFn
+
+    from aworld_train_swift.config import SwiftConfig
+    from aworld_train_swift.reward import SwiftReward
 
 # The name of this engine's callback in swift's ``callbacks_map``.
 CALLBACK = "aworld_train_run"
+# The name of the callback that scores SFT's and DPO's test set with the job's reward.
+REWARD_EVAL_CALLBACK = "aworld_train_reward_eval"
 # swift's mean of one reward function over the evaluation: eval_rewards/<name>/mean.
 _EVAL_REWARD = re.compile(r"^eval_rewards/(?P<name>.+)/mean$")
 
@@ -78,6 +86,60 @@ def run_callback(
                     append_samples(run_dir, state.global_step, rows)
 
     return RunCallback
+
+
+def scores_test_set(config: SwiftConfig, reward: SwiftReward | None) -> bool:
+    """Whether each evaluation of this run scores the test set with the job's reward through
+    :func:`reward_eval_callback`: SFT and DPO with a test set and a reward (GRPO's own
+    evaluation already scores it; without a reward, ``eval_loss`` is all there is)."""
+    return (reward is not None and config.algorithm != "grpo"
+            and bool(config.arguments.get("val_dataset")))
+
+
+def reward_eval_callback(base: type, config: SwiftConfig, reward: SwiftReward) -> type:
+    """A subclass of swift's ``TrainerCallback`` that makes every evaluation of its trainer
+    also score the test set with ``reward``: ``eval_reward`` and ``eval_<name>`` per function
+    (the names GRPO's evaluation logs) beside swift's ``eval_loss``, from rank 0
+    (:func:`~aworld_train.engine.score_evaluations`)."""
+    rows = canonical_test_rows(Path(config.arguments["val_dataset"][0]))
+    # swift's GRPO logs each function under its ORM's class name: the same names here.
+    names = {function.name: name[len(ORM_PREFIX):]
+             for function, name in zip(reward.spec.functions, reward.names, strict=True)}
+
+    class RewardEvalCallback(base):  # type: ignore[misc, valid-type]
+        """Scores the test set with the job's reward at each evaluation."""
+
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            # swift builds callbacks before its trainer is whole: wrap it once it is.
+            if not getattr(self, "wrapped", False):
+                score_evaluations(self.trainer, rows,
+                                  system_prompt=config.arguments.get("system") or None,
+                                  reward=reward.spec, max_new_tokens=config.eval_max_tokens,
+                                  names=names)
+                self.wrapped = True
+
+    return RewardEvalCallback
+
+
+def canonical_test_rows(path: Path) -> list[dict[str, Any]]:
+    """The canonical rows of a test file :func:`~aworld_train_swift.dataset.convert_dataset`
+    wrote for SFT or DPO: the prompt without the ground truth appended as the reply (one user
+    message as its text), ``ground_truth``, ``data_source`` and ``extra_info`` decoded."""
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        record = json.loads(line)
+        messages = record["messages"][:-1]
+        single = len(messages) == 1 and messages[0]["role"] == "user"
+        extra_info = record.get("extra_info")
+        rows.append({
+            "prompt": messages[0]["content"] if single else messages,
+            "ground_truth": record.get("ground_truth", record.get("solution")),
+            "data_source": record.get("data_source") or "",
+            "extra_info": json.loads(extra_info) if isinstance(extra_info, str) else extra_info,
+        })
+    return rows
 
 
 # The trainer attribute holding the last user message of each prompt in ``_logs["prompt"]``.

@@ -66,6 +66,8 @@ class SwiftConfig(TrainerConfig):
     :ivar trust_remote_code: whether code from the model's folder may run.
     :ivar log_samples: GRPO rollout samples kept per logged step.
     :ivar end_only_eval: evaluate the test set once, after the last step.
+    :ivar eval_max_tokens: SFT's and DPO's evaluation: the most tokens of each test completion
+        the job's reward scores (``None``: ``aworld-train eval``'s default).
     """
 
     run_dir: str
@@ -74,6 +76,7 @@ class SwiftConfig(TrainerConfig):
     trust_remote_code: bool = False
     log_samples: int = 0
     end_only_eval: bool = False
+    eval_max_tokens: int | None = None
 
 
 def config_to_swift(
@@ -177,6 +180,7 @@ def config_to_swift(
         trust_remote_code=config.trust_remote_code,
         log_samples=samples_per_step(config),
         end_only_eval=end_only_eval(config, section, has_test),
+        eval_max_tokens=completion_length,
         nproc_per_node=nproc,
         nnodes=config.resources.nnodes,
     )

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from aworld_train.engine import rendezvous, reward_references, run_workers
 
+from aworld_train_swift.callbacks import scores_test_set
+
 if TYPE_CHECKING:
     from aworld_train.engine import RunContext
 
@@ -58,9 +60,10 @@ def launch(
 def write_job(
     run_dir: Path, checkpoint: Path | None, *, config: SwiftConfig, reward: SwiftReward | None
 ) -> Path:
-    """Write what every worker needs into ``run_dir`` and return the job file."""
+    """Write what every worker needs into ``run_dir`` and return the job file: the rewards
+    for GRPO, and for SFT or DPO where rank 0 scores the test set with them."""
     rewards = []
-    if reward is not None and config.algorithm == "grpo":
+    if reward is not None and (config.algorithm == "grpo" or scores_test_set(config, reward)):
         references = reward_references(reward.spec)
         rewards = [dict(ref, orm=name) for ref, name in zip(references, reward.names)]
     job = {

@@ -21,7 +21,14 @@ from aworld_train.engine import (
     tracker_environment,
 )
 
-from aworld_train_swift.callbacks import CALLBACK, common_metrics, run_callback
+from aworld_train_swift.callbacks import (
+    CALLBACK,
+    REWARD_EVAL_CALLBACK,
+    common_metrics,
+    reward_eval_callback,
+    run_callback,
+    scores_test_set,
+)
 from aworld_train_swift.config import (
     CHECKPOINTS,
     build_arguments,
@@ -115,7 +122,9 @@ def train_in_process(
 ) -> dict[str, Any]:
     """Train through ``sft_main`` or ``rlhf_main`` in this process.
 
-    Under torchrun every process runs this; only the main one reports. swift's own output goes
+    With a test set, SFT and DPO evaluate with their loss and, when the job has a reward, score
+    the test set with it (``eval_reward``, rank 0). Under torchrun every process runs this;
+    only the main one reports. swift's own output goes
     to ``config.log_file``: aworld-train reports progress and metrics itself.
 
     :param on_start: called once with the total number of steps and the steps already done.
@@ -144,6 +153,10 @@ def train_in_process(
         extra: dict[str, Any] = {
             "callbacks": [*config.arguments.get("callbacks", []), CALLBACK],
         }
+        if scores_test_set(config, reward):
+            callbacks_map[REWARD_EVAL_CALLBACK] = reward_eval_callback(TrainerCallback, config,
+                                                                       reward)
+            extra["callbacks"].append(REWARD_EVAL_CALLBACK)
         if rollouts is not None:
             from aworld_train_swift.rollout import AGENT_CALLBACK, register_rollouts
 

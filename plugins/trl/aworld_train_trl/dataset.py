@@ -20,10 +20,16 @@ REWARD_ARGUMENTS = ("prompts", "completions")
 
 @dataclass
 class TrlDatasets:
-    """The training and test datasets in the form the chosen TRL trainer reads."""
+    """The training and test datasets in the form the chosen TRL trainer reads.
+
+    :ivar test_rows: SFT's test set as canonical rows (``prompt``, ``ground_truth``, ...), cut
+        to ``eval_limit``, which each evaluation scores with the job's reward; ``None`` for
+        GRPO (its test set keeps those columns) or rows of ``messages`` / ``text``.
+    """
 
     train: datasets.Dataset
     test: datasets.Dataset | None = None
+    test_rows: datasets.Dataset | None = None
 
 
 def datasets_to_trl(train: datasets.Dataset | None, test: datasets.Dataset | None,
@@ -47,10 +53,14 @@ def datasets_to_trl(train: datasets.Dataset | None, test: datasets.Dataset | Non
     convert = _to_sft if algorithm == "sft" else _to_grpo
     if test is not None and eval_limit is not None and eval_limit < len(test):
         test = test.select(range(eval_limit))
+    # SFT's converted test set has lost what the reward reads: keep the canonical rows too.
+    scorable = test is not None and algorithm == "sft" and {"prompt", "ground_truth"} <= set(
+        test.column_names)
     with quiet_progress_bars():
         return TrlDatasets(
             train=convert(train, agent, "train_dataset"),
             test=convert(test, agent, "test_dataset") if test is not None else None,
+            test_rows=test if scorable else None,
         )
 
 

@@ -38,7 +38,7 @@ def launch(
     *,
     agent: TrlAgent,
     data: TrlDatasets,
-    reward: TrlReward,
+    reward: TrlReward | None,
     config: TrlConfig,
 ) -> dict[str, Any]:
     """Run the checked job in ``config.nproc_per_node x config.nnodes`` processes and wait for
@@ -65,15 +65,16 @@ def write_job(
     *,
     agent: TrlAgent,
     data: TrlDatasets,
-    reward: TrlReward,
+    reward: TrlReward | None,
     config: TrlConfig,
 ) -> Path:
     """Write what every worker needs into ``run_dir`` and return the job file.
 
     The file holds no credential: :func:`~aworld_train_trl.training.run_training` sets them in
-    the environment the launcher and its workers inherit.
+    the environment the launcher and its workers inherit. SFT's canonical test rows go beside
+    the converted datasets, so that rank 0 scores them with the reward at each evaluation.
     """
-    rewards = reward_references(reward.spec)
+    rewards = reward_references(reward.spec) if reward is not None else []
     fields = dataclasses.asdict(config)
     # Credentials reach the workers through the environment they inherit, not through this file;
     # the settings table is the parent's report.
@@ -82,6 +83,8 @@ def write_job(
     data.train.save_to_disk(str(data_dir / "train"))
     if data.test is not None:
         data.test.save_to_disk(str(data_dir / "test"))
+    if data.test_rows is not None:
+        data.test_rows.save_to_disk(str(data_dir / "test_rows"))
     job = {
         "run_dir": str(run_dir),
         "agent": dataclasses.asdict(agent),
@@ -89,6 +92,7 @@ def write_job(
         "rewards": rewards,
         "train": str(data_dir / "train"),
         "test": str(data_dir / "test") if data.test is not None else None,
+        "test_rows": str(data_dir / "test_rows") if data.test_rows is not None else None,
         "checkpoint": str(checkpoint) if checkpoint is not None else None,
     }
     job_file = run_dir / JOB_FILE

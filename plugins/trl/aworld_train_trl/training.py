@@ -17,6 +17,7 @@ from aworld_train.engine import (
     merge_adapter,
     resume_checkpoint,
     scoped_environment,
+    score_evaluations,
     trainer_callback,
 )
 
@@ -35,7 +36,8 @@ VLLM_WEIGHTS = "vllm_weights"
 
 
 def run_training(
-    agent: TrlAgent, data: TrlDatasets, reward: TrlReward, config: TrlConfig, ctx: RunContext
+    agent: TrlAgent, data: TrlDatasets, reward: TrlReward | None, config: TrlConfig,
+    ctx: RunContext
 ) -> dict[str, Any]:
     """Train the checked job, resuming from ``ctx.resume_from`` when set."""
     checkpoint = resume_checkpoint(ctx.resume_from) if ctx.resume_from is not None else None
@@ -64,7 +66,7 @@ def train_in_process(
     *,
     agent: TrlAgent,
     data: TrlDatasets,
-    reward: TrlReward,
+    reward: TrlReward | None,
     config: TrlConfig,
     run_dir: Path,
     on_start: StartFn,
@@ -74,10 +76,12 @@ def train_in_process(
 ) -> dict[str, Any]:
     """Train with TRL's trainer for ``config.algorithm`` and save the final model.
 
-    With a test set, TRL's evaluation scores it (GRPO: greedily, with the job's reward) at the
-    cadence ``check_config`` set, or once after training; GRPO appends rollout samples to
-    ``samples.jsonl``; a LoRA run keeps its adapter and saves the merged model. Under
-    ``accelerate launch`` every process runs this; only the main one reports and saves.
+    With a test set, TRL's evaluation scores it at the cadence ``check_config`` set, or once
+    after training: GRPO greedily, with the job's reward; SFT with its loss and, when the job
+    has a reward, one greedy completion per row scored with it (``eval_reward``, rank 0).
+    GRPO appends rollout samples to ``samples.jsonl``; a LoRA run keeps its adapter and saves
+    the merged model. Under ``accelerate launch`` every process runs this; only the main one
+    reports and saves.
 
     :param on_start: called once with the total number of steps and the steps already done.
     :param on_log: called with the global step and the metrics of each logged step.
@@ -119,6 +123,10 @@ def train_in_process(
             callbacks=[callback],
             peft_config=peft_config,
         )
+        if reward is not None and data.test_rows is not None:
+            score_evaluations(trainer, [dict(row) for row in data.test_rows],
+                              system_prompt=agent.system_prompt, reward=reward.spec,
+                              max_new_tokens=config.eval_max_tokens)
     elif agent.episodes is not None or config.vllm_rollouts:
         from aworld_train_trl.rollout import AgentRollout, agent_trainer_class, prompt_agent
 

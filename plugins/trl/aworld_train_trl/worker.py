@@ -23,14 +23,16 @@ def main(job_file: str) -> None:
     from datasets import load_from_disk
 
     job = json.loads(Path(job_file).read_text(encoding="utf-8"))
-    spec = load_rewards(job["rewards"])
+    # SFT may have no reward; its test rows are there when it has one to score them with.
+    rows = job.get("test_rows")
     final = train_in_process(
         agent=TrlAgent(**job["agent"]),
         data=TrlDatasets(
             train=load_from_disk(job["train"]),
             test=load_from_disk(job["test"]) if job["test"] else None,
+            test_rows=load_from_disk(rows) if rows else None,
         ),
-        reward=TrlReward(spec),
+        reward=TrlReward(load_rewards(job["rewards"])) if job["rewards"] else None,
         config=TrlConfig(**job["config"]),
         run_dir=Path(job["run_dir"]),
         on_start=lambda total, done: emit("start", total=total, done=done),
