@@ -80,7 +80,7 @@ def test_constructor_runs_the_checks_in_order(
         ("dataset", "core"), ("dataset", "recording"),
         ("reward", "core"), ("reward", "recording"), ("config", "recording"),
     ]
-    assert manifest(trainer.run_dir.path)["status"] == "running"
+    assert manifest(trainer.run_dir.path)["status"] == "checked", "built, not yet trained"
 
 
 def test_processor_receives_what_the_user_passed(
@@ -470,6 +470,72 @@ def test_an_engine_hook_raising_a_bug_is_one_line_naming_the_engine_and_the_hook
                                  "RuntimeError: engine bug on two lines")
     assert isinstance(raised.value.__cause__, RuntimeError), "the traceback is kept for --debug"
     assert list(toy_job["run_path"].iterdir()) == [], "a failed check leaves no run"
+
+
+class SaysTwoLines(RecordingProcessor):
+    """Raises its own mistakes with the message on two lines, in a check and in ``train``."""
+
+    where = "check"
+
+    def check_config(self, config: Any) -> Any:
+        if self.where == "check":
+            raise ConfigError("config trl.beta: must be a number,\n   not 'high'")
+        return None
+
+    def train(self) -> Any:
+        raise ConfigError("config trl.beta: must be a number,\n   not 'high'")
+
+
+def the_cli_line(error: BaseException) -> str:
+    """What the CLI prints after ``error:`` for ``error``."""
+    from aworld_train.cli import _one_line
+
+    return _one_line(str(error))
+
+
+@pytest.mark.parametrize("where", ["check", "train"])
+def test_an_engines_own_error_reaches_python_as_the_cli_line(
+    toy_job: dict[str, Any], where: str
+) -> None:
+    SaysTwoLines.where = where
+    AgentTrainer.register_processor("two-lines", SaysTwoLines)
+    toy_job["train_engine_name"] = "two-lines"
+    with pytest.raises(ConfigError) as raised:
+        AgentTrainer(**toy_job).train()
+    assert str(raised.value) == "config trl.beta: must be a number, not 'high'"
+    assert str(raised.value) == the_cli_line(raised.value)
+
+
+def test_a_crash_of_the_checks_outside_any_hook_is_one_line_with_its_cause(
+    toy_job: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from aworld_train import checks, trainer
+    from aworld_train.errors import CheckCrash
+
+    def breaks(run: checks.CheckRun) -> None:
+        raise RuntimeError("a bug\nin the core")
+
+    monkeypatch.setattr(trainer, "CHECKS", (*checks.CHECKS[:3],
+                                            checks.Step("dataset", "core", breaks, None)))
+    with pytest.raises(AWorldTrainError) as raised:
+        AgentTrainer(**toy_job)
+    assert isinstance(raised.value, CheckCrash)
+    assert str(raised.value).startswith(
+        "the checks raised RuntimeError: a bug in the core at test_api.py:")
+    assert str(raised.value).endswith("; --debug shows the traceback")
+    assert str(raised.value) == the_cli_line(raised.value)
+    assert isinstance(raised.value.__cause__, RuntimeError), "the traceback stays at hand"
+    assert list(toy_job["run_path"].iterdir()) == [], "a failed check leaves no run"
+
+
+def test_refusals_to_train_are_the_projects_errors(toy_job: dict[str, Any]) -> None:
+    trainer = AgentTrainer(**toy_job)
+    trainer.train()
+    with pytest.raises(AWorldTrainError, match="already ended"):
+        trainer.train()
+    trainer.initialized = False
+    with pytest.raises(AWorldTrainError, match="is not initialized"):
+        trainer.train()
 
 
 def test_progress_is_shown_by_default_from_python(

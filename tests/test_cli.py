@@ -357,6 +357,10 @@ def test_sigterm_interrupts_training_and_the_printed_command_resumes(tmp_path: P
 
     command = (f"aworld-train train {job} -o toy.temperature=1.5 --resume {interrupted}")
     assert f"to continue this run: {command}" in stderr.splitlines()
+    # show says the same from the saved job, which holds the -o override.
+    shown = aworld_train("show", interrupted)
+    saved = f"aworld-train train {interrupted / 'job.yaml'} --resume {interrupted}"
+    assert f"to continue this run: {saved}" in shown.stdout.splitlines(), shown.stdout
     # The printed command, run as printed, with a nearer end so that the test is short.
     result = aworld_train(*shlex.split(command)[1:], "-o", f"max_steps={last + 3}",
                           "-o", "save_steps=1000")
@@ -368,6 +372,15 @@ def test_sigterm_interrupts_training_and_the_printed_command_resumes(tmp_path: P
     assert manifest(resumed)["resumed_from"] == str(interrupted)
     assert yaml.safe_load((resumed / "job.yaml").read_text())["config"]["toy"] == {
         "temperature": 1.5}
+    # show follows the chain both ways; a second resume of the old run names its continuation.
+    old, new = aworld_train("show", interrupted).stdout, aworld_train("show", resumed).stdout
+    assert f"continued in: {resumed} (completed)" in old.splitlines()
+    assert "to continue" not in old
+    assert f"resumed from: {interrupted}" in new.splitlines()
+    again = aworld_train(*shlex.split(command)[1:])
+    assert_one_line_error(again, f"run {interrupted} was already resumed: it continues in "
+                                 f"{resumed} (completed); nothing is left to resume")
+    assert len(list((tmp_path / "runs").iterdir())) == 2, "the refusal adds no run"
 
 
 @pytest.mark.parametrize("command", ["check", "train"])

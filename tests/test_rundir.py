@@ -16,7 +16,14 @@ from typing import Any
 
 import pytest
 import yaml
-from helpers import RecordingProcessor, manifest, only_run_dir, read_jsonl, signal_when
+from helpers import (
+    RecordingProcessor,
+    manifest,
+    only_run_dir,
+    read_jsonl,
+    run_cli,
+    signal_when,
+)
 
 from aworld_train import AgentTrainer
 from aworld_train.agent import AgentSpec
@@ -274,12 +281,121 @@ def test_resume_continues_from_the_last_checkpoint(toy_job: dict[str, Any]) -> N
     assert data["plots"] == ["reward.png", "loss.png"]
     saved = yaml.safe_load((resumed_dir / "job.yaml").read_text())
     assert "resume" not in saved, "the saved job re-runs as a new run"
+    old = manifest(first_dir)
+    assert old["continued_in"] == str(resumed_dir), "linked both ways"
+    assert old["status"] == "interrupted", "the old run's ending stays as it was"
+    assert [r["step"] for r in read_jsonl(first_dir / "metrics.jsonl")] == list(range(1, 13))
+
+    runs_before = sorted(toy_job["run_path"].iterdir())
+    with pytest.raises(RunDirectoryError) as raised:
+        AgentTrainer(**toy_job, resume=first_dir.name)
+    assert str(raised.value) == (f"run {first_dir} was already resumed: it continues in "
+                                 f"{resumed_dir} (completed); nothing is left to resume")
+    assert sorted(toy_job["run_path"].iterdir()) == runs_before, "a refused resume adds no run"
 
     straight = AgentTrainer(**toy_job)
     straight.train()
     policy = json.loads((resumed_dir / "model" / "policy.json").read_text())
     expected = json.loads((straight.run_dir.path / "model" / "policy.json").read_text())
     assert policy["logits"] == expected["logits"], "resuming is the same as never stopping"
+
+
+def interrupted_with_checkpoints(toy_job: dict[str, Any]) -> Path:
+    """A toy run interrupted in step 13 of 20, after its checkpoints of steps 5 and 10."""
+    toy_job["config"] = {"max_steps": 20, "batch_size": 4, "save_steps": 5}
+    first = AgentTrainer(**dict(toy_job, reward_func=RewardThatStops(51, KeyboardInterrupt())))
+    with pytest.raises(KeyboardInterrupt):
+        first.train()
+    return first.run_dir.path
+
+
+def test_a_second_resume_names_the_end_of_the_chain_and_what_to_do(
+    toy_job: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = interrupted_with_checkpoints(toy_job)
+    # The continuation is interrupted too (in its step 13 again), then resumed in turn.
+    second = AgentTrainer(**dict(toy_job, reward_func=RewardThatStops(13, KeyboardInterrupt())),
+                          resume=first)
+    with pytest.raises(KeyboardInterrupt):
+        second.train()
+    with pytest.raises(RunDirectoryError) as raised:
+        resolve_resume(first, toy_job["run_path"])
+    # Its reward is an object of this test: the saved job cannot load it, Python can.
+    command = f"AgentTrainer(<the same arguments>, resume={str(second.run_dir)!r}).train()"
+    assert str(raised.value) == (
+        f"run {first} was already resumed: it continues in {second.run_dir} (interrupted); "
+        f"resume that one instead: {command}")
+    code, out, err = run_cli(capsys, "show", first)
+    assert code == 0, err
+    assert f"continued in: {second.run_dir} (interrupted)" in out.splitlines()
+    assert f"to continue the chain: {command}" in out.splitlines()
+    third = AgentTrainer(**toy_job, resume=second.run_dir.path)
+    third.train()
+    with pytest.raises(RunDirectoryError) as raised:
+        resolve_resume(first, toy_job["run_path"])
+    assert str(raised.value) == (
+        f"run {first} was already resumed: it continues in {second.run_dir}, and the chain "
+        f"ends at {third.run_dir} (completed); nothing is left to resume")
+
+
+def test_two_trainers_resuming_one_run_cannot_both_train(toy_job: dict[str, Any]) -> None:
+    first = interrupted_with_checkpoints(toy_job)
+    one = AgentTrainer(**toy_job, resume=first)
+    other = AgentTrainer(**toy_job, resume=first)
+    one.train()
+    with pytest.raises(RunDirectoryError, match=f"run {first} was already resumed: it "
+                       f"continues in {one.run_dir.path} \\(completed\\)"):
+        other.train()
+    assert manifest(first)["continued_in"] == str(one.run_dir.path)
+    assert manifest(other.run_dir.path)["status"] == "checked", "it never trained"
+    assert not (other.run_dir / "metrics.jsonl").exists()
+
+
+NEVER_TRAINED = """
+import sys
+from aworld_train import AgentTrainer
+
+rows = [{"prompt": f"q{i}", "ground_truth": str(i)} for i in range(4)]
+trainer = AgentTrainer(train_dataset=rows, reward_func="exact_match", run_path=sys.argv[1],
+                       train_engine_name="toy", config={"max_steps": 3, "batch_size": 1})
+print(trainer.run_dir)
+"""
+
+
+def test_a_trainer_built_but_never_trained_leaves_a_checked_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = tmp_path / "runs"
+    built = subprocess.run([sys.executable, "-c", NEVER_TRAINED, str(runs)],
+                           capture_output=True, text=True, check=True)
+    run_dir = only_run_dir(runs)
+    assert built.stdout.strip() == str(run_dir), "the run directory prints as its path"
+    assert read_manifest(run_dir)["status"] == "checked", "never taken for a crashed run"
+    with pytest.raises(RunDirectoryError) as raised:
+        resolve_resume(run_dir, runs)
+    assert str(raised.value) == (
+        f"run {run_dir} passed its checks but never trained: nothing to resume; train its job "
+        f"instead: aworld-train train {run_dir / 'job.yaml'}")
+    code, out, err = run_cli(capsys, "show", run_dir)
+    assert code == 0, err
+    assert "status:   checked (its checks passed " in out and "it never trained)" in out
+    assert "to continue" not in out
+
+
+def test_the_run_directory_reads_as_a_path_and_is_announced_as_training_starts(
+    toy_job: dict[str, Any], capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture
+) -> None:
+    trainer = AgentTrainer(**toy_job)
+    path = trainer.run_dir.path
+    assert str(trainer.run_dir) == str(path) and os.fspath(trainer.run_dir) == str(path)
+    assert Path(trainer.run_dir) == path and trainer.run_dir / "job.yaml" == path / "job.yaml"
+    assert repr(trainer.run_dir) == f"RunDirectory({str(path)!r})"
+    capsys.readouterr()
+    with caplog.at_level("INFO", logger="aworld_train"):
+        trainer.train()
+    assert capsys.readouterr().out.splitlines()[0] == f"training in {path}"
+    assert f"run directory: {path}" in caplog.messages
 
 
 def test_resume_of_a_missing_or_completed_run(toy_job: dict[str, Any]) -> None:
@@ -375,6 +491,21 @@ def test_a_killed_run_reads_crashed_and_resumes(toy_job: dict[str, Any], tmp_pat
                            resume=run_dir.name)
     assert resumed.context.resume_from == run_dir
     assert manifest(run_dir)["status"] == "crashed", "written down once a resume found it"
+    assert "continued_in" not in manifest(run_dir), "linked once the continuation trains"
+
+
+def test_show_of_a_killed_run_prints_how_to_resume_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = tmp_path / "runs"
+    signal_when(slow_training(runs), lambda: logged_a_step(runs), signal.SIGKILL)
+    run_dir = only_run_dir(runs)
+    code, out, err = run_cli(capsys, "show", run_dir)
+    assert code == 0, err
+    assert "status:   crashed (started " in out
+    # Its reward was a function of the script that trained: the job file cannot load it.
+    assert (f"to continue this run: AgentTrainer(<the same arguments>, "
+            f"resume={str(run_dir)!r}).train()") in out.splitlines()
 
 
 def test_nothing_is_written_outside_the_run_directory(

@@ -326,8 +326,11 @@ def _setting_text(value: Any) -> str:
 
 
 def _one_line(text: str) -> str:
-    """An error as the one line the CLI prints: whitespace folded, secrets hidden."""
-    return redact_text(" ".join(text.split()))
+    """An error as the one line the CLI prints: whitespace folded, secrets hidden (what
+    ``str()`` of an error ``AgentTrainer`` raised already is)."""
+    from aworld_train.failure import one_line
+
+    return one_line(text)
 
 
 def _print_run(run_dir: Path) -> None:

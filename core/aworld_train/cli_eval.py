@@ -174,11 +174,10 @@ def show_command(run: Path, last: int, debug: bool) -> None:
     manifest = read_manifest(run)
     click.echo(f"run:      {run.resolve()}")
     click.echo(f"engine:   {manifest.get('engine', '?')}")
-    ended = f", ended {manifest['ended_at']}" if manifest.get("ended_at") else ""
-    click.echo(f"status:   {manifest.get('status', '?')} (started "
-               f"{manifest.get('started_at', '?')}{ended})")
+    click.echo(f"status:   {_status_line(manifest)}")
     if manifest.get("error"):
         click.echo(f"error:    {manifest['error']}")
+    _show_chain(run.resolve(), manifest)
     final = manifest.get("final_metrics") or {}
     # As `train` prints them: the figures, not their per-reward and per-length breakdowns.
     shown = {key: value for key, value in final.items() if "/" not in key
@@ -196,6 +195,47 @@ def show_command(run: Path, last: int, debug: bool) -> None:
     plots = [run / name for name in manifest.get("plots") or []]
     for plot in plots:
         click.echo(f"plot:     {plot.resolve()}")
+
+
+def _status_line(manifest: dict[str, Any]) -> str:
+    """The status and when it began and ended; a run that passed its checks but never trained
+    says so."""
+    status = manifest.get("status", "?")
+    if status == "checked":
+        return (f"checked (its checks passed {manifest.get('checked_at', '?')}; it never "
+                "trained)")
+    ended = f", ended {manifest['ended_at']}" if manifest.get("ended_at") else ""
+    return f"{status} (started {manifest.get('started_at', '?')}{ended})"
+
+
+def _show_chain(run: Path, manifest: dict[str, Any]) -> None:
+    """The runs this one is linked to by ``--resume``: the run it continues, the runs that
+    continue it up to the one that ends the chain (with its status), and, when that run
+    stopped (``interrupted``, ``crashed``), the command that resumes it."""
+    from aworld_train.rundir import STOPPED, continuations, resume_command
+
+    if manifest.get("resumed_from"):
+        click.echo(f"resumed from: {manifest['resumed_from']}")
+    chain = continuations(run)
+    statuses = [_status_of(following) for following in chain]
+    for following, status in zip(chain, statuses):
+        click.echo(f"continued in: {following} ({status})")
+    latest = chain[-1] if chain else run
+    latest_status = statuses[-1] if chain else manifest.get("status")
+    if latest_status in STOPPED:
+        click.echo(f"to continue {'the chain' if chain else 'this run'}: "
+                   f"{resume_command(latest)}")
+
+
+def _status_of(run: Path) -> str:
+    """A linked run's status, ``unreadable`` when its manifest is."""
+    from aworld_train.errors import RunDirectoryError
+    from aworld_train.rundir import read_manifest
+
+    try:
+        return str(read_manifest(run).get("status", "?"))
+    except RunDirectoryError:
+        return "unreadable"
 
 
 def _show_evals(run: Path) -> None:

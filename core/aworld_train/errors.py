@@ -62,6 +62,12 @@ class TrainingCrash(TrainingError):
     """
 
 
+class CheckCrash(AWorldTrainError):
+    """An exception that is not an ``AWorldTrainError`` ended the checks outside any hook (a
+    hook's is a :class:`PluginError` naming the plugin): one line naming the exception and
+    where it was raised, the exception itself its ``__cause__``."""
+
+
 class Interrupted(KeyboardInterrupt):
     """The run was stopped by SIGINT or SIGTERM.
 

@@ -29,14 +29,30 @@ def crash_line(who: str, hook: str, error: BaseException, where: str, log: Path 
     :param where: :func:`raised_at`'s answer.
     :param log: the file holding the traceback; ``None`` when it could not be written.
     """
+    found = f"traceback in {log}" if log is not None else "--debug shows the traceback"
+    return one_line(f"{who} {hook} raised {_what(error)} at {where}; the run failed, {found}")
+
+
+def check_crash_line(error: BaseException, where: str) -> str:
+    """The one line for ``error``, raised during the checks by code that is not a hook (the
+    core, a library it called): what it was and where, with the traceback under ``--debug``
+    (from Python: the error's ``__cause__``)."""
+    return one_line(f"the checks raised {_what(error)} at {where}; --debug shows the traceback")
+
+
+def one_line(text: str) -> str:
+    """``text`` as the CLI prints an error: whitespace folded into one line, secrets hidden."""
     from aworld_train.redaction import redact_text
 
+    return redact_text(" ".join(text.split()))
+
+
+def _what(error: BaseException) -> str:
+    """``Type: message``, the message cut at :data:`MESSAGE_LIMIT`."""
     message = " ".join(str(error).split())
     if len(message) > MESSAGE_LIMIT:
         message = message[: MESSAGE_LIMIT - 3] + "..."
-    what = f"{type(error).__name__}: {message}" if message else type(error).__name__
-    found = f"traceback in {log}" if log is not None else "--debug shows the traceback"
-    return redact_text(f"{who} {hook} raised {what} at {where}; the run failed, {found}")
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__
 
 
 def write_traceback(path: Path, error: BaseException) -> None:

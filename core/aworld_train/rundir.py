@@ -8,9 +8,17 @@ whatever the engine writes: converted inputs, checkpoints, ``samples.jsonl`` (ro
 ``adapter/`` (a LoRA adapter), ``model/`` (the final model). A folder under the run path without ``manifest.json`` is not a run.
 
 Its life: the checks run in it (:meth:`RunDirectory.for_checks`, :meth:`RunDirectory.checking`:
-it is removed when a check fails), it becomes a run when :meth:`RunDirectory.start` writes the
-job and the manifest, and :meth:`RunDirectory.close` records how the run ended and draws its
-curves. A check-only run checks in a temporary directory, always removed.
+it is removed when a check fails), it becomes a ``checked`` run when :meth:`RunDirectory.start`
+writes the job and the manifest, a ``running`` one when :meth:`RunDirectory.begin` is called as
+training starts, and :meth:`RunDirectory.close` records how the run ended and draws its curves.
+A check-only run checks in a temporary directory, always removed.
+
+Resuming links two runs both ways rather than writing into the old one, so that a run's files
+stay as its process left them: the new run's manifest names the run it continues
+(``resumed_from``), and once it starts training the old run's manifest names its continuation
+(``continued_in``: with the ``crashed`` status a resume writes down for a run whose process is
+gone, all that is ever added to an ended run). A run that has a continuation is not resumed a
+second time: :func:`resolve_resume` names where the chain goes on.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ import json
 import logging
 import os
 import secrets
+import shlex
 import shutil
 import socket
 import tempfile
@@ -31,6 +40,12 @@ from typing import Any
 from aworld_train.errors import RunDirectoryError
 
 MANIFEST = "manifest.json"
+# How a run's manifest says it ended in a way ``--resume`` can continue: stopped by a signal,
+# its process gone without a word, or an exception inside the engine.
+RESUMABLE = ("interrupted", "crashed", "failed")
+# Of those, the runs that stopped before they could end (a signal, a killed process): ``show``
+# offers to resume them. A failed run is resumed once its cause is fixed, so it is not offered.
+STOPPED = ("interrupted", "crashed")
 
 logger = logging.getLogger("aworld_train")
 
@@ -38,10 +53,27 @@ logger = logging.getLogger("aworld_train")
 class RunDirectory:
     """One run's directory and its manifest."""
 
-    def __init__(self, path: Path, scratch: bool = False) -> None:
+    def __init__(self, path: Path, scratch: bool = False, node_rank: int = 0) -> None:
         self.path = path
         self.scratch = scratch
+        # Above 0 on a node that joins a job whose run directory node 0 owns (NODE_RANK): this
+        # directory is that node's working folder, not a run.
+        self.node_rank = node_rank
         self.manifest: dict[str, Any] = {}
+
+    # A run directory reads as its path: print(trainer.run_dir), Path(trainer.run_dir),
+    # trainer.run_dir / "metrics.jsonl".
+    def __str__(self) -> str:
+        return str(self.path)
+
+    def __repr__(self) -> str:
+        return f"RunDirectory({str(self.path)!r})"
+
+    def __fspath__(self) -> str:
+        return str(self.path)
+
+    def __truediv__(self, name: str | Path) -> Path:
+        return self.path / name
 
     @classmethod
     def for_checks(cls, run_path: str | Path, engine: str, check_only: bool) -> RunDirectory:
@@ -54,7 +86,30 @@ class RunDirectory:
         if check_only:
             probe_run_path(Path(run_path).expanduser())
             return cls.scratch()
+        rank = node_rank()
+        if rank > 0:
+            return cls.for_node(rank)
         return cls.create(run_path, engine)
+
+    @classmethod
+    def for_node(cls, rank: int) -> RunDirectory:
+        """The working folder of node ``rank`` (> 0) of a job on several nodes: a temporary
+        directory for the job files its own launcher reads (converted inputs, the workers' log),
+        so that one job leaves one run, node 0's, even on a filesystem the nodes share. It is
+        removed when the node completes and kept when it fails, for its log."""
+        folder = tempfile.mkdtemp(prefix=f"aworld-train-node{rank}-")
+        return cls(Path(folder).resolve(), node_rank=rank)
+
+    def require_nodes(self, nnodes: int) -> None:
+        """Refuse a job on one node in a process that says it is another node of several.
+
+        :raises RunDirectoryError: when this is node ``NODE_RANK > 0`` and ``nnodes`` is 1.
+        """
+        if self.node_rank > 0 and nnodes < 2:
+            raise RunDirectoryError(
+                f"NODE_RANK is {self.node_rank} but resources.nnodes is {nnodes}: set "
+                "resources.nnodes to the number of nodes, or unset NODE_RANK to train on one node"
+            )
 
     @contextlib.contextmanager
     def checking(self) -> Iterator[RunDirectory]:
@@ -113,17 +168,32 @@ class RunDirectory:
         (self.path / "job.yaml").write_text(text, encoding="utf-8")
 
     def start(self, job: dict[str, Any], **fields: Any) -> None:
-        """Make the directory a run: write ``job.yaml`` (:func:`rerunnable_job`) and the
-        manifest with status ``running`` and this process's pid and host, which tell a later
-        reader whether the run is still alive."""
+        """Make the directory a run whose checks passed: write ``job.yaml``
+        (:func:`rerunnable_job`) and the manifest with status ``checked``. A trainer built but
+        never trained leaves its run so: never taken for a run that crashed."""
         self.write_job(job)
-        self.manifest = {"status": "running", "started_at": _now(), "pid": os.getpid(),
-                         "host": socket.gethostname(), **fields}
+        self.manifest = {"status": "checked", "checked_at": _now(), **fields}
+        self.write_manifest()
+
+    def begin(self) -> None:
+        """Training starts: status ``running`` with this process's pid and host, which tell a
+        later reader whether the run is still alive; a resumed run is named in the manifest of
+        the run it continues (:func:`link_continuation`).
+
+        :raises RunDirectoryError: when the run this one resumes got another continuation since
+            the checks (two trainers resuming one run); this run stays ``checked``.
+        """
+        resumed_from = self.manifest.get("resumed_from")
+        if resumed_from:
+            link_continuation(Path(resumed_from), self.path)
+        self.manifest.update(status="running", started_at=_now(), pid=os.getpid(),
+                             host=socket.gethostname())
         self.write_manifest()
 
     @property
     def status(self) -> str | None:
-        """``running`` from :meth:`start` to :meth:`close`, then how the run ended."""
+        """``checked`` after :meth:`start`, ``running`` from :meth:`begin` to :meth:`close`,
+        then how the run ended."""
         return self.manifest.get("status")
 
     def close(self, error: BaseException | None, final_metrics: dict[str, Any]) -> None:
@@ -146,6 +216,8 @@ class RunDirectory:
             logger.warning("could not draw the curves: %s", exc)
         self.manifest.update(status=status, ended_at=_now(), **fields)
         self.write_manifest()
+        if self.node_rank > 0 and status == "completed":
+            self.discard()  # node 0's run holds the job's results; a failure keeps the log
 
     @property
     def error_log(self) -> Path:
@@ -178,6 +250,13 @@ class RunDirectory:
     def discard(self) -> None:
         """Remove the directory and everything in it: the checks failed, or only checked."""
         shutil.rmtree(self.path, ignore_errors=True)
+
+
+def node_rank() -> int:
+    """This node's rank in a job on several nodes (``NODE_RANK``, which the engines' launchers
+    read), 0 when it is unset or not a whole number (the launcher then names the mistake)."""
+    value = os.environ.get("NODE_RANK", "").strip()
+    return int(value) if value.isdigit() else 0
 
 
 def check_run_path(root: Path) -> None:
@@ -239,15 +318,21 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
 def resolve_resume(run: str | Path, run_path: str | Path) -> Path:
     """The directory of the run to resume: a path, or a run name under ``run_path``.
 
-    :raises RunDirectoryError: when it does not exist, has no readable manifest, completed, or
-        is still running.
+    :raises RunDirectoryError: when it does not exist, has no readable manifest, was already
+        resumed (naming its continuation), was only checked, completed, or is still running.
     """
     candidates = [Path(run).expanduser(), Path(run_path).expanduser() / str(run)]
     path = next((c for c in candidates if (c / MANIFEST).is_file()), None)
     if path is None:
         raise RunDirectoryError(f"no run to resume at {run} (a run directory holds {MANIFEST})")
     data = read_manifest(path)
+    if continuation(path, data) is not None:
+        raise RunDirectoryError(already_resumed(path))
     status = data.get("status")
+    if status == "checked":
+        raise RunDirectoryError(f"run {path} passed its checks but never trained: nothing to "
+                                f"resume; train its job instead: aworld-train train "
+                                f"{shlex.quote(str(path / 'job.yaml'))}")
     if status == "completed":
         raise RunDirectoryError(f"run {path} already completed; nothing to resume")
     if status == "running":
@@ -258,6 +343,102 @@ def resolve_resume(run: str | Path, run_path: str | Path) -> Path:
     if status == "crashed":
         _record_crash(path, data)
     return path.resolve()
+
+
+def continuation(run_dir: Path, manifest: dict[str, Any] | None = None) -> Path | None:
+    """The run that continues ``run_dir`` (its manifest's ``continued_in``), or ``None`` when
+    it has none or that run's directory is gone (deleted by its user: the old run may be
+    resumed again)."""
+    if manifest is None:
+        try:
+            manifest = read_manifest(run_dir)
+        except RunDirectoryError:
+            return None
+    following = manifest.get("continued_in")
+    if not isinstance(following, str) or not (Path(following) / MANIFEST).is_file():
+        return None
+    return Path(following)
+
+
+def continuations(run_dir: Path) -> list[Path]:
+    """The runs that continue ``run_dir``, in order: its continuation, that run's, and so on
+    to the run that ends the chain."""
+    chain: list[Path] = []
+    following = continuation(run_dir)
+    while following is not None and following not in chain and following != run_dir:
+        chain.append(following)
+        following = continuation(following)
+    return chain
+
+
+def already_resumed(run_dir: Path) -> str:
+    """The line refusing to resume ``run_dir`` a second time: where its continuation is, the
+    run that ends the chain and what to do with it, so that one run never forks into two."""
+    chain = continuations(run_dir)
+    latest = chain[-1]
+    manifest = read_manifest(latest)
+    status = manifest.get("status", "?")
+    where = f"{chain[0]}" if len(chain) == 1 else f"{chain[0]}, and the chain ends at {latest}"
+    if status in RESUMABLE:
+        advice = f"resume that one instead: {resume_command(latest)}"
+    elif status == "running":
+        advice = "it is still running"
+    else:
+        advice = "nothing is left to resume" if status == "completed" else "train it instead"
+    return f"run {run_dir} was already resumed: it continues in {where} ({status}); {advice}"
+
+
+def link_continuation(previous: Path, following: Path) -> None:
+    """Write ``continued_in`` into the manifest of ``previous``, the run ``following`` resumes,
+    so that ``show`` follows the chain and a second resume of ``previous`` is refused. Best
+    effort when ``previous`` cannot be written (a read-only copy): training goes on.
+
+    :raises RunDirectoryError: when ``previous`` got another continuation since the checks.
+    """
+    data = read_manifest(previous)
+    if continuation(previous, data) not in (None, following):
+        raise RunDirectoryError(already_resumed(previous))
+    run = RunDirectory(previous)
+    run.manifest = {**data, "continued_in": str(following)}
+    try:
+        run.write_manifest()
+    except OSError as exc:
+        logger.warning("could not name the continuation in %s: %s", previous / MANIFEST, exc)
+
+
+def resume_command(run_dir: Path) -> str:
+    """How to continue ``run_dir``: ``aworld-train train <run>/job.yaml --resume <run>`` when
+    its saved job re-runs as it is (it names files, not rows or functions that lived in a
+    Python process), else the Python call with ``resume=``."""
+    job_file = run_dir / "job.yaml"
+    if _job_reruns(job_file):
+        return shlex.join(["aworld-train", "train", str(job_file), "--resume", str(run_dir)])
+    return f"AgentTrainer(<the same arguments>, resume={str(run_dir)!r}).train()"
+
+
+def _job_reruns(job_file: Path) -> bool:
+    """Whether a saved ``job.yaml`` holds every input as something a new process can load:
+    :func:`describe_source` writes in-memory inputs as ``<...>``, functions of a script as
+    ``__main__:name`` and callable objects as ``module:?``."""
+    import yaml
+
+    try:
+        job = yaml.safe_load(job_file.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+        return False
+    if not isinstance(job, dict):
+        return False
+    inputs = [job.get(key) for key in ("agent", "train_dataset", "test_dataset", "reward")]
+    return not any(_lived_in_memory(value) for value in inputs)
+
+
+def _lived_in_memory(value: Any) -> bool:
+    if isinstance(value, list):
+        return any(_lived_in_memory(item) for item in value)
+    if isinstance(value, dict):
+        return _lived_in_memory(value.get("name"))
+    return isinstance(value, str) and (value.startswith(("<", "__main__:")) or ":<" in value
+                                       or value.endswith(":?"))
 
 
 def _record_crash(path: Path, manifest: dict[str, Any]) -> None:

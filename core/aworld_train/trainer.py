@@ -80,8 +80,10 @@ class AgentTrainer:
         # Before anything can print a secret: an error line, a log record.
         remember_secrets({"agent": agent, "config": config, "reward": reward_func})
         install_secret_filter()
-        self.train_engine_name = plugins.default_engine(train_engine_name)
-        self.engine_info = plugins.find_engine(self.train_engine_name)
+        self.manager: Any = None  # the plugin manager, once the checks loaded the engine
+        with _in_one_line(self._check_crash):
+            self.train_engine_name = plugins.default_engine(train_engine_name)
+            self.engine_info = plugins.find_engine(self.train_engine_name)
         self.check_only = check_only
         self.initialized = False
         self.checks: list[CheckResult] = []
@@ -90,18 +92,23 @@ class AgentTrainer:
         job = Job(agent, config, reward_func, train_dataset, test_dataset, columns, overrides,
                   base_dir)
         progress = not check_only if show_progress is None else show_progress
-        with _signals_interrupt("checks"):
+        self._progress = progress
+        with _in_one_line(self._check_crash), _signals_interrupt("checks"):
             resume_from = resolve_resume(resume, self.run_path) if resume is not None else None
             self.run_dir = RunDirectory.for_checks(self.run_path, self.train_engine_name,
                                                    check_only)
             with self.run_dir.checking():
                 checks = CheckRun(job, self.train_engine_name, self.engine_info, self.run_dir,
                                   check_only, resume_from, progress, record=self._record)
-                checks.run(CHECKS)
+                try:
+                    checks.run(CHECKS)
+                finally:  # where a crash was raised is told by the plugins' packages
+                    self.manager = getattr(checks, "manager", None)
                 self.manager, self.context = checks.manager, checks.context
                 self.metrics, self.hand_off = checks.metrics, checks.hand_off
                 self.settings = checks.settings
                 if not check_only:
+                    self.run_dir.require_nodes(self.context.config.resources.nnodes)
                     self.run_dir.start(checks.rerunnable_job(self.run_path),
                                        engine=self.train_engine_name,
                                        versions=checks.versions(), **checks.settings_fields(),
@@ -111,13 +118,20 @@ class AgentTrainer:
     def train(self) -> dict[str, Any]:
         """Train on the engine; returns the final metrics.
 
-        :raises ValueError: when the trainer is not initialised, or has already trained: each
-            run gets a directory of its own.
-        :raises JobError: when the trainer was made with ``check_only=True``.
+        The run directory becomes ``running`` (a resumed run is named in the manifest of the
+        run it continues) and is printed beside the progress, and logged, as training starts.
+
+        :raises JobError: (a ``ValueError``, as AWorld Train raises it) when the trainer is not
+            initialised, has already trained (each run gets a directory of its own), or was
+            made with ``check_only=True``.
+        :raises RunDirectoryError: when the run this one resumes got another continuation
+            since this trainer was built.
         :raises AWorldTrainError: as the engine raised it, for a mistake it names.
         :raises TrainingCrash: for any other exception inside the engine: one line naming it,
             where it was raised and the run's ``error.log`` holding its traceback; the
             exception is its ``__cause__``. The run ends ``failed`` either way.
+
+        Every error's ``str()`` is the one line the CLI prints after ``error:``.
         """
         from aworld_train.errors import JobError
 
@@ -125,10 +139,13 @@ class AgentTrainer:
             raise JobError("this trainer was made with check_only=True: it ran the checks only; "
                            "create AgentTrainer(...) without check_only to train")
         if not self.initialized:  # as AWorld Train's API raises it
-            raise ValueError(f"Train engine {self.train_engine_name} is not initialized")
-        if self.run_dir.status != "running":  # a run directory is never reused
-            raise ValueError(f"run {self.run_dir.path} already ended ({self.run_dir.status}); "
-                             "create a new AgentTrainer to train again, or resume this run")
+            raise JobError(f"Train engine {self.train_engine_name} is not initialized")
+        if self.run_dir.status != "checked":  # a run directory is never reused
+            raise JobError(f"run {self.run_dir.path} already ended ({self.run_dir.status}); "
+                           "create a new AgentTrainer to train again, or resume this run")
+        with _in_one_line(None):
+            self.run_dir.begin()
+        self._announce()
         hand_off = self.hand_off
         try:
             with _signals_interrupt("training"):
@@ -140,6 +157,8 @@ class AgentTrainer:
             self._close(exc)
             crash = self._crash(exc)
             if crash is None:
+                if isinstance(exc, AWorldTrainError):
+                    _fold(exc)
                 raise
             raise crash from exc
         final = dict(result) if isinstance(result, dict) else self.metrics.last()
@@ -198,10 +217,58 @@ class AgentTrainer:
         return TrainingCrash(crash_line(who, "train", error, where,
                                         log if log.is_file() else None))
 
+    def _check_crash(self, error: Exception) -> AWorldTrainError:
+        """The one line for an exception that ended the checks without saying what is wrong:
+        a hook's names the plugin and the hook (as ``check`` prints it), anything else what it
+        was and where it was raised."""
+        from aworld_train.errors import CheckCrash
+        from aworld_train.failure import check_crash_line, raised_at
+
+        own = plugins.plugin_packages(self.manager) if self.manager is not None else {}
+        return CheckCrash(check_crash_line(error, raised_at(error, own)))
+
+    def _announce(self) -> None:
+        """Say where the run is as training starts: beside the progress, and in the log."""
+        import logging
+        import sys
+
+        logging.getLogger("aworld_train").info("run directory: %s", self.run_dir.path)
+        if self._progress:
+            print(f"training in {self.run_dir.path}", file=sys.stdout, flush=True)
+
     def _close(self, error: BaseException | None, final: dict[str, Any] | None = None) -> None:
         """End the run: the progress display stops, the run directory records how it ended."""
         self.metrics.stop()
         self.run_dir.close(error, final or self.metrics.last())
+
+
+@contextlib.contextmanager
+def _in_one_line(
+    crash: Callable[[Exception], AWorldTrainError] | None,
+) -> Iterator[None]:
+    """Let only ``AWorldTrainError`` out of the block, each as the one line the CLI prints:
+    an ``AWorldTrainError`` with its message folded into one line; any other ``Exception`` as
+    ``crash(exc)`` (when given), chained to it so the traceback stays at hand, as ``--debug``
+    shows it. A ``KeyboardInterrupt`` goes through as it is."""
+    try:
+        yield
+    except AWorldTrainError as exc:
+        _fold(exc)
+        raise
+    except Exception as exc:
+        if crash is None:
+            raise
+        raise crash(exc) from exc
+
+
+def _fold(error: AWorldTrainError) -> None:
+    """Make ``str(error)`` the CLI's line (whitespace folded, secrets hidden), keeping the
+    error's type, traceback and cause."""
+    from aworld_train.failure import one_line
+
+    line = one_line(str(error))
+    if line != str(error):
+        error.args = (line,)
 
 
 @contextlib.contextmanager

@@ -140,12 +140,13 @@ def manifest(run_dir: Path) -> dict[str, Any]:
 def assert_interrupted_run_resumes(job: dict[str, Any]) -> Path:
     """Interrupt a run of :func:`repeat_digit_job` after its checkpoint at step 2 (through the
     reward file's ``interrupt`` marker), resume it for 6 steps, and check that the resumed run's
-    metrics open with the interrupted run's and go on from step 3.
+    metrics open with the interrupted run's and go on from step 3, that the two runs name each
+    other (``resumed_from``, ``continued_in``) and that a second resume of the first is refused.
 
     :returns: the resumed run's directory.
     """
     from aworld_train import AgentTrainer
-    from aworld_train.errors import Interrupted
+    from aworld_train.errors import Interrupted, RunDirectoryError
 
     (job["base_dir"] / "interrupt").touch()
     first = AgentTrainer(**job)
@@ -165,6 +166,10 @@ def assert_interrupted_run_resumes(job: dict[str, Any]) -> Path:
     assert resumed[:2] == before
     assert manifest(second.run_dir.path)["status"] == "completed"
     assert (second.run_dir.path / "checkpoints" / "checkpoint-6").is_dir()
+    assert manifest(second.run_dir.path)["resumed_from"] == str(first_dir)
+    assert manifest(first_dir)["continued_in"] == str(second.run_dir.path)
+    with pytest.raises(RunDirectoryError, match="was already resumed: it continues in"):
+        AgentTrainer(**job, resume=first_dir)
     return second.run_dir.path
 
 
