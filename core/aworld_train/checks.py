@@ -610,10 +610,15 @@ def _describe_settings(settings: list[Setting] | None) -> str:
 
 def _agent_runnable(checks: CheckRun) -> bool:
     """Whether the agent is code of its own (AWorld or Python) with a row to run on and a local
-    model folder whose chat template renders its messages (a hub id has none offline)."""
+    model folder whose chat template renders its messages (a hub id has none offline), with
+    transformers installed to render them."""
+    import importlib.util
+
     model = checks.config.model or checks.spec.model
     return (checks.spec.runs_itself and checks.train_dataset is not None and bool(model)
-            and Path(str(model)).is_dir())
+            and Path(str(model)).is_dir()
+            # where no engine is installed there is nothing to render with
+            and importlib.util.find_spec("transformers") is not None)
 
 
 def _run_agent_once(checks: CheckRun) -> Any:

@@ -115,7 +115,15 @@ def aworld_copy(agent: Any, llm: LLM | None) -> Any:
         conf.llm_api_key = llm.api_key
         conf.llm_stream_call = False
         agent._llm = None  # AWorld builds its client lazily from llm_config: rebuild it
+    if hasattr(type(agent), "_save_failed_request_context"):
+        # AWorld saves every model request that failed into ./failed_requests of whatever folder
+        # the process runs in; the runtime records the episode's failure itself.
+        agent._save_failed_request_context = _no_failed_request_file
     return agent
+
+
+async def _no_failed_request_file(*_: Any, **__: Any) -> None:
+    return None
 
 
 #: What an AWorld sandbox is built from (its constructor's keywords, read back as properties).
