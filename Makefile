@@ -5,7 +5,7 @@ VENVS := .venvs
 ENGINES := trl swift verl
 PIP_FLAGS ?= -q
 
-.PHONY: demo test test-core test-aworld test-vllm $(addprefix test-,$(ENGINES)) venvs dist clean
+.PHONY: demo test lint test-core test-aworld test-vllm $(addprefix test-,$(ENGINES)) venvs dist clean
 
 demo: $(VENVS)/trl/.ready
 	$(VENVS)/trl/bin/python examples/repeat_digit/prepare.py
@@ -13,7 +13,7 @@ demo: $(VENVS)/trl/.ready
 	$(VENVS)/trl/bin/aworld-train train examples/repeat_digit/job.yaml
 	$(VENVS)/trl/bin/python examples/repeat_digit/summarize.py
 
-test: test-core test-aworld test-vllm $(addprefix test-,$(ENGINES))
+test: test-core test-aworld test-vllm $(addprefix test-,$(ENGINES)) lint
 
 # Every virtual environment; `make -j3 venvs` builds them side by side (mostly downloads).
 # A venv is created only when it is missing (or has no pip, as an interrupted creation leaves
@@ -28,7 +28,7 @@ venvs: $(addsuffix /.ready,$(addprefix $(VENVS)/,core aworld vllm $(ENGINES)))
 # tests/distributions are installed here, as a user would install a third-party engine.
 $(VENVS)/core/.ready: pyproject.toml $(wildcard tests/distributions/*/pyproject.toml)
 	$(call new_venv,$(VENVS)/core)
-	$(VENVS)/core/bin/pip install $(PIP_FLAGS) -e ".[mcp]" pytest
+	$(VENVS)/core/bin/pip install $(PIP_FLAGS) -e ".[mcp]" pytest "ruff>=0.15"
 	for dist in tests/distributions/*/; do [ -d "$$dist" ] || continue; $(VENVS)/core/bin/pip install $(PIP_FLAGS) --no-deps "$$dist" || exit 1; done
 	touch $@
 
@@ -80,6 +80,10 @@ EXTRA_TESTS_trl := tests/scaffold tests/test_model.py tests/test_eval.py tests/t
 # The README's job, as written, on each engine.
 EXTRA_TESTS_swift := tests/test_quickstart.py
 EXTRA_TESTS_verl := tests/test_quickstart.py
+
+# The lint rules are in pyproject.toml ([tool.ruff]).
+lint: $(VENVS)/core/.ready
+	$(VENVS)/core/bin/ruff check .
 
 test-core: $(VENVS)/core/.ready
 	$(VENVS)/core/bin/python -m pytest tests --ignore=tests/scaffold --ignore=tests/with_aworld --ignore=tests/with_vllm

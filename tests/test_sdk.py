@@ -6,7 +6,6 @@ import ast
 import json
 from pathlib import Path
 
-import pytest
 from helpers import run_python
 
 import aworld_train.engine

@@ -247,8 +247,8 @@ from aworld_train_toy.engine import check_agent, check_config, check_dataset, ch
 @hookimpl
 def effective_settings(ctx):
     return [Setting("device", describe_device(False), "use_cpu", True, "default"),
-            Setting("precision", "fp32", "%s", "float32_and_a_long_value_too", "default")]
-''' % LONG_KEY
+            Setting("precision", "fp32", "{key}", "float32_and_a_long_value_too", "default")]
+'''.replace("{key}", LONG_KEY)
 
 
 def test_the_tables_are_not_cut_when_stdout_is_not_a_terminal(tmp_path: Path) -> None:

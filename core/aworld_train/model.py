@@ -697,7 +697,8 @@ def _first_too_long(dataset: datasets.Dataset, renderer: _Renderer, room: int,
                 if bounds[at] <= room:
                     break
                 row = offset + int(doubtful[at])
-                tokens = _rendered(lambda: renderer.count(prompts[at]), renderer,
+                prompt = prompts[at]
+                tokens = _rendered(lambda: renderer.count(prompt), renderer,  # noqa: B023 - called at once
                                    f"{role} row {row}: the prompt")
                 if tokens > room:
                     return row, tokens

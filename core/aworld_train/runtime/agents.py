@@ -63,8 +63,9 @@ async def run_agent(spec: AgentSpec, row: dict[str, Any], llm: LLM, tools: ToolS
 
 async def _run_python(spec: AgentSpec, row: dict[str, Any], llm: LLM) -> Answer:
     function = getattr(spec.run, "function", spec.run)  # a function loaded from a reference
-    if inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
-            getattr(function, "__call__", None)):
+    # An async function, or an object whose __call__ is one.
+    if inspect.iscoroutinefunction(function) or (
+            callable(function) and inspect.iscoroutinefunction(function.__call__)):
         result = await function(row, llm)
     else:  # a sync agent blocks: it runs in a thread, so that other episodes go on
         result = await asyncio.to_thread(function, row, llm)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib.util
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path

@@ -155,7 +155,7 @@ def loop_output(result: EpisodeResult, logprobs: bool, metrics: dict[str, Any],
     )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_tools(path: str) -> ToolSet:
     """The pickled tool set at ``path``, loaded once per worker process (its secrets from the
     environment, see :mod:`aworld_train_verl.vault`)."""
@@ -204,7 +204,7 @@ class PythonAgentLoop(RuntimeAgentLoop):
         self.spec = AgentSpec(name=agent, run=run, max_turns=self.max_turns)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def import_agent(reference: str, root: str | None = None) -> Any:
     """The function ``/absolute/file.py:name`` or ``package.module:name`` names, imported once per
     worker process. A file's folder goes on ``sys.path`` (last), so that it imports the modules
@@ -227,7 +227,7 @@ def import_agent(reference: str, root: str | None = None) -> Any:
     return getattr(sys.modules[module_name], name)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_pickled_agent(path: str) -> Any:
     """The pickled Python agent at ``path``, loaded once per worker process."""
     return loads(Path(path).read_bytes())

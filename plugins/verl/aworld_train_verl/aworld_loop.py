@@ -28,7 +28,7 @@ from aworld_train_verl.agent_loop import RuntimeAgentLoop
 from aworld_train_verl.vault import loads
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_agent_file(path: str) -> AgentSpec:
     """The pickled AWorld agent at ``path`` as the runtime runs it, loaded once per worker
     process: the runtime runs a fresh copy of it in every episode."""

@@ -339,7 +339,7 @@ def check_choice(value: Any, key: str, origin: str) -> None:
         _check_choice(value, key, choices, origin)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _adapter(hint: Any) -> Any:
     from pydantic import ConfigDict, TypeAdapter
 
