@@ -521,13 +521,22 @@ def _describe_lengths(_: None) -> str:
 def _resolve_reward(checks: CheckRun) -> tuple[RewardSpec, Any]:
     """The reward resolved, and its scores on the ground truth of the training rows (all of
     them up to a budget), computed in a child process with a time limit (it is the user's
-    code); a warning when the right answer scores below the maximum on some rows."""
-    from aworld_train.reward import check_reward_on_rows, resolve_reward
+    code); a warning when the right answer scores below the maximum on some rows. An engine's
+    own reward (``swift:accuracy``) is not scored here (the engine scores it while training,
+    and checks it in its ``check_reward``), and refused on any other engine."""
+    from aworld_train.reward import (
+        check_reward_on_rows,
+        engine_rewards_for,
+        own_functions,
+        resolve_reward,
+    )
 
     checks.reward = resolve_reward(checks.job.reward_func, checks.job.base_dir)
+    engine_rewards_for(checks.reward, checks.engine)
     scores = None
-    if checks.train_dataset is not None:
-        scores = check_reward_on_rows(checks.reward, checks.train_dataset,
+    own = own_functions(checks.reward)
+    if checks.train_dataset is not None and own is not None:
+        scores = check_reward_on_rows(own, checks.train_dataset,
                                       timeout=checks.config.reward_timeout)
         warning = scores.warning()
         if warning:
@@ -537,7 +546,8 @@ def _resolve_reward(checks: CheckRun) -> tuple[RewardSpec, Any]:
 
 def _describe_reward(resolved: tuple[RewardSpec, Any]) -> str:
     reward, scores = resolved
-    text = ", ".join(f"{f.name} x{f.weight:g}" for f in reward.functions)
+    text = ", ".join(f"{f.ref if f.engine else f.name} x{f.weight:g}"
+                     + (f" (scored by {f.engine})" if f.engine else "") for f in reward.functions)
     return text + (f"; {scores.describe()}" if scores is not None else "")
 
 
@@ -631,7 +641,11 @@ def _run_agent_once(checks: CheckRun) -> Any:
     tokenizer = load_tokenizer(model, checks.config.trust_remote_code)
     where = f"{checks.job.train_dataset} row 0" if isinstance(
         checks.job.train_dataset, (str, Path)) else "the train dataset's row 0"
-    return check_agent_once(checks.spec, dict(checks.train_dataset[0]), tokenizer, checks.reward,
+    from aworld_train.reward import own_functions
+
+    # An engine's own reward (swift:format) is scored by the engine alone, while training.
+    reward = own_functions(checks.reward) if checks.reward is not None else None
+    return check_agent_once(checks.spec, dict(checks.train_dataset[0]), tokenizer, reward,
                             where=where)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 import math
 import numbers
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,13 +35,18 @@ class RewardFunction:
     :ivar weight: its weight in the total.
     :ivar ref: a reference another process can import it from: ``/abs/path/file.py:function``
         or ``package.module:function``; ``None`` for a callable that is not importable (a
-        lambda, a closure). Engines that load rewards in another process use it.
+        lambda, a closure). Engines that load rewards in another process use it. For an
+        engine's own reward, the reference as the job wrote it (``swift:accuracy``).
+    :ivar engine: the engine whose own reward this is (``swift`` for ``swift:accuracy``), or
+        ``None`` for a function of the job's. Only that engine scores it, while training: the
+        core neither calls nor checks it on the ground truth, and ``fn`` refuses to score.
     """
 
     name: str
     fn: Callable[..., Any]
     weight: float = 1.0
     ref: str | None = None
+    engine: str | None = None
 
 
 @dataclass
@@ -108,8 +114,9 @@ class RewardSpec:
 def resolve_reward(reward: Any, base_dir: Path | None = None) -> RewardSpec:
     """Resolve a reward given as a callable, ``path/to/file.py:function``,
     ``path/to/file.py`` (a file that defines one reward function), ``package.module:function``,
-    a built-in name, ``{name: <any of these>, weight: w}``, or a list of these; then check each
-    function's signature.
+    a built-in name, an engine's own reward ``<engine>:<name>`` (``swift:accuracy``: see
+    :func:`engine_reward`), ``{name: <any of these>, weight: w}``, or a list of these; then
+    check each function's signature.
 
     :raises RewardError: naming the file, module or function that is wrong.
     """
@@ -346,6 +353,9 @@ def _resolve_one(item: Any, base_dir: Path | None) -> RewardFunction:
         qualname = getattr(item, "__qualname__", "")
         importable = module not in (None, "__main__") and "<" not in qualname
         function = RewardFunction(name, item, float(weight), f"{module}:{qualname}" if importable else None)
+    elif isinstance(item, str) and _engine_reference(item) is not None:
+        engine, name = _engine_reference(item)  # type: ignore[misc]
+        return engine_reward(engine, name, float(weight))
     elif isinstance(item, str) and item in BUILTIN_REWARDS:
         fn = BUILTIN_REWARDS[item]
         function = RewardFunction(item, fn, float(weight), f"aworld_train.rewards:{item}")
@@ -365,6 +375,55 @@ def _resolve_one(item: Any, base_dir: Path | None) -> RewardFunction:
         raise RewardError(f"reward '{function.name}' is not callable")
     _check_signature(function)
     return function
+
+
+#: ``<engine>:<name>``: an engine's name, then a registry name (no path, no module dots).
+_ENGINE_REFERENCE = re.compile(r"([a-z][a-z0-9_-]*):([A-Za-z_][\w-]*)")
+
+
+def _engine_reference(item: str) -> tuple[str, str] | None:
+    """``(engine, name)`` when ``item`` names an engine's own reward: the part before the colon
+    is an engine's name (installed or known), which wins over a Python module of that name
+    (``swift:accuracy`` is ms-swift's reward, not ``accuracy`` in the ``swift`` package)."""
+    from aworld_train import plugins
+
+    found = _ENGINE_REFERENCE.fullmatch(item)
+    if found is None:
+        return None
+    engines = set(plugins.KNOWN_ENGINES) | set(plugins.installed_engine_names())
+    return (found[1], found[2]) if found[1] in engines else None
+
+
+def engine_reward(engine: str, name: str, weight: float = 1.0) -> RewardFunction:
+    """An engine's own reward (``swift:accuracy``): the engine that trains scores it; nothing
+    in the core can, so its function refuses to score in one line."""
+    reference = f"{engine}:{name}"
+
+    def scored_by_the_engine(data_source: str, solution_str: str, ground_truth: str,
+                             extra_info: dict[str, Any] | None = None) -> float:
+        raise RewardError(f"reward '{reference}' is engine {engine}'s own reward: only that "
+                          "engine scores it, while training")
+
+    return RewardFunction(name, scored_by_the_engine, weight, reference, engine=engine)
+
+
+def engine_rewards_for(spec: RewardSpec, engine: str) -> None:
+    """:raises RewardError: for an engine's own reward (``swift:format``) in a job that trains
+    on another engine, which has no such reward."""
+    for function in spec.functions:
+        if function.engine is not None and function.engine != engine:
+            raise RewardError(
+                f"reward '{function.ref}' is engine {function.engine}'s own reward, but this job "
+                f"trains on engine {engine}: run it with --engine {function.engine}, or use a "
+                "reward of the job's own (file.py:function, module:function or a built-in name)"
+            )
+
+
+def own_functions(spec: RewardSpec) -> RewardSpec | None:
+    """The job's own functions of ``spec`` (the core can score them), or ``None`` when every
+    function is an engine's own."""
+    own = [function for function in spec.functions if function.engine is None]
+    return RewardSpec(own) if own else None
 
 
 def _sole_reward(path: str, base_dir: Path | None) -> str:

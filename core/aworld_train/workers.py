@@ -78,16 +78,19 @@ def reward_references(spec: RewardSpec) -> list[dict[str, Any]]:
                 "path/to/file.py:function or package.module:function to train with several "
                 "processes"
             )
-        references.append({"name": function.name, "ref": function.ref, "weight": function.weight})
+        references.append({"name": function.name, "ref": function.ref, "weight": function.weight,
+                           "engine": function.engine})
     return references
 
 
 def load_rewards(references: list[dict[str, Any]]) -> RewardSpec:
     """Worker side: import the rewards :func:`reward_references` listed."""
     from aworld_train.references import import_object
-    from aworld_train.reward import RewardFunction, RewardSpec
+    from aworld_train.reward import RewardFunction, RewardSpec, engine_reward
 
+    # An engine's own reward (swift:accuracy) is a name in the engine's registry, not an import.
     return RewardSpec([
+        engine_reward(r["engine"], r["name"], r["weight"]) if r.get("engine") else
         RewardFunction(r["name"], import_object(r["ref"], RewardError, "reward"), r["weight"], r["ref"])
         for r in references
     ])

@@ -66,7 +66,7 @@ def check_reward(reward: RewardSpec | None, config: TrainConfig, ctx: RunContext
     from aworld_train_swift.reward import reward_to_swift
 
     with run_log(ctx.run_dir):
-        return reward_to_swift(reward, config.algorithm)
+        return reward_to_swift(reward, config.algorithm, config.engine_section())
 
 
 @hookimpl
@@ -78,10 +78,13 @@ def check_config(
     ctx: RunContext,
 ) -> SwiftConfig:
     from aworld_train_swift.config import config_to_swift
+    from aworld_train_swift.lengths import check_swift_lengths
     from aworld_train_swift.logs import run_log
 
     with run_log(ctx.run_dir):
-        return config_to_swift(config, agent, dataset, reward, ctx.run_dir)
+        resolved = config_to_swift(config, agent, dataset, reward, ctx.run_dir)
+        check_swift_lengths(resolved, agent, dataset, config, ctx.tools.schemas())
+        return resolved
 
 
 @hookimpl

@@ -107,6 +107,16 @@ def section_keys() -> frozenset[str]:
     return all_argument_names("ms-swift", ARGUMENT_CLASSES, quiet) - set(JOB_FIELDS)
 
 
+def reward_funcs_moved(value: Any) -> str:
+    """Where ``swift.reward_funcs`` goes instead: ms-swift's own rewards are named in the job's
+    reward as ``swift:<name>``, beside (and weighted like) the job's own functions."""
+    names = [value] if isinstance(value, str) else list(value or [])
+    written = ", ".join(f"swift:{name}" for name in names) or "swift:accuracy"
+    return (f"config key 'swift.reward_funcs' is {value!r}: name ms-swift's rewards in the job's "
+            f"reward instead, reward: [{written}] (beside the job's own file.py:function, with "
+            "weights as {name: swift:format, weight: 0.5}); leave swift.reward_funcs out")
+
+
 def validate_section(section: dict[str, Any], algorithm: str) -> dict[str, Any]:
     """Check every key and value of the ``swift:`` section.
 
@@ -131,6 +141,8 @@ def validate_section(section: dict[str, Any], algorithm: str) -> dict[str, Any]:
         if key in MANAGED:
             if value is None or wired.get(key) == value:
                 continue  # the engine fills it in
+            if key == "reward_funcs":
+                raise ConfigError(reward_funcs_moved(value))
             engine_value = f" ({wired[key]!r})" if key in wired else ""
             raise ConfigError(
                 f"config key 'swift.{key}' is {value!r}, but aworld-train sets it from "
