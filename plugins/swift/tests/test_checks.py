@@ -180,8 +180,27 @@ def test_swift_rejections_of_values_become_config_errors(job: dict[str, Any]) ->
         _check(job, batch_size=3, num_generations=2)
 
 
-def test_an_ambiguous_template_asks_for_swift_template(job: dict[str, Any]) -> None:
-    with pytest.raises(AgentError, match=r"several templates .*'qwen'.*set swift\.template"):
+def test_an_ambiguous_template_is_the_one_that_renders_the_models_chat_template(
+    job: dict[str, Any]
+) -> None:
+    # Qwen2 fits several of ms-swift's templates; the tiny model's ChatML is qwen's.
+    assert _check(job, swift={}).hand_off.agent.template == "qwen"
+
+
+def test_an_ambiguous_template_none_renders_asks_for_swift_template(
+    job: dict[str, Any], tmp_path: Path
+) -> None:
+    import shutil
+
+    from transformers import AutoTokenizer
+
+    model = Path(shutil.copytree(job["config"]["model"], tmp_path / "odd-template"))
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    tokenizer.chat_template = "{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}"
+    tokenizer.save_pretrained(model)
+    job["config"]["model"] = str(model)
+    with pytest.raises(AgentError, match=r"several templates .*'qwen'.*none renders the model "
+                                         r"folder's own chat template.*set swift\.template"):
         _check(job, swift={})
 
 
