@@ -334,6 +334,12 @@ def _one_line(text: str) -> str:
 
 
 def _print_run(run_dir: Path) -> None:
+    from aworld_train.rundir import node_rank
+
+    if (rank := node_rank()) > 0:  # node 0 holds the run: its directory, metrics and model
+        kept = f"; this node's output: {run_dir}" if run_dir.is_dir() else ""
+        click.echo(f"node {rank}: the run directory is node 0's{kept}")
+        return
     click.echo(f"run directory: {run_dir}")
     click.echo(f"metrics:       {run_dir / 'metrics.jsonl'}")
     for curve in ("reward", "loss"):

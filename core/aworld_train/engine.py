@@ -106,6 +106,7 @@ from aworld_train.workers import (
     emit,
     finish_distributed,
     load_rewards,
+    join_timeout,
     rendezvous,
     reward_references,
     run_workers,
@@ -210,6 +211,7 @@ __all__ = [
     "scoped_environment",
     "run_workers",
     "run_process",
+    "join_timeout",
     # Versions and secrets
     "installed_versions",
     "cached",

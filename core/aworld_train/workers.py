@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.errors import RewardError, TrainingError
+from aworld_train.errors import RewardError, TrainingCrash, TrainingError
 from aworld_train.launcher import run_process
 
 if TYPE_CHECKING:
@@ -25,6 +25,11 @@ if TYPE_CHECKING:
 # The main worker prints each event on one line starting with this marker.
 EVENT_MARKER = "@aworld-train-event "
 RENDEZVOUS = ("MASTER_ADDR", "MASTER_PORT", "NODE_RANK")
+# How long a node waits for the others to join (seconds), and the variable that changes it:
+# torch's own default (600 s) leaves a node that waits for a peer that never starts idle for ten
+# minutes.
+JOIN_TIMEOUT_VARIABLE = "AWORLD_TRAIN_JOIN_TIMEOUT"
+DEFAULT_JOIN_TIMEOUT_S = 300
 
 
 @contextlib.contextmanager
@@ -110,18 +115,63 @@ def rendezvous(nnodes: int) -> dict[str, str]:
     return {name: os.environ[name] for name in RENDEZVOUS}
 
 
+def join_timeout() -> int:
+    """The seconds a node of several waits at the rendezvous for the others
+    (``AWORLD_TRAIN_JOIN_TIMEOUT``, default :data:`DEFAULT_JOIN_TIMEOUT_S`): what torchrun and
+    accelerate get as ``--rdzv_conf timeout=N``.
+
+    :raises TrainingError: when the variable is not a whole number of seconds above 0.
+    """
+    value = os.environ.get(JOIN_TIMEOUT_VARIABLE, "").strip()
+    if not value:
+        return DEFAULT_JOIN_TIMEOUT_S
+    if not value.isdigit() or int(value) < 1:
+        raise TrainingError(f"{JOIN_TIMEOUT_VARIABLE} is {value!r}: give the seconds a node "
+                            "waits for the others to join, a whole number above 0")
+    return int(value)
+
+
+def node_failure(log_path: Path, nnodes: int) -> str | None:
+    """What ended a job on ``nnodes`` nodes, read from this node's launcher log, when it was
+    another node: one that never joined (the rendezvous timed out) or one that left while
+    training (the connection to it closed). ``None`` for any other failure."""
+    if nnodes < 2 or not log_path.is_file():
+        return None
+    text = log_path.read_text(encoding="utf-8", errors="replace")
+    address = f"{os.environ.get('MASTER_ADDR', '?')}:{os.environ.get('MASTER_PORT', '?')}"
+    if any(sign in text for sign in _NEVER_JOINED):
+        return (f"the {nnodes} nodes did not all join at {address} within {join_timeout()} s "
+                f"({JOIN_TIMEOUT_VARIABLE}): start every node with the same MASTER_ADDR and "
+                f"MASTER_PORT and its own NODE_RANK from 0 to {nnodes - 1} (full output in "
+                f"{log_path})")
+    if any(sign in text for sign in _PEER_LEFT):
+        return (f"another node of the {nnodes} stopped while training (the connection to it "
+                f"closed); see that node's output (full output in {log_path})")
+    return None
+
+
+# What torch prints when a node waited for the others in vain (the main node's store, or a
+# node that could not reach it), and when a node it trains with went away.
+_NEVER_JOINED = ("waiting for clients", "The client socket has timed out",
+                 "RendezvousTimeoutError")
+_PEER_LEFT = ("Connection closed by peer", "Connection reset by peer", "Broken pipe")
+
+
 def run_workers(
     command: list[str],
     ctx: RunContext,
     log_path: Path,
     what: str,
     env: dict[str, str] | None = None,
+    nnodes: int = 1,
 ) -> dict[str, Any]:
     """Run the launcher ``command`` through :func:`~aworld_train.launcher.run_process`, forward
     the main worker's events to ``ctx.metrics``; every line goes to ``log_path``. Returns the
     final metrics.
 
     :param what: what was launched, for the error (``"accelerate launch of 2 trl processes"``).
+    :param nnodes: the nodes the job trains on; with several, a failure caused by another node
+        (:func:`node_failure`) is named as such rather than by the library's own line.
     :raises TrainingError: when the launcher exits non-zero, with its last error line.
     :raises KeyboardInterrupt: after SIGINT or SIGTERM was forwarded and the workers stopped.
     """
@@ -138,5 +188,11 @@ def run_workers(
         elif event["event"] == "done":
             final.update(event["metrics"])
 
-    run_process(command, what=what, log_path=log_path, on_line=forward, env=env)
+    try:
+        run_process(command, what=what, log_path=log_path, on_line=forward, env=env)
+    except TrainingCrash as crash:
+        cause = node_failure(log_path, nnodes)
+        if cause is None:
+            raise
+        raise TrainingError(f"{what} failed: {cause}") from crash
     return final

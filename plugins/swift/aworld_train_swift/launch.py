@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.engine import rendezvous, reward_references, run_workers
+from aworld_train.engine import join_timeout, rendezvous, reward_references, run_workers
 
 from aworld_train_swift.callbacks import scores_test_set
 
@@ -53,7 +53,7 @@ def launch(
     env = dict(os.environ, **environment, NPROC_PER_NODE=str(config.nproc_per_node),
                NNODES=str(config.nnodes))
     total = config.world_size
-    return run_workers(command, ctx, ctx.run_dir / WORKER_LOG, env=env,
+    return run_workers(command, ctx, ctx.run_dir / WORKER_LOG, env=env, nnodes=config.nnodes,
                        what=f"torchrun of {total} swift processes")
 
 
@@ -83,4 +83,5 @@ def torchrun_args(config: SwiftConfig) -> list[str]:
         return [*args, "--standalone"]
     for variable, value in rendezvous(config.nnodes).items():
         args += [_RENDEZVOUS_FLAGS[variable], value]
-    return args
+    # A node waits this long for the others, then fails (torch's default is 600 s).
+    return [*args, "--rdzv_conf", f"timeout={join_timeout()}"]

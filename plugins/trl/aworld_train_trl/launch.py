@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.engine import rendezvous, reward_references, run_workers
+from aworld_train.engine import join_timeout, rendezvous, reward_references, run_workers
 
 if TYPE_CHECKING:
     from aworld_train.engine import RunContext
@@ -55,7 +55,7 @@ def launch(
         "-m", "aworld_train_trl.worker", str(job_file),
     ]
     total = config.world_size
-    return run_workers(command, ctx, ctx.run_dir / WORKER_LOG,
+    return run_workers(command, ctx, ctx.run_dir / WORKER_LOG, nnodes=config.nnodes,
                        what=f"accelerate launch of {total} trl processes")
 
 
@@ -108,4 +108,6 @@ def _launcher_args(config: TrlConfig) -> list[str]:
     if config.nnodes > 1:
         for variable, value in rendezvous(config.nnodes).items():
             args += [_RENDEZVOUS_FLAGS[variable], value]
+        # A node waits this long for the others, then fails (torch's default is 600 s).
+        args += ["--rdzv_conf", f"timeout={join_timeout()}"]
     return args

@@ -116,6 +116,7 @@ def check_config(
 ) -> VerlConfig:
     from aworld_train_verl import config as verl_config
     from aworld_train_verl.agent import write_agent_loop
+    from aworld_train_verl.cluster import check_cluster
     from aworld_train_verl.launch import write_launch_script
 
     inputs: dict[str, Any] = {
@@ -128,6 +129,10 @@ def check_config(
     inputs.update(verl_config.schedule_overrides(config, ctx.run_dir, inputs, dataset.rows,
                                                  has_test=dataset.test_file is not None))
     resolved = verl_config.resolve(config, ctx.run_dir, inputs=inputs, vault=agent.vault)
+    # A cluster named by the job is asked now whether the job fits, not when Ray places it.
+    fits = check_cluster(resolved.config)
+    if fits is not None:
+        ctx.logger.info("%s", fits)
     write_launch_script(ctx.run_dir, secrets=sorted(resolved.environment), variables=resolved.variables)
     return resolved
 
