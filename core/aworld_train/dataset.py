@@ -491,15 +491,15 @@ def _type_clash(
 ) -> str:
     """Name the first row of the batch whose value in a column has another type than the
     column's first value (ints and floats mix); ``first`` holds what earlier batches saw."""
-    first = {column: seen for column, seen in first.items() if seen is not None}
+    known = {column: seen for column, seen in first.items() if seen is not None}
     for position, row in batch:
         for column, value in row.items():
             if value is None:
                 continue
-            if column not in first:
-                first[column] = (type(value), position)
+            if column not in known:
+                known[column] = (type(value), position)
                 continue
-            kind, first_position = first[column]
+            kind, first_position = known[column]
             if type(value) is not kind and not {type(value), kind} <= {int, float}:
                 return (f"{source.where(position)}: column '{column}' holds "
                         f"{type(value).__name__} but {kind.__name__} at "

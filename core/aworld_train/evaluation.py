@@ -236,7 +236,9 @@ def score_completions(rows: list[dict[str, Any]], completions: list[list[str]],
     from aworld_train.reward import RewardResult
 
     names = [function.name for function in reward.functions]
-    records, scores, per_reward = [], [], {name: [] for name in names}
+    records: list[dict[str, Any]] = []
+    scores: list[float] = []
+    per_reward: dict[str, list[float]] = {name: [] for name in names}
     passed = 0
     for index, (row, texts) in enumerate(zip(rows, completions, strict=True)):
         lost = failed[index] if failed is not None else [False] * len(texts)

@@ -59,7 +59,7 @@ def _plot(curve: Curve, points: list[tuple[int, float]], scored: list[tuple[int,
     notes = []
     if points:
         notes.append(_draw_training(ax, points, curve.metric, curve.colour))
-    if scored:
+    if scored and curve.eval_metric is not None:
         # Scored every eval_steps and at the end: few points, each one marked.
         ax.plot([s for s, _ in scored], [v for _, v in scored], color=curve.eval_colour,
                 linewidth=2, marker="o", markersize=4, label=curve.eval_metric.replace("_", " "))

@@ -22,6 +22,7 @@ import types
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pluggy
@@ -392,12 +393,13 @@ def _trace(manager: pluggy.PluginManager) -> None:
     def show(line: str) -> None:  # an agent's repr holds its API key
         print(redact_text(f"[aworld-train trace] {line}"), file=sys.stderr)
 
-    def before(hook_name: str, hook_impls: list[Any], kwargs: dict[str, Any]) -> None:
+    def before(hook_name: str, hook_impls: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
         impls = ", ".join(impl.plugin_name for impl in hook_impls)
         args = ", ".join(f"{k}={_short(v)}" for k, v in kwargs.items())
         show(f"{hook_name}({args}) -> [{impls}]")
 
-    def after(outcome: Any, hook_name: str, hook_impls: list[Any], kwargs: dict[str, Any]) -> None:
+    def after(outcome: Any, hook_name: str, hook_impls: Sequence[Any],
+              kwargs: Mapping[str, Any]) -> None:
         exception = outcome.exception
         result = f"raised {exception!r}" if exception else f"returned {_short(outcome.get_result())}"
         show(f"{hook_name} {result}")

@@ -75,6 +75,7 @@ class ChatEndpoint:
         if handler is None:
             return _error(404, "this episode has ended")
         task = asyncio.current_task()
+        assert task is not None  # aiohttp answers each request in a task of its own
         self._in_flight[episode].add(task)
         try:
             return await self._answer(handler, request)

@@ -153,11 +153,11 @@ class JobFolder:
         if weights:
             # An empty but well-formed safetensors file: an 8-byte header length, then "{}".
             (folder / "model.safetensors").write_bytes(len(b"{}").to_bytes(8, "little") + b"{}")
-        for name, text in (extra or {}).items():  # None removes a file
-            if text is None:
+        for name, content in (extra or {}).items():  # None removes a file
+            if content is None:
                 (folder / name).unlink()
             else:
-                (folder / name).write_text(text, encoding="utf-8")
+                (folder / name).write_text(content, encoding="utf-8")
         return str(folder)
 
 

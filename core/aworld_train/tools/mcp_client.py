@@ -92,17 +92,18 @@ def open_transport(server: MCPServer, mcp: Any, errlog: Any) -> Any:
             args=["-I", "-c", _REPORT_EXIT, _EXIT_MARK, server.command or "", *server.args],
             env=dict(server.env) or None, cwd=server.cwd)
         return stdio_client(params, errlog=errlog)
+    url = server.url or ""  # an HTTP server's entry has a url: the config's parser saw to it
     if server.transport == "sse":
         from mcp.client.sse import sse_client
 
-        return sse_client(server.url, headers=server.headers or None, timeout=server.timeout)
+        return sse_client(url, headers=server.headers or None, timeout=server.timeout)
     from mcp.client import streamable_http
 
     if hasattr(streamable_http, "streamable_http_client"):  # mcp >= 1.24, and mcp 2
         client = _http_client(streamable_http, server)
-        return _owning(client, streamable_http.streamable_http_client(server.url, http_client=client))
+        return _owning(client, streamable_http.streamable_http_client(url, http_client=client))
     return streamable_http.streamablehttp_client(
-        server.url, headers=server.headers or None, timeout=server.timeout)
+        url, headers=server.headers or None, timeout=server.timeout)
 
 
 def _http_client(streamable_http: Any, server: MCPServer) -> Any:

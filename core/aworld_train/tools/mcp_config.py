@@ -97,8 +97,8 @@ def _parse_server(name: str, entry: dict[str, Any], base_dir: Path | None) -> MC
     where = f"agent mcp_config: MCP server '{name}'"
     # Its URL, headers, env and --key arguments may hold secrets that its errors must not show.
     remember_secrets(entry)
-    transport = entry.get("type") or ("stdio" if "command" in entry else None)
-    transport = _TRANSPORT_ALIASES.get(transport, transport)
+    given = entry.get("type") or ("stdio" if "command" in entry else None)
+    transport = _TRANSPORT_ALIASES.get(given, given) if isinstance(given, str) else given
     if transport is None:
         raise AgentError(f"{where} needs a 'command' (stdio) or a 'type' and 'url'")
     if transport not in _TRANSPORTS:

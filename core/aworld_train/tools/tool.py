@@ -145,8 +145,9 @@ def _annotation_for(prop: dict[str, Any]) -> Any:
         return typing.Union[tuple(options)] if options else typing.Any  # type: ignore[misc]
     items = prop.get("items")
     if kind == "array" and isinstance(items, dict) and items.get("type") in _ANNOTATIONS:
-        return list[_ANNOTATIONS[items["type"]]]  # type: ignore[index]
-    return _ANNOTATIONS.get(kind, typing.Any)
+        element: Any = _ANNOTATIONS[items["type"]]
+        return list[element]  # type: ignore[valid-type]
+    return _ANNOTATIONS.get(kind, typing.Any) if isinstance(kind, str) else typing.Any
 
 
 def as_text(result: Any) -> str:
