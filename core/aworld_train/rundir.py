@@ -85,7 +85,7 @@ class RunDirectory:
         """
         if check_only:
             probe_run_path(Path(run_path).expanduser())
-            return cls.scratch()
+            return cls.temporary()
         rank = node_rank()
         if rank > 0:
             return cls.for_node(rank)
@@ -150,7 +150,7 @@ class RunDirectory:
                 raise RunDirectoryError(f"cannot create a run directory in {root}: {exc}") from None
 
     @classmethod
-    def scratch(cls) -> RunDirectory:
+    def temporary(cls) -> RunDirectory:
         """A temporary directory for a check-only run, removed by :meth:`discard`."""
         return cls(Path(tempfile.mkdtemp(prefix="aworld-train-check-")), scratch=True)
 
