@@ -366,6 +366,63 @@ def test_hook_effective_settings(engine_job: Callable[[str, str], dict[str, Any]
     assert checked.settings is not None and checked.settings[1].value == "fp32", "auto resolved"
 
 
+# An engine planning its memory: its own micro-batch, checkpointing and sharding replace the
+# core's default plan. Self-contained (no toy engine), so it runs where torch is installed.
+PLANNING_ENGINE = '''
+import dataclasses
+
+from aworld_train.engine import Setting, hookimpl
+
+
+@hookimpl
+def effective_settings(ctx):
+    return [Setting("device", "cpu", "", None, "default"),
+            Setting("precision", "fp32", "", None, "default")]
+
+
+@hookimpl
+def memory_plan(config, default, ctx):
+    if ctx.config.seed == 7:
+        return {"micro_batch": 3}
+    return dataclasses.replace(default, micro_batch=3, gradient_checkpointing=True,
+                               shard_degree=4, zero_stage=3)
+
+
+@hookimpl
+def train(ctx):
+    return {}
+'''
+
+
+def test_hook_memory_plan(engine_job: Callable[[str, str], dict[str, Any]],
+                          tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from aworld_train.testing import build_tiny_model
+
+    toy_job = engine_job("planning", PLANNING_ENGINE)
+    model = build_tiny_model(tmp_path / "tiny")
+    toy_job["agent"] = {"name": "adder", "model": str(model)}
+    toy_job["config"] = {"max_steps": 2, "precision": "fp32", "batch_size": 2,
+                         "max_prompt_length": 24, "max_completion_length": 8,
+                         "resources": {"gpu_memory_gb": 1}}
+    trainer = AgentTrainer(**toy_job)
+    (row,) = [check for check in trainer.checks if check.module == "resources"]
+    assert row.by == "core"
+    assert "micro-batch 3 × 32 tokens, gradient checkpointing, sharded over 4 GPUs (stage 3)" \
+        in row.detail
+    assert row.detail.endswith("fits on a 1 GB GPU (resources.gpu_memory_gb)")
+    memory = manifest(trainer.run_dir.path)["memory"]
+    assert memory["plan"]["micro_batch"] == 3 and memory["plan"]["zero_stage"] == 3
+    assert memory["verdict"] == "fits" and memory["gpu_memory_bytes"] == 10**9
+    # Sharded four ways, stage 3: a quarter of 16 bytes a parameter (fp32 AdamW).
+    assert memory["certain_bytes"] == 16 * memory["parameters"] // 4
+
+    toy_job["config"]["seed"] = 7
+    with pytest.raises(PluginError, match="memory_plan returned dict, not a MemoryPlan or None"):
+        AgentTrainer(**toy_job, check_only=True)
+
+
 def test_an_engine_without_effective_settings_reports_none(toy_job: dict[str, Any]) -> None:
     trainer = AgentTrainer(**toy_job)
     assert trainer.settings is None

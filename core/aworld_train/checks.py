@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from aworld_train.agent import AgentSpec
     from aworld_train.config import ConfigLayout, TrainConfig
     from aworld_train.context import Given, RunContext
+    from aworld_train.memory import MemoryEstimate
     from aworld_train.metrics import MetricsReporter
     from aworld_train.reward import RewardSpec
     from aworld_train.rundir import RunDirectory
@@ -122,6 +123,7 @@ class CheckRun:
     test_dataset: datasets.Dataset | None = None
     reward: RewardSpec | None = None
     settings: list[Setting] | None = None  # None: the engine does not report its settings
+    memory: MemoryEstimate | None = None  # None: not estimated (see the resources row)
 
     def run(self, steps: tuple[Step, ...]) -> None:
         """Run each step that applies to this job, in order, recording its row as soon as it
@@ -161,7 +163,13 @@ class CheckRun:
 
     def settings_fields(self) -> dict[str, Any]:
         """What ``manifest.json`` records of the effective settings: ``device``, ``precision``
-        and ``settings`` (``{common name: value}``); nothing when the engine reports none."""
+        and ``settings`` (``{common name: value}``), nothing when the engine reports none;
+        and the ``memory`` estimate of the ``resources`` row when there is one."""
+        if self.memory is not None:
+            return {**self._settings_only(), "memory": self.memory.to_dict()}
+        return self._settings_only()
+
+    def _settings_only(self) -> dict[str, Any]:
         if self.settings is None:
             return {}
         values = {setting.name: setting.value for setting in self.settings}
@@ -631,6 +639,49 @@ def _agent_runnable(checks: CheckRun) -> bool:
             and importlib.util.find_spec("transformers") is not None)
 
 
+def _estimate_memory(checks: CheckRun) -> MemoryEstimate | str:
+    """The peak memory of one training step per GPU (:mod:`aworld_train.memory`), from the
+    model built on the meta device and the engine's ``memory_plan`` (else the core's default
+    plan); or why it was not estimated.
+
+    :raises ConfigError: when the certain part (weights, gradients, optimizer states,
+        reservations) does not fit the GPU; above that a warning is logged.
+    :raises PluginError: for a ``memory_plan`` answer that is not a ``MemoryPlan`` or ``None``.
+    """
+    import importlib.util
+
+    from aworld_train import memory
+    from aworld_train.errors import PluginError
+
+    if importlib.util.find_spec("torch") is None or importlib.util.find_spec(
+            "transformers") is None:
+        return "not estimated: torch and transformers are not installed here"
+    values = {setting.name: setting.value for setting in checks.settings or []}
+    plan = memory.default_plan(checks.config, values, checks.spec.llm_max_tokens)
+    answer = checks.call_engine("memory_plan", config=checks.hand_off.config, default=plan,
+                                ctx=checks.context)
+    if answer is not None and not isinstance(answer, memory.MemoryPlan):
+        raise PluginError(f"{checks.engine_info.label} memory_plan returned "
+                          f"{type(answer).__name__}, not a MemoryPlan or None")
+    plan = answer or plan
+    shape = memory.model_shape(checks.spec.model, plan.lora, checks.config.trust_remote_code)
+    if isinstance(shape, str):
+        return f"not estimated: {shape}"
+    capacity, gpu = memory.gpu_capacity(checks.config.resources.gpu_memory_gb,
+                                        values.get("device"))
+    checks.memory = memory.estimate(shape, plan, capacity, gpu)
+    warning = memory.refuse_or_warn(checks.memory)
+    if warning:
+        logger.warning(warning)
+    return checks.memory
+
+
+def _describe_memory(estimated: MemoryEstimate | str) -> str:
+    from aworld_train.memory import describe
+
+    return estimated if isinstance(estimated, str) else describe(estimated)
+
+
 def _run_agent_once(checks: CheckRun) -> Any:
     """The user's own agent (AWorld or Python) run once on the first row against a stand-in
     policy, its answer scored by the reward: see :mod:`aworld_train.runtime.standin`."""
@@ -710,6 +761,7 @@ CHECKS: tuple[Step, ...] = (
         _describe_engine_result),
     Step("settings", "engine", _effective_settings, _describe_settings,
          when=lambda checks: bool(checks.manager.hook.effective_settings.get_hookimpls())),
+    Step("resources", "core", _estimate_memory, _describe_memory, when=_local_model),
     Step("trackers", "core", _check_effective_trackers, _describe_effective_trackers,
          when=_new_trackers),
 )

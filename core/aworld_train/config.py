@@ -97,6 +97,9 @@ class Resources:
     nnodes: int = 1
     gpus_per_node: int | None = None  # None: whatever the engine finds visible
     ray_address: str | None = None  # VeRL: the Ray cluster to join
+    # The memory of one cluster GPU in GB, which ``check`` sizes the job against when the GPU
+    # it trains on is not the one visible here. None: the visible GPU, if any.
+    gpu_memory_gb: float | None = None
 
 
 @dataclass
@@ -704,9 +707,11 @@ def _lora_schema() -> Any:
 
 @functools.cache
 def _resources_schema() -> Any:
+    from typing import Annotated
+
     from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
-    count, natural, _ = _number_types()
+    count, natural, finite = _number_types()
 
     class ResourceKeys(BaseModel):
         model_config = ConfigDict(strict=True, extra="forbid")
@@ -714,5 +719,7 @@ def _resources_schema() -> Any:
         nnodes: count = Field(1, description="an integer >= 1")
         gpus_per_node: natural | None = Field(None, description="an integer >= 0")
         ray_address: StrictStr | None = Field(None, description="a Ray address (a string)")
+        gpu_memory_gb: Annotated[finite, Field(gt=0)] | None = Field(
+            None, description="a number of GB > 0")
 
     return ResourceKeys

@@ -82,6 +82,7 @@ from aworld_train.runtime import (
 )
 from aworld_train import vllm_generation
 from aworld_train.samples import append_samples, read_samples
+from aworld_train.memory import MemoryPlan, prompt_budget
 from aworld_train.settings import (
     ADAPTER_DIR,
     DEFAULT_LOG_SAMPLES,
@@ -133,6 +134,8 @@ __all__ = [
     # The common settings: allowed values, the effective-settings table, run-directory names
     "Lora",
     "Setting",
+    "MemoryPlan",
+    "prompt_budget",
     "PRECISIONS",
     "LR_SCHEDULERS",
     "LOSS_AGGREGATIONS",

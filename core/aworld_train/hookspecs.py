@@ -29,7 +29,8 @@ hook               receives
 
 Right after ``check_config`` the core asks ``effective_settings`` (``config``: check_config's)
 for the settings the engine will train with under their common names, which ``check`` prints
-and the manifest keeps.
+and the manifest keeps; then ``memory_plan`` for what one training process holds on its GPU,
+which sizes the ``resources`` row.
 
 ``ctx.results`` still holds each result under "agent", "dataset", "reward", "config" (and
 "tools") for engines written against the earlier form; reading it warns
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
     from aworld_train.agent import AgentSpec
     from aworld_train.config import ConfigLayout, TrainConfig
     from aworld_train.context import RunContext
+    from aworld_train.memory import MemoryPlan
     from aworld_train.reward import RewardSpec
     from aworld_train.settings import Setting
     from aworld_train.tools import ToolSet
@@ -192,6 +194,27 @@ def effective_settings(config: Any, ctx: RunContext) -> list[Setting] | None:
         job's algorithm, always including ``device`` and ``precision`` (resolved, never
         ``auto``), with ``source="default"`` and the engine's own default for a setting the job
         leaves unset; or ``None`` when the engine does not report its settings.
+    """
+
+
+@hookspec(firstresult=True)
+def memory_plan(config: Any, default: MemoryPlan, ctx: RunContext) -> MemoryPlan | None:
+    """Say what one training process will hold on its GPU, for the memory estimate of
+    ``check``'s ``resources`` row.
+
+    Called after ``effective_settings``, in ``check`` too, when the job's model is a local
+    folder; cheap like the checks (no GPU is opened, no model loaded: the core builds the model
+    from ``config.json`` on the meta device itself).
+
+    :param config: what ``check_config`` returned (the core's ``TrainConfig`` when ``None``).
+    :param default: the plan the core derives from the common config and the effective
+        settings (precision, LoRA, ``kl_coef``, ``batch_size``, the sequence budget; no
+        checkpointing, no sharding); an engine usually returns
+        ``dataclasses.replace(default, ...)`` with what its own settings decide.
+    :param ctx: the run context.
+    :returns: a :class:`~aworld_train.memory.MemoryPlan` (micro-batch, sequence length,
+        gradient checkpointing, FSDP/ZeRO degree and stage, offload, reference model, a
+        colocated vLLM's ``gpu_memory_utilization``), or ``None`` to keep ``default``.
     """
 
 

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
     from aworld_train.engine import (
         AgentSpec,
+        MemoryPlan,
         RewardSpec,
         RunContext,
         Setting,
@@ -79,6 +80,14 @@ def check_config(config: TrainConfig, agent: TrlAgent, dataset: TrlDatasets,
 def effective_settings(config: TrlConfig) -> list[Setting]:
     """The table ``check_config`` resolved: one row per common name, TRL's key and value."""
     return list(config.settings)
+
+
+@hookimpl
+def memory_plan(config: TrlConfig, default: MemoryPlan, ctx: RunContext) -> MemoryPlan:
+    """What one training process holds on its GPU, from TRL's resolved arguments."""
+    from aworld_train_trl.memory import trl_memory_plan
+
+    return trl_memory_plan(config, default, ctx.config)
 
 
 @hookimpl
