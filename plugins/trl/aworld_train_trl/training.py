@@ -111,18 +111,13 @@ def train_in_process(
     callback = trainer_callback(
         TrainerCallback, on_start, lambda step, metrics: on_log(step, renamed(metrics)))()
     peft_config = _peft_config(config.lora)
+    common = {"model": agent.model, "args": args, "train_dataset": data.train,
+              "eval_dataset": data.test, "processing_class": tokenizer, "callbacks": [callback],
+              "peft_config": peft_config}
     if config.algorithm == "sft":
         from trl import SFTTrainer
 
-        trainer = SFTTrainer(
-            model=agent.model,
-            args=args,
-            train_dataset=data.train,
-            eval_dataset=data.test,
-            processing_class=tokenizer,
-            callbacks=[callback],
-            peft_config=peft_config,
-        )
+        trainer = SFTTrainer(**common)
         if reward is not None and data.test_rows is not None:
             score_evaluations(trainer, [dict(row) for row in data.test_rows],
                               system_prompt=agent.system_prompt, reward=reward.spec,
@@ -132,34 +127,15 @@ def train_in_process(
 
         # TRL warns that rollout_func is experimental: nothing the user can act on.
         os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-
-        trainer = agent_trainer_class()(
-            model=agent.model,
-            reward_funcs=[reward],
-            args=args,
-            train_dataset=data.train,
-            eval_dataset=data.test,
-            processing_class=tokenizer,
-            callbacks=[callback],
-            rollout_func=AgentRollout(
-                agent.episodes or prompt_agent(agent), tools, tokenizer, agent.model,
-                args.max_completion_length,
-                scratch=run_dir / VLLM_WEIGHTS if config.vllm_rollouts else None),
-            peft_config=peft_config,
-        )
+        rollout = AgentRollout(
+            agent.episodes or prompt_agent(agent), tools, tokenizer, agent.model,
+            args.max_completion_length,
+            scratch=run_dir / VLLM_WEIGHTS if config.vllm_rollouts else None)
+        trainer = agent_trainer_class()(reward_funcs=[reward], rollout_func=rollout, **common)
     else:
         from trl import GRPOTrainer
 
-        trainer = GRPOTrainer(
-            model=agent.model,
-            reward_funcs=[reward],
-            args=args,
-            train_dataset=data.train,
-            eval_dataset=data.test,
-            processing_class=tokenizer,
-            callbacks=[callback],
-            peft_config=peft_config,
-        )
+        trainer = GRPOTrainer(reward_funcs=[reward], **common)
     if config.algorithm != "sft":
         greedy_evaluation(trainer)
         if config.log_samples:
