@@ -106,8 +106,8 @@ from aworld_train.tools import DEFAULT_TIMEOUT, MCPTool, ToolSet
 from aworld_train.workers import (
     emit,
     finish_distributed,
-    load_rewards,
     join_timeout,
+    load_rewards,
     rendezvous,
     reward_references,
     run_workers,
@@ -211,10 +211,10 @@ __all__ = [
     "load_rewards",
     "reward_references",
     "rendezvous",
+    "join_timeout",
     "scoped_environment",
     "run_workers",
     "run_process",
-    "join_timeout",
     # Versions and secrets
     "installed_versions",
     "cached",
