@@ -51,7 +51,7 @@ def check_swift_lengths(resolved: SwiftConfig, agent: SwiftAgent, data: SwiftDat
     :raises ModelError: the core's message (naming the row), after the key the length came
         from; or ``swift.max_length`` past the positions.
     """
-    from aworld_train.model import max_positions
+    from aworld_train.engine import max_positions
 
     if not agent.local or data is None:
         return
