@@ -7,8 +7,10 @@ a training step (:func:`sync_weights`).
 
 On a CPU, vLLM generates in fp32 (its greedy output then equals transformers'), without CUDA
 graphs, with a KV cache of :data:`CPU_KV_CACHE_GIB` GiB and its threads unpinned; a model's
-attention heads must be 32 to 512 wide (CPU attention's range). The engine runs in a process of
-its own (vLLM spawns it): a script that starts one needs an ``if __name__ == "__main__"`` guard.
+attention heads must be 32 to 512 wide (CPU attention's range), and the engine runs in the
+calling process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``; set it to 1 for vLLM's engine process).
+On a GPU the engine runs in a process of its own (vLLM spawns it): a script that starts one
+needs an ``if __name__ == "__main__"`` guard.
 
 vllm is imported inside the functions: importing this module costs nothing.
 """
@@ -57,6 +59,10 @@ def start_engine(folder: str | Path, *, seed: int = 0, trust_remote_code: bool =
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(CPU_KV_CACHE_GIB))
         # vLLM pins its worker to one core by default; training shares the machine.
         os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
+        # The engine in this process: on a few CPU cores the engine process's spawn and its
+        # per-step hand-offs cost more than they save (start-up ~10 s instead of 25-55 s, and
+        # faster generation; bench/vllm_throughput.py).
+        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
         settings = {"dtype": "float32", "enforce_eager": True}
     from vllm import LLM
 
