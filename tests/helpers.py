@@ -13,6 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from aworld_train import TrainerProcessor
+from aworld_train.testing.fixtures import run_cli
+
+__all__ = ["run_cli"]  # re-exported: the core tests import it from here
 
 ENV_VARS = ("AWORLD_TRAIN_LOAD_PLUGINS", "AWORLD_TRAIN_DISABLE_PLUGINS",
             "AWORLD_TRAIN_TRACE_PLUGINS")
@@ -133,17 +136,3 @@ class RecordingProcessor(TrainerProcessor):
         self.context.metrics.log(1, {"reward": 0.5, "loss": 1.0})
         self.context.metrics.log(2, {"reward": 0.75, "loss": 0.5})
         return {"reward": 0.75, "initialized_before_train": float(self.initialized)}
-
-
-def run_cli(capsys: Any, *args: str | Path) -> tuple[int, str, str]:
-    """Run ``aworld-train ARGS`` in this process: its exit code, stdout and stderr."""
-    from aworld_train.cli import main
-
-    capsys.readouterr()
-    try:
-        main([str(arg) for arg in args])
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err

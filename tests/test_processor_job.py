@@ -17,6 +17,7 @@ from helpers import ARITHMETIC, only_run_dir, run_cli, write_jsonl
 from aworld_train import AgentTrainer, TrainerProcessor, plugins
 from aworld_train.config import near_common_key
 from aworld_train.reward import RewardSpec
+from aworld_train.testing.fixtures import one_error_line
 
 REWARDS = '''
 def score(data_source, solution_str, ground_truth, extra_info=None):
@@ -90,13 +91,6 @@ def write_job(folder: Path, **fields: Any) -> Path:
     path = folder / "job.yaml"
     path.write_text(yaml.safe_dump(job))
     return path
-
-
-def one_error_line(code: int, err: str) -> str:
-    assert code == 2, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), err
-    return lines[0]
 
 
 def test_a_job_file_gives_a_processor_its_columns_applied_and_the_loaded_reward(

@@ -24,26 +24,17 @@ from aworld_train.reward import (
     resolve_reward,
     sample_rows,
 )
+from aworld_train.testing.bad_jobs import LATE_ROW_REWARDS
+from aworld_train.testing.fixtures import one_error_line
 
-REWARDS = '''
-import math, os, time
+# none_late, nan_late and text_late come from LATE_ROW_REWARDS.
+REWARDS = LATE_ROW_REWARDS + '''
+import os, time
 from pathlib import Path
 
 
 def exact(data_source, solution_str, ground_truth, extra_info=None):
     return 1.0 if solution_str == ground_truth else 0.0
-
-
-def none_late(data_source, solution_str, ground_truth, extra_info=None):
-    return None if ground_truth == "5" else 1.0
-
-
-def nan_late(data_source, solution_str, ground_truth, extra_info=None):
-    return math.nan if ground_truth == "5" else 1.0
-
-
-def text_late(data_source, solution_str, ground_truth, extra_info=None):
-    return "high" if ground_truth == "5" else 1.0
 
 
 def raises_late(data_source, solution_str, ground_truth, extra_info=None):
@@ -221,13 +212,6 @@ def write_job(folder: Path, reward: str = "rewards.py:exact", **fields: Any) -> 
     path = folder / "job.yaml"
     path.write_text(yaml.safe_dump(job))
     return path
-
-
-def one_error_line(code: int, err: str) -> str:
-    assert code == 2, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), err
-    return lines[0]
 
 
 @pytest.mark.parametrize(("name", "cause"), [

@@ -37,6 +37,25 @@ import pytest
 
 from aworld_train.testing.conformance import EngineConformance
 
+#: Reward functions (a reward file's text) that score 1 on every row but the one whose ground
+#: truth is "5", row 5 of 8 "Repeat: <digit>" rows, where each returns what no reward may: None,
+#: NaN, a string. ``check`` scores more rows than row 0, and must name row 5.
+LATE_ROW_REWARDS = '''
+import math
+
+
+def none_late(data_source, solution_str, ground_truth, extra_info=None):
+    return None if ground_truth == "5" else 1.0
+
+
+def nan_late(data_source, solution_str, ground_truth, extra_info=None):
+    return math.nan if ground_truth == "5" else 1.0
+
+
+def text_late(data_source, solution_str, ground_truth, extra_info=None):
+    return "high" if ground_truth == "5" else 1.0
+'''
+
 _REWARDS = '''
 import math, os, sys, time
 
@@ -78,24 +97,12 @@ def two_args(solution, truth):
     return 1.0
 
 
-# Fine on every row but row 5 of 8 (ground truth "5"): check scores more than row 0.
-def none_late(data_source, solution_str, ground_truth, extra_info=None):
-    return None if ground_truth == "5" else 1.0
-
-
-def nan_late(data_source, solution_str, ground_truth, extra_info=None):
-    return math.nan if ground_truth == "5" else 1.0
-
-
-def text_late(data_source, solution_str, ground_truth, extra_info=None):
-    return "high" if ground_truth == "5" else 1.0
-
-
+# Fine on every row but row 5 of 8 (ground truth "5"), as LATE_ROW_REWARDS' functions.
 def raises_late(data_source, solution_str, ground_truth, extra_info=None):
     if ground_truth == "5":
         raise RuntimeError("planted failure on a late row")
     return 1.0
-'''
+''' + LATE_ROW_REWARDS
 
 
 @dataclass

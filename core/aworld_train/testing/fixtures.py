@@ -298,3 +298,12 @@ def run_cli(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int,
         code = int(exc.code or 0)
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def one_error_line(code: int, err: str) -> str:
+    """The one line a refusal writes: asserts that a command exited 2 (``code``) with exactly one
+    line on stderr (``err``), starting ``error: ``, and returns it."""
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    return lines[0]

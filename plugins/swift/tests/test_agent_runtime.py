@@ -10,37 +10,15 @@ from typing import Any
 
 import pytest
 
+from aworld_train.testing.agents import (
+    SHOUT_TOOLS,
+    SYSTEM,
+    assert_agent_trains,
+    mask_segments,
+    write_agent_job,
+)
 from aworld_train.testing.fixtures import read_jsonl, run_cli
 
-# A hand-written agent loop with one tool, as a user writes one with the OpenAI SDK: it asks the
-# model, calls its tool (the model's answer is the tool's argument), shows the model the
-# result, and answers with the model's second turn. It fails on purpose on the rows that say so.
-AGENT_FILE = '''
-import json
-from openai import AsyncOpenAI
-
-TOOLS = [{"type": "function", "function": {
-    "name": "shout", "description": "Upper-case a text.",
-    "parameters": {"type": "object", "properties": {"text": {"type": "string"}},
-                   "required": ["text"]}}}]
-
-
-async def run(row, llm):
-    if row.get("fail"):
-        raise RuntimeError("planted agent failure")
-    client = AsyncOpenAI(base_url=llm.base_url, api_key=llm.api_key)
-    messages = [{"role": "system", "content": "Answer with the digit."},
-                {"role": "user", "content": row["prompt"]}]
-    first = await client.chat.completions.create(model=llm.model, messages=messages, tools=TOOLS,
-                                                 max_tokens=8)
-    said = first.choices[0].message.content or ""
-    messages.append({"role": "assistant", "content": said})
-    messages.append({"role": "tool", "name": "shout", "content": said.upper()})
-    second = await client.chat.completions.create(model=llm.model, messages=messages, tools=TOOLS)
-    return {"answer": second.choices[0].message.content or "", "turns": 2}
-'''
-
-SYSTEM = "Answer with the digit."
 TEMPERATURE = 0.9
 TOP_K = 50
 
@@ -48,47 +26,15 @@ TOP_K = 50
 @pytest.fixture
 def agent_job(tmp_path: Path, tiny_model: Path) -> Path:
     """A job file training ``my_agent.py:run`` with GRPO on ms-swift for 3 steps."""
-    (tmp_path / "my_agent.py").write_text(AGENT_FILE)
-    (tmp_path / "rewards.py").write_text(
-        "def score(data_source, solution_str, ground_truth, extra_info=None):\n"
-        "    return 1.0 if ground_truth in solution_str else 0.0\n")
-    rows = [{"prompt": f"Repeat: {d}", "ground_truth": str(d)} for d in range(8)]
-    rows[3]["fail"] = True  # an agent that fails on some episodes
-    (tmp_path / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    job = {
-        "engine": "swift",
-        "agent": "my_agent.py:run",
-        "train_dataset": "train.jsonl",
-        "reward": "rewards.py:score",
-        "config": {"algorithm": "grpo", "model": str(tiny_model), "max_steps": 3,
-                   "batch_size": 8, "num_generations": 2, "learning_rate": 1e-3,
-                   "max_completion_length": 48, "logging_steps": 1, "save_steps": 3,
-                   "seed": 0, "swift": {"template": "qwen", "beta": 0.0}},
-        "run_path": "runs",
-    }
-    (tmp_path / "job.yaml").write_text(json.dumps(job))
-    return tmp_path / "job.yaml"
+    return write_agent_job(tmp_path, tiny_model, "swift", {"template": "qwen", "beta": 0.0},
+                           max_steps=3, save_steps=3, max_completion_length=48)
 
 
 def test_a_python_agent_with_an_openai_client_trains_and_a_failing_episode_scores_0(
     agent_job: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, err = run_cli(capsys, "check", agent_job)
-    assert code == 0, err
-    assert "2 model call(s) answered by a stand-in" in out
-
-    code, out, err = run_cli(capsys, "train", agent_job)
-    assert code == 0, err
-    run_dir = next((agent_job.parent / "runs").iterdir())
-    assert json.loads((run_dir / "manifest.json").read_text())["status"] == "completed"
-    steps = [m for m in read_jsonl(run_dir / "metrics.jsonl") if "loss" in m]
-    assert [m["step"] for m in steps] == [1, 2, 3]
-    # Row 3 fails whenever it is drawn (its episodes score 0); the steps go on, and its
-    # episodes are counted.
-    failed = [m["agent_failed"] for m in steps]
-    assert all(0.0 <= share <= 0.25 for share in failed) and any(share > 0 for share in failed)
+    run_dir, steps = assert_agent_trains(capsys, agent_job, steps=3)
     assert all(0 < m["agent_turns"] <= 2 for m in steps)
-    assert (run_dir / "model" / "config.json").is_file()
     samples = read_jsonl(run_dir / "samples.jsonl")
     assert samples and all(s["prompt"].startswith("Repeat: ") for s in samples)
 
@@ -209,8 +155,8 @@ def test_the_tokens_swift_trains_on_are_the_generated_ids_and_the_rendered_tool_
             continue
         user = next(m["content"] for m in sample.messages if m["role"] == "user")
         assert prompt == renderer.prompt_ids(
-            [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}], _tools())
-        segments = _segments(mask)
+            [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}], SHOUT_TOOLS)
+        segments = mask_segments(mask)
         assert [value for value, _, _ in segments][:2] == [1, 0]
         (_, a, b), (_, c, d) = segments[:2]
         first_turn = renderer.strip_special(tokenizer.decode(completion[a:b]))
@@ -234,21 +180,3 @@ def test_the_tokens_swift_trains_on_are_the_generated_ids_and_the_rendered_tool_
         assert max(gaps) < 1e-4, f"log-prob gap {max(gaps):.2e}"
         assert all(math.isfinite(value) for value in sample.rollout_logprobs[0])
     assert len(captured) == 8 and two_turns, "no two-turn episode to check"
-
-
-def _tools() -> list[dict[str, Any]]:
-    return [{"type": "function", "function": {
-        "name": "shout", "description": "Upper-case a text.",
-        "parameters": {"type": "object", "properties": {"text": {"type": "string"}},
-                       "required": ["text"]}}}]
-
-
-def _segments(mask: list[int]) -> list[tuple[int, int, int]]:
-    """Runs of equal mask values as (value, start, end)."""
-    runs: list[tuple[int, int, int]] = []
-    start = 0
-    for i in range(1, len(mask) + 1):
-        if i == len(mask) or mask[i] != mask[start]:
-            runs.append((mask[start], start, i))
-            start = i
-    return runs

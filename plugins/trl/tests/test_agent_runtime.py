@@ -4,121 +4,31 @@ is one line from ``check``."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from aworld_train.testing.agents import (
+    SHOUT_TOOLS,
+    SYSTEM,
+    assert_agent_trains,
+    mask_segments,
+    write_agent_job,
+)
 from aworld_train.testing.fixtures import read_jsonl, run_cli
-
-# A hand-written agent loop with one tool, as a user writes one with the OpenAI SDK: it asks the
-# model, calls its tool (the model's answer is the tool's argument), shows the model the
-# result, and answers with the model's second turn. It fails on purpose on the rows that say so.
-AGENT_FILE = '''
-import json
-from openai import AsyncOpenAI
-
-TOOLS = [{"type": "function", "function": {
-    "name": "shout", "description": "Upper-case a text.",
-    "parameters": {"type": "object", "properties": {"text": {"type": "string"}},
-                   "required": ["text"]}}}]
-
-
-async def run(row, llm):
-    if row.get("fail"):
-        raise RuntimeError("planted agent failure")
-    client = AsyncOpenAI(base_url=llm.base_url, api_key=llm.api_key)
-    messages = [{"role": "system", "content": "Answer with the digit."},
-                {"role": "user", "content": row["prompt"]}]
-    first = await client.chat.completions.create(model=llm.model, messages=messages, tools=TOOLS,
-                                                 max_tokens=8)
-    said = first.choices[0].message.content or ""
-    messages.append({"role": "assistant", "content": said})
-    messages.append({"role": "tool", "name": "shout", "content": said.upper()})
-    second = await client.chat.completions.create(model=llm.model, messages=messages, tools=TOOLS)
-    return {"answer": second.choices[0].message.content or "", "turns": 2}
-'''
-
-BAD_AGENTS = '''
-import time
-
-def raises(row, llm):
-    raise KeyError("no_such_column")
-
-def never_calls(row, llm):
-    return "7"
-
-def hangs(row, llm):
-    time.sleep(600)
-
-def exits(row, llm):
-    import os
-    os._exit(3)
-
-def returns_a_number(row, llm):
-    from openai import OpenAI
-    client = OpenAI(base_url=llm.base_url, api_key=llm.api_key)
-    client.chat.completions.create(model=llm.model, messages=[{"role": "user", "content": "x"}])
-    return 42
-
-def streams(row, llm):
-    from openai import OpenAI
-    client = OpenAI(base_url=llm.base_url, api_key=llm.api_key, max_retries=0)
-    for _ in client.chat.completions.create(model=llm.model, stream=True,
-                                             messages=[{"role": "user", "content": "x"}]):
-        pass
-    return "7"
-
-def wrong_signature(row):
-    return "7"
-'''
-
 
 @pytest.fixture
 def agent_job(tmp_path: Path, tiny_model: Path) -> Path:
-    """A job file training ``my_agent.py:run`` with GRPO for 2 steps."""
-    (tmp_path / "my_agent.py").write_text(AGENT_FILE)
-    (tmp_path / "bad_agents.py").write_text(BAD_AGENTS)
-    (tmp_path / "rewards.py").write_text(
-        "def score(data_source, solution_str, ground_truth, extra_info=None):\n"
-        "    return 1.0 if ground_truth in solution_str else 0.0\n")
-    rows = [{"prompt": f"Repeat: {d}", "ground_truth": str(d)} for d in range(8)]
-    rows[3]["fail"] = True  # an agent that fails on some episodes
-    (tmp_path / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    job = {
-        "engine": "trl",
-        "agent": "my_agent.py:run",
-        "train_dataset": "train.jsonl",
-        "reward": "rewards.py:score",
-        "config": {"algorithm": "grpo", "model": str(tiny_model), "max_steps": 4,
-                   "batch_size": 8, "num_generations": 2, "learning_rate": 1e-3,
-                   "max_completion_length": 24, "logging_steps": 1, "save_steps": 4,
-                   "seed": 0, "trl": {"beta": 0.0}},
-        "run_path": "runs",
-    }
-    (tmp_path / "job.yaml").write_text(json.dumps(job))
-    return tmp_path / "job.yaml"
+    """A job file training ``my_agent.py:run`` with GRPO for 4 steps."""
+    return write_agent_job(tmp_path, tiny_model, "trl", {"beta": 0.0})
 
 
 def test_a_python_agent_with_an_openai_client_trains_and_a_failing_episode_scores_0(
     agent_job: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, err = run_cli(capsys, "check", agent_job)
-    assert code == 0, err
-    assert "2 model call(s) answered by a stand-in" in out
-
-    code, out, err = run_cli(capsys, "train", agent_job)
-    assert code == 0, err
-    run_dir = next((agent_job.parent / "runs").iterdir())
-    assert json.loads((run_dir / "manifest.json").read_text())["status"] == "completed"
-    steps = [m for m in read_jsonl(run_dir / "metrics.jsonl") if "loss" in m]
-    assert [m["step"] for m in steps] == [1, 2, 3, 4]
-    # Row 3 fails whenever it is drawn; the steps go on, and its episodes are counted.
-    failed = [m["agent_failed"] for m in steps]
-    assert all(0.0 <= share <= 0.25 for share in failed) and any(share > 0 for share in failed)
-    assert (run_dir / "model" / "config.json").is_file()
+    assert_agent_trains(capsys, agent_job, steps=4)
 
 
 @pytest.mark.parametrize(("agent", "message"), [
@@ -188,7 +98,7 @@ def test_the_tokens_trl_trains_on_are_the_generated_ids_and_the_rendered_tool_me
     assert output["agent_failure"] == [None] and output["agent_turns"] == [2]
     assert len(completion) == len(mask) == len(logprobs)
     # Two model turns around one environment segment: 1...1 0...0 1...1
-    segments = _segments(mask)
+    segments = mask_segments(mask)
     assert [value for value, _, _ in segments] == [1, 0, 1]
     (_, a, b), (_, c, d), (_, e, f) = segments
     first_turn = tokenizer.decode(completion[a:b], skip_special_tokens=True)
@@ -197,8 +107,8 @@ def test_the_tokens_trl_trains_on_are_the_generated_ids_and_the_rendered_tool_me
     assert completion[c:d] == renderer.context_ids([tool_message], None, turn_ended=True) or (
         completion[c:d] == renderer.context_ids([tool_message], None, turn_ended=False))
     assert prompt == renderer.prompt_ids(
-        [{"role": "system", "content": "Answer with the digit."},
-         {"role": "user", "content": "Repeat: 4"}], _tools())
+        [{"role": "system", "content": SYSTEM},
+         {"role": "user", "content": "Repeat: 4"}], SHOUT_TOOLS)
 
     # The policy, run over the whole sequence, gives the model tokens the recorded log-probs.
     model = AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.float32).eval()
@@ -217,24 +127,6 @@ def _rows() -> Any:
     import datasets
 
     return datasets.Dataset.from_list([{"prompt": "Repeat: 4", "ground_truth": "4"}] * 2)
-
-
-def _tools() -> list[dict[str, Any]]:
-    return [{"type": "function", "function": {
-        "name": "shout", "description": "Upper-case a text.",
-        "parameters": {"type": "object", "properties": {"text": {"type": "string"}},
-                       "required": ["text"]}}}]
-
-
-def _segments(mask: list[int]) -> list[tuple[int, int, int]]:
-    """Runs of equal mask values as (value, start, end)."""
-    runs: list[tuple[int, int, int]] = []
-    start = 0
-    for i in range(1, len(mask) + 1):
-        if i == len(mask) or mask[i] != mask[start]:
-            runs.append((mask[start], start, i))
-            start = i
-    return runs
 
 
 def test_the_calculator_examples_aworld_agent_trains_unchanged(tmp_path: Path) -> None:

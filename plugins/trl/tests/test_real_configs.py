@@ -18,6 +18,12 @@ from typing import Any
 
 import pytest
 
+from aworld_train.testing.real_configs import (
+    assert_a_dozen_configs,
+    assert_same_verdict,
+    verdict_of_check,
+)
+
 HERE = Path(__file__).parent / "real_configs"
 CONFIGS = sorted(path.name for path in HERE.iterdir() if path.suffix == ".yaml")
 
@@ -115,29 +121,8 @@ def write_job(folder: Path, model: Path, name: str) -> Path:
 def checks_verdict(capsys: pytest.CaptureFixture[str], folder: Path, model: Path, name: str,
                    *options: str) -> str | None:
     """``aworld-train check`` on the config: ``None`` when it passes, else its one error line."""
-    from aworld_train.cli import main
-
-    job = write_job(folder, model, name)
     extra = [] if algorithm(name) == "grpo" else ["-o", "algorithm=sft"]
-    capsys.readouterr()
-    try:
-        main(["check", str(job), *extra, *options])
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    if code == 0:
-        return None
-    return next((line for line in err.splitlines() if line.startswith("error:")),
-                err.strip()[-600:] or out[-600:])
-
-
-@pytest.fixture(scope="module")
-def long_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The tiny model with room for the configs' lengths (up to 20,480 completion tokens)."""
-    from aworld_train.testing import build_tiny_model
-
-    return build_tiny_model(tmp_path_factory.mktemp("long-model"), max_positions=32768)
+    return verdict_of_check(capsys, write_job(folder, model, name), *extra, *options)
 
 
 @pytest.fixture(autouse=True)
@@ -151,17 +136,11 @@ def test_check_gives_trls_own_verdict(
 ) -> None:
     trl = trls_verdict(name, long_model, tmp_path)
     check = checks_verdict(capsys, tmp_path, long_model, name)
-    assert (trl is None) == (check is None), f"TRL: {trl}\ncheck: {check}"
-    if name in EXPECTED:
-        assert EXPECTED[name] in str(trl).lower() and EXPECTED[name] in str(check).lower(), (
-            f"TRL: {trl}\ncheck: {check}")
-    else:
-        assert check is None, check
+    assert_same_verdict("TRL", trl, check, EXPECTED.get(name), any_case=True)
 
 
 def test_the_suite_holds_a_dozen_of_trls_configs() -> None:
-    assert len(CONFIGS) >= 12
-    assert set(EXPECTED) <= set(CONFIGS)
+    assert_a_dozen_configs(CONFIGS, EXPECTED)
 
 
 def test_the_trl_sections_completion_length_is_checked_against_the_models_positions(

@@ -18,6 +18,7 @@ from aworld_train.config import TrainConfig
 from aworld_train.context import RunContext
 from aworld_train.metrics import MetricsReporter
 from aworld_train.testing.fixtures import tiny_model  # noqa: F401 - the shared tiny offline model
+from aworld_train.testing.real_configs import long_model  # noqa: F401 - the tiny model with room for long configs
 
 REWARD_FILE = '''
 def exact(data_source, solution_str, ground_truth, extra_info=None):

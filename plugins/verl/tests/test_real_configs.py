@@ -18,6 +18,12 @@ from typing import Any
 
 import pytest
 
+from aworld_train.testing.real_configs import (
+    assert_a_dozen_configs,
+    assert_same_verdict,
+    verdict_of_check,
+)
+
 HERE = Path(__file__).parent / "real_configs"
 CONFIGS = sorted(path.name for path in HERE.iterdir() if path.suffix in (".args", ".yaml"))
 
@@ -123,28 +129,9 @@ def write_job(folder: Path, model: Path, name: str) -> Path:
 
 def checks_verdict(capsys: pytest.CaptureFixture[str], folder: Path, model: Path, name: str) -> str | None:
     """``aworld-train check`` on the config: ``None`` when it passes, else its one error line."""
-    from aworld_train.cli import main
-
     job = write_job(folder, model, name)
     options = [] if name.endswith(".yaml") else [item for line in config_lines(name, model) for item in ("-o", line)]
-    capsys.readouterr()
-    try:
-        main(["check", str(job), *options])
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    if code == 0:
-        return None
-    return next((line for line in err.splitlines() if line.startswith("error:")), err.strip()[-600:] or out[-600:])
-
-
-@pytest.fixture(scope="module")
-def long_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The tiny model with room for the configs' lengths (up to 2,048 + 8,192 tokens)."""
-    from aworld_train.testing import build_tiny_model
-
-    return build_tiny_model(tmp_path_factory.mktemp("long-model"), max_positions=32768)
+    return verdict_of_check(capsys, job, *options)
 
 
 @pytest.fixture(autouse=True)
@@ -160,16 +147,11 @@ def test_check_gives_verls_own_verdict(
 ) -> None:
     verl = verls_verdict(config_lines(name, long_model))
     check = checks_verdict(capsys, tmp_path, long_model, name)
-    assert (verl is None) == (check is None), f"VeRL: {verl}\ncheck: {check}"
-    if name in EXPECTED:
-        assert EXPECTED[name] in str(verl) and EXPECTED[name] in str(check), f"VeRL: {verl}\ncheck: {check}"
-    else:
-        assert check is None, check
+    assert_same_verdict("VeRL", verl, check, EXPECTED.get(name))
 
 
 def test_the_suite_holds_a_dozen_of_verls_configs() -> None:
-    assert len(CONFIGS) >= 12
-    assert set(EXPECTED) <= set(CONFIGS)
+    assert_a_dozen_configs(CONFIGS, EXPECTED)
 
 
 def test_verls_quickstart_as_a_whole_config_file_trains_ppo_with_its_critic(
