@@ -28,7 +28,7 @@ venvs: $(addsuffix /.ready,$(addprefix $(VENVS)/,core aworld vllm $(ENGINES)))
 # tests/distributions are installed here, as a user would install a third-party engine.
 $(VENVS)/core/.ready: pyproject.toml $(wildcard tests/distributions/*/pyproject.toml)
 	$(call new_venv,$(VENVS)/core)
-	$(VENVS)/core/bin/pip install $(PIP_FLAGS) -e ".[mcp]" pytest "ruff>=0.15"
+	$(VENVS)/core/bin/pip install $(PIP_FLAGS) -e ".[mcp]" pytest "ruff>=0.15" "mypy>=1.15"
 	for dist in tests/distributions/*/; do [ -d "$$dist" ] || continue; $(VENVS)/core/bin/pip install $(PIP_FLAGS) --no-deps "$$dist" || exit 1; done
 	touch $@
 
@@ -81,9 +81,10 @@ EXTRA_TESTS_trl := tests/scaffold tests/test_model.py tests/test_eval.py tests/t
 EXTRA_TESTS_swift := tests/test_quickstart.py
 EXTRA_TESTS_verl := tests/test_quickstart.py
 
-# The lint rules are in pyproject.toml ([tool.ruff]).
+# The lint rules and the type check's scope are in pyproject.toml ([tool.ruff], [tool.mypy]).
 lint: $(VENVS)/core/.ready
 	$(VENVS)/core/bin/ruff check .
+	$(VENVS)/core/bin/mypy
 
 test-core: $(VENVS)/core/.ready
 	$(VENVS)/core/bin/python -m pytest tests --ignore=tests/scaffold --ignore=tests/with_aworld --ignore=tests/with_vllm

@@ -508,9 +508,9 @@ def test_lora_keys_from_overrides_keep_the_rest_default() -> None:
      "seq-mean-token-mean, seq-mean-token-sum, seq-mean-token-sum-norm, got str 'token_mean' "
      "(did you mean 'token-mean'?)"),
     ({"report_to": ["tensorbord"]}, "config 'report_to' must be none, or a list of tensorboard,"
-     " wandb, mlflow, swanlab, got list ['tensorbord'] (did you mean 'tensorboard'?)"),
+     " wandb, mlflow, swanlab, trackio, got list ['tensorbord'] (did you mean 'tensorboard'?)"),
     ({"report_to": ["none", "wandb"]}, "config 'report_to' must be none, or a list of "
-     "tensorboard, wandb, mlflow, swanlab, got list ['none', 'wandb']"),
+     "tensorboard, wandb, mlflow, swanlab, trackio, got list ['none', 'wandb']"),
     ({"kl_coef": -0.1}, "config 'kl_coef' must be a finite number >= 0, got float -0.1"),
     ({"warmup_ratio": 1.5}, "config 'warmup_ratio' must be a number from 0 to 1, got float 1.5"),
     ({"clip_ratio": 0}, "config 'clip_ratio' must be a finite number > 0, got int 0"),

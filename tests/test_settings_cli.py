@@ -173,7 +173,7 @@ def test_trackers_an_engine_section_names_are_checked_like_report_to(tmp_path: P
     assert result.returncode == 2, result.stdout
     assert result.stderr.strip().splitlines() == [
         "error: config tracking.report_to: comet_ml is not a tracker AWorld Train supports: "
-        "name the trackers among tensorboard, wandb, mlflow, swanlab"]
+        "name the trackers among tensorboard, wandb, mlflow, swanlab, trackio"]
 
 
 def test_report_to_all_is_refused_naming_the_section_key(tmp_path: Path) -> None:
@@ -200,7 +200,7 @@ def test_an_engine_s_own_loggers_are_checked_without_console_and_file(tmp_path: 
     assert result.returncode == 2, result.stdout
     assert result.stderr.strip().splitlines() == [
         "error: config tracking.trainer.logger: comet is not a tracker AWorld Train supports: "
-        "name the trackers among tensorboard, wandb, mlflow, swanlab"]
+        "name the trackers among tensorboard, wandb, mlflow, swanlab, trackio"]
     again = tracking_check(tmp_path / "again", {"logger": ["console", "file", "tensorboard"]})
     assert again.returncode == 0, again.stderr
     assert "tensorboard (from tracking.trainer.logger): installed" in again.stdout

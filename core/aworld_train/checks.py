@@ -314,7 +314,14 @@ def _describe_effective_trackers(checked: tuple[tuple[str, ...], str]) -> str:
 
 
 def _local_model(checks: CheckRun) -> bool:
-    return bool(checks.spec.model) and Path(checks.spec.model).is_dir()
+    return checks.spec.model is not None and Path(checks.spec.model).is_dir()
+
+
+def _model_folder(checks: CheckRun) -> str:
+    """The model folder of a step that runs only for a local one (:func:`_local_model`)."""
+    model = checks.spec.model
+    assert model is not None, "a step for a local model folder ran without one"
+    return model
 
 
 def _check_weights(checks: CheckRun) -> str:
@@ -322,7 +329,7 @@ def _check_weights(checks: CheckRun) -> str:
     ``config.json`` builds on the meta device: what was compared, or why not."""
     from aworld_train.model import check_weights
 
-    return check_weights(checks.spec.model)
+    return check_weights(_model_folder(checks))
 
 
 def _lora_targets_checkable(checks: CheckRun) -> bool:
@@ -339,7 +346,7 @@ def _check_lora_targets(checks: CheckRun) -> str | None:
     assert lora is not None
     if lora.target_modules == ALL_LINEAR:
         return f"target_modules {ALL_LINEAR}: every linear layer but the output head"
-    return check_lora_targets(checks.spec.model, lora.target_modules,
+    return check_lora_targets(_model_folder(checks), lora.target_modules,
                               checks.config.trust_remote_code)
 
 
@@ -418,15 +425,15 @@ def _one_model(checks: CheckRun) -> str | None:
     if config.model and any(item.partition("=")[0].strip() == "model"
                             for item in job.overrides):
         return config.model
-    named = [(place, value) for place, value in named if value]
-    if not named and spec.source is not None and spec.model:
-        named = [(f"AWorld agent '{spec.name}' llm_model_name", spec.model)]
-    for place, value in named[1:]:
-        first_place, first = named[0]
+    given: list[tuple[str, str]] = [(place, value) for place, value in named if value]
+    if not given and spec.source is not None and spec.model:
+        given = [(f"AWorld agent '{spec.name}' llm_model_name", spec.model)]
+    for place, value in given[1:]:
+        first_place, first = given[0]
         if _model_identity(value, job.base_dir) != _model_identity(first, job.base_dir):
             raise ConfigError(f"{first_place} names {first} but {place} names {value}: "
                               "name the model once")
-    return named[0][1] if named else None
+    return given[0][1] if given else None
 
 
 def _describe_model(model: str | None) -> str:
@@ -501,7 +508,7 @@ def _describe_dataset(dataset: datasets.Dataset) -> str:
 def _lengths_comparable(checks: CheckRun) -> bool:
     """A local model folder (its tokenizer is read without running code) and a dataset."""
     model = checks.spec.model
-    return bool(model) and Path(model).is_dir() and checks.train_dataset is not None
+    return model is not None and Path(model).is_dir() and checks.train_dataset is not None
 
 
 def _check_lengths(checks: CheckRun) -> None:
@@ -513,7 +520,8 @@ def _check_lengths(checks: CheckRun) -> None:
     present = {role: dataset for role, dataset in (("train_dataset", checks.train_dataset),
                                                    ("test_dataset", checks.test_dataset))
                if dataset is not None}
-    check_lengths(spec.model, present, spec.system_prompt, checks.context.tools.schemas(),
+    check_lengths(_model_folder(checks), present, spec.system_prompt,
+                  checks.context.tools.schemas(),
                   config.max_completion_length or spec.llm_max_tokens, spec.max_turns,
                   config.trust_remote_code)
 
@@ -664,7 +672,7 @@ def _estimate_memory(checks: CheckRun) -> MemoryEstimate | str:
         raise PluginError(f"{checks.engine_info.label} memory_plan returned "
                           f"{type(answer).__name__}, not a MemoryPlan or None")
     plan = answer or plan
-    shape = memory.model_shape(checks.spec.model, plan.lora, checks.config.trust_remote_code)
+    shape = memory.model_shape(_model_folder(checks), plan.lora, checks.config.trust_remote_code)
     if isinstance(shape, str):
         return f"not estimated: {shape}"
     capacity, gpu = memory.gpu_capacity(checks.config.resources.gpu_memory_gb,
@@ -696,6 +704,7 @@ def _run_agent_once(checks: CheckRun) -> Any:
 
     # An engine's own reward (swift:format) is scored by the engine alone, while training.
     reward = own_functions(checks.reward) if checks.reward is not None else None
+    assert checks.train_dataset is not None  # _agent_runnable
     return check_agent_once(checks.spec, dict(checks.train_dataset[0]), tokenizer, reward,
                             where=where)
 
