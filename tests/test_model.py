@@ -477,7 +477,7 @@ def test_check_refuses_lora_target_modules_the_model_lacks_in_one_line(tiny: Pat
                 for d in range(4)))
     job = {"agent": {"name": "a"}, "train_dataset": "train.jsonl", "reward": "exact_match",
            "config": {"model": str(tiny), "max_steps": 1, "batch_size": 2,
-                      "num_generations": 2}}
+                      "num_generations": 2, "max_completion_length": 16}}
     (tmp_path / "job.yaml").write_text(json.dumps(job))
     command = [str(Path(sys.executable).with_name("aworld-train")), "check",
                str(tmp_path / "job.yaml"), "--engine", "trl"]
