@@ -111,7 +111,6 @@ SWIFT_CASES: tuple[BadJob, ...] = (
     BadJob("grpo_group_does_not_fit_batch", set_config(batch_size=3), r"ms-swift rejects"),
     BadJob("use_vllm_without_vllm", _swift(use_vllm=True), r"swift\.use_vllm"),
     # The model, agent and data as swift sees them.
-    BadJob("template_not_chosen", set_config(swift={}), r"swift\.template"),
     BadJob("agent_several_turns", set_agent(max_turns=3), r"max_turns"),
     BadJob("column_swift_reads", _column("images"), r"column 'images'"),
     BadJob("no_train_dataset", without("train_dataset"), r"train_dataset"),

@@ -239,4 +239,5 @@ def test_torchrun_runs_one_node_standalone_and_several_at_the_main_node(
     args = torchrun_args(config(2))
     assert "--standalone" not in args
     assert dict(zip(args[4::2], args[5::2])) == {
-        "--node_rank": "1", "--master_addr": "10.0.0.1", "--master_port": "29500"}
+        "--node_rank": "1", "--master_addr": "10.0.0.1", "--master_port": "29500",
+        "--rdzv_conf": "timeout=300"}

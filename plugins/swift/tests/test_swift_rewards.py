@@ -87,7 +87,7 @@ def test_weights_and_a_plugin_reward_reach_swifts_arguments(
     # ms-swift's accuracy reward needs math_verify, which it checks when it creates the reward.
     ("swift:accuracy", {}, "pip install math_verify"),
     ("swift:formatt", {}, "did you mean 'format'"),
-    ("swift:external_math_acc", {}, "swift.external_plugins"),
+    ("swift:no_such_reward_anywhere", {}, "swift.external_plugins"),
     ("rewards.py:score", {"reward_funcs": ["accuracy", "format"]},
      "reward: [swift:accuracy, swift:format]"),
 ])
