@@ -12,6 +12,7 @@ import dataclasses
 import importlib.metadata
 import importlib.util
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,8 +35,6 @@ from aworld_train_swift.schema import ARGUMENT_CLASSES, SECRETS, validate_sectio
 from aworld_train_swift.settings import common_arguments, end_only_eval, samples_per_step
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
-
     from aworld_train.engine import TrainConfig
 
     from aworld_train_swift.agent import SwiftAgent
@@ -231,7 +230,7 @@ def check_arguments(config: SwiftConfig) -> None:
     no_credentials: dict[str, str | None] = {
         name: None for names in SECRETS.values() for name in names
     }
-    with world_size(config.nproc_per_node * config.nnodes):
+    with world_size(config.nproc_per_node * config.nnodes), own_process_group():
         build_arguments(dataclasses.replace(config, arguments=arguments),
                         environment=no_credentials)
 
@@ -356,3 +355,20 @@ def build_arguments(
         except (ValueError, AssertionError, TypeError, KeyError) as error:
             message = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
             raise ConfigError(f"ms-swift rejects the config ({cls.__name__}): {message}") from None
+
+@contextmanager
+def own_process_group() -> Iterator[None]:
+    """End, after the block, a process group ms-swift started in this process for a run of
+    one process: left open it holds its rendezvous port (29500) and makes the next run in the
+    process (a test, a notebook) wrap its model for several processes. Under torchrun the
+    launcher owns the group, which the block leaves alone."""
+    import torch.distributed as dist
+
+    ours = dist.is_available() and not dist.is_initialized() and "RANK" not in os.environ
+    try:
+        yield
+    finally:
+        if ours and dist.is_initialized():
+            dist.destroy_process_group()
+
+

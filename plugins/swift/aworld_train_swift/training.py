@@ -7,10 +7,7 @@ go through torchrun, as ``swift sft`` does with ``NPROC_PER_NODE`` / ``NNODES``:
 
 from __future__ import annotations
 
-import os
 import shutil
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +32,7 @@ from aworld_train_swift.callbacks import (
 from aworld_train_swift.config import (
     CHECKPOINTS,
     build_arguments,
+    own_process_group,
     secret_environment,
     swift_environment,
 )
@@ -182,20 +180,4 @@ def train_in_process(
         final.update(common_metrics(entry))
     final["step"] = result.get("global_step", final.get("step", 0))
     return final
-
-
-@contextmanager
-def own_process_group() -> Iterator[None]:
-    """End, after the block, a process group ms-swift started in this process for a run of
-    one process: left open it holds its rendezvous port (29500) and makes the next run in the
-    process (a test, a notebook) wrap its model for several processes. Under torchrun the
-    launcher owns the group, which the block leaves alone."""
-    import torch.distributed as dist
-
-    ours = dist.is_available() and not dist.is_initialized() and "RANK" not in os.environ
-    try:
-        yield
-    finally:
-        if ours and dist.is_initialized():
-            dist.destroy_process_group()
 
