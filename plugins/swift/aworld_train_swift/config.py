@@ -358,17 +358,22 @@ def build_arguments(
 
 @contextmanager
 def own_process_group() -> Iterator[None]:
-    """End, after the block, a process group ms-swift started in this process for a run of
-    one process: left open it holds its rendezvous port (29500) and makes the next run in the
-    process (a test, a notebook) wrap its model for several processes. Under torchrun the
-    launcher owns the group, which the block leaves alone."""
+    """Leave this process as the block found it: ms-swift sets ``RANK``, ``WORLD_SIZE``,
+    ``MASTER_ADDR`` and ``MASTER_PORT`` in the environment and may start a process group when it
+    builds its arguments for one process. Left behind, the group holds its rendezvous port
+    (29500) and the variables make the next run in the process (a test, a notebook) train as
+    one of several processes. Under torchrun the launcher owns both, which the block leaves
+    alone."""
     import torch.distributed as dist
 
-    ours = dist.is_available() and not dist.is_initialized() and "RANK" not in os.environ
+    ours = "RANK" not in os.environ
+    saved = dict(os.environ)
+    started = dist.is_available() and not dist.is_initialized()
     try:
         yield
     finally:
-        if ours and dist.is_initialized():
-            dist.destroy_process_group()
-
-
+        if ours:
+            os.environ.clear()
+            os.environ.update(saved)
+            if started and dist.is_initialized():
+                dist.destroy_process_group()

@@ -166,7 +166,7 @@ def swifts_verdict(name: str, model: Path, folder: Path) -> str | None:
     from swift.rewards import orms
     from swift.utils import import_external_file, parse_args
 
-    from aworld_train_swift.config import world_size
+    from aworld_train_swift.config import own_process_group, world_size
 
     config = read_config(name, folder, model)
     environment = config.pop("ENV", None) or {}
@@ -183,7 +183,8 @@ def swifts_verdict(name: str, model: Path, folder: Path) -> str | None:
     reasons: list[str] = []
     cls = SftArguments if algorithm_of(config) == "sft" else RLHFArguments
     try:
-        with world_size(int(environment.get("NPROC_PER_NODE", 1))):
+        # ms-swift sets RANK, WORLD_SIZE, MASTER_PORT ... as it parses: keep them in here.
+        with world_size(int(environment.get("NPROC_PER_NODE", 1))), own_process_group():
             _, remaining = parse_args(cls, as_argv(given))
         if remaining:
             reasons.append(f"ValueError: remaining_argv: {remaining}")
