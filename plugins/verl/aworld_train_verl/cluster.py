@@ -22,7 +22,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from aworld_train.engine import ConfigError
+from aworld_train.engine import ConfigError, redact_text
 
 PROBE_TIMEOUT_S = 3.0
 QUERY_TIMEOUT_S = 20.0
@@ -108,11 +108,12 @@ def check_cluster(composed: Any) -> str | None:
     demand = demand_of(composed)
     cluster = query_nodes(address)
     missing = shortfall(cluster, demand)
+    shown = redact_text(address)  # an address may carry credentials: ray://user:pass@head
     if missing is not None:
-        raise ConfigError(f"the Ray cluster at {address} cannot hold this job: {missing}; set "
+        raise ConfigError(f"the Ray cluster at {shown} cannot hold this job: {missing}; set "
                           "resources.gpus_per_node and resources.nnodes to what it holds, or "
                           "add nodes to it")
-    return (f"Ray cluster at {address}: {describe(cluster)}; the job takes {demand.gpus} "
+    return (f"Ray cluster at {shown}: {describe(cluster)}; the job takes {demand.gpus} "
             f"GPU(s) on {demand.nnodes} node(s) and {demand.cpus} CPU(s)")
 
 
@@ -123,23 +124,24 @@ def query_nodes(address: str) -> list[ClusterNode]:
         or the cluster does not answer within :data:`QUERY_TIMEOUT_S`.
     """
     where = endpoint(address)
+    shown = redact_text(address)  # an address may carry credentials: ray://user:pass@head
     if where is not None and not reachable(*where):
-        raise ConfigError(f"the Ray cluster at {address} does not answer: nothing accepted a "
+        raise ConfigError(f"the Ray cluster at {shown} does not answer: nothing accepted a "
                           f"connection at {where[0]}:{where[1]} within {PROBE_TIMEOUT_S:g} s; "
                           "start it, or fix resources.ray_address / RAY_ADDRESS")
     try:
         done = subprocess.run([sys.executable, "-c", _QUERY, address], capture_output=True,
                               text=True, timeout=QUERY_TIMEOUT_S, check=False)
     except subprocess.TimeoutExpired:
-        raise ConfigError(f"the Ray cluster at {address} does not answer within "
+        raise ConfigError(f"the Ray cluster at {shown} does not answer within "
                           f"{QUERY_TIMEOUT_S:g} s; check that it is a running Ray head "
                           "(resources.ray_address / RAY_ADDRESS)") from None
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
         reason = next((line for line in reversed(done.stderr.splitlines()) if line.strip()),
                       f"exit status {done.returncode}")
-        raise ConfigError(f"could not ask the Ray cluster at {address} what it holds: "
-                          f"{reason.strip()}")
+        raise ConfigError(f"could not ask the Ray cluster at {shown} what it holds: "
+                          f"{redact_text(reason.strip())}")
     return [ClusterNode(gpus=float(node.get("GPU", 0)), cpus=float(node.get("CPU", 0)))
             for node in json.loads(lines[-1])]
 
@@ -149,6 +151,7 @@ def endpoint(address: str) -> tuple[str, int] | None:
     or ``None`` for an address only Ray resolves (``auto``)."""
     rest, default = (address[len("ray://"):], _CLIENT_PORT) if address.startswith("ray://") \
         else (address, _GCS_PORT)
+    rest = rest.rpartition("@")[2]  # user:password@ is not part of where to connect
     if rest in ("auto", "local", ""):
         return None
     host, _, port = rest.rpartition(":") if ":" in rest else (rest, "", "")

@@ -18,6 +18,7 @@ from aworld_train.config import Resources
 from aworld_train.reward import resolve_reward
 from aworld_train.tools import close_sessions, resolve_tools
 from aworld_train_verl import launch
+from aworld_train_verl.cluster import query_nodes as ask_the_cluster
 from aworld_train_verl.vault import ENV_PREFIX, Vault, loads
 
 ENV_SECRET = "sk-planted-env-7f3a91"
@@ -70,6 +71,28 @@ def checked(ctx: Any, spec: Any, base_dir: Path) -> Any:
     finally:
         close_sessions()
     return Checks(ctx, tools=tools).check_job(spec, dataset(ROWS), resolve_reward("exact_match"))
+
+
+@pytest.fixture(autouse=True)
+def a_cluster_that_holds_the_job(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A FAKE Ray cluster (none runs here) at the jobs' ray_address, which holds them: these
+    tests are about where the address's credentials go, not about the cluster."""
+    from aworld_train_verl import cluster
+
+    monkeypatch.setattr(cluster, "query_nodes",
+                        lambda address: [cluster.ClusterNode(gpus=8.0, cpus=64.0)])
+
+
+def test_a_cluster_that_does_not_answer_is_named_without_its_credentials() -> None:
+    from aworld_train.errors import ConfigError
+    from aworld_train.redaction import remember_secrets
+
+    address = f"ray://admin:{URL_SECRET}@127.0.0.1:1"  # nothing listens on port 1
+    remember_secrets({"resources": {"ray_address": address}})
+    with pytest.raises(ConfigError) as refused:
+        ask_the_cluster(address)
+    assert URL_SECRET not in str(refused.value)
+    assert "does not answer" in str(refused.value) and "127.0.0.1:1" in str(refused.value)
 
 
 def secret_ctx(run_dir: Path, model: Path) -> Any:
