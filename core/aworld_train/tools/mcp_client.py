@@ -102,7 +102,8 @@ def open_transport(server: MCPServer, mcp: Any, errlog: Any) -> Any:
     if hasattr(streamable_http, "streamable_http_client"):  # mcp >= 1.24, and mcp 2
         client = _http_client(streamable_http, server)
         return _owning(client, streamable_http.streamable_http_client(url, http_client=client))
-    return streamable_http.streamablehttp_client(
+    # mcp 1 before 1.24; mcp 2 has no such name, which the type checker sees there.
+    return streamable_http.streamablehttp_client(  # type: ignore[attr-defined,unused-ignore]
         url, headers=server.headers or None, timeout=server.timeout)
 
 
