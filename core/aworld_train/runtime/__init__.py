@@ -18,7 +18,13 @@ endpoint starts, AWorld when an AWorld agent runs.
 
 from __future__ import annotations
 
-from aworld_train.runtime.agents import LLM, Answer, last_user_text, prompt_messages
+from aworld_train.runtime.agents import (
+    LLM,
+    Answer,
+    aworld_pickler,
+    last_user_text,
+    prompt_messages,
+)
 from aworld_train.runtime.episode import Episode, Generate, Generated, Limits, describe_failure
 from aworld_train.runtime.rollout import (
     AgentRuntime,
@@ -48,6 +54,7 @@ __all__ = [
     "Trajectory",
     "agents_loop",
     "assistant_message",
+    "aworld_pickler",
     "describe_failure",
     "last_user_text",
     "model_name",

@@ -132,24 +132,29 @@ SANDBOX_SETTINGS = ("mcp_servers", "mcp_config", "black_tool_actions", "skill_co
                     "custom_env_tools", "agents", "env_content_name", "env_content", "workspaces")
 
 
-def dump_aworld_agent(agent: Any, pickler: type[pickle.Pickler] = pickle.Pickler) -> bytes:
-    """An AWorld ``Agent`` pickled, its sandbox (the MCP servers' runtime) as the sandbox's
-    settings: a live one holds open log files and is registered under its id, so each copy
+def aworld_pickler(base: type[pickle.Pickler] = pickle.Pickler) -> type[pickle.Pickler]:
+    """``base`` extended to pickle an AWorld sandbox (the MCP servers' runtime) as its settings:
+    a live one holds open log files and is registered under its id, so each copy of an agent
     builds its own.
 
-    :param pickler: the pickler class to extend (``cloudpickle.Pickler`` for another process).
+    :param base: the pickler class to extend (``cloudpickle.Pickler`` for another process).
     """
     from aworld.sandbox import Sandbox
 
-    class AgentPickler(pickler):  # type: ignore[misc, valid-type]
+    class AgentPickler(base):  # type: ignore[misc, valid-type]
         def reducer_override(self, obj: Any) -> Any:
             if isinstance(obj, Sandbox):
                 return rebuild_sandbox, (type(obj), {key: getattr(obj, key) for key in SANDBOX_SETTINGS})
             parent = getattr(super(), "reducer_override", None)
             return parent(obj) if parent is not None else NotImplemented
 
+    return AgentPickler
+
+
+def dump_aworld_agent(agent: Any, pickler: type[pickle.Pickler] = pickle.Pickler) -> bytes:
+    """An AWorld ``Agent`` pickled with :func:`aworld_pickler` of ``pickler``."""
     buffer = io.BytesIO()
-    AgentPickler(buffer).dump(agent)
+    aworld_pickler(pickler)(buffer).dump(agent)
     return buffer.getvalue()
 
 

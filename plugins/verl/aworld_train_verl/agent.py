@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.engine import AgentError, remember_secrets
+from aworld_train.engine import AgentError, aworld_pickler, remember_secrets
 
 from aworld_train_verl.vault import Vault
 
@@ -270,36 +270,19 @@ def dump_aworld_agent(agent: Any, vault: Vault) -> bytes:
     :raises AgentError: when the agent cannot be pickled.
     """
     import cloudpickle
-    from aworld.sandbox import Sandbox
-
-    class Pickler(cloudpickle.Pickler):
-        def reducer_override(self, obj: Any) -> Any:
-            if isinstance(obj, Sandbox):
-                return rebuild_sandbox, (type(obj), {key: getattr(obj, key) for key in SANDBOX_SETTINGS})
-            return super().reducer_override(obj)
 
     llm = agent.conf.llm_config
     remember_secrets({"mcp_config": getattr(agent, "mcp_config", None), "llm_base_url": llm.llm_base_url,
                       "llm_api_key": llm.llm_api_key})
     key, llm.llm_api_key = llm.llm_api_key, None
     try:
-        return vault.dumps(agent, pickler=Pickler)
+        return vault.dumps(agent, pickler=aworld_pickler(cloudpickle.Pickler))
     except Exception as error:  # noqa: BLE001 - pickling fails in many ways
         raise AgentError(
             f"AWorld agent '{agent.name()}' cannot be shipped to VeRL's agent-loop workers: {error}"
         ) from error
     finally:
         llm.llm_api_key = key
-
-
-#: What an AWorld sandbox is built from (its constructor's keywords, read back as properties).
-SANDBOX_SETTINGS = ("mcp_servers", "mcp_config", "black_tool_actions", "skill_configs", "tools",
-                    "custom_env_tools", "agents", "env_content_name", "env_content", "workspaces")
-
-
-def rebuild_sandbox(cls: type, settings: dict[str, Any]) -> Any:
-    """A new AWorld sandbox, with an id of its own, from a pickled one's settings."""
-    return cls(**settings)
 
 
 def _write_private(path: Path, payload: bytes) -> Path:
