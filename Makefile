@@ -25,8 +25,9 @@ new_venv = test -x $(1)/bin/pip || $(PYTHON) -m venv $(1)
 venvs: $(addsuffix /.ready,$(addprefix $(VENVS)/,core aworld vllm $(ENGINES)))
 
 # The core needs no torch: its venv proves it. The test-only engine distributions under
-# tests/distributions are installed here, as a user would install a third-party engine.
-$(VENVS)/core/.ready: pyproject.toml $(wildcard tests/distributions/*/pyproject.toml)
+# tests/distributions are installed here, as a user would install a third-party engine (not
+# editable, so a change to their code reinstalls them).
+$(VENVS)/core/.ready: pyproject.toml $(wildcard tests/distributions/*/pyproject.toml tests/distributions/*/*/*.py)
 	$(call new_venv,$(VENVS)/core)
 	$(VENVS)/core/bin/pip install $(PIP_FLAGS) -e ".[mcp]" pytest "ruff>=0.15" "mypy>=1.15"
 	for dist in tests/distributions/*/; do [ -d "$$dist" ] || continue; $(VENVS)/core/bin/pip install $(PIP_FLAGS) --no-deps "$$dist" || exit 1; done
@@ -66,6 +67,9 @@ TEST_EXTRAS_verl := -e "plugins/verl[aworld]"
 # TRL's agent tests train AWorld agents too. AWorld pins opentelemetry-proto 1.32 (protobuf 5),
 # which the newest tensorboard (protobuf 6) cannot share a venv with; tensorboard 2.20 can.
 TEST_EXTRAS_trl := -e ".[aworld]" "tensorboard<2.21"
+# ms-swift's tests train the calculator example's AWorld agent: the same pin, for the same reason
+# (ms-swift wants tensorboard, unpinned). Nothing ms-swift pins moves.
+TEST_EXTRAS_swift := -e ".[aworld]" "tensorboard<2.21"
 
 $(VENVS)/%/.ready: pyproject.toml plugins/%/pyproject.toml constraints.txt
 	$(call new_venv,$(VENVS)/$*)

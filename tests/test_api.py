@@ -38,7 +38,7 @@ from aworld_train.rewards import BUILTIN_REWARDS
 def test_public_surface() -> None:
     assert set(aworld_train.__all__) == {"AWorldTrainError", "AgentTrainer", "TrainerProcessor",
                                          "hookimpl", "__version__"}
-    assert issubclass(AWorldTrainError, ValueError)
+    assert issubclass(AWorldTrainError, Exception)
 
 
 def test_trainer_processor_is_an_abstract_base() -> None:
@@ -325,6 +325,16 @@ def test_train_raises_value_error_when_not_initialised(toy_job: dict[str, Any]) 
     with pytest.raises(ValueError, match="^Train engine toy is not initialized$"):
         trainer.train()
     assert not (trainer.run_dir.path / "model").exists(), "train ran although refused"
+
+
+def test_only_aworld_trains_own_refusals_are_value_errors(toy_job: dict[str, Any]) -> None:
+    # Code written for AWorld Train catches ValueError around train(); no other error of the
+    # project is one, so such a handler cannot swallow a bad job.
+    assert not issubclass(AWorldTrainError, ValueError)
+    toy_job["config"] = {**toy_job.get("config", {}), "learning_rat": 0.1}
+    with pytest.raises(AWorldTrainError) as raised:
+        AgentTrainer(**toy_job)
+    assert not isinstance(raised.value, ValueError)
 
 
 def test_a_trainer_trains_once(toy_job: dict[str, Any]) -> None:

@@ -195,23 +195,6 @@ def test_a_hook_that_returns_none_hands_on_the_cores_form(toy_job: dict[str, Any
     assert isinstance(trainer.hand_off.agent, AgentSpec), "toy's check_agent returns None"
 
 
-def test_ctx_results_still_hold_each_result_and_reading_one_warns_once(
-    toy_job: dict[str, Any]
-) -> None:
-    trainer = AgentTrainer(**toy_job, check_only=True)
-    results = trainer.context.results
-    assert sorted(results) == ["agent", "config", "dataset", "reward", "tools"]
-    with pytest.warns(DeprecationWarning,
-                      match=r"^ctx.results\['config'\] is deprecated: use the hook's named "
-                            r"argument 'config' \(docs/hooks.md\)$"):
-        assert results["config"] is trainer.hand_off.config
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DeprecationWarning)
-        assert results.get("config") is trainer.hand_off.config, "once per key"
-    with pytest.warns(DeprecationWarning, match=r"use ctx.tools"):
-        assert results.get("tools") is trainer.context.tools
-
-
 LAYERED_ENGINE = '''
 from aworld_train import hookimpl
 from aworld_train.config import ConfigLayout
@@ -302,8 +285,7 @@ def test_hook_check_dataset(toy_job: dict[str, Any]) -> None:
     (recorded,) = read_jsonl(trainer.run_dir.path / "recorded.jsonl")
     assert (recorded["hook"], recorded["engine"], recorded["rows"]) == ("check_dataset", "toy", 4)
     assert recorded["engine_result"] == "dict"
-    assert "agent" in recorded["earlier_results"]
-    assert not {"dataset", "reward", "config"} & set(recorded["earlier_results"])
+    assert recorded["agent"] == "AgentSpec", "the wrapper receives check_agent's result by name"
 
 
 def test_hook_check_reward(toy_job: dict[str, Any], rows: list[dict[str, Any]]) -> None:

@@ -38,22 +38,6 @@ def test_mean_reward_rises_on_a_simple_task(toy_job: dict[str, Any]) -> None:
     assert policy["step"] == 60 and policy["candidates"] == ["2", "3", "4", "5"]
 
 
-def test_an_engine_written_against_ctx_results_still_trains_and_is_warned(
-    toy_job: dict[str, Any]
-) -> None:
-    # The toy engine reads ctx.results, as engines did before the hooks received the earlier
-    # results by name: it keeps working, and each key it reads warns once.
-    with pytest.warns(DeprecationWarning) as warned:
-        final, run_dir = train_toy(toy_job, max_steps=4)
-    # Only ours: the libraries a run imports may warn of their own deprecations too.
-    ours = [w for w in warned if str(w.message).startswith("ctx.results[")]
-    assert sorted(str(w.message).split("'")[1] for w in ours) == ["config", "dataset", "reward"]
-    assert all(w.filename.endswith(("aworld_train_toy/engine.py", "aworld_train_toy/policy.py"))
-               for w in ours), "each warning points at the engine's own line"
-    assert [r["step"] for r in read_jsonl(run_dir / "metrics.jsonl")] == [1, 2, 3, 4]
-    assert "greedy_reward" in final
-
-
 def test_training_is_reproducible_from_the_seed(toy_job: dict[str, Any]) -> None:
     first = [r["reward"] for r in read_jsonl(train_toy(dict(toy_job), seed=1)[1] / "metrics.jsonl")]
     again = [r["reward"] for r in read_jsonl(train_toy(dict(toy_job), seed=1)[1] / "metrics.jsonl")]

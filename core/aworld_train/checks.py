@@ -467,14 +467,13 @@ def _new_context(checks: CheckRun) -> None:
         given=_as_given(checks.job),
     )
     checks.hand_off = HandOff(tools=ToolSet())
-    checks.context.results["tools"] = checks.context.tools
 
 
 def _resolve_tools(checks: CheckRun) -> ToolSet:
     from aworld_train.tools import resolve_tools
 
     tools = resolve_tools(checks.spec, checks.job.base_dir)
-    checks.hand_off.tools = checks.context.tools = checks.context.results["tools"] = tools
+    checks.hand_off.tools = checks.context.tools = tools
     return tools
 
 
@@ -575,7 +574,6 @@ def _engine_check(key: str, core_form: Callable[[CheckRun], Any],
         result = checks.call_engine(f"check_{key}", **arguments(checks), ctx=checks.context)
         handed_on = core_form(checks) if result is None else result
         setattr(checks.hand_off, key, handed_on)
-        checks.context.results[key] = handed_on
         return result
     return run
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,33 +42,6 @@ class Given:
     columns: dict[str, str] | None = None
 
 
-class HookResults(dict[str, Any]):
-    """``ctx.results``: each earlier hook's result by name, kept for engines written before the
-    hooks received them as named arguments. Reading a key warns (``DeprecationWarning``), once
-    per key, naming the argument that replaces it."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._warned: set[str] = set()
-
-    def __getitem__(self, key: str) -> Any:
-        self._warn(key)
-        return super().__getitem__(key)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        self._warn(key)
-        return super().get(key, default)
-
-    def _warn(self, key: str) -> None:
-        if key in self._warned:
-            return
-        self._warned.add(key)
-        instead = "ctx.tools" if key == "tools" else f"the hook's named argument '{key}'"
-        # stacklevel 3: the engine's line that read the key, not this method.
-        warnings.warn(f"ctx.results[{key!r}] is deprecated: use {instead} (docs/hooks.md)",
-                      DeprecationWarning, stacklevel=3)
-
-
 def _no_tools() -> ToolSet:
     from aworld_train.tools import ToolSet
 
@@ -90,9 +62,6 @@ class RunContext:
     :ivar resume_from: the run directory of an interrupted run to continue, or ``None``.
     :ivar tools: the agent's resolved :class:`~aworld_train.tools.ToolSet` (empty for an
         agent without tools), as ``check_agent`` receives it.
-    :ivar results: deprecated: the engine-ready result of each earlier hook, keyed
-        ``"agent"``, ``"dataset"``, ``"reward"``, ``"config"`` and ``"tools"``, which hooks now
-        receive as named arguments; reading a key warns.
     :ivar given: the job's inputs as the user gave them (:class:`Given`). Hooks receive the
         core's resolved forms (an ``AgentSpec`` even when no agent was given); a
         ``TrainerProcessor``'s checks receive these.
@@ -106,5 +75,4 @@ class RunContext:
     check_only: bool = False
     resume_from: Path | None = None
     tools: ToolSet = field(default_factory=_no_tools)
-    results: HookResults = field(default_factory=HookResults)
     given: Given = field(default_factory=Given)

@@ -11,8 +11,11 @@ import difflib
 from collections.abc import Iterable
 
 
-class AWorldTrainError(ValueError):
-    """Base of every error aworld-train raises for bad input or a broken plugin."""
+class AWorldTrainError(Exception):
+    """Base of every error aworld-train raises for bad input or a broken plugin.
+
+    Not a ``ValueError``: an ``except ValueError`` around a library call must not swallow a bad
+    job or a missing GPU."""
 
 
 class JobError(AWorldTrainError):

@@ -32,10 +32,6 @@ for the settings the engine will train with under their common names, which ``ch
 and the manifest keeps; then ``memory_plan`` for what one training process holds on its GPU,
 which sizes the ``resources`` row.
 
-``ctx.results`` still holds each result under "agent", "dataset", "reward", "config" (and
-"tools") for engines written against the earlier form; reading it warns
-(``DeprecationWarning``, once per key).
-
 Check hooks must be cheap: they must not start training, Ray, a GPU, or a model download.
 They raise a subclass of :class:`~aworld_train.errors.AWorldTrainError` for bad input; anything
 else a hook raises is reported as a bug in the engine, in one line naming the engine, its

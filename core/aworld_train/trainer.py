@@ -22,6 +22,12 @@ if TYPE_CHECKING:
     from aworld_train.evaluation import EvalResult
 
 
+class TrainerStateError(AWorldTrainError, ValueError):
+    """A trainer asked to train when it cannot. AWorld Train's ``AgentTrainer`` raises a
+    ``ValueError`` here and code written for it catches that; the project's other errors are
+    not ``ValueError``s, so that such a handler never hides a bad job or a missing GPU."""
+
+
 class AgentTrainer:
     """Train an agent on the engine of your choice.
 
@@ -121,9 +127,10 @@ class AgentTrainer:
         The run directory becomes ``running`` (a resumed run is named in the manifest of the
         run it continues) and is printed beside the progress, and logged, as training starts.
 
-        :raises JobError: (a ``ValueError``, as AWorld Train raises it) when the trainer is not
-            initialised, has already trained (each run gets a directory of its own), or was
-            made with ``check_only=True``.
+        :raises TrainerStateError: (a ``ValueError`` too, as AWorld Train raises it) when the
+            trainer is not initialised or has already trained (each run gets a directory of
+            its own).
+        :raises JobError: when it was made with ``check_only=True``.
         :raises RunDirectoryError: when the run this one resumes got another continuation
             since this trainer was built.
         :raises AWorldTrainError: as the engine raised it, for a mistake it names.
@@ -139,9 +146,9 @@ class AgentTrainer:
             raise JobError("this trainer was made with check_only=True: it ran the checks only; "
                            "create AgentTrainer(...) without check_only to train")
         if not self.initialized:  # as AWorld Train's API raises it
-            raise JobError(f"Train engine {self.train_engine_name} is not initialized")
+            raise TrainerStateError(f"Train engine {self.train_engine_name} is not initialized")
         if self.run_dir.status != "checked":  # a run directory is never reused
-            raise JobError(f"run {self.run_dir.path} already ended ({self.run_dir.status}); "
+            raise TrainerStateError(f"run {self.run_dir.path} already ended ({self.run_dir.status}); "
                            "create a new AgentTrainer to train again, or resume this run")
         with _in_one_line(None):
             self.run_dir.begin()

@@ -49,17 +49,18 @@ def check_reward(reward: RewardSpec, ctx: RunContext) -> ToyReward:
 
 
 @hookimpl
-def check_config(config: TrainConfig, ctx: RunContext) -> ToySettings:
+def check_config(config: TrainConfig, dataset: dict[str, Any], ctx: RunContext) -> ToySettings:
     from aworld_train_toy.policy import settings_from_config
 
-    return settings_from_config(config, ctx.engine, ctx.results["dataset"]["train"])
+    return settings_from_config(config, ctx.engine, dataset["train"])
 
 
 @hookimpl
-def train(ctx: RunContext) -> dict[str, Any]:
+def train(dataset: dict[str, Any], reward: ToyReward, config: ToySettings,
+          ctx: RunContext) -> dict[str, Any]:
     from aworld_train_toy.policy import train_policy
 
-    return train_policy(ctx)
+    return train_policy(config, dataset["train"], reward, ctx)
 
 
 @hookimpl

@@ -139,10 +139,8 @@ class Policy:
         return self.candidates[probabilities.index(max(probabilities))]
 
 
-def train_policy(ctx: RunContext) -> dict[str, Any]:
-    settings: ToySettings = ctx.results["config"]
-    examples: list[Example] = ctx.results["dataset"]["train"]
-    reward: ToyReward = ctx.results["reward"]
+def train_policy(settings: ToySettings, examples: list[Example], reward: ToyReward,
+                 ctx: RunContext) -> dict[str, Any]:
     rng = random.Random(settings.seed)
     policy = Policy(settings.candidates, settings.temperature)
     done = 0
