@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from aworld_train.config import describe_value
+from aworld_train.config_rules import describe_value
 from aworld_train.errors import JobError, did_you_mean
 
 
