@@ -5,7 +5,7 @@ VENVS := .venvs
 ENGINES := trl swift verl
 PIP_FLAGS ?= -q
 
-.PHONY: demo test lint test-core test-aworld test-vllm $(addprefix test-,$(ENGINES)) venvs dist clean
+.PHONY: demo test test-fast lint test-core test-dist test-aworld test-vllm $(addprefix test-,$(ENGINES)) venvs dist clean
 
 demo: $(VENVS)/trl/.ready
 	$(VENVS)/trl/bin/python examples/repeat_digit/prepare.py
@@ -13,7 +13,15 @@ demo: $(VENVS)/trl/.ready
 	$(VENVS)/trl/bin/aworld-train train examples/repeat_digit/job.yaml
 	$(VENVS)/trl/bin/python examples/repeat_digit/summarize.py
 
-test: test-core test-aworld test-vllm $(addprefix test-,$(ENGINES)) lint
+test: test-core test-dist test-aworld test-vllm $(addprefix test-,$(ENGINES)) lint
+
+# The quick tier, for every change: the core's tests and each engine's that neither train nor
+# build (pytest marker `slow`), and the lint. `make test` runs everything.
+FAST := -m "not slow and not gpu and not network"
+test-fast: $(addsuffix /.ready,$(addprefix $(VENVS)/,core $(ENGINES)))
+	$(VENVS)/core/bin/python -m pytest -q $(FAST) tests $(CORE_IGNORES)
+	for engine in $(ENGINES); do $(VENVS)/$$engine/bin/python -m pytest -q $(FAST) plugins/$$engine/tests || exit 1; done
+	$(MAKE) lint
 
 # Every virtual environment; `make -j3 venvs` builds them side by side (mostly downloads).
 # A venv is created only when it is missing (or has no pip, as an interrupted creation leaves
@@ -29,14 +37,14 @@ venvs: $(addsuffix /.ready,$(addprefix $(VENVS)/,core aworld vllm $(ENGINES)))
 # editable, so a change to their code reinstalls them).
 $(VENVS)/core/.ready: pyproject.toml $(wildcard tests/distributions/*/pyproject.toml tests/distributions/*/*/*.py)
 	$(call new_venv,$(VENVS)/core)
-	$(VENVS)/core/bin/pip install $(PIP_FLAGS) -e ".[mcp]" pytest "ruff>=0.15" "mypy>=1.15"
+	$(VENVS)/core/bin/pip install $(PIP_FLAGS) -e ".[mcp]" pytest pytest-timeout "ruff>=0.15" "mypy>=1.15"
 	for dist in tests/distributions/*/; do [ -d "$$dist" ] || continue; $(VENVS)/core/bin/pip install $(PIP_FLAGS) --no-deps "$$dist" || exit 1; done
 	touch $@
 
 # AWorld agents are optional: their own venv proves the core works with and without aworld.
 $(VENVS)/aworld/.ready: pyproject.toml
 	$(call new_venv,$(VENVS)/aworld)
-	$(VENVS)/aworld/bin/pip install $(PIP_FLAGS) -e ".[aworld]" pytest
+	$(VENVS)/aworld/bin/pip install $(PIP_FLAGS) -e ".[aworld]" pytest pytest-timeout
 	touch $@
 
 test-aworld: $(VENVS)/aworld/.ready
@@ -85,10 +93,17 @@ EXTRA_TESTS_trl := tests/scaffold tests/test_model.py tests/test_eval.py tests/t
 # The lint rules and the type check's scope are in pyproject.toml ([tool.ruff], [tool.mypy]).
 lint: $(VENVS)/core/.ready
 	$(VENVS)/core/bin/ruff check .
+	$(VENVS)/core/bin/ruff format --check .
 	$(VENVS)/core/bin/mypy
 
+# The core's tests in a venv without torch: scaffold, aworld and vllm tests run in other venvs,
+# and test_dist (building every wheel, minutes) is a target of its own.
+CORE_IGNORES := --ignore=tests/scaffold --ignore=tests/with_aworld --ignore=tests/with_vllm --ignore=tests/test_dist.py
 test-core: $(VENVS)/core/.ready
-	$(VENVS)/core/bin/python -m pytest tests --ignore=tests/scaffold --ignore=tests/with_aworld --ignore=tests/with_vllm
+	$(VENVS)/core/bin/python -m pytest tests $(CORE_IGNORES)
+
+test-dist: $(VENVS)/core/.ready
+	$(VENVS)/core/bin/python -m pytest tests/test_dist.py
 
 # A static pattern rule: make skips implicit-rule search for .PHONY targets, so a plain
 # `test-%:` pattern rule would never run.

@@ -81,7 +81,7 @@ def test_a_stale_venv_is_installed_into_not_recreated(tmp_path: Path, stub_pytho
     venv = stale_venv(venvs, "aworld")
     make(f"VENVS={venvs}", f"PYTHON={stub_python}", f"{venvs}/aworld/.ready")
     assert (venv / "kept").read_text() == "installed before"
-    assert (venv / "calls.log").read_text().splitlines() == ['pip install -q -e .[aworld] pytest']
+    assert (venv / "calls.log").read_text().splitlines() == ['pip install -q -e .[aworld] pytest pytest-timeout']
     assert (venv / ".ready").stat().st_mtime > OLD
 
 
@@ -89,7 +89,7 @@ def test_a_missing_venv_is_created_then_installed(tmp_path: Path, stub_python: P
     venvs = tmp_path / "venvs"
     make(f"VENVS={venvs}", f"PYTHON={stub_python}", f"{venvs}/aworld/.ready")
     assert (venvs / "aworld" / "calls.log").read_text().splitlines() == [
-        f"venv {venvs}/aworld", "pip install -q -e .[aworld] pytest"]
+        f"venv {venvs}/aworld", "pip install -q -e .[aworld] pytest pytest-timeout"]
     assert (venvs / "aworld" / ".ready").is_file()
 
 
@@ -99,3 +99,18 @@ def test_a_ready_venv_is_left_alone(tmp_path: Path, stub_python: Path) -> None:
     os.utime(venv / ".ready")  # newer than its inputs
     assert "up to date" in make(f"VENVS={venvs}", f"PYTHON={stub_python}", f"{venvs}/aworld/.ready")
     assert not (venv / "calls.log").exists()
+
+
+def test_make_test_runs_every_tier_and_test_fast_leaves_out_the_slow_tests(tmp_path: Path) -> None:
+    venvs = tmp_path / "venvs"
+    for name in VENVS:
+        (venvs / name / "bin").mkdir(parents=True)
+        (venvs / name / ".ready").touch()
+    everything = make("-n", f"VENVS={venvs}", "test")
+    core = next(line for line in everything.splitlines() if "pytest tests " in line)
+    assert "--ignore=tests/test_dist.py" in core, "the wheels are built by a target of their own"
+    assert f"{venvs}/core/bin/python -m pytest tests/test_dist.py" in everything
+    assert "ruff format --check ." in everything and "mypy" in everything
+    fast = make("-n", f"VENVS={venvs}", "test-fast")
+    assert fast.count('-m "not slow and not gpu and not network"') == 2, fast
+    assert "test_dist" in fast and "pytest tests/test_dist.py" not in fast
