@@ -239,7 +239,7 @@ def _yaml(path: Path) -> dict[str, Any]:
 
 
 def run_grpo(args: argparse.Namespace) -> dict[str, Any]:
-    from aworld_train.rundir import read_metrics
+    from aworld_train.metrics import read_metrics
 
     jobs = write_grpo_jobs(args.steps, args.prompts, args.generations, args.tokens)
     runs: dict[str, list[dict[str, Any]]] = {"vllm": [], "transformers": []}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from aworld_train.evaluation import _no_final_model
+from aworld_train.evaluation.target import _no_final_model
 from aworld_train.samples import append_samples, read_samples
 from helpers import run_cli
 

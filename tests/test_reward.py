@@ -429,7 +429,7 @@ def test_a_bare_reward_file_stays_one_in_the_saved_job(
 ) -> None:
     """The saved job.yaml names a bare reward file by its absolute path, so a re-run from
     another folder finds it and still picks its one reward function."""
-    from aworld_train.rundir import rerunnable_job
+    from aworld_train.saved_job import rerunnable_job
 
     (tmp_path / "job" / "reward").mkdir(parents=True)
     (tmp_path / "job" / "reward" / "gaia_reward_function.py").write_text(GAIA_REWARD_FILE)

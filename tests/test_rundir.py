@@ -30,7 +30,10 @@ from aworld_train.agent import AgentSpec
 from aworld_train.errors import AWorldTrainError, Interrupted, RewardError, RunDirectoryError
 from aworld_train.redaction import REDACTED
 from aworld_train.rewards import exact_match
-from aworld_train.rundir import RunDirectory, read_manifest, rerunnable_job, resolve_resume
+from aworld_train.manifest import read_manifest
+from aworld_train.resume import resolve_resume
+from aworld_train.rundir import RunDirectory
+from aworld_train.saved_job import rerunnable_job
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

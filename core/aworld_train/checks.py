@@ -178,7 +178,7 @@ class CheckRun:
 
     def rerunnable_job(self, run_path: Path) -> dict[str, Any]:
         """The job as ``job.yaml`` keeps it."""
-        from aworld_train.rundir import rerunnable_job
+        from aworld_train.saved_job import rerunnable_job
 
         job = self.job
         return rerunnable_job(engine=self.engine, agent=job.agent, agent_spec=self.spec,
@@ -448,7 +448,7 @@ def _new_context(checks: CheckRun) -> None:
     """The run context the engine's hooks receive, with its metrics reporter."""
     from aworld_train.context import RunContext
     from aworld_train.metrics import MetricsReporter
-    from aworld_train.rundir import read_metrics
+    from aworld_train.metrics import read_metrics
     from aworld_train.tools import ToolSet
 
     checks.metrics = MetricsReporter(

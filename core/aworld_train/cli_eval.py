@@ -171,7 +171,8 @@ def show_command(run: Path, last: int, debug: bool) -> None:
     """Summarise a run: status, final metrics, eval results, the last rollout samples and the
     plots."""
     from aworld_train.errors import RunDirectoryError
-    from aworld_train.rundir import MANIFEST, read_manifest
+    from aworld_train.manifest import read_manifest
+    from aworld_train.run_files import MANIFEST
     from aworld_train.samples import read_samples
 
     if not (run / MANIFEST).is_file():
@@ -217,7 +218,8 @@ def _show_chain(run: Path, manifest: dict[str, Any]) -> None:
     """The runs this one is linked to by ``--resume``: the run it continues, the runs that
     continue it up to the one that ends the chain (with its status), and, when that run
     stopped (``interrupted``, ``crashed``), the command that resumes it."""
-    from aworld_train.rundir import STOPPED, continuations, resume_command
+    from aworld_train.manifest import STOPPED
+    from aworld_train.resume import continuations, resume_command
 
     if manifest.get("resumed_from"):
         click.echo(f"resumed from: {manifest['resumed_from']}")
@@ -235,7 +237,7 @@ def _show_chain(run: Path, manifest: dict[str, Any]) -> None:
 def _status_of(run: Path) -> str:
     """A linked run's status, ``unreadable`` when its manifest is."""
     from aworld_train.errors import RunDirectoryError
-    from aworld_train.rundir import read_manifest
+    from aworld_train.manifest import read_manifest
 
     try:
         return str(read_manifest(run).get("status", "?"))
@@ -245,7 +247,8 @@ def _status_of(run: Path) -> str:
 
 def _show_evals(run: Path) -> None:
     """One line per ``eval/*.json``."""
-    from aworld_train.evaluation import EVAL_DIR, eval_hint
+    from aworld_train.evaluation import eval_hint
+    from aworld_train.run_files import EVAL_DIR
 
     found = sorted((run / EVAL_DIR).glob("*.json"))
     if not found:

@@ -51,7 +51,6 @@ from aworld_train.hf import (
     argument_names,
     arguments_class,
     completion_text,
-    last_checkpoint,
     merge_adapter,
     policy_model,
     probe_response_template,
@@ -68,6 +67,13 @@ from aworld_train.model import check_lengths, load_tokenizer, max_positions
 from aworld_train.plugins import installed_versions
 from aworld_train.redaction import SecretFilter, redact_text, remember_secrets
 from aworld_train.reward import RewardFunction, RewardSpec
+from aworld_train.run_files import (
+    ADAPTER_DIR,
+    MODEL_DIR,
+    SAMPLES_FILE,
+    TENSORBOARD_DIR,
+    last_checkpoint,
+)
 from aworld_train.runtime import (
     AgentRuntime,
     BatchedGenerate,
@@ -85,15 +91,11 @@ from aworld_train import vllm_generation
 from aworld_train.samples import append_samples, read_samples
 from aworld_train.memory import MemoryPlan, prompt_budget
 from aworld_train.settings import (
-    ADAPTER_DIR,
     DEFAULT_LOG_SAMPLES,
     ENGINE_KEYS,
     LOSS_AGGREGATIONS,
     LR_SCHEDULERS,
-    MODEL_DIR,
     PRECISIONS,
-    SAMPLES_FILE,
-    TENSORBOARD_DIR,
     TRACKERS,
     Lora,
     Setting,

@@ -14,8 +14,6 @@ from collections.abc import Collection
 from pathlib import Path
 from types import TracebackType
 
-# The traceback of a failed run, inside its run directory.
-ERROR_LOG = "error.log"
 # A message longer than this (a tensor's repr, a whole config) is cut in the line; the log
 # keeps it whole.
 MESSAGE_LIMIT = 1000

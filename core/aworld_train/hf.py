@@ -13,7 +13,6 @@ import dataclasses
 import functools
 import importlib
 import json
-import re
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
@@ -24,16 +23,12 @@ from aworld_train.cache import cached
 from aworld_train.errors import AgentError, RunDirectoryError
 from aworld_train.metrics import LogFn, StartFn
 from aworld_train.plugins import installed_versions
+from aworld_train.run_files import CHECKPOINTS, last_checkpoint
 
 if TYPE_CHECKING:
     from aworld_train.agent import AgentSpec
     from aworld_train.config import TrainConfig
     from aworld_train.reward import RewardSpec
-
-# The folder name transformers' Trainer saves each checkpoint under.
-_CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
-# Where a trainer engine's checkpoints go inside the run directory.
-CHECKPOINTS = "checkpoints"
 
 
 def trainer_callback(base: type, on_start: StartFn, on_log: LogFn) -> type:
@@ -108,20 +103,6 @@ def score_evaluations(
         return output
 
     trainer.evaluation_loop = evaluation_loop
-
-
-def last_checkpoint(folder: Path) -> Path | None:
-    """The ``checkpoint-N`` in ``folder`` with the highest N, or ``None`` when there is none.
-
-    Only a checkpoint with its ``trainer_state.json`` counts: the trainer writes that file last,
-    so a folder without it is a save that an interrupt cut short.
-    """
-    found = []
-    for child in Path(folder).glob("checkpoint-*"):
-        match = _CHECKPOINT.match(child.name)
-        if match and (child / "trainer_state.json").is_file():
-            found.append((int(match.group(1)), child))
-    return max(found)[1] if found else None
 
 
 def resume_checkpoint(run_dir: Path) -> Path:

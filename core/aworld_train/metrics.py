@@ -11,6 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from aworld_train.run_files import METRICS_FILE
+
 # Shown beside the progress, in this order, when an engine reports them.
 _HEADLINE = ("reward", "loss")
 # Without a terminal (a log file, nohup, CI) progress is a line every this many percent.
@@ -20,7 +22,8 @@ LINE_EVERY_STEPS = 20
 
 
 class MetricsReporter:
-    """Writes each step to ``metrics.jsonl``, shows progress and tells plugins.
+    """Writes each step to ``metrics.jsonl`` (:func:`read_metrics` reads it back), shows
+    progress and tells plugins.
 
     Engines call :meth:`start` once they know how many steps the run has, then :meth:`log` for
     every logged step.
@@ -99,6 +102,23 @@ class MetricsReporter:
         if self.path is not None and records:
             with self.path.open("a", encoding="utf-8") as handle:
                 handle.writelines(json.dumps(record) + "\n" for record in records)
+
+
+def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
+    """The records :class:`MetricsReporter` wrote to a run's ``metrics.jsonl``; a line cut short
+    by a killed process is skipped."""
+    path = run_dir / METRICS_FILE
+    if not path.is_file():
+        return []
+    records = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, dict) and isinstance(record.get("step"), int):
+            records.append(record)
+    return records
 
 
 def _headline(metrics: dict[str, float]) -> str:

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from aworld_train.metrics import read_metrics
+
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
@@ -35,8 +37,6 @@ CURVES = (
 def plot_run(run_dir: Path) -> list[Path]:
     """Draw every curve whose metric (or evaluation metric) was logged; returns the files
     written."""
-    from aworld_train.rundir import read_metrics
-
     records = read_metrics(run_dir)  # a line cut short by a killed run does not stop the plot
     written = []
     for curve in CURVES:

@@ -1,5 +1,5 @@
-"""The common training settings: their allowed values, the effective-settings table an engine
-reports, and the run-directory names every engine writes to.
+"""The common training settings: their allowed values and the effective-settings table an
+engine reports (the run directory's names are in :mod:`aworld_train.run_files`).
 
 A job states precision, LoRA, trackers and the RL knobs once, under their common names; each
 engine maps them onto its own keys (:data:`ENGINE_KEYS` names them for the shipped engines) and
@@ -26,10 +26,6 @@ LOSS_AGGREGATIONS = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum",
                      "seq-mean-token-sum-norm")
 TRACKERS = ("tensorboard", "wandb", "mlflow", "swanlab", "trackio")
 DEFAULT_LOG_SAMPLES = 4  # rollout samples per logged step when log_samples is unset
-TENSORBOARD_DIR = "tensorboard"  # <run>/tensorboard holds every engine's event files
-ADAPTER_DIR = "adapter"  # <run>/adapter: the LoRA adapter (a PEFT folder)
-MODEL_DIR = "model"  # <run>/model: the final model, merged for LoRA, loads without peft
-SAMPLES_FILE = "samples.jsonl"
 ALL_LINEAR = "all-linear"  # PEFT's name for every linear layer but the output head
 
 # The package each tracker needs, as pip names it.

@@ -81,7 +81,8 @@ class AgentTrainer:
         on_check: Callable[[CheckResult], None] | None = None,
     ) -> None:
         from aworld_train.redaction import install_secret_filter, remember_secrets
-        from aworld_train.rundir import RunDirectory, resolve_resume
+        from aworld_train.resume import resolve_resume
+        from aworld_train.rundir import RunDirectory
 
         # Before anything can print a secret: an error line, a log record.
         remember_secrets({"agent": agent, "config": config, "reward": reward_func})

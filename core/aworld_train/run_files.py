@@ -1,0 +1,48 @@
+"""The names of what a run directory holds, in one place: the core writes some of these files,
+the engines the others, and ``eval``, ``show`` and ``--resume`` read them back.
+
+Nothing is imported here but the standard library, so that any module may name a run's files.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+#: The run's status, process, versions, times and final metrics (:mod:`aworld_train.manifest`).
+MANIFEST = "manifest.json"
+#: The job as it ran, secrets redacted, re-runnable from any folder (:mod:`aworld_train.saved_job`).
+JOB_FILE = "job.yaml"
+#: One JSON object per logged step (:class:`aworld_train.metrics.MetricsReporter`).
+METRICS_FILE = "metrics.jsonl"
+#: A few rollout samples per logged step (:mod:`aworld_train.samples`).
+SAMPLES_FILE = "samples.jsonl"
+#: The traceback of a failed run (:mod:`aworld_train.failure`).
+ERROR_LOG = "error.log"
+#: Where a trainer engine's checkpoints go.
+CHECKPOINTS = "checkpoints"
+#: The LoRA adapter (a PEFT folder).
+ADAPTER_DIR = "adapter"
+#: The final model, merged for LoRA: it loads without peft.
+MODEL_DIR = "model"
+#: Every engine's TensorBoard event files.
+TENSORBOARD_DIR = "tensorboard"
+#: The results of ``aworld-train eval`` (also beside a job file that is evaluated).
+EVAL_DIR = "eval"
+
+# The folder name transformers' Trainer saves each checkpoint under.
+_CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+
+
+def last_checkpoint(folder: Path) -> Path | None:
+    """The ``checkpoint-N`` in ``folder`` with the highest N, or ``None`` when there is none.
+
+    Only a checkpoint with its ``trainer_state.json`` counts: the trainer writes that file last,
+    so a folder without it is a save that an interrupt cut short.
+    """
+    found = []
+    for child in Path(folder).glob("checkpoint-*"):
+        match = _CHECKPOINT.match(child.name)
+        if match and (child / "trainer_state.json").is_file():
+            found.append((int(match.group(1)), child))
+    return max(found)[1] if found else None
