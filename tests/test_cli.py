@@ -29,6 +29,7 @@ from helpers import (
     manifest,
     only_run_dir,
     read_jsonl,
+    run_cli,
     run_python,
     signal_when,
     write_jsonl,
@@ -76,15 +77,9 @@ def aworld_train(*args: str | Path, cwd: Path | None = None,
 
 def aworld_train_in_process(capsys: pytest.CaptureFixture[str],
                             *args: str | Path) -> subprocess.CompletedProcess[str]:
-    from aworld_train.cli import main
-
-    code = 0
-    try:
-        main([str(arg) for arg in args])
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    captured = capsys.readouterr()
-    return subprocess.CompletedProcess(args, code, captured.out, captured.err)
+    """:func:`run_cli`'s outcome in the shape :func:`aworld_train` returns."""
+    code, out, err = run_cli(capsys, *args)
+    return subprocess.CompletedProcess(args, code, out, err)
 
 
 def write_job(folder: Path, **fields: Any) -> Path:

@@ -294,8 +294,8 @@ def run_cli(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int,
     try:
         main([str(arg) for arg in args])
         code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
+    except SystemExit as exc:  # as the shell sees it: sys.exit("text") is status 1
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     out, err = capsys.readouterr()
     return code, out, err
 
