@@ -307,3 +307,13 @@ def one_error_line(code: int, err: str) -> str:
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), err
     return lines[0]
+
+
+def hide_packages(monkeypatch: pytest.MonkeyPatch, *names: str) -> None:
+    """Make ``names`` look uninstalled for the rest of the test, whatever this venv holds:
+    importing one raises ``ModuleNotFoundError`` and ``importlib.util.find_spec`` answers
+    ``None``, as on a machine without it."""
+    import sys
+
+    for name in names:
+        monkeypatch.setitem(sys.modules, name, None)

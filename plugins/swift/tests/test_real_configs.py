@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
+from aworld_train.testing.fixtures import hide_packages
+
 
 def check(tmp_path: Path, model: Path, swift: dict[str, Any], processes: int,
           capsys: pytest.CaptureFixture[str]) -> str | None:
@@ -69,13 +71,9 @@ def test_the_generation_batch_is_checked_for_the_jobs_world_size(
 ])
 def test_a_setting_whose_package_is_missing_is_one_line_naming_it(
     setting: dict[str, Any], package: str, tiny_model: Path, tmp_path: Path,
-    capsys: pytest.CaptureFixture[str]
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import importlib.util
-
-    module = package.replace("-", "_")
-    if importlib.util.find_spec(module) is not None:
-        pytest.skip(f"{package} is installed here")
+    hide_packages(monkeypatch, package.replace("-", "_"))
     refused = check(tmp_path, tiny_model, {**setting, "num_generations": 4,
                                            "per_device_train_batch_size": 4}, 1, capsys)
     assert refused is not None and f"pip install {package}" in refused, refused

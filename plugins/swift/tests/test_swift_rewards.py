@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from aworld_train.testing.fixtures import read_jsonl, run_cli
+from aworld_train.testing.fixtures import hide_packages, read_jsonl, run_cli
 
 PLUGIN = '''from swift.rewards import ORM, orms
 
@@ -93,12 +93,9 @@ def test_weights_and_a_plugin_reward_reach_swifts_arguments(
 ])
 def test_a_swift_reward_that_cannot_be_used_is_one_line(
     reward: str, section: dict[str, Any], words: str, tiny_model: Path, tmp_path: Path,
-    capsys: pytest.CaptureFixture[str]
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import importlib.util
-
-    if "math_verify" in words and importlib.util.find_spec("math_verify") is not None:
-        pytest.skip("math_verify is installed here")
+    hide_packages(monkeypatch, "math_verify")
     code, _, err = run_cli(capsys, "check", write_job(tmp_path, tiny_model, reward, section))
     assert code == 2, err
     assert words in error_line(err), err
