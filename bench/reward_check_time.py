@@ -1,9 +1,9 @@
 """Time to the first error for a reward that fails on a late row, against the engine's own
 ``check`` time on the same job with a reward that works.
 
-``check`` scores the reward on every training row up to a budget (1,000 rows, 1 s of scoring:
-``aworld_train.reward.CHECK_ROWS`` and ``CHECK_SECONDS``), with each row's ground truth as the
-completion, in one child process. Four jobs on 1,000 "Repeat: n" rows, each a fresh
+``check`` scores the reward on every training row up to a budget (1,000 rows, 1 s of
+scoring: ``aworld_train.reward_check.CHECK_ROWS`` and ``CHECK_SECONDS``), with each row's
+ground truth as the completion, in one child process. Four jobs on 1,000 "Repeat: n" rows, each a fresh
 ``aworld-train check`` process (imports included, as a user meets it):
 
 - ``valid``: a reward that scores every row (the engine's check time);

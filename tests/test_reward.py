@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from aworld_train.errors import RewardError
-from aworld_train.reward import RewardSpec, check_reward_on_row, resolve_reward
+from aworld_train.reward import RewardSpec, resolve_reward
+from aworld_train.reward_check import check_reward_on_row
 from aworld_train.rewards import exact_match
 
 ROW = {"prompt": "2+2?", "ground_truth": "4", "data_source": "math", "extra_info": {"index": 0}}

@@ -15,15 +15,10 @@ import pytest
 import yaml
 from helpers import run_cli, write_jsonl
 
-from aworld_train import reward as reward_module
+from aworld_train import reward_check
 from aworld_train.errors import RewardError
-from aworld_train.reward import (
-    NONE_REFUSED,
-    RewardSpec,
-    check_reward_on_rows,
-    resolve_reward,
-    sample_rows,
-)
+from aworld_train.reward import NONE_REFUSED, RewardSpec, resolve_reward
+from aworld_train.reward_check import check_reward_on_rows, sample_rows
 from aworld_train.testing.bad_jobs import LATE_ROW_REWARDS
 from aworld_train.testing.fixtures import one_error_line
 
@@ -191,8 +186,8 @@ def test_the_time_budget_stops_a_slow_reward_early(folder: Path) -> None:
 
 
 def test_the_documented_budget() -> None:
-    assert reward_module.CHECK_ROWS == 1000
-    assert reward_module.CHECK_SECONDS == 1.0
+    assert reward_check.CHECK_ROWS == 1000
+    assert reward_check.CHECK_SECONDS == 1.0
 
 
 def test_none_is_refused_at_training_time_too(folder: Path) -> None:

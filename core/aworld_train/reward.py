@@ -1,4 +1,6 @@
-"""Reward: resolve the user's reward functions, check their signature, run them on a sample.
+"""Reward: resolve the user's reward functions, check their signature, and score a completion
+with them (each result checked). ``check`` scores the training rows in an isolated child
+process: :mod:`aworld_train.reward_check`.
 
 The canonical signature, as VeRL uses it::
 
@@ -13,17 +15,16 @@ import inspect
 import math
 import numbers
 import re
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from aworld_train import plugins
 from aworld_train.errors import RewardError, did_you_mean
 from aworld_train.isolation import describe
-
-if TYPE_CHECKING:
-    from aworld_train.isolation import Heartbeat
+from aworld_train.references import import_object, load_file, resolve_path, split_reference
+from aworld_train.rewards import BUILTIN_REWARDS
 
 
 @dataclass
@@ -90,10 +91,10 @@ class RewardSpec:
         :raises RewardError: when a function raises or returns neither a number nor a dict with
             a numeric ``score``, naming the function, the row and the exception.
         """
-        return self._total(lambda function: _call(
+        return self.total(lambda function: call_checked(
             function, row, data_source, solution_str, ground_truth, extra_info))
 
-    def _total(
+    def total(
         self, value_of: Callable[[RewardFunction], float | dict[str, Any]]
     ) -> RewardResult:
         """The weighted total of ``value_of(function)`` (a checked result) over the functions."""
@@ -103,7 +104,7 @@ class RewardSpec:
             value = value_of(function)
             if isinstance(value, dict):
                 metrics.update(
-                    {k: float(v) for k, v in value.items() if k != "score" and _is_number(v)}
+                    {k: float(v) for k, v in value.items() if k != "score" and is_number(v)}
                 )
                 value = value["score"]
             metrics[f"rewards/{function.name}"] = float(value)
@@ -129,195 +130,6 @@ def resolve_reward(reward: Any, base_dir: Path | None = None) -> RewardSpec:
     return RewardSpec([_resolve_one(item, base_dir) for item in items])
 
 
-#: The most training rows ``check`` scores with their ground truth as the completion: all rows
-#: of a dataset this size or smaller, else this many spread evenly over it.
-CHECK_ROWS = 1000
-#: Seconds of scoring after which ``check`` starts no further row (the row then running still
-#: has ``reward_timeout``): a slow reward is checked on fewer rows, not for longer.
-CHECK_SECONDS = 1.0
-#: Two scores closer than this are the same score (float sums of weighted functions).
-_SAME_SCORE = 1e-9
-
-
-@dataclass
-class GroundTruthScores:
-    """What the reward scored on the ground truth of the rows ``check`` sampled.
-
-    :ivar rows: the rows scored, in the order they were scored (row 0 first).
-    :ivar scores: each row's weighted total, in the same order.
-    :ivar dataset_rows: how many rows the dataset holds.
-    :ivar first: the first row's result (row 0 in a check), with each function's metrics.
-    """
-
-    rows: list[int]
-    scores: list[float]
-    dataset_rows: int
-    first: RewardResult
-
-    @property
-    def low(self) -> float:
-        return min(self.scores)
-
-    @property
-    def high(self) -> float:
-        return max(self.scores)
-
-    def below_high(self) -> list[tuple[int, float]]:
-        """The rows whose ground truth scores below the highest score seen, by row."""
-        return sorted((row, score) for row, score in zip(self.rows, self.scores)
-                      if score < self.high - _SAME_SCORE)
-
-    def describe(self) -> str:
-        """The check table's text: the range on the ground truth, over how many rows."""
-        span = f"{self.low:.3g}" if self.low >= self.high - _SAME_SCORE else \
-            f"{self.low:.3g} to {self.high:.3g}"
-        below = len(self.below_high())
-        share = "all" if len(self.rows) == self.dataset_rows else f"{len(self.rows):,} of"
-        text = f"the ground truth scores {span} on {share} {self.dataset_rows:,} rows"
-        return text + (f" ({below} below {self.high:.3g})" if below else "")
-
-    def warning(self) -> str | None:
-        """A warning when the right answer scores below the reward's maximum (the highest
-        score seen) on some rows: a reward that misreads some answers, worth knowing before
-        training on it."""
-        below = self.below_high()
-        if not below:
-            return None
-        shown = ", ".join(f"{row} ({score:.3g})" for row, score in below[:5])
-        more = f" and {len(below) - 5} more" if len(below) > 5 else ""
-        rows = "row" if len(below) == 1 else "rows"
-        return (f"reward: the ground truth, scored as the completion, gets less than "
-                f"{self.high:.3g} on {len(below)} of {len(self.rows)} rows checked ({rows} "
-                f"{shown}{more}): a right answer should get the reward's maximum; check how "
-                "the reward reads these rows' answers")
-
-
-def sample_rows(count: int, budget: int = CHECK_ROWS) -> list[int]:
-    """The rows ``check`` scores, in the order it scores them: every row of a dataset of at
-    most ``budget`` rows, else ``budget`` rows spread evenly from the first to the last. Row 0
-    comes first, then halves, quarters, ... of the span, so a scoring cut short by the time
-    budget still covers the whole dataset."""
-    if count <= 0:
-        return []
-    taken = min(count, max(budget, 1))
-    spread = [round(i * (count - 1) / (taken - 1)) for i in range(taken)] if taken > 1 else [0]
-    order: list[int] = []
-    seen: set[int] = set()
-    step = 1 << max(taken - 1, 0).bit_length()
-    while step:
-        for position in range(0, taken, step):
-            if position not in seen:
-                seen.add(position)
-                order.append(spread[position])
-        step //= 2
-    return order
-
-
-def check_reward_on_rows(
-    spec: RewardSpec,
-    dataset: Any,
-    timeout: float = 5.0,
-    rows: int = CHECK_ROWS,
-    seconds: float = CHECK_SECONDS,
-) -> GroundTruthScores:
-    """Score rows of ``dataset`` with every reward function, each row's ground truth as the
-    completion, so a reward that fails on some row fails before any training.
-
-    The rows are :func:`sample_rows`; scoring stops starting rows after ``seconds``. All of
-    them run in one child process (:func:`aworld_train.isolation.call_isolated`): a reward that
-    hangs, calls ``sys.exit``, ends or crashes the process fails the check in one line instead
-    of ending or stalling it.
-
-    :param dataset: a ``datasets.Dataset`` or a list of canonical rows.
-    :param timeout: seconds each function may take on one row (config ``reward_timeout``).
-    :raises RewardError: naming the function, the first row it failed on and what went wrong:
-        it raised, returned ``None``, NaN, an infinity or anything but a number or a dict with
-        a numeric ``score``, hung, or ended the process.
-    """
-    order = sample_rows(len(dataset), rows)
-    if not order:
-        raise RewardError("the training dataset has no rows to score the reward on")
-    return _score_rows(spec, lambda: _read_rows(dataset, order), order, len(dataset), timeout,
-                       seconds)
-
-
-def check_reward_on_row(
-    spec: RewardSpec, row: dict[str, Any], row_index: int = 0, timeout: float = 5.0
-) -> RewardResult:
-    """Run every reward function once on one row, as :func:`check_reward_on_rows` does.
-
-    :raises RewardError: naming the function, the row and what went wrong.
-    """
-    return _score_rows(spec, lambda: [row], [row_index], 1, timeout, math.inf).first
-
-
-def _read_rows(dataset: Any, order: list[int]) -> list[dict[str, Any]]:
-    """The rows ``order`` names, in that order: a ``datasets.Dataset`` reads them in one
-    selection (a row at a time costs ten times more), a list by index."""
-    if hasattr(dataset, "select") and hasattr(dataset, "to_list"):
-        return dataset.select(order).to_list()
-    return [dataset[index] for index in order]
-
-
-def _score_rows(
-    spec: RewardSpec,
-    read: Callable[[], list[dict[str, Any]]],
-    order: list[int],
-    dataset_rows: int,
-    timeout: float,
-    seconds: float,
-) -> GroundTruthScores:
-    """Score the rows ``order`` names (``read`` returns them, in the child) in one child
-    process, each function call a step of a heartbeat, so each has ``timeout`` seconds and an
-    error names the row it was on."""
-    from aworld_train.isolation import Heartbeat, call_isolated
-
-    functions = spec.functions
-    heartbeat = Heartbeat()
-
-    def running() -> str:
-        step = max(heartbeat.step, 0)
-        return _where(functions[step % len(functions)], order[step // len(functions)])
-
-    def score_all() -> tuple[list[float], dict[str, float]]:
-        rows = read()
-        started = time.monotonic()
-        scores: list[float] = []
-        metrics: dict[str, float] = {}
-        for position, (index, row) in enumerate(zip(order, rows)):
-            if position and time.monotonic() - started > seconds:
-                break
-            result = spec._total(_beating(heartbeat, position * len(functions), index, row))
-            scores.append(result.score)
-            if position == 0:
-                metrics = result.metrics
-        return scores, metrics
-
-    scores, metrics = call_isolated(score_all, timeout=timeout, what=running,
-                                    error=RewardError, heartbeat=heartbeat,
-                                    hint="set config reward_timeout to allow more")
-    return GroundTruthScores(order[:len(scores)], scores, dataset_rows,
-                             RewardResult(scores[0], metrics))
-
-
-def _beating(
-    heartbeat: Heartbeat, first_step: int, index: int, row: dict[str, Any]
-) -> Callable[[RewardFunction], float | dict[str, float]]:
-    """Score ``row`` (its ground truth as the completion) with one function, a heartbeat step
-    each: what :meth:`RewardSpec._total` calls for each function."""
-    arguments = (row.get("data_source", ""), str(row["ground_truth"]), row["ground_truth"],
-                 row.get("extra_info"))
-    step = first_step
-
-    def value_of(function: RewardFunction) -> float | dict[str, float]:
-        nonlocal step
-        heartbeat.beat(step)
-        step += 1
-        return _plain(_call(function, index, *arguments))
-
-    return value_of
-
-
 CANONICAL_SIGNATURE = "reward(data_source, solution_str, ground_truth, extra_info=None)"
 
 #: What ``None`` from a reward means: refused, the same on every engine, in ``check`` and in
@@ -331,9 +143,6 @@ NONE_REFUSED = ("a reward scores every completion with a number (return 0.0 for 
 
 
 def _resolve_one(item: Any, base_dir: Path | None) -> RewardFunction:
-    from aworld_train.references import import_object, resolve_path, split_reference
-    from aworld_train.rewards import BUILTIN_REWARDS
-
     weight = 1.0
     if isinstance(item, dict):
         unknown = set(item) - {"name", "weight"}
@@ -342,7 +151,7 @@ def _resolve_one(item: Any, base_dir: Path | None) -> RewardFunction:
                 f"reward entry {item!r} must be {{name: <reward>, weight: <number>}}"
             )
         weight = item.get("weight", 1.0)
-        if not _is_number(weight):
+        if not is_number(weight):
             raise RewardError(
                 f"reward '{item['name']}': weight must be a finite number, got {weight!r}"
             )
@@ -385,8 +194,6 @@ def _engine_reference(item: str) -> tuple[str, str] | None:
     """``(engine, name)`` when ``item`` names an engine's own reward: the part before the colon
     is an engine's name (installed or known), which wins over a Python module of that name
     (``swift:accuracy`` is ms-swift's reward, not ``accuracy`` in the ``swift`` package)."""
-    from aworld_train import plugins
-
     found = _ENGINE_REFERENCE.fullmatch(item)
     if found is None:
         return None
@@ -433,8 +240,6 @@ def _sole_reward(path: str, base_dir: Path | None) -> str:
 
     :raises RewardError: naming the file and its functions when it defines none or several.
     """
-    from aworld_train.references import load_file, resolve_path
-
     module = load_file(resolve_path(path, base_dir), RewardError, "reward")
     defined: dict[str, Callable[..., Any]] = {}
     for name, value in vars(module).items():
@@ -476,7 +281,7 @@ def _check_signature(function: RewardFunction) -> None:
         )
 
 
-def _call(
+def call_checked(
     function: RewardFunction,
     row: int | None,
     data_source: str,
@@ -484,7 +289,12 @@ def _call(
     ground_truth: str,
     extra_info: dict[str, Any] | None,
 ) -> float | dict[str, Any]:
-    where = _where(function, row)
+    """``function``'s result on one completion, checked.
+
+    :raises RewardError: naming the function and the row, when it raises or returns ``None``,
+        NaN, an infinity, or anything but a number or a dict with a numeric ``score``.
+    """
+    where = where_scored(function, row)
     try:
         value = function.fn(
             data_source=data_source,
@@ -497,13 +307,13 @@ def _call(
     if isinstance(value, dict):
         if "score" in value and value["score"] is None:
             raise RewardError(f"{where} returned a dict whose 'score' is None; {NONE_REFUSED}")
-        if not _is_number(value.get("score")):
+        if not is_number(value.get("score")):
             raise RewardError(f"{where} returned a dict without a finite numeric 'score': "
                               f"{value!r}")
         return value
     if value is None:
         raise RewardError(f"{where} returned None; {NONE_REFUSED}")
-    if not _is_number(value):
+    if not is_number(value):
         raise RewardError(
             f"{where} returned {type(value).__name__} {value!r}; expected a finite number or "
             "a dict with a numeric 'score'"
@@ -511,19 +321,13 @@ def _call(
     return value
 
 
-def _where(function: RewardFunction, row: int | None) -> str:
+def where_scored(function: RewardFunction, row: int | None) -> str:
+    """How an error names the function, and the row it scored."""
     named = f"reward '{function.ref or function.name}'"
     return named if row is None else f"{named} on row {row}"
 
 
-def _plain(value: float | dict[str, Any]) -> float | dict[str, float]:
-    """A checked result as plain floats, which any process can unpickle (numpy scalars, and a
-    dict's values that are not numbers, stay behind)."""
-    if isinstance(value, dict):
-        return {k: float(v) for k, v in value.items() if _is_number(v)}
-    return float(value)
-
-
-def _is_number(value: Any) -> bool:
+def is_number(value: Any) -> bool:
+    """Whether ``value`` is a finite real number (a bool is not)."""
     # numbers.Real also admits numpy scalars (np.float32, np.int64) that rewards often return.
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
