@@ -51,6 +51,7 @@ from aworld_train.hf import (
     argument_names,
     arguments_class,
     completion_text,
+    last_checkpoint,
     merge_adapter,
     policy_model,
     probe_response_template,
@@ -67,13 +68,6 @@ from aworld_train.model import check_lengths, load_tokenizer, max_positions
 from aworld_train.plugins import installed_versions
 from aworld_train.redaction import SecretFilter, redact_text, remember_secrets
 from aworld_train.reward import RewardFunction, RewardSpec
-from aworld_train.run_files import (
-    ADAPTER_DIR,
-    MODEL_DIR,
-    SAMPLES_FILE,
-    TENSORBOARD_DIR,
-    last_checkpoint,
-)
 from aworld_train.runtime import (
     AgentRuntime,
     BatchedGenerate,
@@ -91,19 +85,38 @@ from aworld_train import vllm_generation
 from aworld_train.samples import append_samples, read_samples
 from aworld_train.memory import MemoryPlan, prompt_budget
 from aworld_train.settings import (
+    ADAPTER_DIR,
     DEFAULT_LOG_SAMPLES,
     ENGINE_KEYS,
     LOSS_AGGREGATIONS,
     LR_SCHEDULERS,
+    MODEL_DIR,
     PRECISIONS,
+    SAMPLES_FILE,
+    TENSORBOARD_DIR,
     TRACKERS,
+    TRAINER_LOSS_TYPES,
+    TRAINER_SCHEDULERS,
+    CommonKeys,
     Lora,
     Setting,
     check_trackers,
+    disagreement,
+    plain_value,
+    same_value,
+    trainer_scheduler,
     require_package,
     describe_device,
     resolve_precision,
     tracker_environment,
+)
+from aworld_train.strict import (
+    check_value,
+    describe_type,
+    field_types,
+    fits,
+    union_members,
+    yaml_repr,
 )
 from aworld_train.tools import DEFAULT_TIMEOUT, MCPTool, ToolSet
 from aworld_train.workers import (
@@ -154,6 +167,20 @@ __all__ = [
     "check_trackers",
     "require_package",
     "tracker_environment",
+    # A common key carried onto the engine's own key; a section's values checked strictly
+    "CommonKeys",
+    "disagreement",
+    "same_value",
+    "plain_value",
+    "trainer_scheduler",
+    "TRAINER_LOSS_TYPES",
+    "TRAINER_SCHEDULERS",
+    "check_value",
+    "fits",
+    "describe_type",
+    "field_types",
+    "union_members",
+    "yaml_repr",
     "append_samples",
     "read_samples",
     "generate_and_score",

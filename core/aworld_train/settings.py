@@ -1,10 +1,11 @@
-"""The common training settings: their allowed values and the effective-settings table an
-engine reports (the run directory's names are in :mod:`aworld_train.run_files`).
+"""The common training settings: their allowed values, the effective-settings table an engine
+reports, and the run-directory names every engine writes to.
 
 A job states precision, LoRA, trackers and the RL knobs once, under their common names; each
-engine maps them onto its own keys (:data:`ENGINE_KEYS` names them for the shipped engines) and
-answers the ``effective_settings`` hook with one :class:`Setting` per common name, which
-``check`` prints and the manifest keeps. Nothing heavy is imported here: torch only inside
+engine maps them onto its own keys (:data:`ENGINE_KEYS` names them for the shipped engines)
+through :class:`CommonKeys`, which refuses a section key that says otherwise, and answers the
+``effective_settings`` hook with one :class:`Setting` per common name, which ``check`` prints
+and the manifest keeps. Nothing heavy is imported here: torch only inside
 :func:`describe_device` and :func:`resolve_precision`, and only when a GPU is asked for.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 import importlib.util
 import netrc
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,10 @@ LOSS_AGGREGATIONS = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum",
                      "seq-mean-token-sum-norm")
 TRACKERS = ("tensorboard", "wandb", "mlflow", "swanlab", "trackio")
 DEFAULT_LOG_SAMPLES = 4  # rollout samples per logged step when log_samples is unset
+TENSORBOARD_DIR = "tensorboard"  # <run>/tensorboard holds every engine's event files
+ADAPTER_DIR = "adapter"  # <run>/adapter: the LoRA adapter (a PEFT folder)
+MODEL_DIR = "model"  # <run>/model: the final model, merged for LoRA, loads without peft
+SAMPLES_FILE = "samples.jsonl"
 ALL_LINEAR = "all-linear"  # PEFT's name for every linear layer but the output head
 
 # The package each tracker needs, as pip names it.
@@ -315,3 +321,109 @@ def common_name(engine: str, key: str) -> str | None:
     by ``precision``)."""
     return next((name for name, keys in ENGINE_KEYS.get(engine, {}).items()
                  if any(key == own or key.startswith(f"{own}.") for own in keys)), None)
+
+
+# The loss_type of the trainers built on transformers (TRL's, ms-swift's GRPO) for each common
+# loss_aggregation they have: grpo averages each sequence's tokens then the sequences, dapo
+# every token of the batch alike, dr_grpo sums each sequence over max_completion_length.
+# seq-mean-token-sum has none.
+TRAINER_LOSS_TYPES = {"token-mean": "dapo", "seq-mean-token-mean": "grpo",
+                      "seq-mean-token-sum-norm": "dr_grpo"}
+# The common lr_scheduler of each of transformers' lr_scheduler_type names that has one.
+TRAINER_SCHEDULERS = {"constant": "constant", "constant_with_warmup": "constant",
+                      "linear": "linear", "cosine": "cosine"}
+
+
+def plain_value(value: Any) -> Any:
+    """An enum's value (transformers' ``SchedulerType``), or ``value``."""
+    return getattr(value, "value", value)
+
+
+def same_value(given: Any, expected: Any) -> bool:
+    """Equal as an engine reads them: an enum as its value, 1 and 1.0 alike, a list and a tuple
+    alike, a bool only as a bool."""
+    given, expected = plain_value(given), plain_value(expected)
+    if isinstance(expected, (list, tuple)):
+        return isinstance(given, (list, tuple)) and list(given) == list(expected)
+    if isinstance(expected, bool) or isinstance(given, bool):
+        return given is expected
+    return bool(given == expected)
+
+
+def _shown(value: Any) -> str:
+    from aworld_train.strict import yaml_repr
+
+    return repr(value.to_dict()) if hasattr(value, "to_dict") else yaml_repr(value)
+
+
+def disagreement(name: str, value: Any, key: str, given: Any, engine_value: Any) -> ConfigError:
+    """The one error for a common key and an engine section's own key set differently.
+
+    :param name: the common key (``kl_coef``, ``lora.rank``).
+    :param value: the common key's value.
+    :param key: the section's key as the job writes it (``trl.beta``).
+    :param given: the section key's value.
+    :param engine_value: what the common key sets the engine's key to.
+    """
+    own = key.split(".", 1)[-1]
+    sets = "" if own == name else f" ({name} sets {own} to {_shown(engine_value)})"
+    return ConfigError(f"config {name}: {_shown(value)} and {key}: {_shown(given)} disagree{sets}: "
+                       "set one of them")
+
+
+class CommonKeys:
+    """The common keys of a job carried onto an engine's own keys, each checked against the
+    engine's section: a key both give must say the same, either alone decides.
+
+    :ivar arguments: the engine's keys the common keys set, in order.
+    """
+
+    def __init__(self, section_name: str, section: Mapping[str, Any],
+                 same: Callable[[Any, Any], bool] = same_value) -> None:
+        """:param section_name: the section's name, as the job writes it (``trl``).
+        :param section: the section's keys; a null one counts as unset.
+        :param same: when the section's value (first) says what the engine's value does."""
+        self.section_name = section_name
+        self.section = {key: value for key, value in section.items() if value is not None}
+        self.arguments: dict[str, Any] = {}
+        self._same = same
+
+    def check(self, name: str, value: Any, key: str, engine_value: Any,
+              agrees: Callable[[Any], bool] | None = None) -> None:
+        """Refuse the section's ``key`` when it disagrees with the common key ``name``.
+
+        :param agrees: whether a section value agrees, where equality to ``engine_value`` is
+            not the rule (VeRL's mixed-precision mapping).
+        :raises ConfigError: :func:`disagreement`'s line.
+        """
+        given = self.section.get(key)
+        if given is None or (agrees(given) if agrees else self._same(given, engine_value)):
+            return
+        raise disagreement(name, value, f"{self.section_name}.{key}", given, engine_value)
+
+    def carry(self, name: str, value: Any, key: str, engine_value: Any,
+              agrees: Callable[[Any], bool] | None = None) -> Any:
+        """Set the engine's ``key`` to ``engine_value`` for the common key ``name`` (whose
+        value is ``value``), after :meth:`check`; returns ``engine_value``."""
+        self.check(name, value, key, engine_value, agrees)
+        self.arguments[key] = engine_value
+        return engine_value
+
+
+def trainer_scheduler(common: CommonKeys, lr_scheduler: str, warmup: str | None,
+                      engine: str) -> str:
+    """transformers' ``lr_scheduler_type`` for the common ``lr_scheduler``: ``constant`` with a
+    warmup is ``constant_with_warmup`` (transformers' ``constant`` ignores the warmup).
+
+    :param warmup: the run's warmup as a message names it (``warmup_ratio 0.1``), or ``None``.
+    :param engine: the engine's name for the message (``TRL``, ``ms-swift``).
+    :raises ConfigError: for ``constant`` with a warmup where the section's own
+        ``lr_scheduler_type`` is ``constant``.
+    """
+    if lr_scheduler != "constant" or not warmup:
+        return lr_scheduler
+    if plain_value(common.section.get("lr_scheduler_type")) == "constant":
+        raise ConfigError(
+            f"config lr_scheduler: constant with {warmup} is {engine}'s constant_with_warmup, but "
+            f"{common.section_name}.lr_scheduler_type is constant (no warmup): set one of them")
+    return "constant_with_warmup"

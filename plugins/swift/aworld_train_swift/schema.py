@@ -27,8 +27,8 @@ from aworld_train.engine import (
     ConfigError,
     all_argument_names,
     arguments_class,
+    check_value,
     did_you_mean,
-    first_non_finite,
 )
 
 # The argument dataclass swift parses each algorithm this engine trains into.
@@ -166,27 +166,13 @@ def validate_section(section: dict[str, Any], algorithm: str) -> dict[str, Any]:
 
 
 def validate_value(field: Field, value: Any) -> Any:
-    """``value`` as ``field``'s type holds it.
+    """``value`` as ``field``'s type holds it, or as swift's own command line would also read
+    it (:func:`_other_readings`).
 
     :raises ConfigError: naming the key and what its type needs.
     """
-    from pydantic import ConfigDict, TypeAdapter, ValidationError
-
-    where = f"config key 'swift.{field.name}'"
-    if first_non_finite(value) is not None:
-        raise ConfigError(f"{where} may not hold NaN or infinity, got {value!r}")
-    # A type no job file can hold (transformers' GenerationConfig) is checked with isinstance.
-    config = ConfigDict(strict=True, allow_inf_nan=False, arbitrary_types_allowed=True)
-    adapter = TypeAdapter(field.hint, config=config)
-    try:
-        return adapter.validate_python(value)
-    except ValidationError as error:
-        for reading in _other_readings(value):
-            try:
-                return adapter.validate_python(reading)
-            except ValidationError:
-                pass
-        raise ConfigError(f"{where} {_describe(error)}, got {value!r}") from None
+    return check_value(field.hint, value, f"config key 'swift.{field.name}'",
+                       readings=_other_readings(value))
 
 
 @functools.cache
@@ -277,15 +263,3 @@ def _other_readings(value: Any) -> list[Any]:
     if not isinstance(value, list):
         readings.append([value])
     return readings
-
-
-def _describe(error: Any) -> str:
-    """pydantic's complaint in a few words: ``should be a valid integer``, ``item 2 should be a
-    valid string`` (the first item only, when several share the complaint)."""
-    parts: dict[str, str] = {}
-    for item in error.errors():
-        message = item["msg"].replace("Input should be", "should be", 1)
-        items = [step for step in item["loc"] if isinstance(step, int)]
-        parts.setdefault(message, f"item {items[0]} {message}" if items else message)
-    return " or ".join(parts.values())
-

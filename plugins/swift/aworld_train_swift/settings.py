@@ -15,31 +15,27 @@ from typing import TYPE_CHECKING, Any
 from aworld_train.engine import (
     DEFAULT_LOG_SAMPLES,
     TENSORBOARD_DIR,
+    TRAINER_LOSS_TYPES,
+    TRAINER_SCHEDULERS,
+    CommonKeys,
     ConfigError,
     Lora,
     Setting,
     arguments_class,
     describe_device,
+    plain_value,
     resolve_precision,
+    same_value,
+    trainer_scheduler,
 )
 
 from aworld_train_swift.schema import ARGUMENT_CLASSES
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from aworld_train.engine import TrainConfig
 
 # swift's dtype for each precision.
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
-# swift's loss_type for each common loss aggregation it has (its loss code: grpo averages each
-# sequence's tokens then the sequences, dapo every token of the batch alike, dr_grpo sums each
-# sequence over max_completion_length).
-LOSS_TYPES = {"token-mean": "dapo", "seq-mean-token-mean": "grpo",
-              "seq-mean-token-sum-norm": "dr_grpo"}
-# The common scheduler for each of swift's (transformers') scheduler names that has one.
-SCHEDULERS = {"constant": "constant", "constant_with_warmup": "constant", "linear": "linear",
-              "cosine": "cosine"}
 # The knobs only GRPO has here (SFT and DPO train without rollouts, a KL penalty or clipping).
 GRPO_ONLY = ("kl_coef", "loss_aggregation", "clip_ratio", "entropy_coef", "log_samples")
 # What ms-swift 4.6's RLHFArguments fill in for GRPO where the argument is left None
@@ -61,16 +57,8 @@ def common_arguments(config: TrainConfig, section: dict[str, Any], run_dir: Path
     :raises ConfigError: one line for a value this engine cannot honour, or naming both places
         when a common key and the section disagree.
     """
-    given = {key: value for key, value in section.items() if value is not None}
-    arguments: dict[str, Any] = {}
-
-    def put(name: str, value: Any, key: str, engine_value: Any) -> None:
-        if key in given and _plain(given[key]) != _plain(engine_value):
-            raise ConfigError(
-                f"config {name} is {_show(value)} but swift.{key} is {_show(given[key])}: both "
-                f"set ms-swift's {key}, differently; keep one (the common key {name} means the "
-                "same on every engine)")
-        arguments[key] = engine_value
+    common = CommonKeys("swift", section, _same)
+    given, arguments, put = common.section, common.arguments, common.carry
 
     if config.algorithm != "grpo":
         for name in GRPO_ONLY:
@@ -80,7 +68,7 @@ def common_arguments(config: TrainConfig, section: dict[str, Any], run_dir: Path
                     f"config {name}: the swift engine uses it for GRPO only, not for "
                     f"{config.algorithm}; leave it unset")
 
-    arguments.update(_precision(config, given, use_gpu, put))
+    _precision(config, common, use_gpu)
 
     if config.lora is None:
         arguments["tuner_type"] = "full"
@@ -102,28 +90,21 @@ def common_arguments(config: TrainConfig, section: dict[str, Any], run_dir: Path
 
     warmup = _warmup(config, given)
     if config.lr_scheduler is not None:
-        name = config.lr_scheduler
-        if name == "constant" and warmup:
-            name = "constant_with_warmup"  # transformers' constant ignores the warmup
-            if _plain(given.get("lr_scheduler_type")) == "constant":
-                raise ConfigError(
-                    f"config lr_scheduler: constant with {warmup} is ms-swift's "
-                    "constant_with_warmup, but swift.lr_scheduler_type is constant (no warmup): "
-                    "set one of them")
-        put("lr_scheduler", config.lr_scheduler, "lr_scheduler_type", name)
+        put("lr_scheduler", config.lr_scheduler, "lr_scheduler_type",
+            trainer_scheduler(common, config.lr_scheduler, warmup, "ms-swift"))
     if config.warmup_ratio is not None:
         put("warmup_ratio", config.warmup_ratio, "warmup_ratio", config.warmup_ratio)
 
     if config.kl_coef is not None:
         put("kl_coef", config.kl_coef, "beta", config.kl_coef)
     if config.loss_aggregation is not None:
-        if config.loss_aggregation not in LOSS_TYPES:
-            choices = ", ".join(f"{name} ({loss})" for name, loss in LOSS_TYPES.items())
+        if config.loss_aggregation not in TRAINER_LOSS_TYPES:
+            choices = ", ".join(f"{name} ({loss})" for name, loss in TRAINER_LOSS_TYPES.items())
             raise ConfigError(
                 f"config loss_aggregation: ms-swift has no loss_type for "
                 f"{config.loss_aggregation}; the swift engine takes {choices}")
         put("loss_aggregation", config.loss_aggregation, "loss_type",
-            LOSS_TYPES[config.loss_aggregation])
+            TRAINER_LOSS_TYPES[config.loss_aggregation])
     if config.clip_ratio is not None:
         put("clip_ratio", config.clip_ratio, "epsilon", config.clip_ratio)
         if "epsilon_high" in given:  # clip_ratio is both sides
@@ -172,14 +153,14 @@ def samples_per_step(config: TrainConfig) -> int:
     return DEFAULT_LOG_SAMPLES if config.log_samples is None else config.log_samples
 
 
-def _precision(config: TrainConfig, given: dict[str, Any], use_gpu: bool,
-               put: Callable[[str, Any, str, Any], None]) -> dict[str, Any]:
+def _precision(config: TrainConfig, common: CommonKeys, use_gpu: bool) -> None:
     """torch_dtype, bf16 and fp16 for the job's precision, or for the section's own keys when
     the job leaves it ``auto``.
 
     fp16 keeps float32 weights under fp16 autocast: full-parameter training cannot step float16
     weights through the gradient scaler. swift's own rule would switch fp16 on for float32 too.
     """
+    given = common.section
     if config.precision == "auto" and _PRECISION_KEYS & given.keys():
         precision = section_precision(given)
         where = "swift." + _deciding_key(given, precision)
@@ -193,10 +174,11 @@ def _precision(config: TrainConfig, given: dict[str, Any], use_gpu: bool,
     wanted = {"torch_dtype": "bfloat16" if precision == "bf16" else "float32",
               "bf16": precision == "bf16", "fp16": precision == "fp16"}
     if where != "precision":
-        return {**wanted, **{key: given[key] for key in _PRECISION_KEYS if key in given}}
+        common.arguments.update(wanted, **{key: given[key] for key in _PRECISION_KEYS
+                                           if key in given})
+        return
     for key, value in wanted.items():
-        put("precision", precision, key, value)
-    return wanted
+        common.carry("precision", precision, key, value)
 
 
 def _deciding_key(given: dict[str, Any], precision: str) -> str:
@@ -249,17 +231,16 @@ def effective_settings(config: TrainConfig, arguments: dict[str, Any],
         Setting("report_to", [t for t in value_of("report_to") if t != "none"], "report_to",
                 value_of("report_to"), source("report_to", "report_to")),
     ]
-    scheduler = value_of("lr_scheduler_type")
-    scheduler = getattr(scheduler, "value", scheduler)
+    scheduler = plain_value(value_of("lr_scheduler_type"))
     settings += [
-        Setting("lr_scheduler", SCHEDULERS.get(scheduler, scheduler), "lr_scheduler_type",
+        Setting("lr_scheduler", TRAINER_SCHEDULERS.get(scheduler, scheduler), "lr_scheduler_type",
                 scheduler, source("lr_scheduler", "lr_scheduler_type")),
         Setting("warmup_ratio", value_of("warmup_ratio"), "warmup_ratio",
                 value_of("warmup_ratio"), source("warmup_ratio", "warmup_ratio")),
     ]
     if config.algorithm == "grpo":
         loss = _plain(value_of("loss_type"))
-        losses = {swift: common for common, swift in LOSS_TYPES.items()}
+        losses = {swift: name for name, swift in TRAINER_LOSS_TYPES.items()}
         settings += [
             Setting("kl_coef", value_of("beta"), "beta", value_of("beta"),
                     source("kl_coef", "beta")),
@@ -331,5 +312,6 @@ def _plain(value: Any) -> Any:
     return value[0] if isinstance(value, list) and len(value) == 1 else value
 
 
-def _show(value: Any) -> str:
-    return repr(value) if isinstance(value, str) else str(value)
+def _same(given: Any, expected: Any) -> bool:
+    """Equal as swift reads them, a one-item list as its item."""
+    return same_value(_plain(given), _plain(expected))

@@ -159,7 +159,7 @@ def test_a_misspelt_swift_key_fails_with_a_suggestion(job: dict[str, Any]) -> No
 
 def test_a_swift_value_of_the_wrong_type_fails(job: dict[str, Any]) -> None:
     with pytest.raises(ConfigError,
-                       match=r"'swift\.lora_rank' should be a valid integer, got 'eight'"):
+                       match=r"'swift\.lora_rank': expected an integer, got 'eight'"):
         _check(job, swift={"template": "qwen", "tuner_type": "lora", "lora_rank": "eight"})
 
 

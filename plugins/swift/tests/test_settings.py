@@ -113,19 +113,25 @@ def test_the_section_s_own_keys_show_as_such(job: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize(("common", "section", "message"), [
     ({"kl_coef": 0.1}, {"beta": 0.0},
-     r"^config kl_coef is 0\.1 but swift\.beta is 0\.0: both set ms-swift's beta, differently"),
+     r"^config kl_coef: 0\.1 and swift\.beta: 0\.0 disagree \(kl_coef sets beta to 0\.1\): "
+     r"set one of them$"),
     ({"lr_scheduler": "linear"}, {"lr_scheduler_type": "cosine"},
-     r"^config lr_scheduler is 'linear' but swift\.lr_scheduler_type is 'cosine'"),
+     r"^config lr_scheduler: 'linear' and swift\.lr_scheduler_type: 'cosine' disagree"),
     ({"loss_aggregation": "token-mean"}, {"loss_type": "grpo"},
-     r"^config loss_aggregation is 'token-mean' but swift\.loss_type is \['grpo'\]"),
+     r"^config loss_aggregation: 'token-mean' and swift\.loss_type: \['grpo'\] disagree "
+     r"\(loss_aggregation sets loss_type to 'dapo'\)"),
     ({"clip_ratio": 0.3}, {"epsilon_high": 0.28},
-     r"^config clip_ratio is 0\.3 but swift\.epsilon_high is 0\.28"),
+     r"^config clip_ratio: 0\.3 and swift\.epsilon_high: 0\.28 disagree"),
     ({"precision": "bf16"}, {"torch_dtype": "float32"},
-     r"^config precision is 'bf16' but swift\.torch_dtype is 'float32'"),
-    ({"lora": {"rank": 8}}, {"lora_rank": 4}, r"^config lora\.rank is 8 but swift\.lora_rank is 4"),
-    ({"lora": {"rank": 8}}, {"tuner_type": "full"}, r"^config lora is .* swift\.tuner_type is"),
+     r"^config precision: 'bf16' and swift\.torch_dtype: 'float32' disagree \(precision sets "
+     r"torch_dtype to 'bfloat16'\)"),
+    ({"lora": {"rank": 8}}, {"lora_rank": 4},
+     r"^config lora\.rank: 8 and swift\.lora_rank: 4 disagree"),
+    ({"lora": {"rank": 8}}, {"tuner_type": "full"},
+     r"^config lora: .* and swift\.tuner_type: 'full' disagree"),
     ({"report_to": "tensorboard"}, {"report_to": "none"},
-     r"^config report_to is \['tensorboard'\] but swift\.report_to is \['none'\]"),
+     r"^config report_to: \['tensorboard'\] and swift\.report_to: \['none'\] disagree: "
+     r"set one of them$"),
 ])
 def test_a_common_key_the_section_contradicts_is_one_line_naming_both(
     job: dict[str, Any], common: dict[str, Any], section: dict[str, Any], message: str

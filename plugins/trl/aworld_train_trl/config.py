@@ -312,7 +312,9 @@ def check_section(
         there), a key that is not a field (with a suggestion), a ``model_init_kwargs`` that asks
         for remote code, or a value the field does not accept.
     """
-    from aworld_train_trl.schema import check_value, yaml_repr
+    from aworld_train.engine import yaml_repr
+
+    from aworld_train_trl.schema import check_value
 
     for key, value in section.items():
         if key in _RESERVED:

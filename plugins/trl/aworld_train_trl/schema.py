@@ -12,14 +12,15 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
-import math
-import types
-import typing
-from typing import Annotated, Any, Literal
+from typing import Any
 
-from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
-
-from aworld_train.engine import ConfigError, did_you_mean, first_non_finite
+from aworld_train.engine import (
+    check_value as check_strictly,
+    ConfigError,
+    did_you_mean,
+    field_types,
+    union_members,
+)
 
 # GRPOConfig fields typed ``str`` whose values TRL 1.16 compares against a fixed set only inside
 # GRPOTrainer (``__init__``, ``_compute_loss``, ``_calculate_rewards``), so a typo fails once the
@@ -81,12 +82,6 @@ RANGES: dict[str, dict[str, float]] = {
     "vllm_group_port": _PORT,
 }
 
-# Values read from a job file: no coercion ("1" is not 1, true is not 1), no NaN or infinity;
-# a field typed with a class a job cannot give (ParallelismConfig) takes only null.
-_STRICT = ConfigDict(strict=True, allow_inf_nan=False, arbitrary_types_allowed=True)
-_RANGE_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}
-
-
 def check_value(args_class: type, key: str, value: Any) -> None:
     """Check the value of ``trl.<key>`` against the field ``key`` of ``args_class``.
 
@@ -94,39 +89,14 @@ def check_value(args_class: type, key: str, value: Any) -> None:
     :raises ConfigError: one line naming the key, the value and what the field accepts.
     """
     where = f"config trl.{key}"
-    bad = first_non_finite(value)
-    if bad is not None:
-        raise ConfigError(f"{where}: {yaml_repr(bad)} is not a finite number")
     choices = field_choices(args_class, key)
-    if choices:
-        if any(value == c and type(value) is type(c) for c in choices):
-            return
-        if isinstance(value, str):
-            shown = ", ".join(str(c) for c in choices if isinstance(c, str))
-            names = [c for c in choices if isinstance(c, str)]
-            raise ConfigError(
-                f"{where}: '{value}' is not one of {shown}{did_you_mean(value, names)}"
-            )
-    field_type = field_types(args_class)[key]
-    bounds = RANGES.get(key)
-    written = _as_written(field_type)
-    annotated = Annotated[written, Field(**bounds)] if bounds else written
-    try:
-        TypeAdapter(annotated, config=_STRICT).validate_python(value)
-    except ValidationError as error:
-        problems = error.errors()
-        if all(problem["type"] in _RANGE_ERRORS for problem in problems):
-            rule = problems[0]["msg"].removeprefix("Input ")
-            raise ConfigError(f"{where}: {value!r} is out of range: it {rule}") from None
-        raise ConfigError(
-            f"{where}: expected {describe_type(field_type)}, got {yaml_repr(value)}"
-        ) from None
-
-
-@functools.cache
-def field_types(args_class: type) -> dict[str, Any]:
-    """The resolved annotation of every field of ``args_class``."""
-    return typing.get_type_hints(args_class)
+    if choices and any(value == c and type(value) is type(c) for c in choices):
+        return
+    if choices and isinstance(value, str):
+        shown = ", ".join(str(c) for c in choices if isinstance(c, str))
+        names = [c for c in choices if isinstance(c, str)]
+        raise ConfigError(f"{where}: '{value}' is not one of {shown}{did_you_mean(value, names)}")
+    check_strictly(field_types(args_class)[key], value, where, bounds=RANGES.get(key))
 
 
 @functools.cache
@@ -142,67 +112,9 @@ def field_choices(args_class: type, key: str) -> tuple[Any, ...]:
     choices = metadata.get("choices") or grpo.get(key) or ARGUMENT_CHOICES.get(key)
     if choices:
         return tuple(choices)
-    members = _union_members(field_types(args_class)[key])
+    members = union_members(field_types(args_class)[key])
     enums = [m for m in members if isinstance(m, type) and issubclass(m, enum.Enum)]
     # `SchedulerType | str`: the string is how a job names the enum's value.
     if len(enums) == 1 and set(members) - {type(None)} <= {enums[0], str}:
         return tuple(member.value for member in enums[0])
     return ()
-
-
-def describe_type(field_type: Any) -> str:
-    """A field type as a job author reads it: ``int | None`` -> ``an integer or null``."""
-    members = _union_members(field_type)
-    if len(members) > 1:
-        return " or ".join(dict.fromkeys(describe_type(m) for m in members))
-    origin = typing.get_origin(field_type) or field_type
-    if origin is Literal:
-        return " or ".join(yaml_repr(v) for v in typing.get_args(field_type))
-    arguments = typing.get_args(field_type)
-    if origin is list:
-        item = arguments[0] if arguments else Any
-        if item is str:
-            return "a list of strings"
-        return "a list" if item is Any else f"a list, each {describe_type(item)}"
-    if origin is dict and arguments and arguments[-1] is not Any:
-        return f"a mapping, each value {describe_type(arguments[-1])}"
-    names = {
-        type(None): "null", bool: "true or false", int: "an integer", float: "a number",
-        str: "a string", dict: "a mapping",
-    }
-    if origin in names:
-        return names[origin]
-    if isinstance(origin, type) and issubclass(origin, enum.Enum):
-        return "one of " + ", ".join(str(member.value) for member in origin)
-    return f"a {getattr(origin, '__name__', origin)} (not settable from a job file)"
-
-
-def _as_written(field_type: Any) -> Any:
-    """``field_type`` with each enum replaced by the values a job writes for it: strict mode
-    takes only enum members, and ``debug: [underflow_overflow]`` holds strings."""
-    if isinstance(field_type, type) and issubclass(field_type, enum.Enum):
-        return Literal[tuple(member.value for member in field_type)]
-    origin, arguments = typing.get_origin(field_type), typing.get_args(field_type)
-    if not arguments or origin is Literal:
-        return field_type
-    written = tuple(_as_written(argument) for argument in arguments)
-    if origin in (typing.Union, types.UnionType):
-        return typing.Union[written]
-    return origin[written if len(written) > 1 else written[0]]
-
-
-def _union_members(field_type: Any) -> tuple[Any, ...]:
-    if typing.get_origin(field_type) in (typing.Union, types.UnionType):
-        return typing.get_args(field_type)
-    return (field_type,)
-
-
-def yaml_repr(value: Any) -> str:
-    """A value as the job file spells it (``true``, ``null``, ``.nan``, ``'text'``)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float) and not math.isfinite(value):
-        return ".nan" if math.isnan(value) else ("-.inf" if value < 0 else ".inf")
-    return repr(value)

@@ -19,24 +19,22 @@ from aworld_train.engine import (
     DEFAULT_LOG_SAMPLES,
     TENSORBOARD_DIR,
     TRACKERS,
+    TRAINER_LOSS_TYPES,
+    TRAINER_SCHEDULERS,
+    CommonKeys,
     ConfigError,
     Setting,
     check_trackers,
     describe_device,
+    plain_value,
     resolve_precision,
+    trainer_scheduler,
     tracker_environment,
 )
 
 if TYPE_CHECKING:
     from aworld_train.engine import TrainConfig
 
-# Common loss_aggregation (VeRL's names) -> GRPOConfig.loss_type. seq-mean-token-sum has no
-# TRL counterpart.
-LOSS_TYPES = {"token-mean": "dapo", "seq-mean-token-mean": "grpo",
-              "seq-mean-token-sum-norm": "dr_grpo"}
-# GRPOConfig.lr_scheduler_type -> the common lr_scheduler it means (the others have none).
-_SCHEDULER_NAMES = {"constant": "constant", "constant_with_warmup": "constant",
-                    "linear": "linear", "cosine": "cosine"}
 # transformers' TensorBoardCallback writes its event files here when the variable is set
 # (else under <output_dir>/runs/<date>), in every training process.
 TENSORBOARD_VARIABLE = "TENSORBOARD_LOGGING_DIR"
@@ -86,44 +84,38 @@ def resolve_settings(
     defaults = {f.name: _default(f) for f in dataclasses.fields(args_class)}
     grpo = config.algorithm == "grpo"
     resolved = Resolved()
+    common = CommonKeys("trl", section)
+    resolved.arguments = common.arguments
     rows = resolved.settings
     rows.append(Setting("device", describe_device(use_gpu), "use_cpu", not use_gpu,
                         "section" if "use_cpu" in section else "default"))
-    rows.append(_precision(config, section, use_gpu, resolved.arguments))
+    rows.append(_precision(config, common, use_gpu))
     rows.append(_lora(config, resolved, lora))
-    rows.append(_report_to(config, section, run_dir, resolved))
+    rows.append(_report_to(config, common, run_dir, resolved))
 
-    warmup = _knob(section, defaults, resolved.arguments, "warmup_ratio", config.warmup_ratio,
-                   "warmup_steps", _warmup_steps, _warmup_ratio)
-    warmed = bool(warmup.engine_value)
-    if (config.lr_scheduler == "constant" and warmed
-            and _plain(section.get("lr_scheduler_type")) == "constant"):
-        given = (f"warmup_ratio {config.warmup_ratio:g}" if config.warmup_ratio is not None
-                 else f"trl.warmup_steps {warmup.engine_value:g}")
-        raise ConfigError(f"config lr_scheduler: constant with {given} is TRL's "
-                          "constant_with_warmup, but trl.lr_scheduler_type is constant (no "
-                          "warmup): set one of them")
-    rows.append(_knob(section, defaults, resolved.arguments, "lr_scheduler", config.lr_scheduler,
-                      "lr_scheduler_type",
-                      lambda name: "constant_with_warmup" if name == "constant" and warmed
-                      else name,
-                      lambda value: _SCHEDULER_NAMES.get(_plain(value))))
+    warmup = _knob(common, defaults, "warmup_ratio", config.warmup_ratio, "warmup_steps",
+                   _warmup_steps, _warmup_ratio)
+    given = (None if not warmup.engine_value
+             else f"warmup_ratio {config.warmup_ratio:g}" if config.warmup_ratio is not None
+             else f"trl.warmup_steps {warmup.engine_value:g}")
+    rows.append(_knob(common, defaults, "lr_scheduler", config.lr_scheduler, "lr_scheduler_type",
+                      lambda name: trainer_scheduler(common, name, given, "TRL"),
+                      lambda value: TRAINER_SCHEDULERS.get(plain_value(value))))
     rows.append(warmup)
     rl_knobs = (
         ("kl_coef", config.kl_coef, "beta", float, float),
         ("loss_aggregation", config.loss_aggregation, "loss_type", _loss_type,
-         lambda value: {v: k for k, v in LOSS_TYPES.items()}.get(value)),
+         lambda value: {v: k for k, v in TRAINER_LOSS_TYPES.items()}.get(value)),
         ("clip_ratio", config.clip_ratio, "epsilon", float, float),
         ("entropy_coef", config.entropy_coef, "entropy_coef", float, float),
     )
     for name, value, key, to_trl, to_common in rl_knobs:
         if grpo:
-            rows.append(_knob(section, defaults, resolved.arguments, name, value, key, to_trl,
-                              to_common))
+            rows.append(_knob(common, defaults, name, value, key, to_trl, to_common))
         elif value is not None:
             raise ConfigError(f"config {name}: the trl engine's {config.algorithm} has no "
                               f"{name} (it applies to grpo): leave it out")
-    rows.append(_evaluation(config, section, has_test, resolved))
+    rows.append(_evaluation(config, common, has_test, resolved))
     # No key of TRL's: the engine keeps the first eval_limit rows of the test set.
     rows.append(Setting("eval_limit", config.eval_limit, "", config.eval_limit,
                         "job" if config.eval_limit is not None else "default"))
@@ -141,8 +133,7 @@ def resolve_settings(
     return resolved
 
 
-def _precision(config: TrainConfig, section: dict[str, Any], use_gpu: bool,
-               arguments: dict[str, Any]) -> Setting:
+def _precision(config: TrainConfig, common: CommonKeys, use_gpu: bool) -> Setting:
     """``precision`` as TRL's ``bf16``/``fp16`` flags (mixed precision through accelerate).
 
     On CPU, ``bf16`` is real bf16 arithmetic where TRL allows it: transformers hands
@@ -150,7 +141,8 @@ def _precision(config: TrainConfig, section: dict[str, Any], use_gpu: bool,
     ``torch.autocast("cpu", dtype=torch.bfloat16)`` with fp32 master weights, as it does on a
     GPU; generation, as on a GPU, runs on the fp32 weights.
     """
-    flags = {key: section[key] for key in ("bf16", "fp16") if section.get(key) is not None}
+    section = common.section
+    flags = {key: section[key] for key in ("bf16", "fp16") if key in section}
     where = "precision"  # the key the precision comes from, as a message names it
     if config.precision == "auto" and flags:
         used = "fp16" if flags.get("fp16") else "bf16" if flags.get("bf16") else "fp32"
@@ -159,13 +151,8 @@ def _precision(config: TrainConfig, section: dict[str, Any], use_gpu: bool,
     else:
         used = resolve_precision(config.precision, use_gpu)
         source = "default" if config.precision == "auto" else "job"
-        wanted = {"bf16": used == "bf16", "fp16": used == "fp16"}
-        for key, value in flags.items():
-            if value != wanted[key]:
-                raise ConfigError(
-                    f"config precision: {used} and trl.{key}: {str(value).lower()} disagree: "
-                    "set one of them")
-        arguments.update(wanted)
+        for key in ("bf16", "fp16"):
+            common.carry("precision", used, key, used == key)
     if used == "fp16" and not use_gpu:
         why = ("trl.use_cpu keeps the run on the CPU" if section.get("use_cpu")
                else "none is visible")
@@ -200,18 +187,18 @@ def lora_arguments(lora: dict[str, Any]) -> dict[str, Any]:
             "task_type": "CAUSAL_LM"}
 
 
-def _report_to(config: TrainConfig, section: dict[str, Any], run_dir: Path,
+def _report_to(config: TrainConfig, common: CommonKeys, run_dir: Path,
                resolved: Resolved) -> Setting:
     """``report_to`` as TRL's own, with every tracker's files inside the run directory."""
-    common = list(config.report_to)
-    own = section.get("report_to")
+    chosen = list(config.report_to)
+    own = common.section.get("report_to")
     if own is not None:
         own = [] if own in ("none", ["none"]) else [own] if isinstance(own, str) else list(own)
-    if common and own is not None and own != common:
-        raise ConfigError(f"config report_to: {common} and trl.report_to: {own} disagree: set "
-                          "one of them")
-    trackers = common or own or []
-    source = "job" if common else "section" if own is not None else "default"
+    if chosen:
+        common.check("report_to", chosen, "report_to", chosen,
+                     lambda _: own is None or own == chosen)
+    trackers = chosen or own or []
+    source = "job" if chosen else "section" if own is not None else "default"
     check_trackers(tuple(name for name in trackers if name in TRACKERS))
     resolved.arguments["report_to"] = trackers or "none"
     resolved.environment = {
@@ -221,15 +208,15 @@ def _report_to(config: TrainConfig, section: dict[str, Any], run_dir: Path,
     return Setting("report_to", trackers, "report_to", trackers or "none", source)
 
 
-def _evaluation(config: TrainConfig, section: dict[str, Any], has_test: bool,
+def _evaluation(config: TrainConfig, common: CommonKeys, has_test: bool,
                 resolved: Resolved) -> Setting:
     """``eval_steps``: with a test set, TRL's evaluation at that cadence (transformers also
     evaluates after the last step); unset, once after training."""
     steps = config.eval_steps
+    section = common.section
     own = section.get("eval_steps")
-    if steps is not None and own is not None and own != steps:
-        raise ConfigError(f"config eval_steps: {steps} and trl.eval_steps: {own} disagree: set "
-                          "one of them")
+    if steps is not None:
+        common.check("eval_steps", steps, "eval_steps", steps)
     if not has_test:
         return Setting("eval_steps", steps, "eval_strategy", section.get("eval_strategy", "no"),
                        "job" if steps is not None else "default")
@@ -245,9 +232,8 @@ def _evaluation(config: TrainConfig, section: dict[str, Any], has_test: bool,
 
 
 def _knob(
-    section: dict[str, Any],
+    common: CommonKeys,
     defaults: dict[str, Any],
-    arguments: dict[str, Any],
     name: str,
     value: Any,
     key: str,
@@ -256,12 +242,9 @@ def _knob(
 ) -> Setting:
     """One common key carried by one TRL field: the job's value, else the section's, else
     TRL's default (its common value ``None`` where it has no common name)."""
+    section = common.section
     if value is not None:
-        trl_value = to_trl(value)
-        if key in section and section[key] != trl_value:
-            raise ConfigError(f"config {name}: {value!r} (TRL's {key}: {trl_value!r}) and "
-                              f"trl.{key}: {section[key]!r} disagree: set one of them")
-        arguments[key] = trl_value
+        trl_value = common.carry(name, value, key, to_trl(value))
         return Setting(name, value, key, trl_value, "job")
     if key in section:
         return Setting(name, to_common(section[key]), key, section[key], "section")
@@ -270,11 +253,11 @@ def _knob(
 
 
 def _loss_type(aggregation: str) -> str:
-    if aggregation not in LOSS_TYPES:
-        names = ", ".join(f"{k} ({v})" for k, v in LOSS_TYPES.items())
+    if aggregation not in TRAINER_LOSS_TYPES:
+        names = ", ".join(f"{k} ({v})" for k, v in TRAINER_LOSS_TYPES.items())
         raise ConfigError(f"config loss_aggregation: {aggregation} has no TRL loss_type on the "
                           f"trl engine, which takes {names}")
-    return LOSS_TYPES[aggregation]
+    return TRAINER_LOSS_TYPES[aggregation]
 
 
 def _warmup_steps(ratio: float) -> float:
@@ -290,14 +273,9 @@ def _warmup_ratio(steps: Any) -> float | None:
     return float(steps) if isinstance(steps, int | float) and steps < 1 else None
 
 
-def _plain(value: Any) -> Any:
-    """An enum's value (TRL's ``SchedulerType``), or ``value``."""
-    return getattr(value, "value", value)
-
-
 def _default(f: dataclasses.Field) -> Any:
     if f.default is not dataclasses.MISSING:
-        return _plain(f.default)
+        return plain_value(f.default)
     if f.default_factory is not dataclasses.MISSING:
         return f.default_factory()
     return None

@@ -105,8 +105,8 @@ def test_section_precision_flags_count_when_precision_is_auto(job: dict[str, Any
 
 
 def test_precision_and_the_sections_flag_must_agree(job: dict[str, Any]) -> None:
-    _refused(job, r"^config precision: fp32 and trl\.bf16: true disagree", {"bf16": True},
-             precision="fp32")
+    _refused(job, r"^config precision: 'fp32' and trl\.bf16: true disagree \(precision sets "
+             r"bf16 to false\): set one of them$", {"bf16": True}, precision="fp32")
 
 
 def test_rl_knobs_map_onto_grpo_config(job: dict[str, Any]) -> None:
@@ -172,15 +172,16 @@ def test_a_section_key_alone_is_reported_under_its_common_name(job: dict[str, An
 
 
 @pytest.mark.parametrize(("common", "section", "pattern"), [
-    ({"kl_coef": 0.1}, {"beta": 0.2}, r"config kl_coef: 0\.1 \(TRL's beta: 0\.1\) and trl\.beta: "
-                                      r"0\.2 disagree"),
+    ({"kl_coef": 0.1}, {"beta": 0.2}, r"config kl_coef: 0\.1 and trl\.beta: 0\.2 disagree "
+                                      r"\(kl_coef sets beta to 0\.1\): set one of them$"),
     ({"clip_ratio": 0.2}, {"epsilon": 0.3}, r"config clip_ratio: .* and trl\.epsilon: 0\.3"),
     ({"loss_aggregation": "token-mean"}, {"loss_type": "grpo"},
-     r"config loss_aggregation: 'token-mean' \(TRL's loss_type: 'dapo'\) and trl\.loss_type"),
+     r"config loss_aggregation: 'token-mean' and trl\.loss_type: 'grpo' disagree "
+     r"\(loss_aggregation sets loss_type to 'dapo'\)"),
     ({"lr_scheduler": "linear"}, {"lr_scheduler_type": "cosine"},
      r"config lr_scheduler: .* and trl\.lr_scheduler_type: 'cosine' disagree"),
     ({"report_to": ["tensorboard"]}, {"report_to": "none"},
-     r"config report_to: \['tensorboard'\] and trl\.report_to: \[\] disagree"),
+     r"config report_to: \['tensorboard'\] and trl\.report_to: 'none' disagree: set one of them$"),
 ])
 def test_a_common_key_and_its_trl_key_must_agree(
     job: dict[str, Any], common: dict[str, Any], section: dict[str, Any], pattern: str
