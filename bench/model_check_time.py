@@ -2,7 +2,7 @@
 
 What is timed is what the check does beyond loading the tokenizer, which the checks did before:
 the safetensors headers read and compared with the model ``config.json`` builds on the meta
-device (``aworld_train.model.check_weights``), and the tokenizer's ids and tokens against
+device (``aworld_train.model.weights.check_weights``), and the tokenizer's ids and tokens against
 ``vocab_size`` (``_check_config_ids``, ``_check_tokenizer_fits``). Two folders:
 
 - the tiny model of the tests (``build_tiny_model``: Qwen2, hidden 64, 2 layers);
@@ -39,12 +39,13 @@ MEASURE = r'''
 import json, statistics, sys, time
 from pathlib import Path
 
-from aworld_train import model as m
+from aworld_train.model import files as f
+from aworld_train.model import meta, tokenizer as t, weights as w
 
 folder, repeats = Path(sys.argv[1]), int(sys.argv[2])
-tokenizer = m.load_tokenizer(folder)  # loaded by the model step before the weights step
-files = m._ModelFiles(folder)
-vocab = m._vocab_size(files.config())
+tokenizer = t.load_tokenizer(folder)  # loaded by the model step before the weights step
+files = f.ModelFiles(folder)
+vocab = f.vocab_size_of(files.config())
 
 
 def timed(call):
@@ -54,20 +55,20 @@ def timed(call):
 
 
 def tokens():
-    m._check_config_ids(folder, m._ModelFiles(folder), vocab)
-    m._check_tokenizer_fits(folder, tokenizer, vocab)
+    t.check_config_ids(folder, f.ModelFiles(folder), vocab)
+    t.check_tokenizer_fits(folder, tokenizer, vocab)
 
 
 torch_loaded = "torch" in sys.modules
-cold, detail = timed(lambda: m.check_weights(folder))
+cold, detail = timed(lambda: w.check_weights(folder))
 runs = {"check_weights": [], "headers": [], "meta_build": [], "compare": [], "tokens": []}
 for _ in range(repeats):
-    runs["check_weights"].append(timed(lambda: m.check_weights(folder))[0])
-    seconds, stored = timed(lambda: m._stored_shapes(folder, m._ModelFiles(folder)))
+    runs["check_weights"].append(timed(lambda: w.check_weights(folder))[0])
+    seconds, stored = timed(lambda: w._stored_shapes(folder, f.ModelFiles(folder)))
     runs["headers"].append(seconds)
-    seconds, model = timed(lambda: m._meta_model(str(folder), False))
+    seconds, model = timed(lambda: meta.meta_model(str(folder), False))
     runs["meta_build"].append(seconds)
-    runs["compare"].append(timed(lambda: m._compare_weights(model, stored))[0])
+    runs["compare"].append(timed(lambda: w._compare_weights(model, stored))[0])
     runs["tokens"].append(timed(tokens)[0])
 print(json.dumps({"detail": detail, "torch_imported_before": torch_loaded,
                   "cold_s": round(cold, 4),

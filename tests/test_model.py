@@ -19,8 +19,13 @@ from typing import Any
 
 import pytest
 
-from aworld_train import model as model_module
 from aworld_train.errors import AgentError, ModelError
+from aworld_train.model import files as model_files
+from aworld_train.model import folder as model_folder
+from aworld_train.model import lengths as model_lengths
+from aworld_train.model import lora as model_lora
+from aworld_train.model import tokenizer as model_tokenizer
+from aworld_train.model import weights as model_weights
 from aworld_train.model import (
     check_lengths,
     check_weights,
@@ -54,7 +59,8 @@ def write_folder(folder: Path, config: Any = None) -> Path:
 @pytest.fixture
 def files_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """The checks as in an environment without transformers: files only, no tokenizer."""
-    monkeypatch.setattr(model_module, "_transformers_available", lambda: False)
+    for module in (model_files, model_folder, model_lengths, model_lora, model_weights):
+        monkeypatch.setattr(module, "transformers_available", lambda: False)
 
 
 def refusal(model: str | Path, base_dir: Path | None = None, trust: bool = False) -> str:
@@ -268,7 +274,7 @@ def tiny(tiny_model: Path, tmp_path: Path) -> Iterator[Path]:
     """A copy of the tiny model of this test's own (128 positions), to change freely."""
     folder = Path(shutil.copytree(tiny_model, tmp_path / "model"))
     yield folder
-    model_module._cached_tokenizer.cache_clear()
+    model_tokenizer._cached_tokenizer.cache_clear()
 
 
 def set_positions(folder: Path, positions: int) -> None:
@@ -382,13 +388,13 @@ def test_chat_message_prompts_keep_their_own_system_message(tiny: Path) -> None:
 
 def test_only_the_rows_in_doubt_are_rendered(tiny: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     rendered_rows = []
-    count = model_module._Renderer.count
+    count = model_lengths._Renderer.count
 
     def counting(self: Any, prompt: Any) -> int:
         rendered_rows.append(prompt)
         return count(self, prompt)
 
-    monkeypatch.setattr(model_module._Renderer, "count", counting)
+    monkeypatch.setattr(model_lengths._Renderer, "count", counting)
     prompts = [f"What is {i} + {i}?" for i in range(3000)]
     check_lengths(str(tiny), {"train_dataset": rows(*prompts)}, None, [], 64)
     assert len(rendered_rows) <= 2  # the framing, measured once; no row was in doubt
