@@ -112,19 +112,19 @@ def test_an_engine_key_is_named_by_its_common_key() -> None:
     assert common_name("mine", "beta") is None
 
 
-def test_the_readme_explains_every_common_key() -> None:
+def test_the_settings_guide_explains_every_common_key() -> None:
     from aworld_train.config import COMMON_KEYS
 
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).parent.parent / "docs" / "settings.md").read_text(encoding="utf-8")
     explained = re.findall(r"^\| `(\w+)`", readme, flags=re.MULTILINE)
     documented = {name for row in re.findall(r"^\| ((?:`\w+`(?:, )?)+) \|", readme,
                                              flags=re.MULTILINE)
                   for name in re.findall(r"`(\w+)`", row)}
     missing = [key for key in COMMON_KEYS if key not in documented]
-    assert not missing, f"README.md does not explain {missing}"
+    assert not missing, f"docs/settings.md does not explain {missing}"
     table = readme[readme.index("The engines' own keys for each setting"):]
     table = table[:table.index("\n\n", table.index("| key | TRL"))]
     rows = re.findall(r"^\| `(\w+)`", table, flags=re.MULTILINE)
     mapped = [key for engine in ENGINE_KEYS.values() for key in engine if key not in rows]
-    assert not mapped, f"README.md has no row of engine keys for {mapped}"
+    assert not mapped, f"docs/settings.md has no row of engine keys for {mapped}"
     assert all(explained.count(key) >= 2 for key in rows[:12]), "the new common keys' rows"
