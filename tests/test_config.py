@@ -3,6 +3,7 @@ values out of range."""
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from pathlib import Path
@@ -15,7 +16,7 @@ from aworld_train.config import (
     load_config,
     merge,
     parse_overrides,
-    pop_section_key,
+    without_section_key,
 )
 from aworld_train.errors import ConfigError, PluginError
 
@@ -446,18 +447,22 @@ def test_a_job_field_given_as_a_config_key_says_where_it_belongs(key: str, flag:
     {"actor_rollout_ref.model.path": "m", "actor_rollout_ref": {"model": {"dtype": "bf16"}}},
     {"actor_rollout_ref": {"model.path": "m", "model": {"dtype": "bf16"}}},
 ])
-def test_pop_section_key_finds_a_key_nested_or_dotted_and_removes_it(section: dict) -> None:
-    assert pop_section_key(section, "actor_rollout_ref.model.path") == (True, "m")
-    assert section["actor_rollout_ref"]["model"] == {"dtype": "bf16"}
-    assert "actor_rollout_ref.model.path" not in section
-    assert pop_section_key(section, "actor_rollout_ref.model.path") == (False, None)
+def test_a_section_key_is_found_nested_or_dotted_and_left_out_of_a_new_section(
+        section: dict) -> None:
+    given = copy.deepcopy(section)
+    found, value, rest = without_section_key(section, "actor_rollout_ref.model.path")
+    assert (found, value) == (True, "m")
+    assert rest["actor_rollout_ref"]["model"] == {"dtype": "bf16"}
+    assert "actor_rollout_ref.model.path" not in rest
+    assert section == given, "the section given stays as it was"
+    assert without_section_key(rest, "actor_rollout_ref.model.path") == (False, None, rest)
 
 
-def test_pop_section_key_reports_a_null_as_found() -> None:
+def test_a_null_section_key_is_found() -> None:
     section = {"model_name_or_path": None, "beta": 0.1}
-    assert pop_section_key(section, "model_name_or_path") == (True, None)
-    assert section == {"beta": 0.1}
-    assert pop_section_key({"a": 1}, "a.b") == (False, None), "a value is not a mapping"
+    assert without_section_key(section, "model_name_or_path") == (True, None, {"beta": 0.1})
+    assert without_section_key({"a": 1}, "a.b") == (False, None, {"a": 1}), \
+        "a value is not a mapping"
 
 
 def test_the_common_settings_read_and_write_back() -> None:

@@ -7,10 +7,8 @@ distribution discovered through the entry-point group ``aworld_train.engines``.
 from aworld_train.errors import AWorldTrainError
 from aworld_train.hookspecs import hookimpl
 from aworld_train.processor import TrainerProcessor
-
-__version__ = "0.1.0"
-
-from aworld_train.trainer import AgentTrainer  # noqa: E402  (it reads __version__)
+from aworld_train.trainer import AgentTrainer
+from aworld_train.version import __version__
 
 
 __all__ = ["AWorldTrainError", "AgentTrainer", "TrainerProcessor", "hookimpl", "__version__"]

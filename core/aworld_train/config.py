@@ -304,8 +304,8 @@ def load_config(
         elif key in engine_names:
             if not isinstance(value, dict):
                 raise not_a_section(where, key)
-            # A copy: the core takes the model key out of it (pop_section_key), and the
-            # user's own mapping stays as they gave it.
+            # A copy: an engine that changes its section leaves the user's own mapping as
+            # they gave it.
             sections[key] = copy.deepcopy(value)
         else:
             hint = _unknown_key_hint(key, engine)
@@ -342,12 +342,13 @@ def read_config(config: dict[str, Any] | str | Path | TrainConfig | None,
     raise ConfigError(f"config must be a mapping or a YAML/JSON path, not {type(config).__name__}")
 
 
-def pop_section_key(section: dict[str, Any], dotted: str) -> tuple[bool, Any]:
+def without_section_key(section: dict[str, Any],
+                        dotted: str) -> tuple[bool, Any, dict[str, Any]]:
     """Find the key ``dotted`` (``a.b.c``) in an engine's section, written nested
-    (``{a: {b: {c: 1}}}``), as one dotted key (``{"a.b.c": 1}``) or mixed (``{a: {"b.c": 1}}``);
-    remove it.
+    (``{a: {b: {c: 1}}}``), as one dotted key (``{"a.b.c": 1}``) or mixed (``{a: {"b.c": 1}}``).
 
-    :returns: ``(True, value)``, or ``(False, None)`` when the section does not hold it.
+    :returns: ``(True, value, the section without the key)``, or ``(False, None, section)``
+        when the section does not hold it; ``section`` itself is left as it is.
     """
     parts = dotted.split(".")
     for end in range(len(parts), 0, -1):
@@ -355,12 +356,13 @@ def pop_section_key(section: dict[str, Any], dotted: str) -> tuple[bool, Any]:
         if head not in section:
             continue
         if end == len(parts):
-            return True, section.pop(head)
+            return True, section[head], {key: value for key, value in section.items()
+                                         if key != head}
         if isinstance(section[head], dict):
-            found, value = pop_section_key(section[head], ".".join(parts[end:]))
+            found, value, inner = without_section_key(section[head], ".".join(parts[end:]))
             if found:
-                return True, value
-    return False, None
+                return True, value, {**section, head: inner}
+    return False, None, section
 
 
 def near_common_key(key: str) -> str | None:

@@ -1,0 +1,141 @@
+"""The checks of the settings a job trains with: the trackers it logs to (the ones the job
+names, then the ones the engine adds), the sections of other engines, which do nothing, and the
+engine's ``effective_settings`` answer under the common names."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from aworld_train.errors import PluginError
+from aworld_train.settings import (
+    ENGINE_KEYS,
+    PRECISIONS,
+    Setting,
+    check_trackers,
+    common_name,
+    effective_trackers,
+)
+
+if TYPE_CHECKING:
+    from aworld_train.checks import CheckRun
+    from aworld_train.config import TrainConfig
+
+
+def other_sections_warnings(config: TrainConfig, engine: str) -> list[str]:
+    """One line per key of another engine's section: it has no effect on ``engine``, and the
+    common key that carries it to every engine, where one does (:data:`ENGINE_KEYS`).
+
+    A section whose engine has dotted keys (VeRL) is named by its leaf keys, dotted.
+    """
+    lines = []
+    for name, section in config.sections.items():
+        if name == engine:
+            continue
+        dotted = any("." in key for keys in ENGINE_KEYS.get(name, {}).values() for key in keys)
+        for key in _section_keys(section, dotted):
+            common = common_name(name, key)
+            carried = f"; the common key {common} carries it to every engine" if common else ""
+            lines.append(f"config {name}.{key}: no effect on engine {engine} (only the {name} "
+                         f"engine reads the {name} section){carried}")
+    return lines
+
+
+def _section_keys(section: dict[str, Any], dotted: bool, prefix: str = "") -> list[str]:
+    """The keys of ``section``; with ``dotted``, the leaf keys of its nested mappings."""
+    keys = []
+    for key, value in section.items():
+        if dotted and isinstance(value, dict) and value:
+            keys += _section_keys(value, dotted, f"{prefix}{key}.")
+        else:
+            keys.append(f"{prefix}{key}")
+    return keys
+
+
+def check_job_trackers(checks: CheckRun) -> tuple[str, ...]:
+    """The trackers the job's ``report_to`` names are installed (and wandb has a key)."""
+    check_trackers(checks.config.report_to)
+    return checks.config.report_to
+
+
+def describe_trackers(report_to: tuple[str, ...]) -> str:
+    return f"{', '.join(report_to)}: installed"
+
+
+def _report_to_row(checks: CheckRun) -> Setting | None:
+    return next((s for s in checks.settings or () if s.name == "report_to"), None)
+
+
+def engine_adds_trackers(checks: CheckRun) -> bool:
+    """The engine will log to trackers the job's ``report_to`` did not name (its own section
+    chose them, or its default does), which the trackers step has not checked."""
+    row = _report_to_row(checks)
+    return row is not None and bool(set(effective_trackers(row)) - set(checks.config.report_to))
+
+
+def check_effective_trackers(checks: CheckRun) -> tuple[tuple[str, ...], str]:
+    """The trackers the engine will really log to (its ``report_to`` row) are known, installed
+    and, for wandb, have a key; the error names the key they came from."""
+    row = _report_to_row(checks)
+    assert row is not None
+    if row.source == "job" or not row.engine_key:
+        key = "report_to"
+    else:
+        key = f"{checks.engine}.{row.engine_key}"
+    if row.source == "default":
+        key = f"{key} (the {checks.engine} engine's default)"
+    trackers = effective_trackers(row)
+    check_trackers(trackers, key)
+    return trackers, key
+
+
+def describe_effective_trackers(checked: tuple[tuple[str, ...], str]) -> str:
+    trackers, key = checked
+    return f"{', '.join(trackers)} (from {key}): installed"
+
+
+def effective_settings(checks: CheckRun) -> list[Setting] | None:
+    """The engine's answer to ``effective_settings``, checked.
+
+    :raises PluginError: for an answer that is not a list of ``Setting`` with unique names,
+        ``device`` and a resolved ``precision`` among them and JSON values (a bug in the
+        engine).
+    """
+    answer = checks.call_engine("effective_settings", config=checks.hand_off.config,
+                                ctx=checks.context)
+    if answer is None:
+        return None
+    problem = _settings_problem(answer)
+    if problem:
+        raise PluginError(f"{checks.engine_info.label} effective_settings {problem}")
+    checks.settings = list(answer)
+    return checks.settings
+
+
+def _settings_problem(answer: Any) -> str | None:
+    """What is wrong with an ``effective_settings`` answer, or ``None``."""
+    if not isinstance(answer, list) or not all(isinstance(s, Setting) for s in answer):
+        return f"returned {type(answer).__name__}, not a list of Setting"
+    values: dict[str, Any] = {}
+    for setting in answer:
+        if setting.name in values:
+            return f"'{setting.name}' is reported twice"
+        try:
+            json.dumps(setting.value)
+        except (TypeError, ValueError):
+            return f"'{setting.name}' has a value that is not JSON: {setting.value!r}"
+        values[setting.name] = setting.value
+    missing = [name for name in ("device", "precision") if name not in values]
+    if missing:
+        return f"no {' or '.join(missing)} among the settings (every engine reports both)"
+    if values["precision"] not in PRECISIONS[1:]:
+        return (f"precision {values['precision']!r} is not the precision used (one of "
+                f"{', '.join(PRECISIONS[1:])})")
+    return None
+
+
+def describe_settings(settings: list[Setting] | None) -> str:
+    if settings is None:
+        return "not reported"
+    values = {setting.name: setting.value for setting in settings}
+    return f"{len(settings)} settings; device {values['device']}, precision {values['precision']}"

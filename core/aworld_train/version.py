@@ -1,0 +1,3 @@
+"""The version of aworld-train, which the manifest records."""
+
+__version__ = "0.1.0"
