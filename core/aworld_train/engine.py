@@ -83,7 +83,7 @@ from aworld_train.runtime import (
 )
 from aworld_train import vllm_generation
 from aworld_train.samples import append_samples, read_samples
-from aworld_train.memory import MemoryPlan, prompt_budget
+from aworld_train.memory import MemoryPlan, prompt_budget, trainer_sharding
 from aworld_train.settings import (
     ADAPTER_DIR,
     DEFAULT_LOG_SAMPLES,
@@ -152,6 +152,7 @@ __all__ = [
     "Setting",
     "MemoryPlan",
     "prompt_budget",
+    "trainer_sharding",
     "PRECISIONS",
     "LR_SCHEDULERS",
     "LOSS_AGGREGATIONS",

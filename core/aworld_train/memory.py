@@ -64,6 +64,10 @@ class MemoryPlan:
         without LoRA: with LoRA the base model with the adapter off is the reference).
     :ivar rollout_fraction: the share of the GPU's memory a colocated vLLM reserves
         (``gpu_memory_utilization``); 0 when rollouts run elsewhere.
+    :ivar rollout_alongside: ``None`` when the rollout engine keeps its reservation through the
+        update; else it generates between updates (its cache freed, its weights asleep while
+        the trainer steps) and these certain parts stay on the GPU while it generates (the
+        others are offloaded): the step's peak is the larger of the two phases.
     :ivar notes: what the plan assumed, for the check row (``prompt 512 tokens assumed``).
     """
 
@@ -79,6 +83,7 @@ class MemoryPlan:
     offload_optimizer: bool = False
     reference_model: bool = False
     rollout_fraction: float = 0.0
+    rollout_alongside: tuple[str, ...] | None = None
     notes: tuple[str, ...] = ()
 
 
@@ -215,7 +220,9 @@ def estimate(shape: ModelShape, plan: MemoryPlan, capacity: int | None = None,
     parameters of ``a`` bytes: frozen weights ``P·w`` plus ``A·a``, gradients ``A·a``, AdamW
     ``2·A·a``. Under ZeRO/FSDP over ``n`` GPUs, stage 1 divides the optimizer states by ``n``,
     stage 2 the gradients too, stage 3 the weights too. The reference model is ``P·w``
-    (sharded with the weights); a colocated vLLM reserves its fraction of the GPU.
+    (sharded with the weights); a colocated vLLM reserves its fraction of the GPU, and where
+    it generates only between updates (``rollout_alongside``) the ``rollout`` part is what
+    generating needs beyond the update's certain part.
     """
     weight_bytes = DTYPE_BYTES[plan.weight_dtype or shape.config_dtype]
     if plan.lora:
@@ -234,10 +241,13 @@ def estimate(shape: ModelShape, plan: MemoryPlan, capacity: int | None = None,
     reference = 0
     if plan.reference_model:
         reference = shape.parameters * weight_bytes // (degree if stage >= 3 else 1)
-    rollout = int(plan.rollout_fraction * capacity) if capacity else 0
     parts = {"weights": weights, "gradients": gradients, "optimizer": optimizer,
-             "reference": reference, "rollout": rollout,
-             "activations": activation_bytes(shape, plan)}
+             "reference": reference}
+    rollout = int(plan.rollout_fraction * capacity) if capacity else 0
+    if rollout and plan.rollout_alongside is not None:
+        generating = rollout + sum(parts[name] for name in plan.rollout_alongside)
+        rollout = max(0, generating - sum(parts.values()))
+    parts.update(rollout=rollout, activations=activation_bytes(shape, plan))
     return MemoryEstimate(parts, plan, shape, capacity, gpu)
 
 
@@ -362,6 +372,32 @@ def refuse_or_warn(estimate_: MemoryEstimate) -> str | None:
         f"resources: the job does not fit {estimate_.gpu}: "
         f"{gb(estimate_.certain)} per GPU before activations ({named}): use "
         f"{', '.join(fixes[:-1]) + ' or ' + fixes[-1] if len(fixes) > 1 else fixes[0]}")
+
+
+def trainer_sharding(fsdp: Any, deepspeed: Any) -> tuple[int, bool]:
+    """The ZeRO stage transformers' ``fsdp`` and ``deepspeed`` arguments ask for (FSDP's full
+    shard is 3, ``shard_grad_op`` 2) and whether the optimizer states are offloaded to the CPU
+    or NVMe.
+
+    :param fsdp: the ``fsdp`` argument (``"full_shard offload"``, a list of options), or
+        ``None``.
+    :param deepspeed: the DeepSpeed config: a dict, the path of its JSON file, or ``None``;
+        ``(0, False)`` for a file that cannot be read (the engine's own checks name it).
+    """
+    if fsdp:
+        options = fsdp if isinstance(fsdp, str) else " ".join(map(str, fsdp))
+        return 2 if "shard_grad_op" in options else 3, "offload" in options
+    config = deepspeed
+    if isinstance(config, (str, Path)):
+        try:
+            config = json.loads(Path(config).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return 0, False
+    if not isinstance(config, dict):
+        return 0, False
+    zero = config.get("zero_optimization") or {}
+    offload = (zero.get("offload_optimizer") or {}).get("device") in ("cpu", "nvme")
+    return int(zero.get("stage") or 0), offload
 
 
 def _count(parameters: int) -> str:

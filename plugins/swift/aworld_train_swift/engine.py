@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
     from aworld_train.engine import (
         AgentSpec,
+        MemoryPlan,
         RewardSpec,
         RunContext,
         Setting,
@@ -95,6 +96,14 @@ def effective_settings(config: SwiftConfig, ctx: RunContext) -> list[Setting]:
 
     section = validate_section(ctx.config.engine_section(), ctx.config.algorithm)
     return settings(ctx.config, config.arguments, section)
+
+
+@hookimpl
+def memory_plan(config: SwiftConfig, default: MemoryPlan, ctx: RunContext) -> MemoryPlan:
+    """What one training process holds on its GPU, from swift's arguments."""
+    from aworld_train_swift.memory import swift_memory_plan
+
+    return swift_memory_plan(config, default, ctx.config)
 
 
 @hookimpl

@@ -5,8 +5,6 @@ vLLM and the reference model as the resolved ``GRPOConfig`` / ``SFTConfig`` argu
 from __future__ import annotations
 
 import dataclasses
-import json
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -73,21 +71,7 @@ def _dtype(name: Any) -> str | None:
 
 
 def _sharding(args: dict[str, Any]) -> tuple[int, bool]:
-    """The ZeRO stage the arguments ask for (FSDP's full shard is 3, shard_grad_op 2) and
-    whether the optimizer states are offloaded to the CPU."""
-    fsdp = args.get("fsdp")
-    if fsdp:
-        options = fsdp if isinstance(fsdp, str) else " ".join(map(str, fsdp))
-        stage = 2 if "shard_grad_op" in options else 3
-        return stage, "offload" in options
-    deepspeed = args.get("deepspeed")
-    if isinstance(deepspeed, (str, Path)):
-        try:
-            deepspeed = json.loads(Path(deepspeed).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return 0, False
-    if isinstance(deepspeed, dict):
-        zero = deepspeed.get("zero_optimization") or {}
-        offload = (zero.get("offload_optimizer") or {}).get("device") in ("cpu", "nvme")
-        return int(zero.get("stage") or 0), offload
-    return 0, False
+    """The ZeRO stage the arguments ask for and whether the optimizer states are offloaded."""
+    from aworld_train.engine import trainer_sharding
+
+    return trainer_sharding(args.get("fsdp"), args.get("deepspeed"))

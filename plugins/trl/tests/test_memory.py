@@ -7,42 +7,20 @@ real shapes (Qwen2.5 configs, no weights) are refused or passed against
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from aworld_train.memory import MemoryPlan, estimate, model_shape
 from aworld_train.testing.fixtures import manifest, run_cli
+from aworld_train.testing.memory import (
+    allocated_after_one_step,
+    check_memory,
+    resources_row,
+    write_job,
+)
 from aworld_train.testing.shapes import write_shaped_model
-
-ROWS = [{"prompt": f"Repeat: {digit}", "ground_truth": str(digit)} for digit in range(4)]
-
-
-def allocated_after_one_step(folder: Path, lora: dict[str, Any] | None) -> int:
-    """Bytes of the parameters, gradients and AdamW states torch holds after one optimizer
-    step of the model in ``folder`` on the CPU (fp32), its storages counted once."""
-    import torch
-    import transformers
-
-    model = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
-    if lora:
-        import peft
-
-        model = peft.get_peft_model(model, peft.LoraConfig(
-            r=lora["rank"], lora_alpha=2 * lora["rank"], target_modules="all-linear"))
-    trainable = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(trainable, lr=1e-3)
-    ids = torch.randint(0, model.config.vocab_size, (2, 16))
-    model(input_ids=ids, labels=ids).loss.backward()
-    optimizer.step()
-    tensors = [*model.parameters(), *(p.grad for p in trainable)]
-    tensors += [state for group in optimizer.state.values() for state in group.values()
-                if torch.is_tensor(state) and state.dim() > 0]  # not the scalar step count
-    storages = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in tensors}
-    return sum(storages.values())
 
 
 @pytest.mark.parametrize("lora", [None, {"rank": 4, "target_modules": "all-linear"}],
@@ -59,40 +37,20 @@ def test_the_certain_part_is_what_torch_allocates(tiny_model: Path,
         assert estimated.certain == 16 * shape.parameters
 
 
-def write_job(folder: Path, model: Path, config: dict[str, Any]) -> Path:
-    (folder / "train.jsonl").write_text("".join(json.dumps(row) + "\n" for row in ROWS))
-    job = {"engine": "trl", "agent": {"name": "repeater"}, "train_dataset": "train.jsonl",
-           "reward": "exact_match", "run_path": str(folder / "runs"),
-           "config": {"algorithm": "sft", "model": str(model), "max_steps": 1, "batch_size": 1,
-                      "max_prompt_length": 512, "max_completion_length": 512, **config}}
-    path = folder / "job.yaml"
-    path.write_text(yaml.safe_dump(job))
-    return path
-
-
-def resources_row(out: str) -> str:
-    return next(line for line in out.splitlines() if line.startswith("│ resources"))
-
-
 def test_a_7b_full_fine_tune_is_refused_on_one_80_gb_gpu_and_passes_with_lora(
         tmp_path: Path, tiny_model: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "400")
     model = write_shaped_model(tmp_path / "qwen2.5-7b", "qwen2.5-7b", tiny_model)
-    job = write_job(tmp_path, model, {"resources": {"gpu_memory_gb": 80}})
-    code, out, err = run_cli(capsys, "check", job)
-    assert code == 2, out + err
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1, err
+    job = write_job(tmp_path, "trl", model, {"resources": {"gpu_memory_gb": 80}})
+    refusal = check_memory(capsys, job)
     # TRL loads the weights in fp32: 7.62B parameters × 16 bytes of weights, gradients, AdamW.
-    assert lines[0].startswith("error: resources: the job does not fit a 80 GB GPU"), err
+    assert refusal.startswith("error: resources: the job does not fit a 80 GB GPU"), refusal
     assert "121.85 GB per GPU before activations (optimizer 60.92 GB, weights 30.46 GB, " \
-           "gradients 30.46 GB)" in lines[0]
-    assert "use lora, more GPUs with FSDP/ZeRO sharding or optimizer offload" in lines[0]
+           "gradients 30.46 GB)" in refusal
+    assert "use lora, more GPUs with FSDP/ZeRO sharding or optimizer offload" in refusal
 
-    code, out, err = run_cli(capsys, "check", job, "-o", "lora.rank=16")
-    assert code == 0, err
-    row = resources_row(out)
+    row = check_memory(capsys, job, "lora.rank=16")
     assert "weights 30.62 GB, gradients 0.16 GB, optimizer 0.32 GB, activations" in row
     assert "LoRA fp32" in row and "fits on a 80 GB GPU (resources.gpu_memory_gb)" in row
 
@@ -101,7 +59,7 @@ def test_without_a_gpu_the_estimate_has_no_verdict_and_goes_into_the_manifest(
         tmp_path: Path, tiny_model: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "400")
-    job = write_job(tmp_path, tiny_model, {})
+    job = write_job(tmp_path, "trl", tiny_model, {})
     code, out, err = run_cli(capsys, "check", job)
     assert code == 0, err
     row = resources_row(out)
@@ -127,7 +85,7 @@ def test_a_step_that_fits_only_without_its_activations_warns(
     model = write_shaped_model(tmp_path / "qwen2.5-0.5b", "qwen2.5-0.5b", tiny_model)
     # 0.49B fp32 weights, gradients and AdamW: 7.9 GB certain, activations of 8 × 1024
     # tokens far more.
-    job = write_job(tmp_path, model, {"batch_size": 8, "resources": {"gpu_memory_gb": 12}})
+    job = write_job(tmp_path, "trl", model, {"batch_size": 8, "resources": {"gpu_memory_gb": 12}})
     code, out, err = run_cli(capsys, "check", job)
     assert code == 0, err
     assert "may not fit on a 12 GB GPU" in resources_row(out)

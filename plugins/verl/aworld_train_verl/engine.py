@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     import datasets
 
     from aworld_train.engine import AgentSpec, RewardSpec, RunContext, Setting, ToolSet, TrainConfig
+    from aworld_train.memory import MemoryPlan
 
     from aworld_train_verl.agent import VerlAgent
     from aworld_train_verl.config import VerlConfig
@@ -143,6 +144,14 @@ def effective_settings(config: VerlConfig, ctx: RunContext) -> list[Setting]:
     from aworld_train_verl.config import effective_settings as read
 
     return read(config, ctx.config)
+
+
+@hookimpl
+def memory_plan(config: VerlConfig, default: MemoryPlan) -> MemoryPlan:
+    """What one worker holds on its GPU, from the composed config."""
+    from aworld_train_verl.memory import verl_memory_plan
+
+    return verl_memory_plan(config, default)
 
 
 @hookimpl
