@@ -334,6 +334,8 @@ def _one_line(text: str) -> str:
 
 
 def _print_run(run_dir: Path) -> None:
+    from aworld_train.plots import CURVES
+    from aworld_train.run_files import METRICS_FILE
     from aworld_train.rundir import node_rank
 
     if (rank := node_rank()) > 0:  # node 0 holds the run: its directory, metrics and model
@@ -341,10 +343,10 @@ def _print_run(run_dir: Path) -> None:
         click.echo(f"node {rank}: the run directory is node 0's{kept}")
         return
     click.echo(f"run directory: {run_dir}")
-    click.echo(f"metrics:       {run_dir / 'metrics.jsonl'}")
-    for curve in ("reward", "loss"):
-        if (run_dir / f"{curve}.png").is_file():
-            click.echo(f"{curve + ' curve:':<14} {run_dir / f'{curve}.png'}")
+    click.echo(f"metrics:       {run_dir / METRICS_FILE}")
+    for curve in CURVES:
+        if (run_dir / curve.filename).is_file():
+            click.echo(f"{curve.metric + ' curve:':<14} {run_dir / curve.filename}")
 
 
 if __name__ == "__main__":
