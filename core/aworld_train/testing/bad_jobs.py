@@ -28,14 +28,37 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+import yaml
 
+from aworld_train.cli import main
 from aworld_train.testing.conformance import EngineConformance
+from aworld_train.testing.job_edits import (
+    BadJob,
+    Edit,
+    JobFolder,
+    add_dataset_line,
+    edit_model_json,
+    new_model_folder,
+    override,
+    set_agent,
+    set_config,
+    set_job,
+    set_reward,
+    set_rows,
+    set_section,
+    set_text,
+    without,
+)
+from aworld_train.testing.tiny_model import build_tiny_model
+
+# What an engine's own bad-job tests import from here, with the suite.
+__all__ = ["BadJob", "BadJobSuite", "CASES", "Edit", "JobFolder", "LATE_ROW_REWARDS",
+           "MODEL_CASES", "override", "set_agent", "set_config", "set_job", "set_section",
+           "without"]
 
 #: Reward functions (a reward file's text) that score 1 on every row but the one whose ground
 #: truth is "5", row 5 of 8 "Repeat: <digit>" rows, where each returns what no reward may: None,
@@ -103,177 +126,6 @@ def raises_late(data_source, solution_str, ground_truth, extra_info=None):
         raise RuntimeError("planted failure on a late row")
     return 1.0
 ''' + LATE_ROW_REWARDS
-
-
-@dataclass
-class JobFolder:
-    """A valid job in its own folder, for one case to break.
-
-    :ivar root: the folder; the job file is ``root / "job.yaml"``.
-    :ivar job: the job as a mapping, written as YAML unless :attr:`job_text` is set.
-    :ivar job_text: the job file's raw text, for cases that break the YAML itself.
-    :ivar args: extra command-line arguments for ``check``.
-    """
-
-    root: Path
-    job: dict[str, Any]
-    job_text: str | None = None
-    args: list[str] = field(default_factory=list)
-
-    @classmethod
-    def of_trainer_job(cls, job: dict[str, Any]) -> JobFolder:
-        """The conformance suite's ``job`` fixture (``AgentTrainer`` arguments and the folder
-        its files are in, ``base_dir``) as a job file in that folder."""
-        return cls(job["base_dir"], {
-            "agent": job["agent"], "train_dataset": job["train_dataset"],
-            "reward": job["reward_func"], "config": job["config"], "run_path": "runs",
-        })
-
-    @property
-    def config(self) -> dict[str, Any]:
-        return self.job["config"]
-
-    def write(self, name: str, text: str) -> Path:
-        path = self.root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        return path
-
-    def rows(self, rows: list[Any]) -> None:
-        self.write("train.jsonl", "".join(json.dumps(row) + "\n" for row in rows))
-
-    def loop(self, name: str) -> str:
-        """A symlink loop called ``name`` (a ↔ b); returns the name."""
-        (self.root / name).symlink_to(self.root / f"{name}.other")
-        (self.root / f"{name}.other").symlink_to(self.root / name)
-        return name
-
-    def model_folder(self, config: Any = None, weights: bool = True,
-                     extra: dict[str, str | None] | None = None) -> str:
-        """A model folder with the given ``config.json`` (a mapping, or raw text)."""
-        folder = self.root / "model"
-        folder.mkdir()
-        if config is not None:
-            text = config if isinstance(config, str) else json.dumps(config)
-            (folder / "config.json").write_text(text, encoding="utf-8")
-        (folder / "tokenizer.json").write_text("{}", encoding="utf-8")
-        if weights:
-            # An empty but well-formed safetensors file: an 8-byte header length, then "{}".
-            (folder / "model.safetensors").write_bytes(len(b"{}").to_bytes(8, "little") + b"{}")
-        for name, content in (extra or {}).items():  # None removes a file
-            if content is None:
-                (folder / name).unlink()
-            else:
-                (folder / name).write_text(content, encoding="utf-8")
-        return str(folder)
-
-
-@dataclass(frozen=True)
-class BadJob:
-    """One mistake: its id, how it breaks a valid job, and what the error line must match."""
-
-    id: str
-    edit: Callable[[JobFolder], None]
-    expect: str
-
-
-Edit = Callable[[JobFolder], None]
-
-
-def set_config(**changes: Any) -> Edit:
-    """Set config keys; ``a__b`` reaches into the mapping ``a`` (``resources__nnodes``)."""
-
-    def edit(job: JobFolder) -> None:
-        for key, value in changes.items():
-            node = job.config
-            *parents, last = key.split("__")
-            for parent in parents:
-                node = node.setdefault(parent, {})
-            node[last] = value
-
-    return edit
-
-
-def set_section(engine: str, **values: Any) -> Edit:
-    """Set keys of an engine's own section (``trl:``, ``swift:``, ...)."""
-
-    def edit(job: JobFolder) -> None:
-        job.config[engine] = {**(job.config.get(engine) or {}), **values}
-
-    return edit
-
-
-def set_job(**changes: Any) -> Edit:
-    """Set fields of the job file itself."""
-
-    def edit(job: JobFolder) -> None:
-        job.job.update(changes)
-
-    return edit
-
-
-def without(field: str) -> Edit:
-    """Leave a field out of the job file."""
-
-    def edit(job: JobFolder) -> None:
-        del job.job[field]
-
-    return edit
-
-
-def set_agent(**changes: Any) -> Edit:
-    """Set keys of the job's inline agent."""
-
-    def edit(job: JobFolder) -> None:
-        job.job["agent"] = dict(job.job["agent"], **changes)
-
-    return edit
-
-
-def override(*items: str) -> Edit:
-    """Pass ``-o KEY=VALUE`` for each item."""
-
-    def edit(job: JobFolder) -> None:
-        for item in items:
-            job.args += ["-o", item]
-
-    return edit
-
-
-def _reward(reference: str, **config: Any) -> Edit:
-    def edit(job: JobFolder) -> None:
-        job.job["reward"] = reference
-        job.config.update(config)
-
-    return edit
-
-
-def _text(text: str) -> Edit:
-    def edit(job: JobFolder) -> None:
-        job.job_text = text
-
-    return edit
-
-
-def _rows(*rows: Any) -> Edit:
-    def edit(job: JobFolder) -> None:
-        job.rows(list(rows))
-
-    return edit
-
-
-def _model(**kwargs: Any) -> Edit:
-    def edit(job: JobFolder) -> None:
-        job.config["model"] = job.model_folder(**kwargs)
-
-    return edit
-
-
-def _dataset_line(line: str) -> Edit:
-    def edit(job: JobFolder) -> None:
-        job.write("train.jsonl", (job.root / "train.jsonl").read_text() + line + "\n")
-
-    return edit
 
 
 def _duplicate_key(job: JobFolder) -> None:
@@ -352,23 +204,6 @@ def _two_models(job: JobFolder) -> None:
     job.job["agent"] = dict(job.job["agent"], model="org/model-b")
 
 
-def _model_json(name: str, **changes: Any) -> Edit:
-    """Train a copy of the valid job's model whose JSON file ``name`` has ``changes`` (a
-    ``None`` value is written as null); a callable value is given the old value."""
-
-    def edit(job: JobFolder) -> None:
-        import shutil
-
-        folder = Path(shutil.copytree(job.config["model"], job.root / "model"))
-        data = json.loads((folder / name).read_text(encoding="utf-8"))
-        data.update({key: value(data.get(key)) if callable(value) else value
-                     for key, value in changes.items()})
-        (folder / name).write_text(json.dumps(data), encoding="utf-8")
-        job.config["model"] = str(folder)
-
-    return edit
-
-
 _AUTO_MAP = {"model_type": "evil", "architectures": ["EvilForCausalLM"],
              "auto_map": {"AutoConfig": "configuration_evil.EvilConfig"}}
 _EVIL_CODE = ("from pathlib import Path\n"
@@ -413,8 +248,8 @@ CASES: tuple[BadJob, ...] = (
            "cannot create run path /proc/aworld-runs"),
     BadJob("job_field_misspelled", set_job(trian_dataset="train.jsonl"), "trian_dataset"),
     BadJob("job_duplicate_key", _duplicate_key, "reward.*(twice|duplicate)|(twice|duplicate).*reward"),
-    BadJob("job_not_mapping", _text("- engine\n- trl\n"), "job.yaml"),
-    BadJob("job_invalid_yaml", _text("engine: [trl\n"), "job.yaml"),
+    BadJob("job_not_mapping", set_text("- engine\n- trl\n"), "job.yaml"),
+    BadJob("job_invalid_yaml", set_text("engine: [trl\n"), "job.yaml"),
     BadJob("config_alias_bomb", _alias_bomb, "bomb.yaml"),
     BadJob("config_deeply_nested", _deep_config, "deep.yaml"),
     BadJob("config_json_duplicate_key", _json_duplicate_key, "max_steps.*twice"),
@@ -422,29 +257,29 @@ CASES: tuple[BadJob, ...] = (
     BadJob("columns_unknown_canonical", set_job(columns={"promt": "question"}), "promt"),
     BadJob("columns_missing_column", set_job(columns={"prompt": "question"}), "question"),
     # Rewards: wrong, hostile, missing.
-    BadJob("reward_raises", _reward("rewards.py:raises"), "rewards.py:raises.*planted failure"),
-    BadJob("reward_returns_text", _reward("rewards.py:text"), "rewards.py:text"),
-    BadJob("reward_returns_nan", _reward("rewards.py:nan"), "rewards.py:nan"),
-    BadJob("reward_dict_without_score", _reward("rewards.py:no_score"), "rewards.py:no_score"),
-    BadJob("reward_hangs", _reward("rewards.py:sleeps", reward_timeout=1), "rewards.py:sleeps"),
-    BadJob("reward_none_on_a_late_row", _reward("rewards.py:none_late"),
+    BadJob("reward_raises", set_reward("rewards.py:raises"), "rewards.py:raises.*planted failure"),
+    BadJob("reward_returns_text", set_reward("rewards.py:text"), "rewards.py:text"),
+    BadJob("reward_returns_nan", set_reward("rewards.py:nan"), "rewards.py:nan"),
+    BadJob("reward_dict_without_score", set_reward("rewards.py:no_score"), "rewards.py:no_score"),
+    BadJob("reward_hangs", set_reward("rewards.py:sleeps", reward_timeout=1), "rewards.py:sleeps"),
+    BadJob("reward_none_on_a_late_row", set_reward("rewards.py:none_late"),
            r"rewards.py:none_late' on row 5 returned None; a reward scores every completion"),
-    BadJob("reward_nan_on_a_late_row", _reward("rewards.py:nan_late"),
+    BadJob("reward_nan_on_a_late_row", set_reward("rewards.py:nan_late"),
            r"rewards.py:nan_late' on row 5 returned float nan"),
-    BadJob("reward_text_on_a_late_row", _reward("rewards.py:text_late"),
+    BadJob("reward_text_on_a_late_row", set_reward("rewards.py:text_late"),
            r"rewards.py:text_late' on row 5 returned str 'high'"),
-    BadJob("reward_raises_on_a_late_row", _reward("rewards.py:raises_late"),
+    BadJob("reward_raises_on_a_late_row", set_reward("rewards.py:raises_late"),
            r"rewards.py:raises_late' on row 5 raised RuntimeError: planted failure on a late row"),
-    BadJob("reward_calls_sys_exit", _reward("rewards.py:exits"), "rewards.py:exits"),
-    BadJob("reward_calls_os_exit", _reward("rewards.py:hard_exit"), "rewards.py:hard_exit"),
-    BadJob("reward_wrong_signature", _reward("rewards.py:two_args"), "two_args"),
-    BadJob("reward_function_missing", _reward("rewards.py:nope"), "nope"),
-    BadJob("reward_file_missing", _reward("missing.py:score"), "missing.py"),
+    BadJob("reward_calls_sys_exit", set_reward("rewards.py:exits"), "rewards.py:exits"),
+    BadJob("reward_calls_os_exit", set_reward("rewards.py:hard_exit"), "rewards.py:hard_exit"),
+    BadJob("reward_wrong_signature", set_reward("rewards.py:two_args"), "two_args"),
+    BadJob("reward_function_missing", set_reward("rewards.py:nope"), "nope"),
+    BadJob("reward_file_missing", set_reward("missing.py:score"), "missing.py"),
     BadJob("reward_file_syntax_error", _syntax_error, "broken.py"),
     BadJob("reward_file_exits_on_import", _import_exit, "exiting.py"),
     BadJob("reward_file_ends_the_process_on_import", _import_ends_process, "ending.py"),
     BadJob("reward_file_symlink_loop", _reward_loop, "loop.py"),
-    BadJob("reward_builtin_misspelled", _reward("exact_mach"), "exact_mach.*exact_match"),
+    BadJob("reward_builtin_misspelled", set_reward("exact_mach"), "exact_mach.*exact_match"),
     BadJob("reward_weight_nan", set_job(reward={"name": "exact_match", "weight": float("nan")}),
            "weight"),
     BadJob("reward_weight_text", set_job(reward={"name": "exact_match", "weight": "heavy"}), "weight"),
@@ -452,17 +287,17 @@ CASES: tuple[BadJob, ...] = (
     BadJob("dataset_missing", set_job(train_dataset="nowhere.jsonl"), "nowhere.jsonl"),
     BadJob("dataset_symlink_loop", _dataset_loop, "loop.jsonl"),
     BadJob("dataset_unsupported_format", set_job(train_dataset="rewards.py"), "rewards.py"),
-    BadJob("dataset_empty", _rows(), "train.jsonl"),
-    BadJob("dataset_row_without_truth", _dataset_line('{"prompt": "Repeat: 1"}'),
+    BadJob("dataset_empty", set_rows(), "train.jsonl"),
+    BadJob("dataset_row_without_truth", add_dataset_line('{"prompt": "Repeat: 1"}'),
            "train.jsonl:9.*ground_truth"),
-    BadJob("dataset_invalid_json_line", _dataset_line('{"prompt": '), "train.jsonl:9"),
-    BadJob("dataset_row_not_object", _dataset_line('[1, 2]'), "train.jsonl:9"),
-    BadJob("dataset_empty_prompt", _dataset_line('{"prompt": " ", "ground_truth": "1"}'),
+    BadJob("dataset_invalid_json_line", add_dataset_line('{"prompt": '), "train.jsonl:9"),
+    BadJob("dataset_row_not_object", add_dataset_line('[1, 2]'), "train.jsonl:9"),
+    BadJob("dataset_empty_prompt", add_dataset_line('{"prompt": " ", "ground_truth": "1"}'),
            "train.jsonl:9.*prompt"),
-    BadJob("dataset_bad_role", _dataset_line(
+    BadJob("dataset_bad_role", add_dataset_line(
         '{"prompt": [{"role": "wizard", "content": "hi"}], "ground_truth": "1"}'),
         "train.jsonl:9.*prompt"),
-    BadJob("dataset_truth_is_list", _dataset_line('{"prompt": "hi", "ground_truth": [1]}'),
+    BadJob("dataset_truth_is_list", add_dataset_line('{"prompt": "hi", "ground_truth": [1]}'),
            "train.jsonl:9.*ground_truth"),
     BadJob("dataset_deeply_nested_row", _deep_row, "train.jsonl"),
     BadJob("test_dataset_missing", set_job(test_dataset="absent.jsonl"), "absent.jsonl"),
@@ -477,16 +312,16 @@ CASES: tuple[BadJob, ...] = (
     BadJob("model_bare_name_typo", _bare_model_typo,
            r"model folder tiny-modle not found .*\(did you mean tiny-model\?\)"),
     BadJob("model_is_a_file", _model_is_file, "model.bin"),
-    BadJob("model_config_broken", _model(config="{not json"), "config.json"),
-    BadJob("model_config_missing", _model(config=None), "config.json"),
-    BadJob("model_without_weights", _model(config={"model_type": "qwen2"}, weights=False),
+    BadJob("model_config_broken", new_model_folder(config="{not json"), "config.json"),
+    BadJob("model_config_missing", new_model_folder(config=None), "config.json"),
+    BadJob("model_without_weights", new_model_folder(config={"model_type": "qwen2"}, weights=False),
            "weights"),
-    BadJob("model_without_tokenizer", _model(config={"model_type": "qwen2"},
+    BadJob("model_without_tokenizer", new_model_folder(config={"model_type": "qwen2"},
                                              extra={"tokenizer.json": None}), "tokenizer"),
     BadJob("model_named_twice_differently", _two_models,
            r"config key 'model' names org/model-a but agent 'bad-jobs' model names org/model-b: "
            r"name the model once"),
-    BadJob("model_needs_remote_code", _model(config=_AUTO_MAP,
+    BadJob("model_needs_remote_code", new_model_folder(config=_AUTO_MAP,
                                              extra={"configuration_evil.py": _EVIL_CODE}),
            "trust_remote_code"),
 )
@@ -496,13 +331,13 @@ CASES: tuple[BadJob, ...] = (
 #: job names a model (``model_required``).
 MODEL_CASES: tuple[BadJob, ...] = (
     BadJob("model_weights_of_another_shape",
-           _model_json("config.json", intermediate_size=lambda size: size + 64),
+           edit_model_json("config.json", intermediate_size=lambda size: size + 64),
            r"model .*/model: its weights do not match .*config\.json.*"
            r"model\.layers\.0\.mlp\.down_proj\.weight is \[\d+, \d+\] in model\.safetensors"),
-    BadJob("model_vocab_size_below_the_tokenizer", _model_json("config.json", vocab_size=200),
+    BadJob("model_vocab_size_below_the_tokenizer", edit_model_json("config.json", vocab_size=200),
            r"model .*/model: config\.json vocab_size 200 leaves no row .*pad_token_id 256"),
     BadJob("model_tokenizer_without_eos_or_pad",
-           _model_json("tokenizer_config.json", eos_token=None, pad_token=None),
+           edit_model_json("tokenizer_config.json", eos_token=None, pad_token=None),
            r"model .*/model: its tokenizer has no eos token \(nor a pad token\)"),
 )
 
@@ -524,8 +359,6 @@ class BadJobSuite:
     def valid_model(cls, tmp_path_factory: pytest.TempPathFactory) -> Path | None:
         if not cls.model_required:
             return None
-        from aworld_train.testing import build_tiny_model
-
         return build_tiny_model(tmp_path_factory.mktemp("tiny-model"))
 
     @pytest.fixture
@@ -550,10 +383,6 @@ class BadJobSuite:
 
     def run_check(self, job: JobFolder, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
         """Write the job, run ``aworld-train check`` in this process; exit code and stderr."""
-        import yaml
-
-        from aworld_train.cli import main
-
         text = job.job_text if job.job_text is not None else yaml.safe_dump(job.job)
         (job.root / "job.yaml").write_text(text.replace("{engine}", self.engine_name))
         capsys.readouterr()
