@@ -4,17 +4,30 @@ summarise a run. :mod:`aworld_train.cli` registers them; errors reach its one-li
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
-if TYPE_CHECKING:
-    from aworld_train.evaluation import EvalResult
+from aworld_train.errors import JobError, RunDirectoryError
+from aworld_train.evaluation import (
+    EvalResult,
+    difference,
+    eval_hint,
+    evaluate,
+    open_target,
+    resolve_model,
+    result_stem,
+)
+from aworld_train.manifest import STOPPED, read_manifest
+from aworld_train.resume import continuations, resume_command
+from aworld_train.run_files import EVAL_DIR, MANIFEST
+from aworld_train.samples import read_samples
 
 # Samples longer than this are cut in `show`'s lines.
 _SHOWN_CHARS = 120
@@ -54,14 +67,6 @@ def eval_command(target: Path, model: str | None, compare: bool, dataset: str,
         raise click.UsageError("--compare evaluates base against final or --model: give "
                                "another --model")
     _require_generation()
-    from aworld_train.evaluation import (
-        difference,
-        evaluate,
-        open_target,
-        resolve_model,
-        result_stem,
-    )
-
     with _stdout_to_stderr(as_json):
         opened = open_target(target)
         names = ["base", model or "final"] if compare else [model]
@@ -85,10 +90,6 @@ def eval_command(target: Path, model: str | None, compare: bool, dataset: str,
 
 def _require_generation() -> None:
     """:raises JobError: when torch or transformers, which eval generates with, is missing."""
-    import importlib.util
-
-    from aworld_train.errors import JobError
-
     missing = [name for name in ("torch", "transformers") if importlib.util.find_spec(name) is None]
     if missing:
         raise JobError(f"aworld-train eval needs torch and transformers ({' and '.join(missing)} "
@@ -170,11 +171,6 @@ def _number(value: float | None) -> str:
 def show_command(run: Path, last: int, debug: bool) -> None:
     """Summarise a run: status, final metrics, eval results, the last rollout samples and the
     plots."""
-    from aworld_train.errors import RunDirectoryError
-    from aworld_train.manifest import read_manifest
-    from aworld_train.run_files import MANIFEST
-    from aworld_train.samples import read_samples
-
     if not (run / MANIFEST).is_file():
         raise RunDirectoryError(f"{run} is not a run directory (it holds no {MANIFEST})")
     manifest = read_manifest(run)
@@ -218,9 +214,6 @@ def _show_chain(run: Path, manifest: dict[str, Any]) -> None:
     """The runs this one is linked to by ``--resume``: the run it continues, the runs that
     continue it up to the one that ends the chain (with its status), and, when that run
     stopped (``interrupted``, ``crashed``), the command that resumes it."""
-    from aworld_train.manifest import STOPPED
-    from aworld_train.resume import continuations, resume_command
-
     if manifest.get("resumed_from"):
         click.echo(f"resumed from: {manifest['resumed_from']}")
     chain = continuations(run)
@@ -236,9 +229,6 @@ def _show_chain(run: Path, manifest: dict[str, Any]) -> None:
 
 def _status_of(run: Path) -> str:
     """A linked run's status, ``unreadable`` when its manifest is."""
-    from aworld_train.errors import RunDirectoryError
-    from aworld_train.manifest import read_manifest
-
     try:
         return str(read_manifest(run).get("status", "?"))
     except RunDirectoryError:
@@ -247,9 +237,6 @@ def _status_of(run: Path) -> str:
 
 def _show_evals(run: Path) -> None:
     """One line per ``eval/*.json``."""
-    from aworld_train.evaluation import eval_hint
-    from aworld_train.run_files import EVAL_DIR
-
     found = sorted((run / EVAL_DIR).glob("*.json"))
     if not found:
         click.echo(f"eval results: none ({eval_hint(run)})")
