@@ -243,6 +243,8 @@ def new_context(checks: CheckRun) -> RunContext:
 
 
 def resolve_job_tools(checks: CheckRun) -> ToolSet:
+    # Imported here: the tools bring asyncio and the MCP client, which only an agent with
+    # tools needs.
     from aworld_train.tools import resolve_tools
 
     tools = resolve_tools(checks.spec, checks.job.base_dir)
@@ -342,6 +344,8 @@ def agent_runnable(checks: CheckRun) -> bool:
 def run_agent_once(checks: CheckRun) -> Any:
     """The user's own agent (AWorld or Python) run once on the first row against a stand-in
     policy, its answer scored by the reward: see :mod:`aworld_train.runtime.standin`."""
+    # Imported here: the runtime package (its OpenAI-style endpoint, asyncio) is for agents
+    # that run their own code only.
     from aworld_train.runtime.standin import check_agent_once
 
     model = str(checks.config.model or checks.spec.model)

@@ -17,6 +17,7 @@ from aworld_train.config_layout import ConfigLayout, claim, near_miss, not_a_sec
 from aworld_train.config_rules import checked, config_key, describe_value, rule, rules_of
 from aworld_train.config_rules import first_non_finite as first_non_finite  # engines read it here
 from aworld_train.errors import ConfigError, PluginError, did_you_mean
+from aworld_train.files import guarded_yaml_loader, read_mapping
 from aworld_train.job import JOB_FIELDS
 from aworld_train.settings import (
     ALL_LINEAR,
@@ -213,8 +214,6 @@ def parse_overrides(overrides: list[str] | tuple[str, ...]) -> dict[str, Any]:
     """
     import yaml
 
-    from aworld_train.files import guarded_yaml_loader
-
     nested: dict[str, Any] = {}
     for item in overrides:
         key, sep, raw = item.partition("=")
@@ -328,8 +327,6 @@ def read_config(config: dict[str, Any] | str | Path | TrainConfig | None,
 
     :raises ConfigError: for a file that cannot be read as a mapping, or another type.
     """
-    from aworld_train.files import read_mapping
-
     if config is None:
         return {}, "config"
     if isinstance(config, TrainConfig):

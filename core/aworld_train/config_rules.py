@@ -16,7 +16,7 @@ import math
 import reprlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from aworld_train.errors import ConfigError, did_you_mean
 
@@ -151,8 +151,6 @@ def _model(name: str, rules: Mapping[str, KeyRule]) -> Any:
 
 
 def _pydantic_type(rule: KeyRule) -> Any:
-    from typing import Annotated
-
     from pydantic import BeforeValidator, Field, StrictBool, StrictInt, StrictStr
 
     bounds, names = Field(**rule.bounds), rule.names
