@@ -313,7 +313,7 @@ def load_config(
                 f"known keys: {', '.join(sorted(allowed))}{hint}"
             )
     lora = values.pop("lora", None)
-    common = checked("CommonKeys", rules_of(TrainConfig), values, where, "", sources,
+    common = checked("TrainConfigKeys", rules_of(TrainConfig), values, where, "", sources,
                      _verl_algorithm_hint)
     explicit = frozenset(common) | ({"lora"} if lora is not None else frozenset())
     return TrainConfig(**common, lora=lora, resources=resources, sections=sections,
