@@ -107,6 +107,7 @@ class AgentRuntime:
 
     def run(self, rows: list[dict[str, Any]]) -> list[EpisodeResult]:
         """Run one episode per row, all at once, from a synchronous caller."""
+        freeze_heap_once()
 
         async def all_rows() -> list[EpisodeResult]:
             return list(await asyncio.gather(*(self.episode(row) for row in rows)))
@@ -195,6 +196,24 @@ class BatchedGenerate:
         for (_, tokens, future), result in zip(batch, results):
             if not future.done():
                 future.set_result(Generated(result.token_ids[:tokens], result.logprobs[:tokens]))
+
+
+_HEAP_FROZEN = threading.Event()
+
+
+def freeze_heap_once() -> None:
+    """Exempt what lives before the first rollout (modules, the model, the trainer) from the
+    garbage collector's full collections, once per process. A step's requests allocate enough
+    objects for a full collection every step or two, and in a trainer's process one scans half
+    a million objects or more: ~150 ms of CPU each (~1 ms per episode of a step of 128), ~20 ms
+    once they are frozen. Objects alive now are kept as they would be; only cycles among them that
+    die later are no longer freed."""
+    if not _HEAP_FROZEN.is_set():
+        _HEAP_FROZEN.set()
+        import gc
+
+        gc.collect()
+        gc.freeze()
 
 
 _LOOPS: dict[str, asyncio.AbstractEventLoop] = {}

@@ -24,6 +24,10 @@ TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
 # it would after a model turn.
 _BASE = [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]
 
+#: How many rendered prompts a renderer keeps: a GRPO step renders each prompt once per
+#: completion of its group, and every step's prompts anew.
+PROMPT_CACHE_SIZE = 4096
+
 
 def parse_tool_calls(text: str) -> tuple[str, list[dict[str, Any]]]:
     """The text before the first tool call, and each call as ``{"name", "arguments"}``.
@@ -75,11 +79,24 @@ class ChatRenderer:
         eos = tokenizer.eos_token or ""
         # What the template writes after the model's end-of-turn token (ChatML: a newline).
         self.turn_end = base[base.rindex(eos) + len(eos):] if eos and eos in base else ""
+        # Rendering and tokenizing a prompt costs more than the rest of a one-turn request; a
+        # template that renders the date (strftime_now) is rendered every time.
+        self._prompts: dict[str, list[int]] | None = (
+            None if "strftime_now" in str(getattr(tokenizer, "chat_template", None)) else {})
 
     def prompt_ids(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
                    ) -> list[int]:
         """The episode's prompt: ``messages`` and ``tools`` with the generation prompt."""
-        return self._ids(self._text(messages, tools, generation_prompt=True))
+        cache = self._prompts
+        key = None if cache is None else _cache_key(messages, tools)
+        if cache is None or key is None:
+            return self._ids(self._text(messages, tools, generation_prompt=True))
+        ids = cache.get(key)
+        if ids is None:
+            if len(cache) >= PROMPT_CACHE_SIZE:
+                cache.clear()
+            ids = cache[key] = self._ids(self._text(messages, tools, generation_prompt=True))
+        return list(ids)  # the caller's own list: trajectories extend theirs
 
     def context_ids(self, added: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
                     *, turn_ended: bool) -> list[int]:
@@ -114,6 +131,15 @@ class ChatRenderer:
 
     def _ids(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def _cache_key(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str | None:
+    """The prompt as JSON (key order kept: a template renders a mapping in its order), or
+    ``None`` for content that is not plain JSON."""
+    try:
+        return json.dumps([messages, tools or None], ensure_ascii=False)
+    except (TypeError, ValueError):
+        return None
 
 
 @dataclass
