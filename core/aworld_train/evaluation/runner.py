@@ -1,5 +1,8 @@
 """One evaluation from start to end: :func:`evaluate`, what ``aworld-train eval`` and
-``AgentTrainer.evaluate()`` run."""
+``AgentTrainer.evaluate()`` run.
+
+The tools (MCP clients on asyncio) are imported only when the agent uses some.
+"""
 
 from __future__ import annotations
 
