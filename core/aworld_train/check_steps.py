@@ -231,7 +231,7 @@ def new_context(checks: CheckRun) -> RunContext:
         show_progress=checks.progress,
         inherited=read_metrics(checks.resume_from) if checks.resume_from else None,
     )
-    return RunContext(
+    context = RunContext(
         engine=checks.engine,
         run_dir=checks.run_dir.path,
         config=checks.config,
@@ -240,16 +240,19 @@ def new_context(checks: CheckRun) -> RunContext:
         resume_from=checks.resume_from,
         given=as_given(checks.job),
     )
+    # An agent without tools keeps the context's own empty set.
+    return context if checks.tools is None else dataclasses.replace(context, tools=checks.tools)
 
 
 def resolve_job_tools(checks: CheckRun) -> ToolSet:
-    # Imported here: the tools bring asyncio and the MCP client, which only an agent with
-    # tools needs.
+    """The agent's tools resolved (its Python functions and its MCP servers' tools), which the
+    run context then holds."""
+    # Imported here: the tools bring asyncio and the MCP client, which ``import aworld_train``
+    # leaves out.
     from aworld_train.tools import resolve_tools
 
-    tools = resolve_tools(checks.spec, checks.job.base_dir)
-    checks.hand_off.tools = checks.context.tools = tools
-    return tools
+    checks.tools = resolve_tools(checks.spec, checks.job.base_dir)
+    return checks.tools
 
 
 def describe_tools(tools: ToolSet) -> str:

@@ -142,6 +142,7 @@ class CheckRun:
     layout: ConfigLayout | None = field(init=False)
     config: TrainConfig = field(init=False)
     spec: AgentSpec = field(init=False)
+    tools: ToolSet | None = None  # None: the agent has no tools
     metrics: MetricsReporter = field(init=False)
     context: RunContext = field(init=False)
     hand_off: HandOff = field(init=False)
@@ -214,7 +215,7 @@ class CheckRun:
 
 def _new_context(checks: CheckRun) -> None:
     """The run context the engine's hooks receive, and the hand-off that starts with its
-    (empty) tools."""
+    tools."""
     checks.context = new_context(checks)
     checks.hand_off = HandOff(tools=checks.context.tools)
 
@@ -254,9 +255,9 @@ CHECKS: tuple[Step, ...] = (
     Step("weights", "core", check_model_weights, str, when=local_model),
     Step("lora", "core", check_lora, describe_lora_targets,
          when=lora_targets_checkable),
-    Step("context", "core", _new_context, None),
     Step("tools", "core", resolve_job_tools, describe_tools,
          when=lambda checks: checks.spec.uses_tools),
+    Step("context", "core", _new_context, None),
     Step("agent", "engine", _engine_check(
         "agent", lambda c: c.spec,
         lambda c: {"agent": c.spec, "config": c.config, "tools": c.context.tools}),
