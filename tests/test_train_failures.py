@@ -25,7 +25,7 @@ from helpers import (
 )
 
 from aworld_train import AgentTrainer
-from aworld_train.errors import RewardError, TrainingCrash
+from aworld_train.errors import AWorldTrainError, RewardError, TrainingCrash
 
 EXECUTABLE = Path(sys.executable).with_name("aworld-train")
 
@@ -127,7 +127,7 @@ def test_python_users_get_the_same_line_with_the_exception_chained_and_secrets_h
         f"*** at test_train_failures.py:{LeakyCrash.train.__code__.co_firstlineno + 2}; "
         f"the run failed, traceback in {run_dir / 'error.log'}")
     assert isinstance(raised.value.__cause__, RuntimeError)
-    assert isinstance(raised.value, ValueError), "an AWorldTrainError, as every error"
+    assert isinstance(raised.value, AWorldTrainError), "the project's own error, as every error"
     assert manifest(run_dir)["status"] == "failed"
     log = (run_dir / "error.log").read_text()
     assert "RuntimeError: search refused key\n***" in log
