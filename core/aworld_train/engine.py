@@ -83,6 +83,7 @@ from aworld_train.runtime import (
 )
 from aworld_train import vllm_generation
 from aworld_train.samples import append_samples, read_samples
+from aworld_train.shipping import ENV_PREFIX, Secrets, secret_loads, ship_agent, unship_agent
 from aworld_train.memory import MemoryPlan, prompt_budget, trainer_sharding
 from aworld_train.settings import (
     ADAPTER_DIR,
@@ -153,6 +154,12 @@ __all__ = [
     "MemoryPlan",
     "prompt_budget",
     "trainer_sharding",
+    # An agent and its tools sent to an engine's other processes, their secrets kept out
+    "ENV_PREFIX",
+    "Secrets",
+    "secret_loads",
+    "ship_agent",
+    "unship_agent",
     "PRECISIONS",
     "LR_SCHEDULERS",
     "LOSS_AGGREGATIONS",

@@ -207,8 +207,7 @@ def config_to_trl(
 
     :raises ConfigError: naming the key, for an unknown field (with a suggestion), a value of
         the wrong type, choice or range, a value TRL rejects, a generation batch that
-        ``num_generations`` does not divide, vLLM asked for where it cannot run, or an agent
-        run by the agent runtime in several processes.
+        ``num_generations`` does not divide, or vLLM asked for where it cannot run.
     """
     import torch
 
@@ -269,11 +268,6 @@ def config_to_trl(
         raise ConfigError(
             f"config trl.use_vllm: on a CPU the engine generates with vLLM in one process, not "
             f"{world_size}: set gpus_per_node and nnodes to 1"
-        )
-    if agent.episodes is not None and world_size > 1:
-        raise ConfigError(
-            f"config resources: the trl engine runs agent '{agent.episodes.name}' (its own code "
-            f"or tools) in one process, not {world_size}: set gpus_per_node and nnodes to 1"
         )
     if algorithm == "grpo":
         generation_batch = _check_generation_batch(args_class, args, world_size)

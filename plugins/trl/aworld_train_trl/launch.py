@@ -13,10 +13,17 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.engine import join_timeout, rendezvous, reward_references, run_workers
+from aworld_train.engine import (
+    join_timeout,
+    rendezvous,
+    reward_references,
+    run_workers,
+    scoped_environment,
+)
 
 if TYPE_CHECKING:
-    from aworld_train.engine import RunContext
+    from aworld_train.engine import RunContext, ToolSet
+    from aworld_train.engine import Secrets
 
     from aworld_train_trl.agent import TrlAgent
     from aworld_train_trl.config import TrlConfig
@@ -24,6 +31,8 @@ if TYPE_CHECKING:
     from aworld_train_trl.reward import TrlReward
 
 JOB_FILE = "trl_job.json"
+# The agent the runtime runs and its tools, pickled for every worker (its secrets left out).
+AGENT_FILE = "trl_agent.pkl"
 WORKER_LOG = "trl_workers.log"
 # accelerate launch's flag for each variable of the nodes' rendezvous.
 _RENDEZVOUS_FLAGS = {
@@ -47,16 +56,20 @@ def launch(
     :raises TrainingError: when a reward cannot be imported by other processes, the nodes'
         rendezvous is not configured, or a worker fails.
     """
+    from aworld_train.engine import Secrets
+
+    secrets = Secrets()
     job_file = write_job(ctx.run_dir, checkpoint, agent=agent, data=data, reward=reward,
-                         config=config)
+                         config=config, tools=ctx.tools, secrets=secrets)
     command = [
         sys.executable, "-m", "accelerate.commands.launch",
         *_launcher_args(config),
         "-m", "aworld_train_trl.worker", str(job_file),
     ]
     total = config.world_size
-    return run_workers(command, ctx, ctx.run_dir / WORKER_LOG, nnodes=config.nnodes,
-                       what=f"accelerate launch of {total} trl processes")
+    with scoped_environment(secrets.environment):  # the shipped agent's secrets
+        return run_workers(command, ctx, ctx.run_dir / WORKER_LOG, nnodes=config.nnodes,
+                           what=f"accelerate launch of {total} trl processes")
 
 
 def write_job(
@@ -67,12 +80,17 @@ def write_job(
     data: TrlDatasets,
     reward: TrlReward | None,
     config: TrlConfig,
+    tools: ToolSet | None = None,
+    secrets: Secrets | None = None,
 ) -> Path:
     """Write what every worker needs into ``run_dir`` and return the job file.
 
     The file holds no credential: :func:`~aworld_train_trl.training.run_training` sets them in
     the environment the launcher and its workers inherit. SFT's canonical test rows go beside
-    the converted datasets, so that rank 0 scores them with the reward at each evaluation.
+    the converted datasets, so that rank 0 scores them with the reward at each evaluation. An
+    agent the runtime runs goes, with its tools, to :data:`AGENT_FILE`
+    (:func:`~aworld_train.engine.ship_agent`): each worker runs the episodes of its own
+    prompts and opens its own MCP sessions; its secrets go into ``secrets``.
     """
     rewards = reward_references(reward.spec) if reward is not None else []
     fields = dataclasses.asdict(config)
@@ -85,9 +103,16 @@ def write_job(
         data.test.save_to_disk(str(data_dir / "test"))
     if data.test_rows is not None:
         data.test_rows.save_to_disk(str(data_dir / "test_rows"))
+    agent_file = None
+    if agent.episodes is not None:
+        from aworld_train.engine import Secrets, ship_agent
+
+        agent_file = ship_agent(agent.episodes, tools, run_dir / AGENT_FILE,
+                                secrets if secrets is not None else Secrets())
     job = {
         "run_dir": str(run_dir),
-        "agent": dataclasses.asdict(agent),
+        "agent": dataclasses.asdict(dataclasses.replace(agent, episodes=None)),
+        "agent_file": str(agent_file) if agent_file is not None else None,
         "config": fields,
         "rewards": rewards,
         "train": str(data_dir / "train"),

@@ -25,8 +25,15 @@ def main(job_file: str) -> None:
     job = json.loads(Path(job_file).read_text(encoding="utf-8"))
     # SFT may have no reward; its test rows are there when it has one to score them with.
     rows = job.get("test_rows")
+    agent, tools = TrlAgent(**job["agent"]), None
+    if job.get("agent_file"):
+        # This process runs the episodes of its own prompts, with its own tool sessions.
+        from aworld_train.engine import unship_agent
+
+        shipped = unship_agent(Path(job["agent_file"]))
+        agent.episodes, tools = shipped.agent, shipped.tools
     final = train_in_process(
-        agent=TrlAgent(**job["agent"]),
+        agent=agent,
         data=TrlDatasets(
             train=load_from_disk(job["train"]),
             test=load_from_disk(job["test"]) if job["test"] else None,
@@ -38,6 +45,7 @@ def main(job_file: str) -> None:
         on_start=lambda total, done: emit("start", total=total, done=done),
         on_log=lambda step, metrics: emit("log", step=step, metrics=metrics),
         checkpoint=Path(job["checkpoint"]) if job["checkpoint"] else None,
+        tools=tools,
     )
     from accelerate import PartialState
 

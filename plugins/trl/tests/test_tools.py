@@ -14,6 +14,7 @@ from aworld_train import AgentTrainer
 from aworld_train.errors import AgentError
 from aworld_train.runtime import ChatRenderer, prompt_messages
 from policy_inputs import train_recording_inputs
+from teach import teach_exchange
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "calculator_agent"
 
@@ -96,50 +97,6 @@ def test_grpo_trains_with_mcp_tools_in_the_chat_template(tool_job: dict[str, Any
     assert all("tools/call_frequency" in m and m["agent_failed"] == 0.0 for m in steps)
 
 
-def _teach_exchange(
-    model: Path, prompt: list[dict[str, str]], functions: list[dict[str, Any]], call: dict[str, Any],
-    result: str, answer: str, steps: int = 200,
-) -> None:
-    """Overfit the model in ``model`` on one exchange: after ``prompt`` it writes ``call`` (a
-    tool call in its chat template's format), and after the tool's ``result`` it writes
-    ``answer``. Only the model's own two turns are trained; the prompt and the tool's result are
-    context, as in GRPO's loss."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(model)
-
-    def render(messages: list[dict[str, Any]]) -> list[int]:
-        text = tokenizer.apply_chat_template(messages, tools=functions,
-                                             add_generation_prompt=True, tokenize=False)
-        return tokenizer(text, add_special_tokens=False)["input_ids"]
-
-    prompt_ids = render(prompt)
-    context_ids = render([*prompt, {"role": "assistant", "content": "", "tool_calls": [call]},
-                          {"role": "tool", "name": call["function"]["name"], "content": result}])
-    assert context_ids[: len(prompt_ids)] == prompt_ids
-    answer_ids = tokenizer(answer + tokenizer.eos_token, add_special_tokens=False)["input_ids"]
-    input_ids = context_ids + answer_ids
-    call_end = input_ids.index(tokenizer.eos_token_id, len(prompt_ids)) + 1
-    labels = [-100] * len(input_ids)
-    labels[len(prompt_ids):call_end] = input_ids[len(prompt_ids):call_end]
-    labels[len(context_ids):] = answer_ids
-
-    torch.manual_seed(0)
-    policy = AutoModelForCausalLM.from_pretrained(model)
-    policy.train()
-    optimizer = torch.optim.Adam(policy.parameters(), lr=3e-3)
-    batch = {"input_ids": torch.tensor([input_ids]), "labels": torch.tensor([labels])}
-    for _ in range(steps):
-        loss = policy(**batch).loss
-        optimizer.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)
-        optimizer.step()
-    assert loss.item() < 0.01, f"the model did not learn the exchange (loss {loss.item():.3f})"
-    policy.save_pretrained(model)
-
-
 def test_grpo_rollout_runs_the_tool_the_model_calls(
     tool_job: dict[str, Any], tool_model: Path, tmp_path: Path
 ) -> None:
@@ -167,7 +124,7 @@ def test_grpo_rollout_runs_the_tool_the_model_calls(
     # are read when training starts, so teaching them after the checks is enough.
     prompt = prompt_messages(checked.dataset.train[0]["prompt"], checked.agent.episodes.system_prompt)
     call = {"type": "function", "function": {"name": "multiply", "arguments": {"a": 12, "b": 34}}}
-    _teach_exchange(model, prompt, functions, call, result="408", answer="<answer>408</answer>")
+    teach_exchange(model, prompt, functions, call, result="408", answer="<answer>408</answer>")
 
     # Every input the policy reads during training: prompts, its own turns and what TRL appends.
     final, seen = train_recording_inputs(trainer)

@@ -14,38 +14,15 @@ inherit.
 
 from __future__ import annotations
 
-import io
-import os
-import pickle
 from collections.abc import Mapping
 from typing import Any
 
-from aworld_train.engine import TrainingError
-
-ENV_PREFIX = "AWORLD_TRAIN_SECRET_"
-_TAG = "aworld-train-secret"
+from aworld_train.engine import ENV_PREFIX, Secrets, secret_loads  # noqa: F401 - ENV_PREFIX named here by the docs and tests
 
 
-class Vault:
-    """The secrets of one job, each under the environment variable that carries it."""
-
-    def __init__(self) -> None:
-        self._names: dict[str, str] = {}
-
-    @property
-    def environment(self) -> dict[str, str]:
-        """What the processes that read the run's files need in their environment."""
-        return {name: value for value, name in self._names.items()}
-
-    def reference(self, text: str) -> str | None:
-        """The variable that carries ``text`` when ``text`` holds a secret, else ``None``."""
-        from aworld_train.engine import redact_text
-
-        if redact_text(text) == text:
-            return None
-        if text not in self._names:
-            self._names[text] = f"{ENV_PREFIX}{len(self._names)}"
-        return self._names[text]
+class Vault(Secrets):
+    """The secrets of one job, each under the environment variable that carries it: what the
+    core's :class:`~aworld_train.engine.Secrets` pickles, and the config's values."""
 
     def hide(self, value: Any) -> Any:
         """A copy of ``value`` with every string that holds a secret replaced by
@@ -59,25 +36,6 @@ class Vault:
             return [self.hide(item) for item in value]
         return value
 
-    def dumps(self, obj: Any, pickler: type | None = None) -> bytes:
-        """``obj`` pickled (with cloudpickle, or ``pickler``, a subclass of it), each string
-        that holds a secret written as a reference to its variable."""
-        import cloudpickle
-
-        vault = self
-
-        class Pickler(pickler or cloudpickle.Pickler):  # type: ignore[misc]
-            def persistent_id(self, item: Any) -> Any:
-                if type(item) is str:
-                    name = vault.reference(item)
-                    if name is not None:
-                        return (_TAG, name)
-                return None
-
-        buffer = io.BytesIO()
-        Pickler(buffer).dump(obj)
-        return buffer.getvalue()
-
 
 def loads(data: bytes, environment: Mapping[str, str] | None = None) -> Any:
     """Unpickle what :meth:`Vault.dumps` wrote, each secret read from ``environment`` (by
@@ -85,19 +43,4 @@ def loads(data: bytes, environment: Mapping[str, str] | None = None) -> Any:
 
     :raises TrainingError: when a secret's variable is not set.
     """
-    env = os.environ if environment is None else environment
-
-    class Unpickler(pickle.Unpickler):
-        def persistent_load(self, pid: Any) -> Any:
-            tag, name = pid
-            if tag != _TAG:
-                raise pickle.UnpicklingError(f"unknown persistent id {tag!r}")
-            if name not in env:
-                raise TrainingError(
-                    f"{name} is not set: it carries a secret of the job (an MCP server's env or "
-                    f"header, a key argument, URL credentials) that aworld-train passes to VeRL's "
-                    f"processes; set it when running launch.sh yourself"
-                )
-            return env[name]
-
-    return Unpickler(io.BytesIO(data)).load()
+    return secret_loads(data, environment, where="when running launch.sh yourself")
