@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from aworld_train.errors import JobError
-from aworld_train.job import JOB_FIELDS, load_job
+from aworld_train.job import JOB_FIELDS, Job, absolute_paths, load_job
 
 
 def test_job_file_fields_and_base_dir(tmp_path: Path) -> None:
@@ -175,3 +175,37 @@ def test_a_saved_job_loads_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert (config.max_steps, config.trust_remote_code, config.reward_timeout) == (5, True, 30.0)
     assert config.engine_section() == {"temperature": 0.5}
     assert load_config(config.to_dict(), engine_names=("toy",), engine="toy") == config
+
+
+def test_absolute_paths_resolves_the_paths_of_a_job_and_leaves_names(tmp_path: Path) -> None:
+    base = tmp_path.resolve()
+    (base / "agent.yaml").write_text("name: a\n")
+    job = Job(agent="agent.yaml", train_dataset="data/train.jsonl", test_dataset=[{"prompt": "p"}],
+              reward=["r.py:f", {"name": "lib/r.py", "weight": 2}, "exact_match",
+                      "pkg.rewards:score"],
+              config="missing.yaml", run_path="out", overrides=("max_steps=2",), base_dir=base)
+    absolute = absolute_paths(job)
+    assert absolute.agent == str(base / "agent.yaml")
+    assert absolute.train_dataset == str(base / "data" / "train.jsonl")
+    assert absolute.test_dataset == [{"prompt": "p"}], "rows in memory stay as they are"
+    assert absolute.reward == [f"{base}/r.py:f", {"name": f"{base}/lib/r.py", "weight": 2},
+                               "exact_match", "pkg.rewards:score"]
+    assert absolute.config == "missing.yaml", "a file that is not there is the config check's"
+    assert absolute.run_path == str(base / "out")
+    assert (absolute.overrides, absolute.base_dir) == (("max_steps=2",), base)
+    assert job.train_dataset == "data/train.jsonl", "a new job: the given one is unchanged"
+    assert absolute_paths(Job(agent="pkg.agents:make")).agent == "pkg.agents:make"
+
+
+def test_flags_and_overrides_make_one_job(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "job.yaml").write_text("train_dataset: a.jsonl\nrun_path: out\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    job = load_job(tmp_path / "job.yaml", ("max_steps=2",), run_path="runs",
+                   test_dataset="missing.jsonl")
+    assert job.overrides == ("max_steps=2",)
+    assert job.run_path == str(elsewhere.resolve() / "runs"), "a flag is relative to the cwd"
+    assert job.test_dataset == str(elsewhere.resolve() / "missing.jsonl"), (
+        "a flag's file is the current folder's even before it exists")
+    assert load_job(tmp_path / "job.yaml").run_path == "out", "the file's stays relative"

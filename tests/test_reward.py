@@ -430,14 +430,14 @@ def test_a_bare_reward_file_stays_one_in_the_saved_job(
 ) -> None:
     """The saved job.yaml names a bare reward file by its absolute path, so a re-run from
     another folder finds it and still picks its one reward function."""
+    from aworld_train.job import Job
     from aworld_train.saved_job import rerunnable_job
 
     (tmp_path / "job" / "reward").mkdir(parents=True)
     (tmp_path / "job" / "reward" / "gaia_reward_function.py").write_text(GAIA_REWARD_FILE)
-    saved = rerunnable_job(
-        engine="trl", agent=None, agent_spec=None, train_dataset=None, test_dataset=None,
-        reward="reward/gaia_reward_function.py", columns=None, config={},
-        run_path=tmp_path / "run", base_dir=tmp_path / "job")
+    saved = rerunnable_job(Job(engine="trl", reward="reward/gaia_reward_function.py",
+                               run_path=tmp_path / "run", base_dir=tmp_path / "job"),
+                           None, config={})
     path = (tmp_path / "job" / "reward" / "gaia_reward_function.py").resolve()
     assert saved["reward"] == str(path)
     monkeypatch.chdir(tmp_path)

@@ -33,6 +33,7 @@ from aworld_train.rewards import exact_match
 from aworld_train.manifest import read_manifest
 from aworld_train.resume import resolve_resume
 from aworld_train.rundir import RunDirectory
+from aworld_train.job import Job
 from aworld_train.saved_job import rerunnable_job
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -540,12 +541,12 @@ def test_the_saved_job_has_absolute_paths_for_what_was_relative(tmp_path: Path) 
         "mcpServers": {"local": {"command": "python", "args": ["server.py"]},
                        "beside": {"command": "./serve", "cwd": "servers"},
                        "remote": {"url": "http://127.0.0.1:1/mcp"}}})
-    job = rerunnable_job(
-        engine="toy", agent="agent.yaml", agent_spec=spec, train_dataset="data/train.jsonl",
-        test_dataset=None, reward=["rewards.py:score", {"name": "lib/r.py:f", "weight": 2},
-                                   "exact_match", "pkg.rewards:score"],
-        columns={"prompt": "q"}, config={"model": str(tmp_path / "model")},
-        run_path=Path("runs"), base_dir=tmp_path)
+    job = rerunnable_job(Job(
+        engine="toy", agent="agent.yaml", train_dataset="data/train.jsonl",
+        reward=["rewards.py:score", {"name": "lib/r.py:f", "weight": 2}, "exact_match",
+                "pkg.rewards:score"],
+        columns={"prompt": "q"}, run_path="runs", base_dir=tmp_path),
+        spec, config={"model": str(tmp_path / "model")})
     assert job == {
         "engine": "toy",
         "agent": {"name": "a", "tools": [f"{tmp_path}/tools.py:add", "pkg.tools:mul", "search"],
@@ -559,12 +560,11 @@ def test_the_saved_job_has_absolute_paths_for_what_was_relative(tmp_path: Path) 
                    "exact_match", "pkg.rewards:score"],
         "columns": {"prompt": "q"},
         "config": {"model": str(tmp_path / "model")},
-        "run_path": str(Path("runs").resolve()),
+        "run_path": str(tmp_path / "runs"),
     }
-    factory = rerunnable_job(engine="toy", agent="agents.py:make", agent_spec=spec,
-                             train_dataset=[{"prompt": "p", "ground_truth": "g"}],
-                             test_dataset=None, reward=None, columns=None, config={},
-                             run_path=tmp_path, base_dir=tmp_path)
+    factory = rerunnable_job(Job(engine="toy", agent="agents.py:make",
+                                 train_dataset=[{"prompt": "p", "ground_truth": "g"}],
+                                 run_path=tmp_path, base_dir=tmp_path), spec, config={})
     assert factory["agent"] == f"{tmp_path}/agents.py:make", "a factory stays a reference"
     assert factory["train_dataset"] == [{"prompt": "p", "ground_truth": "g"}]
     assert "reward" not in factory

@@ -15,11 +15,19 @@ from typing import TYPE_CHECKING, Any
 from aworld_train import memory, plugins
 from aworld_train.agent import load_agent
 from aworld_train.check_settings import other_sections_warnings
-from aworld_train.config import ConfigLayout, describe_value, load_config, without_section_key
+from aworld_train.config import (
+    ConfigLayout,
+    describe_value,
+    load_config,
+    merge,
+    parse_overrides,
+    read_config,
+    without_section_key,
+)
 from aworld_train.context import RunContext
 from aworld_train.dataset import load_dataset
 from aworld_train.errors import ConfigError, PluginError
-from aworld_train.given import as_given, model_identity
+from aworld_train.job import Job, absolute_paths
 from aworld_train.metrics import MetricsReporter, read_metrics
 from aworld_train.model import (
     check_lengths,
@@ -29,6 +37,7 @@ from aworld_train.model import (
     preflight_model,
 )
 from aworld_train.redaction import remember_secrets
+from aworld_train.references import resolve_path
 from aworld_train.reward import engine_rewards_for, own_functions, resolve_reward
 from aworld_train.reward_check import check_reward_on_rows
 from aworld_train.settings import ALL_LINEAR
@@ -39,7 +48,6 @@ if TYPE_CHECKING:
     from aworld_train.agent import AgentSpec
     from aworld_train.checks import CheckRun
     from aworld_train.config import TrainConfig
-    from aworld_train.given import Job
     from aworld_train.memory import MemoryEstimate
     from aworld_train.reward import RewardSpec
     from aworld_train.tools import ToolSet
@@ -173,10 +181,20 @@ def _one_model(checks: CheckRun, section_model: tuple[str, str] | None) -> str |
         given = [(f"AWorld agent '{spec.name}' llm_model_name", spec.model)]
     for place, value in given[1:]:
         first_place, first = given[0]
-        if model_identity(value, job.base_dir) != model_identity(first, job.base_dir):
+        if _model_identity(value, job.base_dir) != _model_identity(first, job.base_dir):
             raise ConfigError(f"{first_place} names {first} but {place} names {value}: "
                               "name the model once")
     return given[0][1] if given else None
+
+
+def _model_identity(model: str, base_dir: Path | None) -> str:
+    """A model as it is compared with another: the absolute folder it names, looked up where
+    the model check looks (the job's folder, then the current one), else its text."""
+    for root in (base_dir, None):
+        folder = resolve_path(model, root)
+        if folder.is_dir():
+            return str(folder)
+    return model
 
 
 def describe_model(model: str | None) -> str:
@@ -238,10 +256,21 @@ def new_context(checks: CheckRun) -> RunContext:
         metrics=checks.metrics,
         check_only=checks.check_only,
         resume_from=checks.resume_from,
-        given=as_given(checks.job),
+        given=_as_given(checks.job),
     )
     # An agent without tools keeps the context's own empty set.
     return context if checks.tools is None else dataclasses.replace(context, tools=checks.tools)
+
+
+def _as_given(job: Job) -> Job:
+    """The job as ``ctx.given`` shows it: its paths absolute, so an engine that starts
+    processes elsewhere still finds the files; with ``-o`` overrides, the config as the mapping
+    with them merged in."""
+    given = absolute_paths(job)
+    if not job.overrides:
+        return given
+    config = merge(read_config(job.config, job.base_dir)[0], parse_overrides(job.overrides))
+    return dataclasses.replace(given, config=config, overrides=())
 
 
 def resolve_job_tools(checks: CheckRun) -> ToolSet:
@@ -313,7 +342,7 @@ def resolve_job_reward(checks: CheckRun) -> tuple[RewardSpec, Any]:
     code); a warning when the right answer scores below the maximum on some rows. An engine's
     own reward (``swift:accuracy``) is not scored here (the engine scores it while training,
     and checks it in its ``check_reward``), and refused on any other engine."""
-    checks.reward = resolve_reward(checks.job.reward_func, checks.job.base_dir)
+    checks.reward = resolve_reward(checks.job.reward, checks.job.base_dir)
     engine_rewards_for(checks.reward, checks.engine)
     scores = None
     own = own_functions(checks.reward)

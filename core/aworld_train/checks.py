@@ -61,7 +61,7 @@ from aworld_train.check_steps import (
     run_agent_once,
 )
 from aworld_train.errors import AWorldTrainError
-from aworld_train.given import Job
+from aworld_train.job import Job
 from aworld_train.saved_job import rerunnable_job
 from aworld_train.version import __version__
 
@@ -203,14 +203,9 @@ class CheckRun:
         return {"device": values["device"], "precision": values["precision"],
                 "settings": values}
 
-    def rerunnable_job(self, run_path: Path) -> dict[str, Any]:
+    def rerunnable_job(self) -> dict[str, Any]:
         """The job as ``job.yaml`` keeps it."""
-        job = self.job
-        return rerunnable_job(engine=self.engine, agent=job.agent, agent_spec=self.spec,
-                              train_dataset=job.train_dataset, test_dataset=job.test_dataset,
-                              reward=job.reward_func, columns=job.columns,
-                              config=self.context.config.to_dict(), run_path=run_path,
-                              base_dir=job.base_dir)
+        return rerunnable_job(self.job, self.spec, self.context.config.to_dict())
 
 
 def _new_context(checks: CheckRun) -> None:
@@ -273,7 +268,7 @@ CHECKS: tuple[Step, ...] = (
                    "agent": c.hand_off.agent, "config": c.config}),
         _describe_engine_result),
     Step("reward", "core", resolve_job_reward, describe_reward,
-         when=_given("reward_func"), otherwise="none given"),
+         when=_given("reward"), otherwise="none given"),
     Step("agent run", "core", run_agent_once, describe_agent_run, when=agent_runnable),
     Step("reward", "engine", _engine_check(
         "reward", lambda c: c.reward,

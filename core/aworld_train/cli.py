@@ -7,6 +7,7 @@ while it trains as one line with exit code 1; ``--debug`` shows the traceback to
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import shlex
 import signal
@@ -15,7 +16,7 @@ import threading
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -23,6 +24,9 @@ from aworld_train.errors import AWorldTrainError, TrainingCrash
 from aworld_train.redaction import redact_text
 from aworld_train.quiet import apply_quiet_libraries
 from aworld_train.threads import apply_thread_policy
+
+if TYPE_CHECKING:
+    from aworld_train.job import Job
 
 EXIT_CRASH = 1  # the engine failed while it trained: not a mistake the checks could name
 EXIT_BAD_INPUT = 2
@@ -147,8 +151,7 @@ def job_options(command: Any) -> Any:
 def check(job: Path | None, engine: str | None, overrides: tuple[str, ...], debug: bool,
           **fields: Any) -> None:
     """Run every check of a job without training."""
-    trainer_kwargs = _trainer_kwargs(job, engine, overrides, fields)
-    _run_checks(trainer_kwargs, check_only=True)
+    _run_checks(_load_job(job, engine, overrides, fields), check_only=True)
     click.echo("all checks passed")
 
 
@@ -159,8 +162,8 @@ def check(job: Path | None, engine: str | None, overrides: tuple[str, ...], debu
 def train(job: Path | None, engine: str | None, overrides: tuple[str, ...], debug: bool,
           run_path: str | None, resume: str | None, **fields: Any) -> None:
     """Check a job, then train it."""
-    trainer_kwargs = _trainer_kwargs(job, engine, overrides, fields, run_path)
-    trainer = _run_checks(trainer_kwargs, check_only=False, resume=resume)
+    trainer = _run_checks(_load_job(job, engine, overrides, fields, run_path), check_only=False,
+                          resume=resume)
     try:
         final = trainer.train()
     except KeyboardInterrupt:
@@ -195,21 +198,15 @@ cli.add_command(eval_command)
 cli.add_command(show_command)
 
 
-def _trainer_kwargs(job: Path | None, engine: str | None, overrides: tuple[str, ...],
-                    fields: dict[str, Any], run_path: str | None = None) -> dict[str, Any]:
+def _load_job(job: Path | None, engine: str | None, overrides: tuple[str, ...],
+              fields: dict[str, Any], run_path: str | None = None) -> Job:
+    """The job file (if any) with the flags that replace its fields and the ``-o`` overrides,
+    its engine the one picked when it names none."""
     from aworld_train.job import load_job
 
-    loaded = load_job(job, engine=engine, **dict(fields, agent=_agent_flag(fields.get("agent"))))
-    if run_path is not None:
-        root = Path(run_path).resolve()
-    else:  # a job's run_path is relative to the job file
-        root = loaded.base_dir / loaded.run_path
-    return dict(
-        agent=loaded.agent, config=loaded.config, reward_func=loaded.reward,
-        train_dataset=loaded.train_dataset, test_dataset=loaded.test_dataset,
-        run_path=root, train_engine_name=loaded.engine or _picked_engine(), columns=loaded.columns,
-        overrides=overrides, base_dir=loaded.base_dir,
-    )
+    loaded = load_job(job, overrides, engine=engine, run_path=run_path,
+                      **dict(fields, agent=_agent_flag(fields.get("agent"))))
+    return loaded if loaded.engine else dataclasses.replace(loaded, engine=_picked_engine())
 
 
 def _agent_flag(value: str | None) -> Any:
@@ -262,7 +259,7 @@ def _resume_command(job: Path | None, engine: str | None, overrides: tuple[str, 
     return redact_text(shlex.join([*words, "--resume", str(run_dir)]))
 
 
-def _run_checks(kwargs: dict[str, Any], check_only: bool, resume: str | None = None) -> Any:
+def _run_checks(job: Job, check_only: bool, resume: str | None = None) -> Any:
     """Build the trainer, printing the check table (also when a check fails)."""
     from rich.markup import escape
     from rich.table import Table
@@ -272,8 +269,8 @@ def _run_checks(kwargs: dict[str, Any], check_only: bool, resume: str | None = N
     checks: list[Any] = []
     console = _table_console()
     try:
-        trainer = AgentTrainer(**kwargs, check_only=check_only, resume=resume,
-                               on_check=checks.append)
+        trainer = AgentTrainer.from_job(job, check_only=check_only, resume=resume,
+                                        on_check=checks.append)
     finally:
         table = Table(title="checks", title_justify="left")
         for column in ("module", "checked by", "result", "time"):

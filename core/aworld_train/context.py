@@ -5,7 +5,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from aworld_train.job import Job
 
 if TYPE_CHECKING:
     from aworld_train.config import TrainConfig
@@ -13,33 +15,13 @@ if TYPE_CHECKING:
     from aworld_train.tools import ToolSet
 
 
-@dataclass(frozen=True)
-class Given:
-    """The job's inputs as the user gave them, ``None`` where they gave nothing: what a
-    ``TrainerProcessor``'s checks are handed from (objects as they are; a dataset path with
-    ``columns`` and a reward named by text as the job means them, see
-    :mod:`aworld_train.processor`).
-
-    A path is an absolute string (relative ones resolved against the job's folder), and so is
-    the file of a ``file.py:function`` reference; objects (an AWorld ``Agent``, a
-    ``datasets.Dataset``, a callable, a mapping) are the user's own.
-
-    :ivar agent: the AWorld ``Agent``, the agent mapping, the agent file or the
-        ``module:factory`` reference.
-    :ivar train_dataset: the dataset path, ``datasets.Dataset`` or list of rows.
-    :ivar test_dataset: the same forms.
-    :ivar reward: the callable, the reference, the built-in name, or a list of these.
-    :ivar config: the config path or mapping; with ``-o`` overrides, the mapping with them
-        merged in.
-    :ivar columns: the job's ``{canonical: user_column}`` mapping, or ``None``.
-    """
-
-    agent: Any = None
-    train_dataset: Any = None
-    test_dataset: Any = None
-    reward: Any = None
-    config: Any = None
-    columns: dict[str, str] | None = None
+#: What ``ctx.given`` is: the job as the user gave it (:class:`~aworld_train.job.Job`), what a
+#: ``TrainerProcessor``'s checks are handed from (objects as they are; a dataset path with
+#: ``columns`` and a reward named by text as the job means them, see
+#: :mod:`aworld_train.processor`). Its paths are absolute strings (relative ones resolved
+#: against the job's folder), and so is the file of a ``file.py:function`` reference; with
+#: ``-o`` overrides, its ``config`` is the mapping with them merged in.
+Given = Job
 
 
 def _no_tools() -> ToolSet:
@@ -62,7 +44,8 @@ class RunContext:
     :ivar resume_from: the run directory of an interrupted run to continue, or ``None``.
     :ivar tools: the agent's resolved :class:`~aworld_train.tools.ToolSet` (empty for an
         agent without tools), as ``check_agent`` receives it.
-    :ivar given: the job's inputs as the user gave them (:class:`Given`). Hooks receive the
+    :ivar given: the job as the user gave it (:data:`Given`, a
+        :class:`~aworld_train.job.Job`). Hooks receive the
         core's resolved forms (an ``AgentSpec`` even when no agent was given); a
         ``TrainerProcessor``'s checks receive these.
     """

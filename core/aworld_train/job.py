@@ -1,23 +1,48 @@
-"""The job file: one YAML file naming the engine, agent, datasets, reward and config.
+"""The job: one :class:`Job`, whether it comes from a job file with CLI flags and ``-o``
+overrides (:func:`load_job`) or from ``AgentTrainer(...)``'s arguments; the check pipeline
+carries it, ``ctx.given`` shows it (its paths absolute) and a run saves it as ``job.yaml``.
 
-Relative paths inside a job file are resolved from the file's own folder. The job a run saves
+Relative paths inside a job file are resolved from the file's own folder, those of flags from
+the current one (:func:`absolute_paths` resolves them all). The job a run saves
 (``runs/<run>/job.yaml``, with absolute paths) is a job file too, and loads as any other.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
 from aworld_train.config_rules import describe_value
 from aworld_train.errors import JobError, did_you_mean
+from aworld_train.references import absolute_reference, resolve_path
 
 
-@dataclass
+@dataclass(frozen=True)
 class Job:
-    """A job, from a file, from CLI flags, or both."""
+    """A job as the user gave it, ``None`` where they gave nothing; ``ctx.given`` is one too,
+    its paths absolute (:func:`absolute_paths`) and its ``-o`` overrides merged into
+    ``config`` (a mapping then).
+
+    Objects (an AWorld ``Agent``, a ``datasets.Dataset``, a callable, a mapping) are the
+    user's own. Python users name two fields as AWorld Train does: ``reward_func`` is
+    ``reward``, ``train_engine_name`` is ``engine`` (``AgentTrainer`` maps them).
+
+    :ivar engine: the engine's name; ``None`` picks one.
+    :ivar agent: the AWorld ``Agent``, the agent mapping, the agent file or the
+        ``module:factory`` / ``file.py:factory`` reference.
+    :ivar train_dataset: the dataset path, ``datasets.Dataset`` or list of rows.
+    :ivar test_dataset: the same forms.
+    :ivar reward: the callable, the reference, the built-in name, a ``{name, weight}``
+        mapping, or a list of these.
+    :ivar columns: the ``{canonical: user_column}`` mapping of both datasets, or ``None``.
+    :ivar config: the config path or mapping.
+    :ivar run_path: the folder that receives run directories.
+    :ivar overrides: the ``key.sub=value`` config overrides (``-o``).
+    :ivar base_dir: the folder relative paths are resolved from (the job file's); ``None``:
+        the current folder.
+    """
 
     engine: str | None = None
     agent: Any = None
@@ -26,11 +51,13 @@ class Job:
     reward: Any = None
     columns: dict[str, str] | None = None
     config: Any = None
-    run_path: str = "runs"
-    base_dir: Path = field(default_factory=Path.cwd)
+    run_path: str | Path = "runs"
+    overrides: tuple[str, ...] = ()
+    base_dir: Path | None = None
 
 
-JOB_FIELDS = tuple(f.name for f in fields(Job) if f.name != "base_dir")
+#: The fields a job file (and a run's ``job.yaml``) holds.
+JOB_FIELDS = tuple(f.name for f in fields(Job) if f.name not in ("overrides", "base_dir"))
 
 
 def _is_text(value: Any) -> bool:
@@ -69,8 +96,10 @@ _FIELD_TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
 }
 
 
-def load_job(path: str | Path | None, **flags: Any) -> Job:
-    """Read a job file (or none) and apply the CLI flags that replace its fields.
+def load_job(path: str | Path | None, overrides: tuple[str, ...] | list[str] = (),
+             **flags: Any) -> Job:
+    """Read a job file (or none) and apply the CLI flags that replace its fields and the
+    ``-o`` config overrides.
 
     Paths given as flags are relative to the current folder; paths in the file are relative to
     the file's folder, so flag values are made absolute before they replace a field. A field
@@ -95,17 +124,17 @@ def load_job(path: str | Path | None, **flags: Any) -> Job:
                     f"fields: {', '.join(JOB_FIELDS)}"
                 )
         _check_types(data, str(path))
-    for key, value in flags.items():
-        if value is None:
-            continue
+    given = {key: value for key, value in flags.items() if value is not None}
+    for key in given:
         if key not in JOB_FIELDS:
             raise JobError(f"unknown job field '{key}'")
-        data[key] = _absolute(value) if key != "engine" else value
-    _check_types(data, "job")
+    _check_types(given, "job")
+    from_flags = absolute_paths(Job(**given), Path.cwd())
+    data.update({key: getattr(from_flags, key) for key in given})
     data = {key: value for key, value in data.items() if value is not None}
     if data.get("train_dataset") is None:
         raise JobError("no train_dataset: set it in the job file or pass --train-dataset")
-    return Job(**data, base_dir=base_dir)
+    return Job(**data, overrides=tuple(overrides), base_dir=base_dir)
 
 
 def _check_types(data: dict[str, Any], where: str) -> None:
@@ -116,11 +145,44 @@ def _check_types(data: dict[str, Any], where: str) -> None:
             raise JobError(f"{where}: '{key}' must be {wanted}, got {describe_value(value)}")
 
 
-def _absolute(value: Any) -> Any:
-    """A flag's path made absolute, keeping ``file.py:function`` and built-in names intact."""
-    if not isinstance(value, str):
+def absolute_paths(job: Job, base_dir: Path | None = None) -> Job:
+    """The job with its paths absolute strings, resolved from ``base_dir`` (by default the
+    job's own; ``None`` there: the current folder): the dataset files and ``run_path``; the
+    agent and config files that exist; the file of every ``file.py[:name]`` reference (the
+    agent's, each reward's, in a list or a ``{name, weight}`` mapping). Anything else (a
+    module reference, a built-in name, an object) is as it was. A new job: ``job`` is unchanged.
+    """
+    base = job.base_dir if base_dir is None else base_dir
+    return replace(
+        job,
+        agent=_existing_path(job.agent, base),
+        train_dataset=_path(job.train_dataset, base),
+        test_dataset=_path(job.test_dataset, base),
+        reward=_absolute_reward(job.reward, base),
+        config=_existing_path(job.config, base),
+        run_path=_path(job.run_path, base),
+    )
+
+
+def _path(value: Any, base_dir: Path | None) -> Any:
+    return str(resolve_path(value, base_dir)) if isinstance(value, (str, Path)) else value
+
+
+def _existing_path(value: Any, base_dir: Path | None) -> Any:
+    """A file that is there made absolute, and the file of a ``file.py:name`` reference; text
+    that names no file (a ``module:factory`` reference) as it is."""
+    if not isinstance(value, (str, Path)):
         return value
-    target, sep, name = value.rpartition(":")
-    if sep and target.endswith(".py"):
-        return f"{Path(target).resolve()}:{name}"
-    return str(Path(value).resolve()) if Path(value).exists() else value
+    reference = absolute_reference(str(value), base_dir)
+    if reference != str(value):
+        return reference
+    path = resolve_path(value, base_dir)
+    return str(path) if path.exists() else value
+
+
+def _absolute_reward(reward: Any, base_dir: Path | None) -> Any:
+    if isinstance(reward, list):
+        return [_absolute_reward(item, base_dir) for item in reward]
+    if isinstance(reward, dict) and "name" in reward:
+        return {**reward, "name": _absolute_reward(reward["name"], base_dir)}
+    return absolute_reference(reward, base_dir) if isinstance(reward, str) else reward

@@ -62,6 +62,17 @@ def resolve_path(path: str | Path, base_dir: Path | None) -> Path:
         return Path(os.path.abspath(path))
 
 
+def absolute_reference(reference: str, base_dir: Path | None) -> str:
+    """``path/to/file.py:name``, or a bare ``path/to/file.py`` (a reward file with one reward
+    function), with the file made absolute (relative to ``base_dir``); anything else (a
+    built-in name, ``package.module:name``) as it is."""
+    target, name = split_reference(reference)
+    if not target.endswith(".py"):
+        return reference
+    path = resolve_path(target, base_dir)
+    return f"{path}:{name}" if name else str(path)
+
+
 def require_file(path: Path, error: type[AWorldTrainError], what: str) -> None:
     """Raise ``error`` unless ``path`` is a regular file (not missing, not a directory, a
     symlink loop, a FIFO or a device, which would fail later or block on read).

@@ -6,51 +6,41 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from aworld_train.references import resolve_path, split_reference
+from aworld_train.job import Job, absolute_paths
+from aworld_train.references import absolute_reference, resolve_path
 
 
-def rerunnable_job(
-    *,
-    engine: str,
-    agent: Any,
-    agent_spec: Any,
-    train_dataset: Any,
-    test_dataset: Any,
-    reward: Any,
-    columns: dict[str, str] | None,
-    config: dict[str, Any],
-    run_path: Path,
-    base_dir: Path | None,
-) -> dict[str, Any]:
+def rerunnable_job(job: Job, agent_spec: Any, config: dict[str, Any]) -> dict[str, Any]:
     """The job as ``job.yaml`` keeps it, so that ``aworld-train train runs/<run>/job.yaml``
-    re-runs it from any folder: every path that was relative to the job's folder is made
-    absolute, the agent and the config are written out whole (a ``module:factory`` agent stays
-    a reference, since what a factory returns cannot be written down), and in-memory inputs
-    are described.
+    re-runs it from any folder: its paths absolute (:func:`~aworld_train.job.absolute_paths`),
+    the agent and the config written out whole (a ``module:factory`` agent stays a reference,
+    since what a factory returns cannot be written down), and in-memory inputs described.
 
-    :param agent: the agent as the user gave it; ``agent_spec`` is what the core made of it.
+    :param agent_spec: what the core made of the job's agent.
     :param config: the validated config as plain data (its model folder already absolute).
     """
-    job = {
-        "engine": engine,
-        "agent": _saved_agent(agent, agent_spec, base_dir),
-        "train_dataset": _saved_dataset(train_dataset, base_dir),
-        "test_dataset": _saved_dataset(test_dataset, base_dir),
-        "reward": _saved_reward(reward, base_dir),
-        "columns": columns,
+    absolute = absolute_paths(job)
+    saved = {
+        "engine": job.engine,
+        "agent": _saved_agent(absolute.agent, agent_spec, job.base_dir),
+        "train_dataset": describe_source(absolute.train_dataset),
+        "test_dataset": describe_source(absolute.test_dataset),
+        "reward": _saved_reward(absolute.reward),
+        "columns": job.columns,
         "config": config,
-        "run_path": str(resolve_path(run_path, None)),
+        "run_path": absolute.run_path,
     }
-    return {key: value for key, value in job.items() if value is not None}
+    return {key: value for key, value in saved.items() if value is not None}
 
 
 def _saved_agent(agent: Any, spec: Any, base_dir: Path | None) -> Any:
     if agent is None:
         return None
-    if isinstance(agent, (str, Path)) and Path(str(agent)).suffix not in (".yaml", ".yml", ".json"):
-        return _absolute_reference(str(agent), base_dir)  # a module:factory
+    if isinstance(agent, (str, Path)) and Path(agent).suffix not in (".yaml", ".yml", ".json"):
+        return str(agent)  # a module:factory
     data = spec.to_dict()
-    data["tools"] = [_absolute_reference(tool, base_dir) for tool in data.get("tools", [])]
+    data["tools"] = [absolute_reference(tool, base_dir) if isinstance(tool, str)
+                     else describe_source(tool) for tool in data.get("tools", [])]
     if "mcp_config" in data:
         data["mcp_config"] = _pinned_servers(data["mcp_config"], base_dir)
     return {key: value for key, value in data.items() if value != []}
@@ -71,34 +61,13 @@ def _pinned_servers(mcp_config: dict[str, Any], base_dir: Path | None) -> dict[s
     return {**mcp_config, "mcpServers": pinned}
 
 
-def _saved_dataset(source: Any, base_dir: Path | None) -> Any:
-    if isinstance(source, (str, Path)):
-        return str(resolve_path(source, base_dir))
-    return describe_source(source)
-
-
-def _saved_reward(reward: Any, base_dir: Path | None) -> Any:
+def _saved_reward(reward: Any) -> Any:
+    """Each reward of a list or a ``{name, weight}`` mapping as plain data."""
     if isinstance(reward, list):
-        return [_saved_reward(item, base_dir) for item in reward]
+        return [_saved_reward(item) for item in reward]
     if isinstance(reward, dict) and "name" in reward:
-        return {**reward, "name": _saved_reward(reward["name"], base_dir)}
-    if isinstance(reward, str):
-        return _absolute_reference(reward, base_dir)
+        return {**reward, "name": describe_source(reward["name"])}
     return describe_source(reward)
-
-
-def _absolute_reference(reference: Any, base_dir: Path | None) -> Any:
-    """``path/to/file.py:name`` or a bare ``path/to/file.py`` (a reward file with one reward
-    function) with the file made absolute; anything else (a built-in name,
-    ``package.module:name``) as it is."""
-
-    if not isinstance(reference, str):
-        return describe_source(reference)
-    target, name = split_reference(reference)
-    if target.endswith(".py"):
-        path = resolve_path(target, base_dir)
-        return f"{path}:{name}" if name else str(path)
-    return reference
 
 
 def describe_source(source: Any) -> Any:

@@ -8,6 +8,7 @@ that becomes the run's (:mod:`aworld_train.rundir` keeps its life: checks, start
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import signal
 import threading
 from collections.abc import Callable, Iterator
@@ -15,8 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aworld_train import plugins
-from aworld_train.checks import CHECKS, CheckResult, CheckRun, Job
+from aworld_train.checks import CHECKS, CheckResult, CheckRun
 from aworld_train.errors import AWorldTrainError, Interrupted, TrainingCrash
+from aworld_train.job import Job, absolute_paths
 
 if TYPE_CHECKING:
     from aworld_train.evaluation import EvalResult
@@ -54,6 +56,10 @@ class AgentTrainer:
     An agent, dataset or reward left ``None`` is not loaded: the engine's hooks receive
     ``None`` and decide whether they need it.
 
+    The arguments make one :class:`~aworld_train.job.Job` (``reward_func`` its ``reward``,
+    ``train_engine_name`` its ``engine``), which ``job`` holds, its engine the one picked;
+    :meth:`from_job` takes a job as the CLI reads it.
+
     After the checks, ``checks`` holds the check table, ``context`` the run context,
     ``hand_off`` what the hooks handed on, ``settings`` the engine's effective settings (a list
     of ``Setting``, or ``None`` when the engine reports none) and ``run_dir`` the run's
@@ -80,24 +86,56 @@ class AgentTrainer:
         show_progress: bool | None = None,
         on_check: Callable[[CheckResult], None] | None = None,
     ) -> None:
+        # AWorld Train's argument names meet the job's here, and nowhere else.
+        job = Job(engine=train_engine_name, agent=agent, train_dataset=train_dataset,
+                  test_dataset=test_dataset, reward=reward_func, columns=columns, config=config,
+                  run_path=run_path if run_path is not None else "runs",
+                  overrides=tuple(overrides), base_dir=base_dir)
+        self._check(job, resume, check_only, show_progress, on_check)
+
+    @classmethod
+    def from_job(
+        cls,
+        job: Job,
+        *,
+        resume: str | Path | None = None,
+        check_only: bool = False,
+        show_progress: bool | None = None,
+        on_check: Callable[[CheckResult], None] | None = None,
+    ) -> AgentTrainer:
+        """A trainer for ``job`` (as :func:`~aworld_train.job.load_job` reads a job file with
+        the CLI's flags), its checks run as the constructor runs them."""
+        trainer = cls.__new__(cls)
+        trainer._check(job, resume, check_only, show_progress, on_check)
+        return trainer
+
+    def _check(
+        self,
+        job: Job,
+        resume: str | Path | None,
+        check_only: bool,
+        show_progress: bool | None,
+        on_check: Callable[[CheckResult], None] | None,
+    ) -> None:
+        """Run the check pipeline for ``job``, in the run's directory unless ``check_only``."""
         from aworld_train.redaction import install_secret_filter, remember_secrets
         from aworld_train.resume import resolve_resume
         from aworld_train.rundir import RunDirectory
 
         # Before anything can print a secret: an error line, a log record.
-        remember_secrets({"agent": agent, "config": config, "reward": reward_func})
+        remember_secrets({"agent": job.agent, "config": job.config, "reward": job.reward})
         install_secret_filter()
         self.manager: Any = None  # the plugin manager, once the checks loaded the engine
         with _in_one_line(self._check_crash):
-            self.train_engine_name = plugins.default_engine(train_engine_name)
+            self.train_engine_name = plugins.default_engine(job.engine)
             self.engine_info = plugins.find_engine(self.train_engine_name)
+        #: The job as the user gave it, with the engine it trains on.
+        self.job = dataclasses.replace(job, engine=self.train_engine_name)
         self.check_only = check_only
         self.initialized = False
         self.checks: list[CheckResult] = []
         self._on_check = on_check
-        self.run_path = Path(run_path if run_path is not None else "runs")
-        job = Job(agent, config, reward_func, train_dataset, test_dataset, columns, overrides,
-                  base_dir)
+        self.run_path = Path(absolute_paths(job).run_path)
         progress = not check_only if show_progress is None else show_progress
         self._progress = progress
         with _in_one_line(self._check_crash), _signals_interrupt("checks"):
@@ -105,8 +143,9 @@ class AgentTrainer:
             self.run_dir = RunDirectory.for_checks(self.run_path, self.train_engine_name,
                                                    check_only)
             with self.run_dir.checking():
-                checks = CheckRun(job, self.train_engine_name, self.engine_info, self.run_dir,
-                                  check_only, resume_from, progress, record=self._record)
+                checks = CheckRun(self.job, self.train_engine_name, self.engine_info,
+                                  self.run_dir, check_only, resume_from, progress,
+                                  record=self._record)
                 try:
                     checks.run(CHECKS)
                 finally:  # where a crash was raised is told by the plugins' packages
@@ -116,7 +155,7 @@ class AgentTrainer:
                 self.settings = checks.settings
                 if not check_only:
                     self.run_dir.require_nodes(self.context.config.resources.nnodes)
-                    self.run_dir.start(checks.rerunnable_job(self.run_path),
+                    self.run_dir.start(checks.rerunnable_job(),
                                        engine=self.train_engine_name,
                                        versions=checks.versions(), **checks.settings_fields(),
                                        resumed_from=str(resume_from) if resume_from else None)

@@ -87,7 +87,7 @@ def open_target(target: str | Path) -> EvalTarget:
     elif path.is_file() and path.suffix in (".yaml", ".yml", ".json"):
         run_dir = None
         job = load_job(path)
-        out_dir = job.base_dir / EVAL_DIR
+        out_dir = path.resolve().parent / EVAL_DIR  # the job file's folder
     else:
         raise JobError(f"{target} is neither a run directory (one holding {MANIFEST} and "
                        f"{JOB_FILE}) nor a job file (.yaml, .yml or .json)")
