@@ -351,9 +351,12 @@ def same_value(given: Any, expected: Any) -> bool:
 
 
 def _shown(value: Any) -> str:
+    """A value as the job writes it: a ``Lora`` as its mapping, a tuple as a list."""
     from aworld_train.strict import yaml_repr
 
-    return repr(value.to_dict()) if hasattr(value, "to_dict") else yaml_repr(value)
+    if hasattr(value, "to_dict"):
+        return repr(value.to_dict())
+    return yaml_repr(list(value) if isinstance(value, tuple) else value)
 
 
 def disagreement(name: str, value: Any, key: str, given: Any, engine_value: Any) -> ConfigError:

@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 def config_layout() -> ConfigLayout:
     """A whole VeRL config belongs in the ``verl:`` section: its top-level keys (read from the
     cached composed config, no VeRL import), and the policy model at ``actor_rollout_ref.model.path``."""
-    from aworld_train_verl.config import MODEL_KEY, section_keys
+    from aworld_train_verl.composition import section_keys
+    from aworld_train_verl.overrides import MODEL_KEY
 
     return ConfigLayout(section_keys=section_keys(), model_key=MODEL_KEY)
 
@@ -46,9 +47,9 @@ def check_dataset(
     train_dataset: datasets.Dataset | None, test_dataset: datasets.Dataset | None, agent: VerlAgent,
     config: TrainConfig, ctx: RunContext,
 ) -> VerlData:
-    from aworld_train_verl import config as verl_config
     from aworld_train_verl import dataset as verl_dataset
     from aworld_train_verl.agent import load_tokenizer
+    from aworld_train_verl.overrides import preview
 
     if train_dataset is None:
         raise DatasetError(
@@ -58,7 +59,7 @@ def check_dataset(
     if test_dataset is not None and config.eval_limit is not None:
         # VeRL's own val_max_samples draws a random subset while data.shuffle is on (its default).
         test_dataset = test_dataset.select(range(min(config.eval_limit, len(test_dataset))))
-    composed = verl_config.preview(config, ctx.run_dir, inputs=agent.overrides)
+    composed = preview(config, ctx.run_dir, inputs=agent.overrides)
     data = verl_dataset.convert(
         train_dataset,
         test_dataset,
@@ -81,7 +82,8 @@ def check_dataset(
 
 def _budget_origin(config: TrainConfig, budget: int) -> str:
     """Where VeRL's completion budget ``data.max_response_length`` comes from, in words."""
-    from aworld_train_verl.config import SECTION, flatten
+    from aworld_train_verl.composition import flatten
+    from aworld_train_verl.overrides import SECTION
 
     if "data.max_response_length" in flatten(config.engine_section()):
         return f"config key '{config.engine or SECTION}.data.max_response_length' ({budget} tokens)"
@@ -93,9 +95,9 @@ def _budget_origin(config: TrainConfig, budget: int) -> str:
 def check_reward(
     reward: RewardSpec | None, agent: VerlAgent, dataset: VerlData, config: TrainConfig, ctx: RunContext
 ) -> VerlReward:
-    from aworld_train_verl import config as verl_config
     from aworld_train_verl import reward as verl_reward
     from aworld_train_verl.agent import load_tokenizer
+    from aworld_train_verl.overrides import preview
 
     if reward is None:
         raise RewardError(
@@ -103,7 +105,7 @@ def check_reward(
             "in the job (file.py:function, package.module:function or a built-in name)"
         )
     wired = verl_reward.wire(reward, ctx.run_dir, episodes=agent.agent_name is not None, vault=agent.vault)
-    composed = verl_config.preview(config, ctx.run_dir, inputs={**agent.overrides, **wired.overrides})
+    composed = preview(config, ctx.run_dir, inputs={**agent.overrides, **wired.overrides})
     verl_reward.score_with_reward_manager(
         composed, load_tokenizer(agent.model, agent.trust_remote_code), dataset.samples[:1],
         timeout=config.reward_timeout, environment=agent.vault.environment,
@@ -115,21 +117,22 @@ def check_reward(
 def check_config(
     config: TrainConfig, agent: VerlAgent, dataset: VerlData, reward: VerlReward, ctx: RunContext
 ) -> VerlConfig:
-    from aworld_train_verl import config as verl_config
     from aworld_train_verl.agent import write_agent_loop
     from aworld_train_verl.cluster import check_cluster
+    from aworld_train_verl.config import resolve
     from aworld_train_verl.launch import write_launch_script
+    from aworld_train_verl.overrides import model_overrides, schedule_overrides
 
     inputs: dict[str, Any] = {
-        **verl_config.model_overrides(agent.model),
+        **model_overrides(agent.model),
         **agent.overrides,
         **write_agent_loop(agent, ctx.run_dir),
         **dataset.overrides,
         **reward.overrides,
     }
-    inputs.update(verl_config.schedule_overrides(config, ctx.run_dir, inputs, dataset.rows,
-                                                 has_test=dataset.test_file is not None))
-    resolved = verl_config.resolve(config, ctx.run_dir, inputs=inputs, vault=agent.vault)
+    inputs.update(schedule_overrides(config, ctx.run_dir, inputs, dataset.rows,
+                                     has_test=dataset.test_file is not None))
+    resolved = resolve(config, ctx.run_dir, inputs=inputs, vault=agent.vault)
     # A cluster named by the job is asked now whether the job fits, not when Ray places it.
     fits = check_cluster(resolved.config)
     if fits is not None:
@@ -141,7 +144,7 @@ def check_config(
 @hookimpl
 def effective_settings(config: VerlConfig, ctx: RunContext) -> list[Setting]:
     """The common settings as the composed VeRL config holds them (no VeRL import)."""
-    from aworld_train_verl.config import effective_settings as read
+    from aworld_train_verl.settings import effective_settings as read
 
     return read(config, ctx.config)
 

@@ -17,7 +17,8 @@ from typing import Any
 
 from aworld_train.engine import TrainingError, remember_secrets, run_process
 
-from aworld_train_verl.config import SAVED_CONFIG_NAME, visible_gpus
+from aworld_train_verl.config import SAVED_CONFIG_NAME
+from aworld_train_verl.gpus import visible_gpus
 
 LAUNCH_SCRIPT = "launch.sh"
 LOG_NAME = "verl_train.log"

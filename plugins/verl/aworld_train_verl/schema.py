@@ -8,10 +8,10 @@ Reading them means importing VeRL (seconds), yet they depend only on the install
 neither VeRL nor torch once the cache exists.
 
 Types are stored as small JSON terms (``"int"``, ``"any"``, ``{"union": [...]}``,
-``{"literal": [...]}``, ``{"list": ...}``) and checked with pydantic's ``TypeAdapter`` in strict
-mode: an int is accepted where VeRL declares a float (``top_p: 1`` and ``top_p: 1.0`` alike), a
-bool never where it declares an int, anything where it declares ``Any``, and NaN or an infinity
-nowhere. A key no dataclass declares is checked against the type of its default.
+``{"literal": [...]}``, ``{"list": ...}``) and checked strictly by
+:func:`aworld_train.engine.check_value`: an int is accepted where VeRL declares a float (``top_p:
+1`` and ``top_p: 1.0`` alike), a bool never where it declares an int, anything where it declares
+``Any``, and NaN or an infinity nowhere. A key no dataclass declares is checked against the type of its default.
 """
 
 from __future__ import annotations
@@ -24,14 +24,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.engine import ConfigError, cached, did_you_mean, first_non_finite
+from aworld_train.engine import ConfigError, cached, check_value, did_you_mean, first_non_finite, fits, yaml_repr
+
+from aworld_train_verl.composition import base_config, cache_key
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig
-
-#: Bumped when the JSON this module writes changes shape or content (2: ``Any`` is ``"any"``;
-#: 3: the KL estimators).
-FORMAT = 3
 
 #: The keys VeRL resolves by name, and what the names are: each is read from VeRL's own registry.
 REGISTRIES = {
@@ -92,24 +90,12 @@ class Schema:
     choices: dict[str, list[str]]
 
 
-def cache_key() -> list[Any]:
-    """What the texts VeRL's code yields depend on: this module's format, the VeRL and engine
-    versions, and the ``verl.plugins`` that register more names (the key of
-    :func:`aworld_train.engine.cached`)."""
-    from importlib.metadata import entry_points, version
-
-    plugins = sorted(f"{ep.name}={ep.value}" for ep in entry_points(group="verl.plugins"))
-    return [FORMAT, version("verl"), version("aworld-train-verl"), plugins]
-
-
 @functools.lru_cache(maxsize=1)
 def schema() -> Schema:
     """The schema of the installed VeRL: read from the cache, else built (importing VeRL) and
     cached."""
 
     def make() -> str:
-        from aworld_train_verl.config import base_config
-
         return json.dumps(dataclasses.asdict(build(base_config())), sort_keys=True)
 
     def valid(text: str) -> bool:
@@ -303,15 +289,15 @@ def check_values(values: Mapping[str, Any], origins: Mapping[str, str], base: Di
             continue  # an interpolation: VeRL's own checks see what it resolves to
         number = first_non_finite(value)
         if number is not None:
-            raise ConfigError(f"{origin}: {number!r} is not a finite number; give a finite value")
+            raise ConfigError(f"{origin}: {yaml_repr(number)} is not a finite number")
         section = _section_keys(base, key)
         if section is not None:
             raise ConfigError(f"{origin}: '{key}' is a section of VeRL's config, not a value; set its keys "
                               f"({', '.join(section[:5])}{', ...' if len(section) > 5 else ''})")
-        if key in ALSO_TAKES and _fits(value, python_type(ALSO_TAKES[key])):
+        if key in ALSO_TAKES and fits(python_type(ALSO_TAKES[key]), value):
             pass
         elif key in known.types:
-            _check_type(value, python_type(known.types[key]), origin, f"as VeRL's {known.owners[key]} declares")
+            check_value(python_type(known.types[key]), value, origin, because=f"as VeRL's {known.owners[key]} declares")
         else:
             _check_default_type(value, key, origin, base)
         if key in known.choices and value is not None and _registry_applies(key, values, base):
@@ -339,45 +325,6 @@ def check_choice(value: Any, key: str, origin: str) -> None:
         _check_choice(value, key, choices, origin)
 
 
-@functools.cache
-def _adapter(hint: Any) -> Any:
-    from pydantic import ConfigDict, TypeAdapter
-
-    return TypeAdapter(hint, config=ConfigDict(strict=True, allow_inf_nan=False))
-
-
-def _fits(value: Any, hint: Any) -> bool:
-    from pydantic import ValidationError
-
-    try:
-        _adapter(hint).validate_python(value)
-    except ValidationError:
-        return False
-    return True
-
-
-def _check_type(value: Any, hint: Any, origin: str, because: str) -> None:
-    from pydantic import ValidationError
-
-    try:
-        _adapter(hint).validate_python(value)
-    except ValidationError:
-        raise ConfigError(f"{origin}: must be {describe_type(hint)} ({because}), not {value!r}") from None
-
-
-def describe_type(hint: Any) -> str:
-    """``int``, ``float or null``, ``one of 'a', 'b'``: a type hint in words."""
-    if typing.get_origin(hint) is typing.Literal:
-        return "one of " + ", ".join(repr(a) for a in typing.get_args(hint))
-    if typing.get_origin(hint) is typing.Union:
-        return " or ".join(describe_type(arg) for arg in typing.get_args(hint))
-    if hint is type(None):
-        return "null"
-    if typing.get_origin(hint) in (list, dict):
-        return "a list" if typing.get_origin(hint) is list else "a mapping"
-    return getattr(hint, "__name__", str(hint))
-
-
 def _check_default_type(value: Any, key: str, origin: str, base: DictConfig) -> None:
     """No dataclass declares ``key``: its value must be of its default's type (an int where the
     default is a float), or null.
@@ -400,7 +347,7 @@ def _check_default_type(value: Any, key: str, origin: str, base: DictConfig) -> 
             hint = accepted
             break
     if hint is not None:
-        _check_type(value, hint, origin, f"the type of VeRL's default {current!r}")
+        check_value(hint, value, origin, because=f"the type of VeRL's default {current!r}")
 
 
 def _check_choice(value: Any, key: str, choices: list[str], origin: str) -> None:

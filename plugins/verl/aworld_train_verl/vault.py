@@ -15,9 +15,14 @@ inherit.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from aworld_train.engine import ENV_PREFIX, Secrets, secret_loads  # noqa: F401 - ENV_PREFIX named here by the docs and tests
+from aworld_train.engine import ENV_PREFIX, Secrets, remember_secrets, secret_loads  # noqa: F401 - ENV_PREFIX named here by the docs and tests
+
+from aworld_train_verl.composition import unflatten
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
 
 
 class Vault(Secrets):
@@ -35,6 +40,24 @@ class Vault(Secrets):
         if isinstance(value, (list, tuple)):
             return [self.hide(item) for item in value]
         return value
+
+    def hide_in_config(self, composed: DictConfig, overrides: Mapping[str, Any]) -> DictConfig:
+        """``composed`` as it is saved: each override that holds a secret (by its value, or by
+        its key: ``...env_vars.HF_TOKEN``) as ``${oc.env:NAME}``, which VeRL resolves when it
+        starts."""
+        import copy
+
+        from omegaconf import OmegaConf
+
+        remember_secrets(unflatten(overrides))
+        saved = composed
+        for key, value in overrides.items():
+            hidden = self.hide(value)
+            if hidden != value:
+                if saved is composed:
+                    saved = copy.deepcopy(composed)
+                OmegaConf.update(saved, key.lstrip("+"), hidden, force_add=True)
+        return saved
 
 
 def loads(data: bytes, environment: Mapping[str, str] | None = None) -> Any:

@@ -15,13 +15,9 @@ from conftest import make_ctx
 
 from aworld_train.config import Resources, TrainConfig
 from aworld_train.errors import ConfigError
-from aworld_train_verl.config import (
-    base_config,
-    common_overrides,
-    flatten,
-    model_overrides,
-    resolve,
-)
+from aworld_train_verl.composition import base_config, flatten
+from aworld_train_verl.config import resolve
+from aworld_train_verl.overrides import common_overrides, model_overrides
 
 
 def resolved(tmp_path: Path, model: Path, **config: Any) -> Any:
@@ -127,7 +123,7 @@ def test_a_new_key_is_accepted_with_a_plus(tmp_path: Path, tiny_model: Path) -> 
 
 
 def test_a_value_of_the_wrong_type_is_rejected(tmp_path: Path, tiny_model: Path) -> None:
-    with pytest.raises(ConfigError, match=r"'verl\.trainer\.total_epochs': must be int \(the type of VeRL's default 30\), not 'many'"):
+    with pytest.raises(ConfigError, match=r"'verl\.trainer\.total_epochs': expected an integer \(the type of VeRL's default 30\), got 'many'"):
         resolved(tmp_path, tiny_model, verl={"trainer": {"total_epochs": "many"}})
 
 
@@ -162,7 +158,7 @@ def test_the_saved_config_is_what_main_ppo_composes(tmp_path: Path, tiny_model: 
 
 def test_every_base_key_is_known_and_flatten_reads_added_keys_as_hydra_does() -> None:
     """``-o +trainer.x=1`` reads as ``{"+trainer": {"x": 1}}``: Hydra's ``+trainer.x=1``."""
-    from aworld_train_verl.config import known_keys
+    from aworld_train_verl.composition import known_keys
 
     keys = known_keys(base_config())
     assert {"trainer.total_epochs", "actor_rollout_ref.rollout.n", "reward.custom_reward_function.path"} <= keys
@@ -178,8 +174,7 @@ def test_the_cached_base_config_is_what_hydra_composes() -> None:
 
     from aworld_train.cache import cache_file
 
-    from aworld_train_verl.config import config_dir
-    from aworld_train_verl.schema import cache_key
+    from aworld_train_verl.composition import cache_key, config_dir
 
     assert cache_file("verl-ppo_trainer.yaml", cache_key()).is_file()
     GlobalHydra.instance().clear()
@@ -401,7 +396,7 @@ def test_aworlds_verl_config_file_as_the_whole_config_is_the_verl_section(
 
 
 def overrides_of(tmp_path: Path, model: Path | None, verl: dict[str, Any], **inputs: Any) -> dict[str, Any]:
-    from aworld_train_verl.config import job_overrides
+    from aworld_train_verl.overrides import job_overrides
 
     ctx = make_ctx(tmp_path / "run", model, verl=verl)
     return job_overrides(ctx.config, ctx.run_dir, inputs=inputs)[0]
@@ -446,7 +441,7 @@ def test_a_value_that_agrees_with_the_engines_wiring_is_accepted(tmp_path: Path,
 def test_the_legacy_reward_keys_null_or_agreeing_leave_the_wired_reward(tmp_path: Path, tiny_model: Path) -> None:
     """VeRL copies a set legacy custom_reward_function over reward.custom_reward_function: null
     or the engine's own value, it is left out; any other value is refused."""
-    from aworld_train_verl.config import compose_config
+    from aworld_train_verl.composition import compose_config
 
     for legacy in ({"path": None, "name": None}, {"path": "/runs/r/verl_reward.py", "name": "compute_score"}):
         composed = compose_config(overrides_of(tmp_path, tiny_model, {"custom_reward_function": legacy}, **WIRED_FILES))
@@ -521,7 +516,7 @@ def test_values_are_checked_against_verls_declared_types(
 
 
 def test_an_int_key_no_dataclass_declares_refuses_a_float(tmp_path: Path, tiny_model: Path) -> None:
-    with pytest.raises(ConfigError, match=r"'verl\.trainer\.total_epochs': must be int \(the type of VeRL's default 30\), not 2\.0"):
+    with pytest.raises(ConfigError, match=r"'verl\.trainer\.total_epochs': expected an integer \(the type of VeRL's default 30\), got 2\.0"):
         resolved(tmp_path, tiny_model, verl={"trainer.total_epochs": 2.0})
 
 
@@ -612,7 +607,7 @@ def test_hydras_add_or_override_sets_a_key_that_exists_and_adds_one_that_does_no
 
 
 def test_a_value_given_with_add_or_override_is_checked_as_the_key_itself(tmp_path: Path, tiny_model: Path) -> None:
-    with pytest.raises(ConfigError, match=r"'verl\.\+\+trainer\.total_epochs': must be int"):
+    with pytest.raises(ConfigError, match=r"'verl\.\+\+trainer\.total_epochs': expected an integer"):
         resolved_job(tmp_path, tiny_model, verl={"++trainer.total_epochs": "many"})
 
 

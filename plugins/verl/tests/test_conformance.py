@@ -9,7 +9,7 @@ from __future__ import annotations
 from aworld_train.errors import TrainingError
 from aworld_train.testing.conformance import EngineConformance
 
-from aworld_train_verl.config import visible_gpus
+from aworld_train_verl.gpus import visible_gpus
 
 
 class TestVerlConformance(EngineConformance):

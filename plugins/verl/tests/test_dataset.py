@@ -110,7 +110,7 @@ def test_a_verl_layout_parquet_converts_and_rlhf_dataset_reads_it(
     from omegaconf import OmegaConf
 
     from aworld_train.dataset import load_dataset
-    from aworld_train_verl import config as verl_config
+    from aworld_train_verl.overrides import preview
     from aworld_train_verl import dataset as verl_dataset
     from aworld_train_verl.agent import load_tokenizer
     from verl.utils.dataset.rl_dataset import RLHFDataset
@@ -118,7 +118,7 @@ def test_a_verl_layout_parquet_converts_and_rlhf_dataset_reads_it(
     source = tmp_path / "gaia.parquet"
     datasets.Dataset.from_list(GAIA_ROWS).to_parquet(str(source))
     ctx = make_ctx(tmp_path / "run", tiny_model)
-    data_config = verl_config.preview(ctx.config, ctx.run_dir, inputs={}).data
+    data_config = preview(ctx.config, ctx.run_dir, inputs={}).data
     tokenizer = load_tokenizer(str(tiny_model))
     data = verl_dataset.convert(
         load_dataset(source), None, tokenizer=tokenizer, data_config=data_config, system_prompt="Be brief.",

@@ -46,7 +46,7 @@ def config_lines(name: str, model: Path) -> list[str]:
     removed), ``MODEL`` replaced by ``model``; a YAML config flattened to the same form."""
     import yaml
 
-    from aworld_train_verl.config import flatten
+    from aworld_train_verl.composition import flatten
 
     text = (HERE / name).read_text().replace("MODEL", str(model))
     if name.endswith(".yaml"):
@@ -65,7 +65,8 @@ def verls_verdict(lines: list[str]) -> str | None:
     from hydra.core.global_hydra import GlobalHydra
     from omegaconf import OmegaConf
 
-    from aworld_train_verl.config import config_dir, engine_defaults
+    from aworld_train_verl.composition import config_dir
+    from aworld_train_verl.overrides import engine_defaults
     from verl.trainer.ppo.core_algos import get_adv_estimator_fn, get_policy_loss_fn, kl_penalty
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
     from verl.utils.config import omega_conf_to_dataclass, validate_config
@@ -162,7 +163,7 @@ def test_verls_quickstart_as_a_whole_config_file_trains_ppo_with_its_critic(
     from omegaconf import OmegaConf
 
     from aworld_train import AgentTrainer
-    from aworld_train_verl.config import base_config
+    from aworld_train_verl.composition import base_config
 
     write_job(tmp_path, long_model, "quickstart_ppo.yaml")
     trainer = AgentTrainer(agent={"name": "solver"}, config="quickstart_ppo.yaml", reward_func="rewards.py:exact",

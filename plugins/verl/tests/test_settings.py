@@ -8,18 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from conftest import make_ctx
 
 from aworld_train.engine import ConfigError, Lora, Setting
-from aworld_train_verl.config import (
-    FSDP_NODES,
-    VerlConfig,
-    effective_settings,
-    model_overrides,
-    resolve,
-    schedule_overrides,
-)
+from aworld_train_verl.config import VerlConfig, resolve
+from aworld_train_verl.gpus import visible_gpus
+from aworld_train_verl.overrides import model_overrides, schedule_overrides
+from aworld_train_verl.settings import FSDP_NODES, effective_settings
 
 ACTOR = "actor_rollout_ref.actor"
 
@@ -56,7 +53,7 @@ def test_precision_sets_every_fsdp_engine_and_the_rollout(
     assert saved(result, "actor_rollout_ref.rollout.dtype") == dtype
 
 
-@pytest.mark.skipif(__import__("aworld_train_verl.config").config.visible_gpus() > 0,
+@pytest.mark.skipif(visible_gpus() > 0,
                     reason="a visible GPU resolves auto by its bf16 support")
 def test_auto_precision_is_verls_bf16_where_no_gpu_is_visible(tmp_path: Path, tiny_model: Path) -> None:
     rows = table(tmp_path, tiny_model)
@@ -70,8 +67,8 @@ def test_a_dtype_of_the_section_that_contradicts_precision_is_one_line_naming_bo
     with pytest.raises(ConfigError) as caught:
         resolved(tmp_path, tiny_model, precision="fp32", verl={"actor_rollout_ref.rollout.dtype": "bfloat16"})
     assert str(caught.value) == (
-        "config key 'verl.actor_rollout_ref.rollout.dtype': 'bfloat16' contradicts config key 'precision' "
-        "('fp32'), which sets 'actor_rollout_ref.rollout.dtype' to 'float32'; set it in one place")
+        "config precision: 'fp32' and verl.actor_rollout_ref.rollout.dtype: 'bfloat16' disagree (precision sets "
+        "actor_rollout_ref.rollout.dtype to 'float32'): set one of them")
 
 
 def test_the_section_may_choose_dtypes_when_precision_is_auto(tmp_path: Path, tiny_model: Path) -> None:
@@ -125,8 +122,9 @@ def test_a_tracker_the_section_chooses_logs_inside_the_run_too(tmp_path: Path, t
 
 
 def test_a_logger_of_the_section_with_other_trackers_contradicts_report_to(tmp_path: Path, tiny_model: Path) -> None:
-    with pytest.raises(ConfigError, match=r"^config key 'verl\.trainer\.logger': \['console', 'wandb'\] contradicts "
-                                          r"config key 'report_to' \(\('tensorboard',\)\)"):
+    with pytest.raises(ConfigError, match=r"^config report_to: \['tensorboard'\] and verl\.trainer\.logger: "
+                                          r"\['console', 'wandb'\] disagree \(report_to sets trainer\.logger to "
+                                          r"\['console', 'file', 'tensorboard'\]\): set one of them$"):
         resolved(tmp_path, tiny_model, report_to=("tensorboard",), verl={"trainer.logger": ["console", "wandb"]})
 
 
@@ -177,44 +175,32 @@ def test_rollouts_are_dumped_inside_the_run_by_default(tmp_path: Path, tiny_mode
     assert saved(result, "trainer.val_before_train") is False
 
 
-@pytest.mark.parametrize(
-    ("common", "section", "message"),
-    [
-        ({"kl_coef": 0.1}, {f"{ACTOR}.kl_loss_coef": 0.2},
-         f"config key 'verl.{ACTOR}.kl_loss_coef': 0.2 contradicts config key 'kl_coef' (0.1), which sets "
-         f"'{ACTOR}.kl_loss_coef' to 0.1; set it in one place"),
-        ({"kl_coef": 0.0}, {"algorithm.use_kl_in_reward": True},
-         "config key 'verl.algorithm.use_kl_in_reward': True contradicts config key 'kl_coef' (0.0), which sets "
-         "'algorithm.use_kl_in_reward' to False; set it in one place"),
-        ({"kl_coef": 0.1}, {f"{ACTOR}.use_kl_loss": False},
-         f"config key 'verl.{ACTOR}.use_kl_loss': False contradicts config key 'kl_coef' (0.1), which sets "
-         f"'{ACTOR}.use_kl_loss' to True; set it in one place"),
-        ({"lr_scheduler": "cosine"}, {f"{ACTOR}.optim.warmup_style": "constant"},
-         f"config key 'verl.{ACTOR}.optim.warmup_style': 'constant' contradicts config key 'lr_scheduler' "
-         f"('cosine'), which sets '{ACTOR}.optim.warmup_style' to 'cosine'; set it in one place"),
-        ({"warmup_ratio": 0.1}, {f"{ACTOR}.optim.lr_warmup_steps": 10},
-         f"config key 'verl.{ACTOR}.optim.lr_warmup_steps': 10 contradicts config key 'warmup_ratio' (0.1), "
-         f"which sets '{ACTOR}.optim.lr_warmup_steps' to -1; set it in one place"),
-        ({"loss_aggregation": "token-mean"}, {f"{ACTOR}.loss_agg_mode": "seq-mean-token-mean"},
-         f"config key 'verl.{ACTOR}.loss_agg_mode': 'seq-mean-token-mean' contradicts config key "
-         f"'loss_aggregation' ('token-mean'), which sets '{ACTOR}.loss_agg_mode' to 'token-mean'; set it in one place"),
-        ({"clip_ratio": 0.2}, {f"{ACTOR}.clip_ratio_high": 0.28},
-         f"config key 'verl.{ACTOR}.clip_ratio_high': 0.28 contradicts config key 'clip_ratio' (0.2), which sets "
-         f"'{ACTOR}.clip_ratio_high' to 0.2; set it in one place"),
-        ({"entropy_coef": 0.0}, {f"{ACTOR}.entropy_coeff": 0.001},
-         f"config key 'verl.{ACTOR}.entropy_coeff': 0.001 contradicts config key 'entropy_coef' (0.0), which "
-         f"sets '{ACTOR}.entropy_coeff' to 0.0; set it in one place"),
-        ({"eval_steps": 5}, {"trainer.test_freq": 10},
-         "config key 'verl.trainer.test_freq': 10 contradicts config key 'eval_steps' (5), which sets "
-         "'trainer.test_freq' to 5; set it in one place"),
-    ],
-)
+def _disagreement(common: str, value: str, key: str, given: str, sets: str) -> str:
+    """The line every engine gives for a common key and a section key set differently."""
+    return f"config {common}: {value} and verl.{key}: {given} disagree ({common} sets {key} to {sets}): set one of them"
+
+
+# (the common key, its value, the section's key, its value, what the common key sets it to), as the line shows them
+DISAGREEMENTS = [
+    ("kl_coef", "0.1", f"{ACTOR}.kl_loss_coef", "0.2", "0.1"),
+    ("kl_coef", "0.0", "algorithm.use_kl_in_reward", "true", "false"),
+    ("kl_coef", "0.1", f"{ACTOR}.use_kl_loss", "false", "true"),
+    ("lr_scheduler", "'cosine'", f"{ACTOR}.optim.warmup_style", "'constant'", "'cosine'"),
+    ("warmup_ratio", "0.1", f"{ACTOR}.optim.lr_warmup_steps", "10", "-1"),
+    ("loss_aggregation", "'token-mean'", f"{ACTOR}.loss_agg_mode", "'seq-mean-token-mean'", "'token-mean'"),
+    ("clip_ratio", "0.2", f"{ACTOR}.clip_ratio_high", "0.28", "0.2"),
+    ("entropy_coef", "0.0", f"{ACTOR}.entropy_coeff", "0.001", "0.0"),
+    ("eval_steps", "5", "trainer.test_freq", "10", "5"),
+]
+
+
+@pytest.mark.parametrize(("common", "value", "key", "given", "sets"), DISAGREEMENTS)
 def test_a_common_key_and_the_sections_key_that_disagree_are_one_line_naming_both(
-    tmp_path: Path, tiny_model: Path, common: dict[str, Any], section: dict[str, Any], message: str
+    tmp_path: Path, tiny_model: Path, common: str, value: str, key: str, given: str, sets: str
 ) -> None:
     with pytest.raises(ConfigError) as caught:
-        resolved(tmp_path, tiny_model, verl=section, **common)
-    assert str(caught.value) == message
+        resolved(tmp_path, tiny_model, verl={key: yaml.safe_load(given)}, **{common: yaml.safe_load(value)})
+    assert str(caught.value) == _disagreement(common, value, key, given, sets)
 
 
 def test_a_common_key_and_the_sections_key_that_agree_are_accepted(tmp_path: Path, tiny_model: Path) -> None:
@@ -307,8 +293,8 @@ def test_evaluation_without_a_test_set_is_one_line(tmp_path: Path, tiny_model: P
 
 
 def test_a_rollout_dump_elsewhere_contradicts_log_samples(tmp_path: Path, tiny_model: Path) -> None:
-    with pytest.raises(ConfigError, match=r"^config key 'verl\.trainer\.rollout_data_dir': '/elsewhere' contradicts "
-                                          r"config key 'log_samples' \(2\), which sets 'trainer\.rollout_data_dir' to "):
+    with pytest.raises(ConfigError, match=r"^config log_samples: 2 and verl\.trainer\.rollout_data_dir: '/elsewhere' "
+                                          r"disagree \(log_samples sets trainer\.rollout_data_dir to '.*/run/rollouts'\)"):
         resolved(tmp_path, tiny_model, log_samples=2, verl={"trainer.rollout_data_dir": "/elsewhere"})
     # Unset, log_samples leaves the folder to the section: samples come from where VeRL dumps.
     assert saved(resolved(tmp_path, tiny_model, verl={"trainer.rollout_data_dir": str(tmp_path / "dump")}),

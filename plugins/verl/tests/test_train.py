@@ -26,7 +26,7 @@ from aworld_train.agent import AgentSpec
 from aworld_train.errors import TrainingError
 from aworld_train.reward import RewardFunction, RewardSpec
 from aworld_train_verl import export, launch
-from aworld_train_verl.config import visible_gpus
+from aworld_train_verl.gpus import visible_gpus
 
 STEP_LINE = (
     "(TaskRunner pid=4242) step:3 - actor/pg_loss:-0.0123 - critic/score/mean:0.75 - "
