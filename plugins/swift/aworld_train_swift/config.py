@@ -195,17 +195,11 @@ def agent_arguments(name: str, config: TrainConfig, section: dict[str, Any],
     them (registered now, for swift's own checks of its arguments;
     :mod:`aworld_train_swift.rollout`).
 
-    :raises ConfigError: for what such a job cannot have: several processes (the runtime's
-        endpoint and episodes live in the training process), vLLM rollouts (the runtime
+    :raises ConfigError: for what such a job cannot have: vLLM rollouts (the runtime
         generates with the trainer's model) or a scheduler of the section's own.
     """
     from aworld_train_swift.rollout import AGENT_SCHEDULER, agent_template
 
-    if config.resources.gpus_per_node not in (None, 1) or config.resources.nnodes != 1:
-        raise ConfigError(
-            f"agent '{name}' runs its episodes in the training process, which the swift engine "
-            "does in one process only: set resources.gpus_per_node and resources.nnodes to 1"
-        )
     for key in ("use_vllm", "multi_turn_scheduler"):
         if section.get(key):
             raise ConfigError(

@@ -20,12 +20,16 @@ from aworld_train.engine import join_timeout, rendezvous, reward_references, run
 from aworld_train_swift.callbacks import scores_test_set
 
 if TYPE_CHECKING:
-    from aworld_train.engine import RunContext
+    from aworld_train.engine import RunContext, Secrets
+
+    from aworld_train_swift.agent import SwiftAgent
 
     from aworld_train_swift.config import SwiftConfig
     from aworld_train_swift.reward import SwiftReward
 
 JOB_FILE = "swift_job.json"
+# The agent the runtime runs and its tools, pickled for every worker (its secrets left out).
+AGENT_FILE = "swift_agent.pkl"
 WORKER_LOG = "swift_workers.log"
 # torchrun's flag for each variable of the nodes' rendezvous.
 _RENDEZVOUS_FLAGS = {"NODE_RANK": "--node_rank", "MASTER_ADDR": "--master_addr",
@@ -39,6 +43,7 @@ def launch(
     *,
     config: SwiftConfig,
     reward: SwiftReward | None,
+    agent: SwiftAgent | None = None,
 ) -> dict[str, Any]:
     """Run the checked job in ``nproc_per_node x nnodes`` processes and wait for them.
 
@@ -47,10 +52,14 @@ def launch(
     :raises TrainingError: when a reward cannot be imported by other processes, the nodes'
         rendezvous is not configured, or a worker fails.
     """
-    job_file = write_job(ctx.run_dir, checkpoint, config=config, reward=reward)
+    from aworld_train.engine import Secrets
+
+    secrets = Secrets()  # the secrets of the agent the runtime runs
+    job_file = write_job(ctx.run_dir, checkpoint, config=config, reward=reward, agent=agent,
+                         secrets=secrets)
     command = [sys.executable, "-m", "torch.distributed.run", *torchrun_args(config),
                "-m", "aworld_train_swift.worker", str(job_file)]
-    env = dict(os.environ, **environment, NPROC_PER_NODE=str(config.nproc_per_node),
+    env = dict(os.environ, **environment, **secrets.environment, NPROC_PER_NODE=str(config.nproc_per_node),
                NNODES=str(config.nnodes))
     total = config.world_size
     return run_workers(command, ctx, ctx.run_dir / WORKER_LOG, env=env, nnodes=config.nnodes,
@@ -58,16 +67,27 @@ def launch(
 
 
 def write_job(
-    run_dir: Path, checkpoint: Path | None, *, config: SwiftConfig, reward: SwiftReward | None
+    run_dir: Path, checkpoint: Path | None, *, config: SwiftConfig, reward: SwiftReward | None,
+    agent: SwiftAgent | None = None, secrets: Secrets | None = None,
 ) -> Path:
     """Write what every worker needs into ``run_dir`` and return the job file: the rewards
-    for GRPO, and for SFT or DPO where rank 0 scores the test set with them."""
+    for GRPO, and for SFT or DPO where rank 0 scores the test set with them. An agent the
+    runtime runs goes, with its tools, to :data:`AGENT_FILE`
+    (:func:`~aworld_train.engine.ship_agent`): each worker runs the episodes of its own
+    prompts and opens its own MCP sessions; its secrets go into ``secrets``."""
     rewards = []
     if reward is not None and (config.algorithm == "grpo" or scores_test_set(config, reward)):
         references = reward_references(reward.spec)
         rewards = [dict(ref, orm=name) for ref, name in zip(references, reward.names)]
+    agent_file = None
+    if agent is not None and agent.runtime is not None:
+        from aworld_train.engine import Secrets, ship_agent
+
+        agent_file = ship_agent(agent.runtime, agent.tools, run_dir / AGENT_FILE,
+                                secrets if secrets is not None else Secrets())
     job = {
         "config": dataclasses.asdict(config),
+        "agent_file": str(agent_file) if agent_file is not None else None,
         "rewards": rewards,
         "checkpoint": str(checkpoint) if checkpoint is not None else None,
     }

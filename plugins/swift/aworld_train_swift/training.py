@@ -57,7 +57,7 @@ def run_training(
     """Train the checked job, resuming from the last checkpoint of ``ctx.resume_from``.
 
     :param agent: the checked agent; one whose episodes run through the agent runtime trains
-        on them (in this process: ``check_config`` refused several).
+        on them, in each training process for its own prompts.
     """
     checkpoint = resume_checkpoint(ctx.resume_from) if ctx.resume_from is not None else None
     trackers = tuple(t for t in config.arguments["report_to"] if t in TRACKERS)
@@ -67,7 +67,7 @@ def run_training(
     if config.distributed:
         from aworld_train_swift.launch import launch
 
-        final = launch(ctx, checkpoint, environment, config=config, reward=reward)
+        final = launch(ctx, checkpoint, environment, config=config, reward=reward, agent=agent)
     else:
         final = train_in_process(
             config=config,

@@ -30,9 +30,21 @@ def main(job_file: str) -> None:
             [r["orm"] for r in job["rewards"]],
             list(config.arguments.get("reward_weights") or [1.0] * len(spec.functions)),
         )
+    rollouts = None
+    if job.get("agent_file"):
+        # This process runs the episodes of its own prompts, with its own tool sessions.
+        from aworld_train.engine import unship_agent
+
+        from aworld_train_swift.rollout import TEMPLATE_PREFIX, AgentRollouts, agent_template
+
+        # The template that encodes episodes, registered in this process as the checks did.
+        agent_template(str(config.arguments["template"]).removeprefix(TEMPLATE_PREFIX))
+        shipped = unship_agent(Path(job["agent_file"]))
+        rollouts = AgentRollouts(shipped.agent, shipped.tools, str(config.arguments["model"]))
     final = train_in_process(
         config=config,
         reward=reward,
+        rollouts=rollouts,
         on_start=lambda total, done: emit("start", total=total, done=done),
         on_log=lambda step, metrics: emit("log", step=step, metrics=metrics),
         checkpoint=Path(job["checkpoint"]) if job["checkpoint"] else None,

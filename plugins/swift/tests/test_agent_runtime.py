@@ -88,8 +88,6 @@ def test_the_reward_scores_the_agents_answer_and_a_failed_episode_scores_0() -> 
 
 
 @pytest.mark.parametrize(("resources", "swift", "message"), [
-    ({"gpus_per_node": 2}, {}, "does in one process only: set resources.gpus_per_node and "
-                               "resources.nnodes to 1"),
     ({}, {"multi_turn_scheduler": "math_tip_trick"}, "config key 'swift.multi_turn_scheduler' "
                                                      "is set, but agent 'run' runs its episodes"),
 ])

@@ -19,6 +19,7 @@ from aworld_train.testing.nodes import (
     start_node,
     write_job_file,
 )
+from aworld_train.testing.tool_nodes import assert_tool_agent_trains_on_two_nodes
 
 # Checks (~35 s here: each node imports torch and ms-swift and reads the model) plus training.
 RUN_S = 400
@@ -90,3 +91,12 @@ def test_a_node_whose_main_node_never_starts_fails_in_one_line(
     [kept] = (tmp_path / "tmp").glob("aworld-train-node1-*")
     assert str(kept / "swift_workers.log") in error
     assert processes_naming(tmp_path) == []
+
+
+def test_an_agent_with_a_python_tool_trains_on_two_nodes_each_running_its_own_episodes(
+    tmp_path: Path,
+) -> None:
+    assert_tool_agent_trains_on_two_nodes(
+        tmp_path, "swift", {"template": "qwen", "beta": 0.0, "use_cpu": True,
+                            "torch_dtype": "float32"},
+        _environment(tmp_path), RUN_S)

@@ -13,8 +13,8 @@ import pytest
 from aworld_train import AgentTrainer
 from aworld_train.errors import AgentError
 from aworld_train.runtime import ChatRenderer, prompt_messages
+from aworld_train.testing.tool_nodes import teach_exchange
 from policy_inputs import train_recording_inputs
-from teach import teach_exchange
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "calculator_agent"
 
