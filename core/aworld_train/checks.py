@@ -128,8 +128,7 @@ class Step:
 class CheckRun:
     """The state the check pipeline fills in, step by step."""
 
-    job: Job
-    engine: str
+    job: Job  # its engine the one picked when it named none
     engine_info: plugins.EngineInfo
     run_dir: RunDirectory
     check_only: bool
@@ -151,6 +150,12 @@ class CheckRun:
     reward: RewardSpec | None = None
     settings: list[Setting] | None = None  # None: the engine does not report its settings
     memory: MemoryEstimate | None = None  # None: not estimated (see the resources row)
+
+    @property
+    def engine(self) -> str:
+        """The engine's name."""
+        assert self.job.engine is not None, "the trainer picks an engine before the checks"
+        return self.job.engine
 
     def run(self, steps: tuple[Step, ...]) -> None:
         """Run each step that applies to this job, in order, recording its row as soon as it

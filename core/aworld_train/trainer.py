@@ -143,16 +143,14 @@ class AgentTrainer:
             self.run_dir = RunDirectory.for_checks(self.run_path, self.train_engine_name,
                                                    check_only)
             with self.run_dir.checking():
-                checks = CheckRun(self.job, self.train_engine_name, self.engine_info,
-                                  self.run_dir, check_only, resume_from, progress,
-                                  record=self._record)
+                checks = CheckRun(self.job, self.engine_info, self.run_dir, check_only,
+                                  resume_from, progress, record=self._record)
                 try:
                     checks.run(CHECKS)
                 finally:  # where a crash was raised is told by the plugins' packages
                     self.manager = getattr(checks, "manager", None)
-                self.manager, self.context = checks.manager, checks.context
-                self.metrics, self.hand_off = checks.metrics, checks.hand_off
-                self.settings = checks.settings
+                self.context, self.metrics = checks.context, checks.metrics
+                self.hand_off, self.settings = checks.hand_off, checks.settings
                 if not check_only:
                     self.run_dir.require_nodes(self.context.config.resources.nnodes)
                     self.run_dir.start(checks.rerunnable_job(),
