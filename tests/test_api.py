@@ -150,6 +150,33 @@ def test_a_processor_receives_the_files_of_a_job_as_absolute_paths(
     assert dict(recording_engine.calls)["check_reward"] == [score], "objects: the user's own"
 
 
+def test_the_arguments_and_the_job_file_make_the_same_job(
+    recording_engine: type[RecordingProcessor], tmp_path: Path
+) -> None:
+    """AWorld Train's argument names are the job's ``reward`` and ``engine``; a job file read
+    with ``load_job`` checks as the same arguments do, and ``ctx.given`` is that job."""
+    from aworld_train.job import Job, load_job
+
+    write_jsonl(tmp_path / "train.jsonl", ARITHMETIC)
+    (tmp_path / "job.yaml").write_text(
+        "engine: recording\nagent: {name: adder}\ntrain_dataset: train.jsonl\n"
+        "reward: exact_match\nconfig: {max_steps: 3}\nrun_path: runs\n")
+    from_file = AgentTrainer.from_job(load_job(tmp_path / "job.yaml", ["max_steps=2"]),
+                                      check_only=True)
+    from_arguments = AgentTrainer(
+        agent={"name": "adder"}, train_dataset="train.jsonl", reward_func="exact_match",
+        config={"max_steps": 3}, train_engine_name="recording", overrides=["max_steps=2"],
+        base_dir=tmp_path.resolve(), check_only=True)
+    assert from_file.job == from_arguments.job == Job(
+        engine="recording", agent={"name": "adder"}, train_dataset="train.jsonl",
+        reward="exact_match", config={"max_steps": 3}, run_path="runs",
+        overrides=("max_steps=2",), base_dir=tmp_path.resolve())
+    given = from_arguments.context.given
+    assert given.train_dataset == str(tmp_path.resolve() / "train.jsonl")
+    assert (given.config, given.overrides) == ({"max_steps": 2}, ()), "the overrides merged in"
+    assert from_file.run_path == tmp_path.resolve() / "runs" == from_arguments.run_path
+
+
 def test_a_model_folder_beside_the_job_reaches_the_engine_as_an_absolute_path(
     toy_job: dict[str, Any], tmp_path: Path
 ) -> None:
