@@ -67,12 +67,9 @@ def checked(job: Path) -> Any:
     """The :class:`~aworld_train.AgentTrainer` of the job file ``job``, its checks run, no
     training: its ``hand_off.config`` is what the engine's check returned."""
     from aworld_train import AgentTrainer
+    from aworld_train.job import load_job
 
-    fields = yaml.safe_load(job.read_text())
-    return AgentTrainer(agent=fields["agent"], config=fields["config"],
-                        reward_func=fields["reward"], train_dataset=fields["train_dataset"],
-                        run_path=fields["run_path"], train_engine_name=fields["engine"],
-                        base_dir=job.parent, check_only=True)
+    return AgentTrainer.from_job(load_job(job), check_only=True)
 
 
 def check_memory(capsys: Any, job: Path, *overrides: str) -> str:
