@@ -145,9 +145,12 @@ class AgentRuntime:
 class BatchedGenerate:
     """A generate function that answers concurrent episodes with one batch call.
 
-    Requests wait until every running episode has asked (or ``window`` seconds have passed since
-    the first one, for episodes busy with a tool), then ``generate_batch`` runs in a worker
-    thread, so that the event loop keeps serving agents meanwhile.
+    Requests wait until every running episode has asked, or no request has come for ``window``
+    seconds (episodes busy with a tool), or ``max_wait`` seconds have passed since the first;
+    then ``generate_batch`` runs in a worker thread, so that the event loop keeps serving agents
+    meanwhile. The wait restarts at each request because on a loaded machine a step's first
+    requests can arrive further apart than ``window``, and a batch cut there costs a whole
+    second generation.
 
     :param generate_batch: ``(prompts, max_tokens) -> one Generated per prompt``; each result
         may be longer than the prompt's own budget and is cut to it.
@@ -155,9 +158,11 @@ class BatchedGenerate:
     """
 
     def __init__(self, generate_batch: Callable[[list[list[int]], int], list[Generated]],
-                 window: float = 0.05) -> None:
+                 window: float = 0.05, max_wait: float = 0.5) -> None:
         self.generate_batch = generate_batch
         self.window = window
+        self.max_wait = max_wait
+        self._first = 0.0  # when the first request of the pending batch came
         self.runtime: AgentRuntime | None = None
         self._pending: list[tuple[list[int], int, asyncio.Future[Generated]]] = []
         self._flush: asyncio.TimerHandle | None = None
@@ -170,8 +175,13 @@ class BatchedGenerate:
         expected = self.runtime.running if self.runtime is not None else 1
         if len(self._pending) >= expected:
             self._start(loop)
-        elif self._flush is None:
-            self._flush = loop.call_later(self.window, self._start, loop)
+        else:
+            if self._flush is None:
+                self._first = loop.time()
+            else:
+                self._flush.cancel()
+            wait = min(self.window, self._first + self.max_wait - loop.time())
+            self._flush = loop.call_later(max(0.0, wait), self._start, loop)
         return await future
 
     def _start(self, loop: asyncio.AbstractEventLoop) -> None:
