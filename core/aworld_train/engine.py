@@ -83,7 +83,14 @@ from aworld_train.runtime import (
 )
 from aworld_train import vllm_generation
 from aworld_train.samples import append_samples, read_samples
-from aworld_train.shipping import ENV_PREFIX, Secrets, secret_loads, ship_agent, unship_agent
+from aworld_train.shipping import (
+    ENV_PREFIX,
+    Secrets,
+    refuse_sharded_episodes,
+    secret_loads,
+    ship_agent,
+    unship_agent,
+)
 from aworld_train.memory import MemoryPlan, prompt_budget, trainer_sharding
 from aworld_train.settings import (
     ADAPTER_DIR,
@@ -160,6 +167,7 @@ __all__ = [
     "secret_loads",
     "ship_agent",
     "unship_agent",
+    "refuse_sharded_episodes",
     "PRECISIONS",
     "LR_SCHEDULERS",
     "LOSS_AGGREGATIONS",

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.errors import AgentError, TrainingError
+from aworld_train.errors import AgentError, ConfigError, TrainingError
 
 if TYPE_CHECKING:
     from aworld_train.agent import AgentSpec
@@ -150,3 +150,27 @@ def unship_agent(path: Path) -> Shipped:
     if not isinstance(shipped, Shipped):
         raise TrainingError(f"{path} holds a {type(shipped).__name__}, not a shipped agent")
     return shipped
+
+
+def refuse_sharded_episodes(agent: str, section: str, fsdp: Any, deepspeed: Any,
+                            processes: int) -> None:
+    """Refuse an agent the runtime runs in several processes whose weights are sharded over
+    them (FSDP, DeepSpeed ZeRO-3): each process generates for its own episodes, as many model
+    calls as they need, and each call would gather the weights from every process at once, so
+    the processes would wait on each other for ever.
+
+    :param section: the engine's config section (``trl``), naming the key.
+    :param fsdp: the ``fsdp`` argument; ``deepspeed``: the DeepSpeed config (a dict or a file).
+    :raises ConfigError: naming the key.
+    """
+    from aworld_train.memory import trainer_sharding
+
+    stage, _ = trainer_sharding(None, deepspeed)
+    if processes <= 1 or not (fsdp or stage >= 3):
+        return
+    key, what = ("fsdp", "FSDP") if fsdp else ("deepspeed", "DeepSpeed ZeRO-3")
+    raise ConfigError(
+        f"config {section}.{key}: agent '{agent}' runs its episodes in each of the {processes} "
+        f"processes, each making the model calls its own episodes need, which weights sharded "
+        f"over the processes ({what}) cannot answer (every call gathers them from all of them "
+        f"at once): use DDP or ZeRO stage 1 or 2, or one process")

@@ -25,6 +25,7 @@ from aworld_train.engine import (
     TrainerConfig,
     arguments_class,
     check_trackers,
+    refuse_sharded_episodes,
     require_package,
     scoped_environment,
 )
@@ -195,11 +196,16 @@ def agent_arguments(name: str, config: TrainConfig, section: dict[str, Any],
     them (registered now, for swift's own checks of its arguments;
     :mod:`aworld_train_swift.rollout`).
 
-    :raises ConfigError: for what such a job cannot have: vLLM rollouts (the runtime
-        generates with the trainer's model) or a scheduler of the section's own.
+    :raises ConfigError: for what such a job cannot have: weights sharded over several
+        processes (each generates for its own episodes), vLLM rollouts (the runtime generates
+        with the trainer's model) or a scheduler of the section's own.
     """
+    from aworld_train_swift.memory import swift_deepspeed
     from aworld_train_swift.rollout import AGENT_SCHEDULER, agent_template
 
+    refuse_sharded_episodes(name, "swift", arguments.get("fsdp"),
+                            swift_deepspeed(arguments.get("deepspeed")),
+                            (config.resources.gpus_per_node or 1) * config.resources.nnodes)
     for key in ("use_vllm", "multi_turn_scheduler"):
         if section.get(key):
             raise ConfigError(

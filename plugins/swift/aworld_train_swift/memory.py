@@ -44,7 +44,7 @@ def swift_memory_plan(config: SwiftConfig, default: MemoryPlan, common: TrainCon
     if tuner not in ("full", "lora"):
         notes.append(f"tuner {tuner} sized as a full fine-tune")
     lora = default.lora if tuner == "lora" and isinstance(default.lora, dict) else None
-    stage, offload = trainer_sharding(args.get("fsdp"), _deepspeed(args.get("deepspeed")))
+    stage, offload = trainer_sharding(args.get("fsdp"), swift_deepspeed(args.get("deepspeed")))
     micro_batch = int(args.get("per_device_train_batch_size") or 1)
     if config.algorithm == "grpo":
         prompt = int(args.get("max_length") or prompt_budget(common))
@@ -82,7 +82,7 @@ def swift_memory_plan(config: SwiftConfig, default: MemoryPlan, common: TrainCon
     )
 
 
-def _deepspeed(value: Any) -> Any:
+def swift_deepspeed(value: Any) -> Any:
     """The DeepSpeed config swift trains with: one of swift's own named configs (``zero3``,
     ``zero2_offload``, the JSON files in its ``config`` folder), found without importing swift,
     else the value as given (a path or a dict)."""

@@ -88,6 +88,8 @@ def test_the_reward_scores_the_agents_answer_and_a_failed_episode_scores_0() -> 
 
 
 @pytest.mark.parametrize(("resources", "swift", "message"), [
+    ({"gpus_per_node": 2}, {"deepspeed": "zero3"},
+     "config swift.deepspeed: agent 'run' runs its episodes in each of the 2 processes"),
     ({}, {"multi_turn_scheduler": "math_tip_trick"}, "config key 'swift.multi_turn_scheduler' "
                                                      "is set, but agent 'run' runs its episodes"),
 ])

@@ -23,6 +23,7 @@ from aworld_train.engine import (
     argument_names,
     arguments_class,
     did_you_mean,
+    refuse_sharded_episodes,
     require_package,
     vllm_generation,
 )
@@ -269,6 +270,9 @@ def config_to_trl(
             f"config trl.use_vllm: on a CPU the engine generates with vLLM in one process, not "
             f"{world_size}: set gpus_per_node and nnodes to 1"
         )
+    if agent.episodes is not None:
+        refuse_sharded_episodes(agent.episodes.name, "trl", args.get("fsdp"),
+                                args.get("deepspeed"), world_size)
     if algorithm == "grpo":
         generation_batch = _check_generation_batch(args_class, args, world_size)
         if world_size > 1:

@@ -54,6 +54,18 @@ def test_each_bad_agent_is_one_line_from_check(
     assert not (agent_job.parent / "runs").exists()
 
 
+def test_an_agent_in_several_processes_is_refused_weights_sharded_over_them(
+    agent_job: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each process generates for its own episodes, a different number of calls: FSDP would
+    have each call wait for every process."""
+    code, _, err = run_cli(capsys, "check", agent_job, "-o", "resources.gpus_per_node=2",
+                           "-o", "trl.fsdp=full_shard")
+    assert code == 2
+    assert err.strip().startswith("error: config trl.fsdp: agent 'run' runs its episodes in "
+                                  "each of the 2 processes"), err
+
+
 def test_an_agent_that_hangs_is_stopped_at_the_time_limit(
     agent_job: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
