@@ -16,8 +16,15 @@ from aworld_train.engine import ConfigLayout, DatasetError, RewardError, hookimp
 if TYPE_CHECKING:
     import datasets
 
-    from aworld_train.engine import AgentSpec, RewardSpec, RunContext, Setting, ToolSet, TrainConfig
-    from aworld_train.memory import MemoryPlan
+    from aworld_train.engine import (
+        AgentSpec,
+        MemoryPlan,
+        RewardSpec,
+        RunContext,
+        Setting,
+        ToolSet,
+        TrainConfig,
+    )
 
     from aworld_train_verl.agent import VerlAgent
     from aworld_train_verl.config import VerlConfig
