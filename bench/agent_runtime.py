@@ -11,6 +11,11 @@ process, so imports and model loading are left out.
     endpoint; ``--kinds``: ``python`` shares one HTTP client between episodes,
     ``python-new-client`` builds an ``AsyncOpenAI`` per episode). Steps/s, completion tokens/s
     and CPU s per step over the steps after the first two, and the ratios (goal >= 0.9).
+    ``--model-size WIDTHxLAYERS`` trains a random Qwen2 of that shape instead of the demo's
+    (``build_tiny_model``, the full byte vocabulary, heads 64 wide) with ``--new-tokens``
+    tokens in every completion (``min_new_tokens`` as well) and ``--prompts`` x
+    ``--generations`` completions per step: what the runtime costs against a step whose
+    generation and training cost what a real model's do.
 
 ``greedy``
     Both paths for one step with ``trl: {generation_kwargs: {do_sample: false}}``: the first
@@ -35,6 +40,7 @@ process, so imports and model loading are left out.
     the mean reward of the first and of the last tenth of the steps.
 
     OMP_WAIT_POLICY=PASSIVE .venvs/trl/bin/python bench/agent_runtime.py one-turn --steps 30 --repeats 3 --kinds python python-new-client
+    OMP_WAIT_POLICY=PASSIVE .venvs/trl/bin/python bench/agent_runtime.py one-turn --model-size 512x8 --new-tokens 32 --prompts 4 --generations 8 --steps 6
     OMP_WAIT_POLICY=PASSIVE .venvs/trl/bin/python bench/agent_runtime.py greedy
     OMP_WAIT_POLICY=PASSIVE .venvs/trl/bin/python bench/agent_runtime.py tools --steps 8 --repeats 2
     OMP_WAIT_POLICY=PASSIVE .venvs/trl/bin/python bench/agent_runtime.py overhead --repeats 5
@@ -169,22 +175,33 @@ def instrument() -> dict[str, Any]:
 
 
 def repeat_digit_job(form: str, steps: int, seed: int, greedy: bool, run_path: Path,
-                     varied: bool = False) -> dict[str, Any]:
+                     varied: bool = False, shape: dict[str, Any] | None = None) -> dict[str, Any]:
     """AgentTrainer's arguments for the demo recipe, the agent as a plain prompt or a Python
     agent; no test set, no checkpoints. ``varied``: the varied-prompt job of
-    :func:`varied_job_files` instead of the demo's model and rows."""
+    :func:`varied_job_files` instead of the demo's model and rows. ``shape``: the sized job of
+    :func:`sized_model` (``model``, ``new_tokens``, ``prompts``, ``generations``)."""
     import yaml
 
     job = yaml.safe_load((EXAMPLE / "job.yaml").read_text())
     model = WORK / "varied_model" if varied else EXAMPLE / "build" / "model"
+    if shape:
+        model = Path(shape["model"])
     train = WORK / "varied_train.jsonl" if varied else EXAMPLE / "build" / "train.jsonl"
     config = dict(job["config"], max_steps=steps, seed=seed, logging_steps=1,
                   save_steps=10 ** 6, model=str(model))
     if varied:
         config.update(batch_size=32, num_generations=2, max_completion_length=24)
+    generation: dict[str, Any] = {}
+    if shape:  # every completion as long as the budget, on both paths
+        config.update(batch_size=shape["prompts"] * shape["generations"],
+                      num_generations=shape["generations"],
+                      max_completion_length=shape["new_tokens"], learning_rate=1e-5)
+        generation["min_new_tokens"] = shape["new_tokens"]
     config.pop("swift", None)
     if greedy:
-        config["trl"] = {"generation_kwargs": {"do_sample": False}}
+        generation["do_sample"] = False
+    if generation:
+        config["trl"] = {"generation_kwargs": generation}
     if form == "plain":
         agent: Any = yaml.safe_load((EXAMPLE / "agent.yaml").read_text())
         agent["model"] = str(model)
@@ -293,7 +310,8 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
         WORK.mkdir(parents=True, exist_ok=True)
         (WORK / "python_agent.py").write_text(PYTHON_AGENT)
         trainer = AgentTrainer(**repeat_digit_job(spec["kind"], spec["steps"], spec["seed"],
-                                                  spec["greedy"], run_path, spec.get("varied", False)))
+                                                  spec["greedy"], run_path, spec.get("varied", False),
+                                                  spec.get("shape")))
         trainer.train()
         metrics = [json.loads(line) for line in
                    (trainer.run_dir.path / "metrics.jsonl").read_text().splitlines()]
@@ -380,7 +398,34 @@ def one_turn(args: argparse.Namespace) -> dict[str, Any]:
     (WORK / "python_agent.py").write_text(PYTHON_AGENT)
     if not (EXAMPLE / "build" / "model").is_dir():
         subprocess.run([sys.executable, str(EXAMPLE / "prepare.py")], check=True)
-    return compare(args, (*args.kinds, "plain"), {"greedy": False})
+    if args.model_size == "demo":
+        return compare(args, (*args.kinds, "plain"), {"greedy": False})
+    model, parameters = sized_model(args.model_size)
+    shape = {"model": str(model), "new_tokens": args.new_tokens, "prompts": args.prompts,
+             "generations": args.generations}
+    result = compare(args, (*args.kinds, "plain"), {"greedy": False, "shape": shape})
+    result["shape"] = dict(shape, model_size=args.model_size, parameters=parameters,
+                           completions_per_step=args.prompts * args.generations)
+    return result
+
+
+def sized_model(size: str) -> tuple[Path, int]:
+    """A random Qwen2 of ``WIDTHxLAYERS`` (heads 64 wide, the full byte vocabulary), built once
+    under the work folder; its folder and parameter count."""
+    from aworld_train.testing import build_tiny_model
+
+    try:
+        width, layers = (int(part) for part in size.lower().split("x"))
+    except ValueError:
+        raise SystemExit(f"error: --model-size: expected WIDTHxLAYERS such as 512x8, got {size!r}"
+                         ) from None
+    model = WORK / f"model_{width}x{layers}"
+    if not (model / "config.json").is_file():
+        build_tiny_model(model, hidden_size=width, num_layers=layers,
+                         num_heads=max(1, width // 64))
+    from safetensors.numpy import load_file
+
+    return model, sum(weights.size for weights in load_file(model / "model.safetensors").values())
 
 
 def greedy(args: argparse.Namespace) -> dict[str, Any]:
@@ -519,9 +564,11 @@ def overhead(args: argparse.Namespace) -> dict[str, Any]:
             results = runtime.run(rows)
             times.append((time.perf_counter() - wall, time.process_time() - cpu))
             assert all(r.failure is None for r in results), results[0].failure
+        # The mean counts the garbage collector's full collections, which a median leaves out.
         figures[function] = {"wall_cpu_s": times,
                              "median_wall_s": statistics.median(w for w, _ in times),
-                             "median_cpu_s": statistics.median(c for _, c in times)}
+                             "median_cpu_s": statistics.median(c for _, c in times),
+                             "mean_cpu_s": statistics.mean(c for _, c in times)}
         print(function, figures[function], file=sys.stderr, flush=True)
     return {"episodes": args.episodes, "repeats": args.repeats, "load": os.getloadavg()[0],
             "agents": figures}
@@ -561,6 +608,14 @@ def main() -> None:
         if name == "one-turn":
             sub.add_argument("--kinds", nargs="+", default=["python"],
                              choices=["python", "python-new-client"])
+            sub.add_argument("--model-size", default="demo",
+                             help="the demo's model, or a random Qwen2 of WIDTHxLAYERS (512x8)")
+            sub.add_argument("--new-tokens", type=int, default=32,
+                             help="with --model-size: tokens in every completion")
+            sub.add_argument("--prompts", type=int, default=4,
+                             help="with --model-size: prompts per step")
+            sub.add_argument("--generations", type=int, default=8,
+                             help="with --model-size: completions per prompt")
     sub = commands.add_parser("greedy")
     sub.add_argument("--seed", type=int, default=0)
     sub = commands.add_parser("overhead")
