@@ -36,6 +36,7 @@ import yaml
 
 from aworld_train.cli import main
 from aworld_train.testing.conformance import EngineConformance
+from aworld_train.testing.fixtures import vllm_can_run
 from aworld_train.testing.job_edits import (
     BadJob,
     Edit,
@@ -342,6 +343,10 @@ MODEL_CASES: tuple[BadJob, ...] = (
 )
 
 
+#: The id of an engine's case that asks for vLLM where it is not installed.
+USE_VLLM_CASE = "use_vllm_without_vllm"
+
+
 class BadJobSuite:
     """Runs every case of :data:`CASES` through ``aworld-train check`` on one engine."""
 
@@ -353,6 +358,15 @@ class BadJobSuite:
     model_required: ClassVar[bool] = True
     #: Common config keys of the valid job: the conformance suite's tiny job.
     common_config: ClassVar[dict[str, Any]] = EngineConformance.common_config
+    #: The engine's own cases, refused as :data:`CASES` are. A case named
+    #: :data:`USE_VLLM_CASE` is skipped where vLLM and a GPU are both here: its job is valid there.
+    engine_cases: ClassVar[tuple[BadJob, ...]] = ()
+
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        """Each of the subclass's :attr:`engine_cases` is one ``engine_case``."""
+        if "engine_case" in metafunc.fixturenames:
+            cases = getattr(metafunc.cls, "engine_cases", ())
+            metafunc.parametrize("engine_case", cases, ids=[case.id for case in cases])
 
     @pytest.fixture(scope="class")
     @classmethod
@@ -415,6 +429,13 @@ class BadJobSuite:
     def test_bad_job_fails_check_in_one_line(self, case: BadJob, job_folder: JobFolder,
                                              capsys: pytest.CaptureFixture[str]) -> None:
         self.assert_refused(case, job_folder, capsys)
+
+    def test_engine_bad_job_fails_check_in_one_line(
+        self, engine_case: BadJob, job_folder: JobFolder, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        if engine_case.id == USE_VLLM_CASE and vllm_can_run():
+            pytest.skip("vLLM and a GPU are both here: use_vllm is a valid job on this machine")
+        self.assert_refused(engine_case, job_folder, capsys)
 
     @pytest.mark.parametrize("case", MODEL_CASES, ids=[case.id for case in MODEL_CASES])
     def test_inconsistent_model_fails_check_in_one_line(

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from aworld_train.testing.bad_jobs import (
+    USE_VLLM_CASE,
     BadJob,
     BadJobSuite,
     JobFolder,
@@ -24,7 +25,6 @@ from aworld_train.testing.bad_jobs import (
     set_section,
     without,
 )
-from aworld_train.testing.fixtures import vllm_can_run
 
 _swift = functools.partial(set_section, "swift")  # set keys of the swift: section
 
@@ -109,7 +109,7 @@ SWIFT_CASES: tuple[BadJob, ...] = (
     BadJob("dpo_without_rejected_column", _dpo(), r"rejected"),
     BadJob("algorithm_swift_does_not_train", set_config(algorithm="ppo"), r"algorithm.*ppo"),
     BadJob("grpo_group_does_not_fit_batch", set_config(batch_size=3), r"ms-swift rejects"),
-    BadJob("use_vllm_without_vllm", _swift(use_vllm=True), r"swift\.use_vllm"),
+    BadJob(USE_VLLM_CASE, _swift(use_vllm=True), r"swift\.use_vllm"),
     # The model, agent and data as swift sees them.
     BadJob("agent_several_turns", set_agent(max_turns=3), r"max_turns"),
     BadJob("column_swift_reads", _column("images"), r"column 'images'"),
@@ -122,14 +122,7 @@ class TestSwiftBadJobs(BadJobSuite):
     engine_name = "swift"
     # The tiny model's Qwen2 type fits several ChatML templates; the job picks one.
     engine_section = _SECTION
-
-    @pytest.mark.parametrize("case", SWIFT_CASES, ids=[case.id for case in SWIFT_CASES])
-    def test_swift_bad_job_fails_check_in_one_line(
-        self, case: BadJob, job_folder: JobFolder, capsys: pytest.CaptureFixture[str]
-    ) -> None:
-        if case.id == "use_vllm_without_vllm" and vllm_can_run():
-            pytest.skip("vLLM and a GPU are both here: use_vllm is a valid job on this machine")
-        self.assert_refused(case, job_folder, capsys)
+    engine_cases = SWIFT_CASES
 
     def test_the_valid_job_checks_quietly(self, job_folder: JobFolder,
                                           capsys: pytest.CaptureFixture[str]) -> None:

@@ -11,17 +11,14 @@ from typing import Any
 import pytest
 
 from aworld_train import AgentTrainer
+from aworld_train.testing import common_keys
 from aworld_train.testing.eval_reference import varied_model
 from aworld_train.testing.fixtures import (
-    COMMON_KEYS_EFFECTIVE,
     COMMON_KEYS_JOB,
     assert_interrupted_run_resumes,
-    assert_loads_without_peft,
-    compute_dtypes,
     manifest,
     read_jsonl,
     record_sampling,
-    tensorboard_scalars,
 )
 
 # Two rewards: score (1 for the digit) and length (a share of 4 characters), which varies
@@ -36,12 +33,6 @@ def checksum(data_source, solution_str, ground_truth, extra_info=None):
 """
 
 
-def _weights(folder: Path) -> dict[str, Any]:
-    from safetensors.torch import load_file
-
-    return load_file(str(folder / "model.safetensors"))
-
-
 def test_the_common_keys_job_trains_resumes_and_leaves_a_merged_model(
     job: dict[str, Any], tiny_model: Path
 ) -> None:
@@ -49,53 +40,30 @@ def test_the_common_keys_job_trains_resumes_and_leaves_a_merged_model(
     job["reward_func"] = REWARDS
     run_dir = assert_interrupted_run_resumes(job)
 
-    kept = manifest(run_dir)
-    assert {name: kept["settings"][name] for name in COMMON_KEYS_EFFECTIVE} == COMMON_KEYS_EFFECTIVE
-    assert kept["precision"] == "fp32"
+    common_keys.assert_common_keys_run(run_dir, tiny_model)
     args = json.loads((run_dir / "checkpoints" / "args.json").read_text())
     assert (args["beta"], args["lr_scheduler_type"], args["torch_dtype"]) == (
         0.0, "constant", "float32")
     assert (args["tuner_type"], args["lora_rank"], args["lora_alpha"], args["lora_dropout"]) == (
         "lora", 8, 16.0, 0.0)
-    adapter = json.loads((run_dir / "adapter" / "adapter_config.json").read_text())
-    assert (adapter["r"], adapter["lora_alpha"], adapter["lora_dropout"]) == (8, 16, 0.0)
     assert not (run_dir / "adapter" / "optimizer.pt").exists()
-
-    assert_loads_without_peft(run_dir / "model")
-    merged, base = _weights(run_dir / "model"), _weights(tiny_model)
-    assert merged.keys() == base.keys()
-    changed = [name for name in base if not (merged[name] == base[name]).all()]
-    assert changed and all(name.endswith("proj.weight") for name in changed)
 
 
 def test_bf16_on_a_cpu_with_tensorboard_evaluation_and_rollout_samples(
     job: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import torch
-
-    rows = [json.dumps({"prompt": f"Repeat: {d}", "ground_truth": str(d)}) for d in range(6)]
-    (job["base_dir"] / "test.jsonl").write_text("\n".join(rows) + "\n")
-    job["test_dataset"] = "test.jsonl"
+    common_keys.write_test_set(job, range(6))
     job["reward_func"] = REWARDS
     job["config"] = dict(job["config"], precision="bf16", report_to=["tensorboard"],
                          eval_steps=2, eval_limit=4, log_samples=3,
                          swift=dict(job["config"]["swift"], use_cpu=True))
     sampled = record_sampling(monkeypatch)
-    trainer = AgentTrainer(**job)
-    with compute_dtypes() as dtypes:
-        trainer.train()
-    run_dir = trainer.run_dir.path
-
     # bf16 on the CPU: the layers compute in bf16.
-    assert dtypes == {torch.bfloat16}
-    assert manifest(run_dir)["precision"] == "bf16"
+    run_dir = common_keys.assert_trains_in_bf16(job)
 
-    metrics = read_jsonl(run_dir / "metrics.jsonl")
-    logged = [(m["step"], m["reward"]) for m in metrics if "reward" in m]
+    logged = common_keys.assert_tensorboard_holds_the_reward(run_dir)
     assert [step for step, _ in logged] == [1, 2, 3, 4]
-    assert len({reward for _, reward in logged}) > 1, "a reward that varies step to step"
-    scalars = tensorboard_scalars(run_dir / "tensorboard")
-    assert [(step, pytest.approx(value)) for step, value in scalars["train/reward"]] == logged
+    metrics = read_jsonl(run_dir / "metrics.jsonl")
 
     # Evaluation every 2 steps (the last one included), greedy, under the common names.
     evaluations = [m for m in metrics if "eval_reward" in m]
@@ -109,12 +77,7 @@ def test_bf16_on_a_cpu_with_tensorboard_evaluation_and_rollout_samples(
         (evaluations[-1]["eval_reward"], evaluations[-1]["eval_length"]))
 
     # log_samples: 3 rollout samples per logged step, their reward the sum of both rewards.
-    samples = read_jsonl(run_dir / "samples.jsonl")
-    assert [s["step"] for s in samples] == [1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4]
-    for sample in samples:
-        assert "Repeat: " in sample["prompt"]
-        assert set(sample["rewards"]) == {"score", "length"}
-        assert sample["reward"] == pytest.approx(sum(sample["rewards"].values()))
+    samples = common_keys.assert_rollout_samples(run_dir, steps=4, per_step=3)
     assert any(sample["rewards"]["length"] for sample in samples)
 
 
@@ -125,11 +88,9 @@ def test_the_last_evaluation_scores_what_aworld_train_eval_scores(
 
     # Noise on the weights, so that the model answers each prompt differently.
     model = varied_model(tiny_model, job["base_dir"] / "varied")
-    rows = [json.dumps({"prompt": f"Repeat: {d}", "ground_truth": str(d)}) for d in range(10)]
-    (job["base_dir"] / "test.jsonl").write_text("\n".join(rows) + "\n")
+    common_keys.write_test_set(job, range(10))
     (job["base_dir"] / "text.py").write_text(TEXT_REWARD)
-    job.update(test_dataset="test.jsonl",
-               reward_func=["rewards.py:score", {"name": "text.py:checksum", "weight": 0.5}])
+    job.update(reward_func=["rewards.py:score", {"name": "text.py:checksum", "weight": 0.5}])
     # fp32 on any device: eval loads the final model in its saved dtype.
     job["config"] = dict(job["config"], model=str(model), eval_limit=8, max_steps=2,
                          precision="fp32")

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
-import pytest
 
 from aworld_train.testing.bad_jobs import (
+    USE_VLLM_CASE,
     BadJob,
     BadJobSuite,
     Edit,
@@ -26,7 +26,6 @@ from aworld_train.testing.bad_jobs import (
     set_config,
     set_section,
 )
-from aworld_train.testing.fixtures import vllm_can_run
 
 _trl = functools.partial(set_section, "trl")  # set keys of the trl: section
 
@@ -148,7 +147,7 @@ TRL_CASES: tuple[BadJob, ...] = (
     BadJob("sft_key_of_grpo", _sft(beta=0.1),
            r"trl\.beta: not a field of TRL's SFTConfig"),
     # Combinations TRL rejects at start-up.
-    BadJob("use_vllm_without_vllm", _trl(use_vllm=True), r"trl\.use_vllm"),
+    BadJob(USE_VLLM_CASE, _trl(use_vllm=True), r"trl\.use_vllm"),
     BadJob("generation_batch_not_divisible", _trl(generation_batch_size=6),
            r"trl\.generation_batch_size: 6 is not divisible"),
     BadJob("generation_batch_and_steps", _trl(generation_batch_size=8, steps_per_generation=2),
@@ -182,12 +181,4 @@ class TestTrlBadJobs(BadJobSuite):
 
     engine_name = "trl"
     engine_section: ClassVar[dict[str, Any]] = {"beta": 0.0}
-
-    @pytest.mark.parametrize("case", TRL_CASES, ids=[case.id for case in TRL_CASES])
-    def test_trl_bad_job_fails_check_in_one_line(
-        self, case: BadJob, job_folder: JobFolder, capsys: pytest.CaptureFixture[str]
-    ) -> None:
-        if case.id == "use_vllm_without_vllm" and vllm_can_run():
-            pytest.skip("vLLM and a GPU are both here: use_vllm is a valid job on this machine")
-        self.assert_refused(case, job_folder, capsys)
-
+    engine_cases = TRL_CASES

@@ -192,12 +192,7 @@ ACCEPTED: tuple[tuple[str, Any], ...] = (
 
 class TestVerlBadJobs(BadJobSuite):
     engine_name = "verl"
-
-    @pytest.mark.parametrize("case", VERL_CASES, ids=[case.id for case in VERL_CASES])
-    def test_verl_bad_job_fails_check_in_one_line(
-        self, case: BadJob, job_folder: JobFolder, capsys: pytest.CaptureFixture[str]
-    ) -> None:
-        self.assert_refused(case, job_folder, capsys)
+    engine_cases = VERL_CASES
 
     @pytest.mark.parametrize("edit", [edit for _, edit in ACCEPTED], ids=[name for name, _ in ACCEPTED])
     def test_values_verl_accepts_pass_check(
