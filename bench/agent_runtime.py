@@ -39,12 +39,20 @@ process, so imports and model loading are left out.
     The repeat-digit recipe with the Python agent for ``--steps`` steps on each of ``--seeds``:
     the mean reward of the first and of the last tenth of the steps.
 
+``learn-tool``
+    What ``test_agent_learns.py`` trains, on each of ``--seeds``: a tiny tool model taught to
+    call the calculator's ``multiply`` only sometimes (``tool_learning_job``), then GRPO through
+    ``aworld-train train`` for ``--steps`` steps: the mean reward and tool-call rate
+    (``tools/call_frequency``) of the first and of the last tenth of the steps, with the
+    teaching's and the training's CPU seconds.
+
     OMP_WAIT_POLICY=PASSIVE .venvs/trl/bin/python bench/agent_runtime.py one-turn --steps 30 --repeats 3 --kinds python python-new-client
     OMP_WAIT_POLICY=PASSIVE .venvs/trl/bin/python bench/agent_runtime.py one-turn --model-size 512x8 --new-tokens 32 --prompts 4 --generations 8 --steps 6
     OMP_WAIT_POLICY=PASSIVE .venvs/trl/bin/python bench/agent_runtime.py greedy
     OMP_WAIT_POLICY=PASSIVE .venvs/trl/bin/python bench/agent_runtime.py tools --steps 8 --repeats 2
     OMP_WAIT_POLICY=PASSIVE .venvs/trl/bin/python bench/agent_runtime.py overhead --repeats 5
     OMP_WAIT_POLICY=PASSIVE .venvs/trl/bin/python bench/agent_runtime.py learn --steps 200 --seeds 0 1 2
+    OMP_WAIT_POLICY=PASSIVE .venvs/trl/bin/python bench/agent_runtime.py learn-tool --steps 50 --seeds 0 1 2
 
 Work files go to ``.bench/agent_runtime/``; each sub-command prints its figures as JSON.
 """
@@ -594,6 +602,49 @@ def learn(args: argparse.Namespace) -> dict[str, Any]:
     return {"steps": args.steps, "runs": runs}
 
 
+def learn_tool(args: argparse.Namespace) -> dict[str, Any]:
+    import resource
+
+    from aworld_train.testing.tool_caller import tool_learning_job
+
+    calculator = ROOT / "examples" / "calculator_agent"
+    runs = []
+    for seed in args.seeds:
+        folder = WORK / "learn_tool" / f"seed{seed}-{time.time_ns()}"
+        cpu = time.process_time()
+        job, taught = tool_learning_job(folder, calculator, steps=args.steps, seed=seed)
+        teaching_cpu = time.process_time() - cpu
+        load = os.getloadavg()[0]
+        wall, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
+        done = subprocess.run([str(Path(sys.executable).parent / "aworld-train"), "train", str(job)],
+                              cwd=folder, env={**os.environ, **ENVIRONMENT}, capture_output=True,
+                              text=True, check=False)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if done.returncode != 0:
+            raise SystemExit(f"seed {seed}: training failed:\n{done.stderr[-4000:]}")
+        run_dir = next((folder / "runs").iterdir())
+        steps = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+        steps = [m for m in steps if "reward" in m]
+        tenth = max(1, len(steps) // 10)
+        figures: dict[str, Any] = {"seed": seed, "steps": len(steps)}
+        for key, name in (("reward", "reward"), ("tools/call_frequency", "tool_calls")):
+            values = [m[key] for m in steps]
+            figures[name] = values
+            figures[f"{name}_first_tenth"] = statistics.mean(values[:tenth])
+            figures[f"{name}_last_tenth"] = statistics.mean(values[-tenth:])
+        figures.update(
+            agent_failed=max(m.get("agent_failed", 0.0) for m in steps),
+            call_probability=taught["call_probability"], teaching_exact=taught["exact"],
+            teaching_cpu_s=teaching_cpu,
+            train_wall_s=time.perf_counter() - wall,
+            train_cpu_s=(after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
+            load=(round(load, 2), round(os.getloadavg()[0], 2)))
+        runs.append(figures)
+        print({k: v for k, v in figures.items() if k not in ("reward", "tool_calls")},
+              file=sys.stderr, flush=True)
+    return {"steps": args.steps, "runs": runs}
+
+
 def main() -> None:
     if len(sys.argv) == 3 and sys.argv[1] == "_child":
         print(json.dumps(child(json.loads(sys.argv[2]))))
@@ -625,9 +676,12 @@ def main() -> None:
     sub.add_argument("--steps", type=int, default=150)
     sub.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     sub.add_argument("--kinds", nargs="+", default=["python"], choices=["python", "plain"])
+    sub = commands.add_parser("learn-tool")
+    sub.add_argument("--steps", type=int, default=50)
+    sub.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     args = parser.parse_args()
     result = {"one-turn": one_turn, "greedy": greedy, "tools": tools, "overhead": overhead,
-              "learn": learn}[args.command](args)
+              "learn": learn, "learn-tool": learn_tool}[args.command](args)
     print(json.dumps(result, indent=2))
 
 
