@@ -76,18 +76,6 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tiny_model(tmp_path_factory.mktemp("tiny-model"))
 
 
-def vllm_can_run() -> bool:
-    """Whether vLLM is installed and this process sees a GPU: there a job that asks for vLLM
-    generation is valid, and a test that expects ``check`` to refuse one has nothing to test."""
-    import importlib.util
-
-    if importlib.util.find_spec("vllm") is None:
-        return False
-    import torch
-
-    return torch.cuda.is_available()
-
-
 def repeat_digit_job(
     folder: Path, model: Path, engine: str, section: dict[str, Any]
 ) -> dict[str, Any]:

@@ -9,7 +9,7 @@ import pytest
 
 from aworld_train import AgentTrainer
 from aworld_train.errors import AgentError, ConfigError, DatasetError, RewardError
-from aworld_train.testing.fixtures import vllm_can_run
+from aworld_train.testing.bad_jobs import vllm_can_run
 
 
 def _with_config(job: dict[str, Any], **changes: Any) -> dict[str, Any]:
