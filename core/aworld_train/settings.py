@@ -430,3 +430,24 @@ def trainer_scheduler(common: CommonKeys, lr_scheduler: str, warmup: str | None,
             f"config lr_scheduler: constant with {warmup} is {engine}'s constant_with_warmup, but "
             f"{common.section_name}.lr_scheduler_type is constant (no warmup): set one of them")
     return "constant_with_warmup"
+
+
+# The common keys only GRPO uses: SFT and DPO train without rollouts, a KL penalty or clipping.
+GRPO_ONLY = ("kl_coef", "loss_aggregation", "clip_ratio", "entropy_coef", "log_samples")
+
+
+def refuse_grpo_only(algorithm: str, values: Mapping[str, Any], engine: str) -> None:
+    """For an algorithm other than ``grpo``, refuse a common key of :data:`GRPO_ONLY` the job
+    sets (0 for ``entropy_coef`` or ``log_samples`` turns it off, and asks for nothing).
+
+    :param values: the job's value of each common key (a ``TrainConfig`` field), by name.
+    :param engine: the engine's name, as the message says it.
+    :raises ConfigError: naming the key, the engine and the algorithm.
+    """
+    if algorithm == "grpo":
+        return
+    for name in GRPO_ONLY:
+        value = values.get(name)
+        if value is not None and not (name in ("entropy_coef", "log_samples") and value == 0):
+            raise ConfigError(f"config {name}: the {engine} engine uses it for grpo only, not for "
+                              f"{algorithm}: leave it out")

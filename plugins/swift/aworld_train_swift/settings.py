@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from aworld_train.engine import (
     DEFAULT_LOG_SAMPLES,
+    GRPO_ONLY,
     TENSORBOARD_DIR,
     TRAINER_LOSS_TYPES,
     TRAINER_SCHEDULERS,
@@ -24,6 +25,7 @@ from aworld_train.engine import (
     arguments_class,
     describe_device,
     plain_value,
+    refuse_grpo_only,
     resolve_precision,
     same_value,
     trainer_scheduler,
@@ -36,8 +38,6 @@ if TYPE_CHECKING:
 
 # swift's dtype for each precision.
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
-# The knobs only GRPO has here (SFT and DPO train without rollouts, a KL penalty or clipping).
-GRPO_ONLY = ("kl_coef", "loss_aggregation", "clip_ratio", "entropy_coef", "log_samples")
 # What ms-swift 4.6's RLHFArguments fill in for GRPO where the argument is left None
 # (``_init_grpo``: beta 0.04; ``_set_default``: loss_type grpo).
 _GRPO_FILLED = {"beta": 0.04, "loss_type": "grpo"}
@@ -60,13 +60,7 @@ def common_arguments(config: TrainConfig, section: dict[str, Any], run_dir: Path
     common = CommonKeys("swift", section, _same)
     given, arguments, put = common.section, common.arguments, common.carry
 
-    if config.algorithm != "grpo":
-        for name in GRPO_ONLY:
-            value = getattr(config, name)
-            if value is not None and not (name == "entropy_coef" and value == 0):
-                raise ConfigError(
-                    f"config {name}: the swift engine uses it for GRPO only, not for "
-                    f"{config.algorithm}; leave it unset")
+    refuse_grpo_only(config.algorithm, {name: getattr(config, name) for name in GRPO_ONLY}, "swift")
 
     _precision(config, common, use_gpu)
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from aworld_train.engine import (
     DEFAULT_LOG_SAMPLES,
+    GRPO_ONLY,
     TENSORBOARD_DIR,
     TRACKERS,
     TRAINER_LOSS_TYPES,
@@ -27,6 +28,7 @@ from aworld_train.engine import (
     check_trackers,
     describe_device,
     plain_value,
+    refuse_grpo_only,
     resolve_precision,
     trainer_scheduler,
     tracker_environment,
@@ -81,6 +83,7 @@ def resolve_settings(
     :raises ConfigError: one line for a value TRL cannot honour, or a common key and its
         ``trl.`` key set to different values.
     """
+    refuse_grpo_only(config.algorithm, {name: getattr(config, name) for name in GRPO_ONLY}, "trl")
     defaults = {f.name: _default(f) for f in dataclasses.fields(args_class)}
     grpo = config.algorithm == "grpo"
     resolved = Resolved()
@@ -109,12 +112,8 @@ def resolve_settings(
         ("clip_ratio", config.clip_ratio, "epsilon", float, float),
         ("entropy_coef", config.entropy_coef, "entropy_coef", float, float),
     )
-    for name, value, key, to_trl, to_common in rl_knobs:
-        if grpo:
-            rows.append(_knob(common, defaults, name, value, key, to_trl, to_common))
-        elif value is not None:
-            raise ConfigError(f"config {name}: the trl engine's {config.algorithm} has no "
-                              f"{name} (it applies to grpo): leave it out")
+    for name, value, key, to_trl, to_common in rl_knobs if grpo else ():
+        rows.append(_knob(common, defaults, name, value, key, to_trl, to_common))
     rows.append(_evaluation(config, common, has_test, resolved))
     # No key of TRL's: the engine keeps the first eval_limit rows of the test set.
     rows.append(Setting("eval_limit", config.eval_limit, "", config.eval_limit,
@@ -127,9 +126,6 @@ def resolve_settings(
                                 else config.log_samples)
         rows.append(Setting("log_samples", resolved.log_samples, "", resolved.log_samples,
                             "default" if config.log_samples is None else "job"))
-    elif config.log_samples:
-        raise ConfigError(f"config log_samples: the trl engine's {config.algorithm} generates "
-                          "no rollouts to sample (grpo does): leave it out")
     return resolved
 
 

@@ -197,8 +197,8 @@ def test_the_same_value_in_both_places_passes(job: dict[str, Any]) -> None:
 
 def test_rl_knobs_are_refused_for_sft(job: dict[str, Any]) -> None:
     job["config"].pop("num_generations")
-    _refused(job, r"^config kl_coef: the trl engine's sft has no kl_coef", {}, algorithm="sft",
-             kl_coef=0.1)
+    _refused(job, r"^config kl_coef: the trl engine uses it for grpo only, not for sft: leave it "
+             r"out$", {}, algorithm="sft", kl_coef=0.1)
 
 
 def test_sft_reports_no_rl_knobs(job: dict[str, Any]) -> None:
