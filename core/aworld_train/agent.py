@@ -65,6 +65,24 @@ class AgentSpec:
         """Whether the agent calls tools (Python functions or MCP servers)."""
         return bool(self.tools or self.mcp_servers or self.mcp_config.get("mcpServers"))
 
+    def check_turns(self, engine: str, *, calls_tools: bool, runs_episodes: bool) -> None:
+        """Refuse turns the engine cannot give: a tool call needs a turn to call the tool and
+        another to read its result, and an engine that does not run episodes (``runs_episodes``
+        false: it trains a prompt and its completion) gives one turn only.
+
+        :raises AgentError: naming the agent, its ``max_turns`` and the value to set.
+        """
+        if calls_tools and self.max_turns < 2:
+            raise AgentError(
+                f"agent '{self.name}' uses tools but has max_turns {self.max_turns}: the model "
+                "needs one turn to call a tool and another to read its result: set max_turns >= 2"
+            )
+        if not runs_episodes and self.max_turns > 1:
+            raise AgentError(
+                f"agent '{self.name}' has max_turns {self.max_turns} but no tools; the {engine} "
+                "engine runs several turns only to answer tool calls: set max_turns to 1"
+            )
+
     def to_dict(self) -> dict[str, Any]:
         """The spec as plain data (for ``job.yaml``); secrets are redacted by the run directory."""
         data = {}

@@ -84,3 +84,29 @@ def check_memory(capsys: Any, job: Path, *overrides: str) -> str:
     lines = [line for line in err.splitlines() if line.strip()]
     assert code == 2 and len(lines) == 1, out + err
     return lines[0]
+
+
+def assert_plan_sizes_the_step(plan: Any, folder: Path) -> None:
+    """The certain part ``plan`` estimates for the model in ``folder`` is, to the byte, what
+    torch holds after one optimizer step of it on the CPU."""
+    from aworld_train.memory import estimate, model_shape
+
+    shape = model_shape(folder, None)
+    assert not isinstance(shape, str), shape
+    assert estimate(shape, plan).certain == allocated_after_one_step(folder, None)
+
+
+def seven_b_on_one_gpu(capsys: Any, monkeypatch: Any, folder: Path, engine: str,
+                       tiny_model: Path, config: dict[str, Any]) -> tuple[str, str]:
+    """``check`` of a full fine-tune of a Qwen2.5-7B-shaped model (``config`` on top) on one
+    80 GB GPU: the refusal line, which must name LoRA and more GPUs as fixes, then the
+    ``resources`` row of the same job with ``lora.rank=16``."""
+    from aworld_train.testing.shapes import write_shaped_model
+
+    monkeypatch.setenv("COLUMNS", "400")  # the row whole, not cut to a terminal's width
+    model = write_shaped_model(folder / "qwen2.5-7b", "qwen2.5-7b", tiny_model)
+    job = write_job(folder, engine, model, {**config, "resources": {"gpu_memory_gb": 80}})
+    refusal = check_memory(capsys, job)
+    assert refusal.startswith("error: resources: the job does not fit a 80 GB GPU"), refusal
+    assert "): use lora, more GPUs" in refusal, refusal
+    return refusal, check_memory(capsys, job, "lora.rank=16")

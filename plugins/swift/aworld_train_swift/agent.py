@@ -76,16 +76,8 @@ def agent_to_swift(agent: AgentSpec, config: TrainConfig, tools: ToolSet | None 
             f"agent '{agent.name}' {what}, which the swift engine trains with GRPO only (each "
             f"episode runs the agent): set algorithm: grpo, not {config.algorithm}"
         )
-    if agent.form == "spec" and agent.uses_tools and agent.max_turns < 2:
-        raise AgentError(
-            f"agent '{agent.name}' uses tools but has max_turns {agent.max_turns}: the model "
-            "needs one turn to call a tool and another to read its result: set max_turns >= 2"
-        )
-    if not runtime and agent.max_turns > 1:
-        raise AgentError(
-            f"agent '{agent.name}' has max_turns {agent.max_turns} but no tools; the swift "
-            "engine runs several turns only to answer tool calls: set max_turns to 1"
-        )
+    agent.check_turns("swift", calls_tools=agent.form == "spec" and agent.uses_tools,
+                      runs_episodes=runtime)
     model = policy_model(agent, config)
     # The section names the model type and template: a misspelt key must say so here.
     section = validate_section(config.engine_section(), config.algorithm)

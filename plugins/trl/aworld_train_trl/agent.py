@@ -69,16 +69,7 @@ def agent_to_trl(agent: AgentSpec, config: TrainConfig, tools: ToolSet) -> TrlAg
             f"agent '{agent.name}' is {what}, which the trl engine trains with GRPO only (each "
             f"episode runs the agent): set algorithm: grpo, not {config.algorithm}"
         )
-    if tools and agent.max_turns < 2:
-        raise AgentError(
-            f"agent '{agent.name}' uses tools but has max_turns {agent.max_turns}: the model "
-            "needs one turn to call a tool and another to read its result: set max_turns >= 2"
-        )
-    if not runs_episodes and agent.max_turns > 1:
-        raise AgentError(
-            f"agent '{agent.name}' has max_turns {agent.max_turns} but no tools; the trl engine "
-            "runs several turns only to answer tool calls: set max_turns to 1"
-        )
+    agent.check_turns("trl", calls_tools=bool(tools), runs_episodes=runs_episodes)
     model = policy_model(agent, config)
     folder = Path(model)
     conversational = _has_chat_template(folder) if folder.is_dir() else True

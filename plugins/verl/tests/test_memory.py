@@ -16,12 +16,11 @@ import pytest
 
 from aworld_train.memory import default_plan, estimate, model_shape
 from aworld_train.testing.memory import (
-    allocated_after_one_step,
-    check_memory,
+    assert_plan_sizes_the_step,
     checked,
+    seven_b_on_one_gpu,
     write_job,
 )
-from aworld_train.testing.shapes import write_shaped_model
 
 from aworld_train_verl.memory import verl_memory_plan
 
@@ -32,29 +31,21 @@ def test_the_planned_certain_part_of_a_full_fine_tune_is_what_torch_allocates(
         tmp_path: Path, tiny_model: Path) -> None:
     trainer = checked(write_job(tmp_path, "verl", tiny_model, GRPO))
     plan = verl_memory_plan(trainer.hand_off.config, default_plan(trainer.context.config, {}))
-    shape = model_shape(tiny_model, None)
-    assert not isinstance(shape, str), shape
     # VeRL's actor keeps fp32 weights (model_dtype), no KL term: no reference model.
     assert plan.weight_dtype == "fp32" and not plan.reference_model
     assert plan.sequence_length == 1024 and plan.zero_stage == 3
-    assert estimate(shape, plan).certain == allocated_after_one_step(tiny_model, None)
+    assert_plan_sizes_the_step(plan, tiny_model)
 
 
 def test_a_7b_full_fine_tune_is_refused_on_one_80_gb_gpu_and_passes_with_lora(
         tmp_path: Path, tiny_model: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("COLUMNS", "400")
-    model = write_shaped_model(tmp_path / "qwen2.5-7b", "qwen2.5-7b", tiny_model)
-    job = write_job(tmp_path, "verl", model, {**GRPO, "kl_coef": 0.001,
-                                              "resources": {"gpu_memory_gb": 80}})
-    refusal = check_memory(capsys, job)
+    refusal, row = seven_b_on_one_gpu(capsys, monkeypatch, tmp_path, "verl", tiny_model,
+                                      {**GRPO, "kl_coef": 0.001})
     # fp32 actor and reference (7.62B × 4 bytes each), AdamW twice that; vLLM's 40 GB (0.5 of
     # the GPU) less what the update holds and generating does not (the gradients).
-    assert refusal.startswith("error: resources: the job does not fit a 80 GB GPU"), refusal
     assert "161.85 GB per GPU before activations (optimizer 60.92 GB, weights 30.46 GB, " \
            "gradients 30.46 GB, reference 30.46 GB, rollout 9.54 GB)" in refusal
-
-    row = check_memory(capsys, job, "lora.rank=16")
     # LoRA: the actor with its adapter off is the reference; while vLLM generates, the frozen
     # weights and the adapter's optimizer states stay on the GPU beside its 40 GB.
     assert "weights 30.62 GB, gradients 0.16 GB, optimizer 0.32 GB, rollout 39.84 GB" in row, row
