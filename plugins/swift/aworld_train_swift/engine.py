@@ -10,20 +10,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import aworld_train.engine as sdk
 from aworld_train.engine import ConfigLayout, hookimpl, installed_versions
 
 if TYPE_CHECKING:
     from datasets import Dataset
-
-    from aworld_train.engine import (
-        AgentSpec,
-        MemoryPlan,
-        RewardSpec,
-        RunContext,
-        Setting,
-        ToolSet,
-        TrainConfig,
-    )
 
     from aworld_train_swift.agent import SwiftAgent
     from aworld_train_swift.config import SwiftConfig
@@ -41,7 +32,7 @@ def config_layout() -> ConfigLayout:
 
 
 @hookimpl
-def check_agent(agent: AgentSpec, config: TrainConfig, tools: ToolSet, ctx: RunContext
+def check_agent(agent: sdk.AgentSpec, config: sdk.TrainConfig, tools: sdk.ToolSet, ctx: sdk.RunContext
                 ) -> SwiftAgent:
     from aworld_train_swift.agent import agent_to_swift
     from aworld_train_swift.logs import run_log
@@ -52,7 +43,7 @@ def check_agent(agent: AgentSpec, config: TrainConfig, tools: ToolSet, ctx: RunC
 
 @hookimpl
 def check_dataset(train_dataset: Dataset | None, test_dataset: Dataset | None,
-                  agent: SwiftAgent, config: TrainConfig, ctx: RunContext) -> SwiftDatasets:
+                  agent: SwiftAgent, config: sdk.TrainConfig, ctx: sdk.RunContext) -> SwiftDatasets:
     from aworld_train_swift.dataset import datasets_to_swift
 
     # An agent run by the agent runtime gets each row with its prompt as the job gave it.
@@ -62,7 +53,7 @@ def check_dataset(train_dataset: Dataset | None, test_dataset: Dataset | None,
 
 
 @hookimpl
-def check_reward(reward: RewardSpec | None, config: TrainConfig, ctx: RunContext) -> Any:
+def check_reward(reward: sdk.RewardSpec | None, config: sdk.TrainConfig, ctx: sdk.RunContext) -> Any:
     from aworld_train_swift.logs import run_log
     from aworld_train_swift.reward import reward_to_swift
 
@@ -72,11 +63,11 @@ def check_reward(reward: RewardSpec | None, config: TrainConfig, ctx: RunContext
 
 @hookimpl
 def check_config(
-    config: TrainConfig,
+    config: sdk.TrainConfig,
     agent: SwiftAgent,
     dataset: SwiftDatasets | None,
     reward: SwiftReward | None,
-    ctx: RunContext,
+    ctx: sdk.RunContext,
 ) -> SwiftConfig:
     from aworld_train_swift.config import config_to_swift
     from aworld_train_swift.lengths import check_swift_lengths
@@ -89,7 +80,7 @@ def check_config(
 
 
 @hookimpl
-def effective_settings(config: SwiftConfig, ctx: RunContext) -> list[Setting]:
+def effective_settings(config: SwiftConfig, ctx: sdk.RunContext) -> list[sdk.Setting]:
     """The common settings as ms-swift will train them, read from its arguments."""
     from aworld_train_swift.schema import validate_section
     from aworld_train_swift.settings import effective_settings as settings
@@ -99,7 +90,7 @@ def effective_settings(config: SwiftConfig, ctx: RunContext) -> list[Setting]:
 
 
 @hookimpl
-def memory_plan(config: SwiftConfig, default: MemoryPlan, ctx: RunContext) -> MemoryPlan:
+def memory_plan(config: SwiftConfig, default: sdk.MemoryPlan, ctx: sdk.RunContext) -> sdk.MemoryPlan:
     """What one training process holds on its GPU, from swift's arguments."""
     from aworld_train_swift.memory import swift_memory_plan
 
@@ -107,7 +98,7 @@ def memory_plan(config: SwiftConfig, default: MemoryPlan, ctx: RunContext) -> Me
 
 
 @hookimpl
-def train(agent: SwiftAgent, reward: SwiftReward | None, config: SwiftConfig, ctx: RunContext
+def train(agent: SwiftAgent, reward: SwiftReward | None, config: SwiftConfig, ctx: sdk.RunContext
           ) -> dict[str, Any]:
     from aworld_train_swift.training import run_training
 

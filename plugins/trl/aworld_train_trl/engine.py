@@ -8,20 +8,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import aworld_train.engine as sdk
 from aworld_train.engine import ConfigLayout, hookimpl, installed_versions, resume_checkpoint
 
 if TYPE_CHECKING:
     from datasets import Dataset
-
-    from aworld_train.engine import (
-        AgentSpec,
-        MemoryPlan,
-        RewardSpec,
-        RunContext,
-        Setting,
-        ToolSet,
-        TrainConfig,
-    )
 
     from aworld_train_trl.agent import TrlAgent
     from aworld_train_trl.config import TrlConfig
@@ -39,7 +30,7 @@ def config_layout() -> ConfigLayout:
 
 
 @hookimpl
-def check_agent(agent: AgentSpec, config: TrainConfig, tools: ToolSet) -> TrlAgent:
+def check_agent(agent: sdk.AgentSpec, config: sdk.TrainConfig, tools: sdk.ToolSet) -> TrlAgent:
     from aworld_train_trl.agent import agent_to_trl
 
     return agent_to_trl(agent, config, tools)
@@ -47,7 +38,7 @@ def check_agent(agent: AgentSpec, config: TrainConfig, tools: ToolSet) -> TrlAge
 
 @hookimpl
 def check_dataset(train_dataset: Dataset | None, test_dataset: Dataset | None, agent: TrlAgent,
-                  config: TrainConfig) -> TrlDatasets:
+                  config: sdk.TrainConfig) -> TrlDatasets:
     from aworld_train_trl.dataset import datasets_to_trl
 
     return datasets_to_trl(train_dataset, test_dataset, agent, config.algorithm,
@@ -55,15 +46,15 @@ def check_dataset(train_dataset: Dataset | None, test_dataset: Dataset | None, a
 
 
 @hookimpl
-def check_reward(reward: RewardSpec | None) -> TrlReward | None:
+def check_reward(reward: sdk.RewardSpec | None) -> TrlReward | None:
     from aworld_train_trl.reward import reward_to_trl
 
     return reward_to_trl(reward)
 
 
 @hookimpl
-def check_config(config: TrainConfig, agent: TrlAgent, dataset: TrlDatasets,
-                 reward: TrlReward | None, ctx: RunContext) -> TrlConfig:
+def check_config(config: sdk.TrainConfig, agent: TrlAgent, dataset: TrlDatasets,
+                 reward: TrlReward | None, ctx: sdk.RunContext) -> TrlConfig:
     from aworld_train_trl.config import check_completion_room, config_to_trl
 
     if ctx.resume_from is not None:
@@ -77,13 +68,13 @@ def check_config(config: TrainConfig, agent: TrlAgent, dataset: TrlDatasets,
 
 
 @hookimpl
-def effective_settings(config: TrlConfig) -> list[Setting]:
+def effective_settings(config: TrlConfig) -> list[sdk.Setting]:
     """The table ``check_config`` resolved: one row per common name, TRL's key and value."""
     return list(config.settings)
 
 
 @hookimpl
-def memory_plan(config: TrlConfig, default: MemoryPlan, ctx: RunContext) -> MemoryPlan:
+def memory_plan(config: TrlConfig, default: sdk.MemoryPlan, ctx: sdk.RunContext) -> sdk.MemoryPlan:
     """What one training process holds on its GPU, from TRL's resolved arguments."""
     from aworld_train_trl.memory import trl_memory_plan
 
@@ -93,7 +84,7 @@ def memory_plan(config: TrlConfig, default: MemoryPlan, ctx: RunContext) -> Memo
 @hookimpl
 def train(
     agent: TrlAgent, dataset: TrlDatasets, reward: TrlReward | None, config: TrlConfig,
-    ctx: RunContext
+    ctx: sdk.RunContext
 ) -> dict[str, Any]:
     from aworld_train_trl.training import run_training
 

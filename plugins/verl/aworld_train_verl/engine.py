@@ -11,20 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import aworld_train.engine as sdk
 from aworld_train.engine import ConfigLayout, DatasetError, RewardError, hookimpl, installed_versions
 
 if TYPE_CHECKING:
     import datasets
-
-    from aworld_train.engine import (
-        AgentSpec,
-        MemoryPlan,
-        RewardSpec,
-        RunContext,
-        Setting,
-        ToolSet,
-        TrainConfig,
-    )
 
     from aworld_train_verl.agent import VerlAgent
     from aworld_train_verl.config import VerlConfig
@@ -43,7 +34,7 @@ def config_layout() -> ConfigLayout:
 
 
 @hookimpl
-def check_agent(agent: AgentSpec, config: TrainConfig, tools: ToolSet) -> VerlAgent:
+def check_agent(agent: sdk.AgentSpec, config: sdk.TrainConfig, tools: sdk.ToolSet) -> VerlAgent:
     from aworld_train_verl.agent import check_agent as check
 
     return check(agent, config, tools)
@@ -52,7 +43,7 @@ def check_agent(agent: AgentSpec, config: TrainConfig, tools: ToolSet) -> VerlAg
 @hookimpl
 def check_dataset(
     train_dataset: datasets.Dataset | None, test_dataset: datasets.Dataset | None, agent: VerlAgent,
-    config: TrainConfig, ctx: RunContext,
+    config: sdk.TrainConfig, ctx: sdk.RunContext,
 ) -> VerlData:
     from aworld_train_verl import dataset as verl_dataset
     from aworld_train_verl.agent import load_tokenizer
@@ -87,7 +78,7 @@ def check_dataset(
     return data
 
 
-def _budget_origin(config: TrainConfig, budget: int) -> str:
+def _budget_origin(config: sdk.TrainConfig, budget: int) -> str:
     """Where VeRL's completion budget ``data.max_response_length`` comes from, in words."""
     from aworld_train_verl.composition import flatten
     from aworld_train_verl.overrides import SECTION
@@ -100,7 +91,7 @@ def _budget_origin(config: TrainConfig, budget: int) -> str:
 
 @hookimpl
 def check_reward(
-    reward: RewardSpec | None, agent: VerlAgent, dataset: VerlData, config: TrainConfig, ctx: RunContext
+    reward: sdk.RewardSpec | None, agent: VerlAgent, dataset: VerlData, config: sdk.TrainConfig, ctx: sdk.RunContext
 ) -> VerlReward:
     from aworld_train_verl import reward as verl_reward
     from aworld_train_verl.agent import load_tokenizer
@@ -122,7 +113,7 @@ def check_reward(
 
 @hookimpl
 def check_config(
-    config: TrainConfig, agent: VerlAgent, dataset: VerlData, reward: VerlReward, ctx: RunContext
+    config: sdk.TrainConfig, agent: VerlAgent, dataset: VerlData, reward: VerlReward, ctx: sdk.RunContext
 ) -> VerlConfig:
     from aworld_train_verl.agent import write_agent_loop
     from aworld_train_verl.cluster import check_cluster
@@ -149,7 +140,7 @@ def check_config(
 
 
 @hookimpl
-def effective_settings(config: VerlConfig, ctx: RunContext) -> list[Setting]:
+def effective_settings(config: VerlConfig, ctx: sdk.RunContext) -> list[sdk.Setting]:
     """The common settings as the composed VeRL config holds them (no VeRL import)."""
     from aworld_train_verl.settings import effective_settings as read
 
@@ -157,7 +148,7 @@ def effective_settings(config: VerlConfig, ctx: RunContext) -> list[Setting]:
 
 
 @hookimpl
-def memory_plan(config: VerlConfig, default: MemoryPlan) -> MemoryPlan:
+def memory_plan(config: VerlConfig, default: sdk.MemoryPlan) -> sdk.MemoryPlan:
     """What one worker holds on its GPU, from the composed config."""
     from aworld_train_verl.memory import verl_memory_plan
 
@@ -165,7 +156,7 @@ def memory_plan(config: VerlConfig, default: MemoryPlan) -> MemoryPlan:
 
 
 @hookimpl
-def train(dataset: VerlData, config: VerlConfig, ctx: RunContext) -> dict[str, Any] | None:
+def train(dataset: VerlData, config: VerlConfig, ctx: sdk.RunContext) -> dict[str, Any] | None:
     from aworld_train_verl.training import train as run
 
     return run(dataset, config, ctx)
