@@ -1,5 +1,6 @@
 """A valid job in a folder of its own, and the edits that break it: the building blocks of the
-bad-job cases (:mod:`aworld_train.testing.bad_jobs`), for the core's cases and an engine's."""
+bad-job cases (:mod:`aworld_train.testing.bad_job_cases`), for the core's cases and an
+engine's."""
 
 from __future__ import annotations
 
