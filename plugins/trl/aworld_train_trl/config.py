@@ -3,13 +3,13 @@
 A TRL config file (what ``trl grpo --config grpo.yaml`` reads: trainer config fields and
 ``model_name_or_path`` at its top level) may be a job's whole ``config:``: :func:`section_keys`
 names what the core moves into the ``trl:`` section, and ``model_name_or_path`` is one of the
-places that name the job's model.
+places that name the job's model. Its keys that are not the trainer config's are mapped in
+:mod:`aworld_train_trl.script_arguments`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +28,13 @@ from aworld_train.engine import (
     vllm_generation,
 )
 
+from aworld_train_trl.script_arguments import (
+    ATTENTION_PACKAGES,
+    LAUNCHER_KEYS,
+    MODEL_KEY,
+    script_defaults,
+    script_keys,
+)
 from aworld_train_trl.settings import resolve_settings
 
 if TYPE_CHECKING:
@@ -39,8 +46,6 @@ if TYPE_CHECKING:
 # TRL's config dataclass of each algorithm this engine trains.
 ARGUMENT_CLASSES = {"grpo": "trl:GRPOConfig", "sft": "trl:SFTConfig"}
 ALGORITHMS = tuple(ARGUMENT_CLASSES)
-# TRL's ModelConfig key for the policy model, at the top level of a TRL config file.
-MODEL_KEY = "model_name_or_path"
 # Set by the engine itself: the run directory owns the output, the job's top-level key decides
 # whether code from a model folder may run. Null (as a TRL config file may leave them) means the
 # engine fills them in.
@@ -49,20 +54,6 @@ _RESERVED = {
     "trust_remote_code": "set the job's top-level `trust_remote_code: true` to run code from the "
     "model folder",
 }
-# What TRL's CLI (``trl grpo|sft --config``) reads besides the trainer config, as a job's TRL
-# config file may hold it: ScriptArguments names the data (the job's datasets replace it),
-# ModelConfig the model's loading and its LoRA adapter, and the launcher keys go to
-# ``accelerate launch``. Each maps onto the engine as :func:`script_keys` says.
-SCRIPT_CLASSES = ("trl:ScriptArguments", "trl:ModelConfig")
-LAUNCHER_KEYS = ("num_processes", "accelerate_config")
-# accelerate_config presets that TRL ships, and the package each needs.
-_ACCELERATE_PRESETS = {"zero1": "deepspeed", "zero2": "deepspeed", "zero3": "deepspeed",
-                       "fsdp1": None, "fsdp2": None, "multi_gpu": None, "single_gpu": None}
-# ModelConfig's LoRA keys and the common lora key each becomes.
-_LORA_KEYS = {"lora_r": "rank", "lora_alpha": "alpha", "lora_dropout": "dropout",
-              "lora_target_modules": "target_modules"}
-# Attention implementations and the package each loads.
-_ATTENTION_PACKAGES = {"flash_attention_2": "flash_attn", "flash_attention_3": "flash_attn"}
 # Fields that hold a credential, with the environment variable that carries it to the training
 # process instead: TRL's config object is pickled into every training_args.bin.
 SECRET_FIELDS = {"hub_token": "HF_TOKEN"}
@@ -112,83 +103,6 @@ def section_keys() -> frozenset[str]:
     """
     return (all_argument_names("trl", ARGUMENT_CLASSES) | {MODEL_KEY} | set(LAUNCHER_KEYS)
             | set(script_defaults()))
-
-
-@functools.cache
-def script_defaults() -> dict[str, Any]:
-    """Every field of TRL's ScriptArguments and ModelConfig with its default (read once, no
-    model), except the model name and ``trust_remote_code``, which the job owns."""
-    defaults: dict[str, Any] = {}
-    for reference in SCRIPT_CLASSES:
-        for item in dataclasses.fields(arguments_class({"": reference}, "")):
-            defaults[item.name] = item.default
-    for key in (MODEL_KEY, "trust_remote_code"):
-        defaults.pop(key, None)
-    return defaults
-
-
-def script_keys(section: dict[str, Any], config: TrainConfig) -> tuple[dict[str, Any], dict[str, Any] | None, int | None]:
-    """Take TRL's script, model and launcher keys out of the ``trl:`` section and map them.
-
-    ``dataset_*`` keys name TRL's data, which the job's datasets replace: null or TRL's default
-    only. ``dtype``, ``attn_implementation`` and ``model_revision`` go to ``model_init_kwargs``
-    as TRL's script passes them to ``from_pretrained``; ``use_peft`` with the ``lora_*`` keys
-    is the job's LoRA adapter; ``num_processes`` the processes per node; ``accelerate_config``
-    a preset of TRL's, whose package must be installed.
-
-    :returns: the section without those keys, the LoRA adapter they ask for (as
-        ``Lora.to_dict()``, or ``None``), and the processes per node (or ``None``).
-    :raises ConfigError: one line for a key the engine cannot honour, or a missing package.
-    """
-    defaults = script_defaults()
-    rest = {key: value for key, value in section.items()
-            if key not in defaults and key not in LAUNCHER_KEYS}
-    given = {key: value for key, value in section.items() if key in defaults
-             and value is not None and value != defaults[key]}
-    model_kwargs = dict(rest.get("model_init_kwargs") or {})
-    for key in ("dtype", "attn_implementation"):
-        if key in given:
-            model_kwargs[key] = given.pop(key)
-    if "model_revision" in given:
-        model_kwargs["revision"] = given.pop("model_revision")
-    attention = model_kwargs.get("attn_implementation")
-    if attention in _ATTENTION_PACKAGES:
-        require_package(_ATTENTION_PACKAGES[attention], "trl.attn_implementation", attention)
-    if model_kwargs:
-        rest["model_init_kwargs"] = model_kwargs
-    lora = None
-    if given.pop("use_peft", False) or section.get("use_peft"):
-        require_package("peft", "trl.use_peft", "LoRA")
-        if config.lora is not None:
-            raise ConfigError("config trl.use_peft and lora both ask for a LoRA adapter: set one "
-                              "of them")
-        lora = {common: section.get(key, defaults[key]) for key, common in _LORA_KEYS.items()}
-        for key in _LORA_KEYS:
-            given.pop(key, None)
-    for key in list(given):
-        if key.startswith("lora_") or key == "use_peft":
-            given.pop(key)  # LoRA settings without use_peft: TRL trains no adapter either
-    if given:
-        key = next(iter(given))
-        fix = ("the job's train_dataset and test_dataset hold the data"
-               if key.startswith("dataset") else "the trl engine does not take it")
-        raise ConfigError(f"config trl.{key}: {given[key]!r} is a key of TRL's script, not of "
-                          f"its trainer config; {fix}: leave it out or null")
-    processes = section.get("num_processes")
-    preset = section.get("accelerate_config")
-    if preset is not None:
-        if preset not in _ACCELERATE_PRESETS:
-            raise ConfigError(f"config trl.accelerate_config: {preset!r} is not one of TRL's "
-                              f"presets ({', '.join(_ACCELERATE_PRESETS)})")
-        if _ACCELERATE_PRESETS[preset]:
-            require_package(_ACCELERATE_PRESETS[preset], "trl.accelerate_config", preset)
-            raise ConfigError(f"config trl.accelerate_config: {preset} (DeepSpeed through "
-                              "accelerate) is not launched by the trl engine: set trl.deepspeed "
-                              "to a DeepSpeed config file instead")
-    if processes is not None and (not isinstance(processes, int) or processes < 1):
-        raise ConfigError(f"config trl.num_processes: expected a count of at least 1, got "
-                          f"{processes!r}")
-    return rest, lora, processes
 
 
 def config_to_trl(
@@ -292,8 +206,8 @@ def _require_packages(section: dict[str, Any]) -> None:
     if section.get("deepspeed"):
         require_package("deepspeed", "trl.deepspeed")
     attention = (section.get("model_init_kwargs") or {}).get("attn_implementation")
-    if isinstance(attention, str) and attention in _ATTENTION_PACKAGES:
-        require_package(_ATTENTION_PACKAGES[attention], "trl.model_init_kwargs.attn_implementation",
+    if isinstance(attention, str) and attention in ATTENTION_PACKAGES:
+        require_package(ATTENTION_PACKAGES[attention], "trl.model_init_kwargs.attn_implementation",
                         attention)
     optim = str(section.get("optim", ""))
     if "bnb" in optim or "8bit" in optim:
