@@ -71,10 +71,13 @@ class AgentRuntime:
     :param generate: the engine's generate function.
     :param limits: each episode's limits.
     :param model: the name the agent calls the policy by.
+    :param log_failure: whether the run's first failed episode is logged (a caller that reports
+        the failure itself, as ``check`` does, passes ``False``).
     """
 
     def __init__(self, spec: AgentSpec, tools: ToolSet | None, renderer: ChatRenderer,
-                 generate: Generate, limits: Limits, model: str = "policy") -> None:
+                 generate: Generate, limits: Limits, model: str = "policy",
+                 log_failure: bool = True) -> None:
         self.spec = spec
         self.tools = tools
         self.renderer = renderer
@@ -82,7 +85,7 @@ class AgentRuntime:
         self.limits = limits
         self.model = model
         self.running = 0  # episodes started and not finished, for BatchedGenerate
-        self._logged_failure = False
+        self._logged_failure = not log_failure
 
     async def episode(self, row: dict[str, Any]) -> EpisodeResult:
         """Run the agent once on ``row``, in the calling event loop."""

@@ -81,8 +81,10 @@ def _episode(spec: AgentSpec, row: dict[str, Any], tokenizer: Any,
     async def standin(prompt_ids: list[int], max_tokens: int) -> Generated:
         return Generated(reply, [0.0] * len(reply))
 
+    # The failure is check's one error line: the runtime does not log it as well.
     runtime = AgentRuntime(spec, None, renderer, standin,
-                           Limits(max_turns=spec.max_turns, max_tokens=1 << 20, timeout=timeout))
+                           Limits(max_turns=spec.max_turns, max_tokens=1 << 20, timeout=timeout),
+                           log_failure=False)
     result = runtime.run([row])[0]
     if result.failure is not None:
         return result.failure

@@ -4,7 +4,10 @@ is one line from ``check``."""
 
 from __future__ import annotations
 
+import logging
 import math
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +55,40 @@ def test_each_bad_agent_is_one_line_from_check(
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], err
     assert not (agent_job.parent / "runs").exists()
+
+
+def test_a_bad_agent_is_one_line_on_the_terminal_and_training_logs_each_agents_fault_once(
+    agent_job: Path, tiny_model: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The terminal sees what the checked episode's child process logs too, which the
+    in-process runs above cannot capture: the error line and nothing else. Training logs the
+    first failed episode of a run, once."""
+    from transformers import AutoTokenizer
+
+    from aworld_train.agent import load_agent
+    from aworld_train.runtime import AgentRuntime, ChatRenderer, Generated, Limits
+
+    agents = agent_job.parent / "bad_agents.py"
+    result = subprocess.run(
+        [str(Path(sys.executable).with_name("aworld-train")), "check", str(agent_job),
+         "--agent", f"{agents}:never_calls"], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "error: agent 'never_calls' on train.jsonl row 0: the agent finished without calling "
+        "its model"], result.stderr
+
+    async def generate(prompt_ids: list[int], max_tokens: int) -> Generated:
+        return Generated([0], [0.0])
+
+    runtime = AgentRuntime(load_agent(f"{agents}:never_calls"), None,
+                           ChatRenderer(AutoTokenizer.from_pretrained(tiny_model)), generate,
+                           Limits(max_turns=2, max_tokens=64, timeout=30))
+    with caplog.at_level(logging.WARNING, logger="aworld_train.runtime"):
+        results = runtime.run([{"prompt": "Repeat: 1"}, {"prompt": "Repeat: 2"}])
+    assert [r.failure for r in results] == ["the agent finished without calling its model"] * 2
+    assert [r.getMessage() for r in caplog.records] == [
+        "agent 'never_calls' failed an episode after 0 turn(s): the agent finished without "
+        "calling its model (scored 0)"]
 
 
 def test_an_agent_in_several_processes_is_refused_weights_sharded_over_them(
