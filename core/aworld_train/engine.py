@@ -51,7 +51,6 @@ from aworld_train.hf import (
     argument_names,
     arguments_class,
     completion_text,
-    last_checkpoint,
     merge_adapter,
     policy_model,
     probe_response_template,
@@ -68,6 +67,13 @@ from aworld_train.model import check_lengths, load_tokenizer, max_positions
 from aworld_train.plugins import installed_versions
 from aworld_train.redaction import SecretFilter, redact_text, remember_secrets
 from aworld_train.reward import RewardFunction, RewardSpec
+from aworld_train.run_files import (
+    ADAPTER_DIR,
+    MODEL_DIR,
+    SAMPLES_FILE,
+    TENSORBOARD_DIR,
+    last_checkpoint,
+)
 from aworld_train.runtime import (
     AgentRuntime,
     BatchedGenerate,
@@ -92,33 +98,29 @@ from aworld_train.shipping import (
     unship_agent,
 )
 from aworld_train.memory import MemoryPlan, prompt_budget, trainer_sharding
-from aworld_train.settings import (
-    ADAPTER_DIR,
-    DEFAULT_LOG_SAMPLES,
+from aworld_train.engine_keys import (
     ENGINE_KEYS,
-    LOSS_AGGREGATIONS,
-    LR_SCHEDULERS,
-    MODEL_DIR,
-    PRECISIONS,
-    SAMPLES_FILE,
-    TENSORBOARD_DIR,
-    TRACKERS,
+    GRPO_ONLY,
     TRAINER_LOSS_TYPES,
     TRAINER_SCHEDULERS,
-    GRPO_ONLY,
     CommonKeys,
-    Lora,
-    Setting,
-    check_trackers,
     disagreement,
     plain_value,
     refuse_grpo_only,
     same_value,
     trainer_scheduler,
-    require_package,
+)
+from aworld_train.optional_packages import require_package
+from aworld_train.settings import (
+    DEFAULT_LOG_SAMPLES,
+    LOSS_AGGREGATIONS,
+    LR_SCHEDULERS,
+    PRECISIONS,
+    TRACKERS,
+    Lora,
+    Setting,
     describe_device,
     resolve_precision,
-    tracker_environment,
 )
 from aworld_train.strict import (
     check_value,
@@ -129,6 +131,7 @@ from aworld_train.strict import (
     yaml_repr,
 )
 from aworld_train.tools import DEFAULT_TIMEOUT, MCPTool, ToolSet
+from aworld_train.trackers import check_trackers, tracker_environment
 from aworld_train.workers import (
     emit,
     finish_distributed,

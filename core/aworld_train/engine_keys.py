@@ -1,0 +1,237 @@
+"""The common settings carried onto each engine's own keys: :data:`ENGINE_KEYS` names them for
+the shipped engines, :class:`CommonKeys` sets an engine's keys from the common ones and refuses a
+section key that says otherwise, and the helpers the engines built on transformers share (their
+``loss_type`` and ``lr_scheduler_type`` names, the common keys only GRPO uses).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from aworld_train.errors import ConfigError
+
+# The shipped engines' own keys for each common name. Each common name maps to the tuple of the
+# engine's keys that carry it: the first is the one the settings table shows, the rest are the
+# engine's other keys for the same setting (TRL's fp16 beside bf16), so that a key of another
+# engine's section is named by its common key in a warning. The older common keys (learning_rate,
+# max_steps, ..., model) are here for those warnings only: the settings table holds the rows the
+# engine reports, whatever this mapping names.
+ENGINE_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
+    "trl": {
+        "precision": ("bf16", "fp16"),
+        "kl_coef": ("beta",),
+        "lr_scheduler": ("lr_scheduler_type",),
+        "warmup_ratio": ("warmup_steps",),  # TRL has no warmup_ratio: below 1 it is a ratio
+        "loss_aggregation": ("loss_type",),
+        "clip_ratio": ("epsilon",),
+        "entropy_coef": ("entropy_coef",),
+        "lora": ("peft_config",),
+        "report_to": ("report_to",),
+        "eval_steps": ("eval_steps", "eval_strategy"),
+        "learning_rate": ("learning_rate",),
+        "max_steps": ("max_steps",),
+        "num_epochs": ("num_train_epochs",),
+        "batch_size": ("per_device_train_batch_size",),
+        "num_generations": ("num_generations",),
+        "max_completion_length": ("max_completion_length",),
+        "seed": ("seed",),
+        "logging_steps": ("logging_steps",),
+        "save_steps": ("save_steps",),
+        "model": ("model_name_or_path",),
+    },
+    "swift": {
+        "precision": ("torch_dtype", "bf16", "fp16"),
+        "kl_coef": ("beta",),
+        "lr_scheduler": ("lr_scheduler_type",),
+        "warmup_ratio": ("warmup_ratio",),
+        "loss_aggregation": ("loss_type",),
+        "clip_ratio": ("epsilon", "epsilon_high"),
+        "lora": ("tuner_type", "lora_rank", "lora_alpha", "lora_dropout", "target_modules"),
+        "report_to": ("report_to",),
+        "eval_steps": ("eval_steps", "eval_strategy"),
+        "learning_rate": ("learning_rate",),
+        "max_steps": ("max_steps",),
+        "num_epochs": ("num_train_epochs",),
+        "batch_size": ("per_device_train_batch_size",),
+        "num_generations": ("num_generations",),
+        "max_prompt_length": ("max_length",),  # in GRPO swift's max_length bounds the prompt
+        "max_completion_length": ("max_completion_length",),
+        "seed": ("seed",),
+        "logging_steps": ("logging_steps",),
+        "save_steps": ("save_steps",),
+        "model": ("model",),
+    },
+    "verl": {
+        "precision": ("actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype",
+                      "actor_rollout_ref.actor.fsdp_config.mixed_precision",
+                      "actor_rollout_ref.ref.fsdp_config.mixed_precision", "critic.fsdp.mixed_precision",
+                      "actor_rollout_ref.actor.fsdp_config.dtype", "actor_rollout_ref.ref.fsdp_config.dtype",
+                      "critic.fsdp.dtype", "actor_rollout_ref.rollout.dtype"),
+        "kl_coef": ("actor_rollout_ref.actor.kl_loss_coef", "actor_rollout_ref.actor.use_kl_loss"),
+        "lr_scheduler": ("actor_rollout_ref.actor.optim.lr_scheduler_type",
+                         "actor_rollout_ref.actor.optim.warmup_style"),
+        "warmup_ratio": ("actor_rollout_ref.actor.optim.lr_warmup_steps_ratio",
+                         "actor_rollout_ref.actor.optim.lr_warmup_steps"),
+        "loss_aggregation": ("actor_rollout_ref.actor.loss_agg_mode",),
+        "clip_ratio": ("actor_rollout_ref.actor.clip_ratio", "actor_rollout_ref.actor.clip_ratio_low",
+                       "actor_rollout_ref.actor.clip_ratio_high"),
+        "entropy_coef": ("actor_rollout_ref.actor.entropy_coeff",),
+        "lora": ("actor_rollout_ref.model.lora_rank", "actor_rollout_ref.model.lora_alpha",
+                 "actor_rollout_ref.model.target_modules"),
+        "report_to": ("trainer.logger",),
+        "eval_steps": ("trainer.test_freq",),
+        "log_samples": ("trainer.rollout_data_dir",),
+        "learning_rate": ("actor_rollout_ref.actor.optim.lr",),
+        "max_steps": ("trainer.total_training_steps",),
+        "num_epochs": ("trainer.total_epochs",),
+        "batch_size": ("data.train_batch_size", "actor_rollout_ref.actor.ppo_mini_batch_size",
+                       "critic.ppo_mini_batch_size"),
+        "num_generations": ("actor_rollout_ref.rollout.n",),
+        "max_prompt_length": ("data.max_prompt_length",),
+        "max_completion_length": ("data.max_response_length",),
+        "seed": ("data.seed", "actor_rollout_ref.actor.data_loader_seed",
+                 "actor_rollout_ref.rollout.seed"),
+        "save_steps": ("trainer.save_freq",),
+        "model": ("actor_rollout_ref.model.path", "critic.model.path"),
+    },
+}
+
+
+def common_name(engine: str, key: str) -> str | None:
+    """The common name that carries ``engine``'s own ``key`` (``trl``, ``fp16`` ->
+    ``precision``), or ``None`` when :data:`ENGINE_KEYS` maps no common name to it. A dotted key
+    inside a mapped one is carried by the same name (VeRL's ``...mixed_precision.reduce_dtype``
+    by ``precision``)."""
+    return next((name for name, keys in ENGINE_KEYS.get(engine, {}).items()
+                 if any(key == own or key.startswith(f"{own}.") for own in keys)), None)
+
+
+# The loss_type of the trainers built on transformers (TRL's, ms-swift's GRPO) for each common
+# loss_aggregation they have: grpo averages each sequence's tokens then the sequences, dapo
+# every token of the batch alike, dr_grpo sums each sequence over max_completion_length.
+# seq-mean-token-sum has none.
+TRAINER_LOSS_TYPES = {"token-mean": "dapo", "seq-mean-token-mean": "grpo",
+                      "seq-mean-token-sum-norm": "dr_grpo"}
+# The common lr_scheduler of each of transformers' lr_scheduler_type names that has one.
+TRAINER_SCHEDULERS = {"constant": "constant", "constant_with_warmup": "constant",
+                      "linear": "linear", "cosine": "cosine"}
+
+
+def plain_value(value: Any) -> Any:
+    """An enum's value (transformers' ``SchedulerType``), or ``value``."""
+    return getattr(value, "value", value)
+
+
+def same_value(given: Any, expected: Any) -> bool:
+    """Equal as an engine reads them: an enum as its value, 1 and 1.0 alike, a list and a tuple
+    alike, a bool only as a bool."""
+    given, expected = plain_value(given), plain_value(expected)
+    if isinstance(expected, (list, tuple)):
+        return isinstance(given, (list, tuple)) and list(given) == list(expected)
+    if isinstance(expected, bool) or isinstance(given, bool):
+        return given is expected
+    return bool(given == expected)
+
+
+def _shown(value: Any) -> str:
+    """A value as the job writes it: a ``Lora`` as its mapping, a tuple as a list."""
+    from aworld_train.strict import yaml_repr
+
+    if hasattr(value, "to_dict"):
+        return repr(value.to_dict())
+    return yaml_repr(list(value) if isinstance(value, tuple) else value)
+
+
+def disagreement(name: str, value: Any, key: str, given: Any, engine_value: Any) -> ConfigError:
+    """The one error for a common key and an engine section's own key set differently.
+
+    :param name: the common key (``kl_coef``, ``lora.rank``).
+    :param value: the common key's value.
+    :param key: the section's key as the job writes it (``trl.beta``).
+    :param given: the section key's value.
+    :param engine_value: what the common key sets the engine's key to.
+    """
+    own = key.split(".", 1)[-1]
+    sets = "" if own == name else f" ({name} sets {own} to {_shown(engine_value)})"
+    return ConfigError(f"config {name}: {_shown(value)} and {key}: {_shown(given)} disagree{sets}: "
+                       "set one of them")
+
+
+class CommonKeys:
+    """The common keys of a job carried onto an engine's own keys, each checked against the
+    engine's section: a key both give must say the same, either alone decides.
+
+    :ivar arguments: the engine's keys the common keys set, in order.
+    """
+
+    def __init__(self, section_name: str, section: Mapping[str, Any],
+                 same: Callable[[Any, Any], bool] = same_value) -> None:
+        """:param section_name: the section's name, as the job writes it (``trl``).
+        :param section: the section's keys; a null one counts as unset.
+        :param same: when the section's value (first) says what the engine's value does."""
+        self.section_name = section_name
+        self.section = {key: value for key, value in section.items() if value is not None}
+        self.arguments: dict[str, Any] = {}
+        self._same = same
+
+    def check(self, name: str, value: Any, key: str, engine_value: Any,
+              agrees: Callable[[Any], bool] | None = None) -> None:
+        """Refuse the section's ``key`` when it disagrees with the common key ``name``.
+
+        :param agrees: whether a section value agrees, where equality to ``engine_value`` is
+            not the rule (VeRL's mixed-precision mapping).
+        :raises ConfigError: :func:`disagreement`'s line.
+        """
+        given = self.section.get(key)
+        if given is None or (agrees(given) if agrees else self._same(given, engine_value)):
+            return
+        raise disagreement(name, value, f"{self.section_name}.{key}", given, engine_value)
+
+    def carry(self, name: str, value: Any, key: str, engine_value: Any,
+              agrees: Callable[[Any], bool] | None = None) -> Any:
+        """Set the engine's ``key`` to ``engine_value`` for the common key ``name`` (whose
+        value is ``value``), after :meth:`check`; returns ``engine_value``."""
+        self.check(name, value, key, engine_value, agrees)
+        self.arguments[key] = engine_value
+        return engine_value
+
+
+def trainer_scheduler(common: CommonKeys, lr_scheduler: str, warmup: str | None,
+                      engine: str) -> str:
+    """transformers' ``lr_scheduler_type`` for the common ``lr_scheduler``: ``constant`` with a
+    warmup is ``constant_with_warmup`` (transformers' ``constant`` ignores the warmup).
+
+    :param warmup: the run's warmup as a message names it (``warmup_ratio 0.1``), or ``None``.
+    :param engine: the engine's name for the message (``TRL``, ``ms-swift``).
+    :raises ConfigError: for ``constant`` with a warmup where the section's own
+        ``lr_scheduler_type`` is ``constant``.
+    """
+    if lr_scheduler != "constant" or not warmup:
+        return lr_scheduler
+    if plain_value(common.section.get("lr_scheduler_type")) == "constant":
+        raise ConfigError(
+            f"config lr_scheduler: constant with {warmup} is {engine}'s constant_with_warmup, but "
+            f"{common.section_name}.lr_scheduler_type is constant (no warmup): set one of them")
+    return "constant_with_warmup"
+
+
+# The common keys only GRPO uses: SFT and DPO train without rollouts, a KL penalty or clipping.
+GRPO_ONLY = ("kl_coef", "loss_aggregation", "clip_ratio", "entropy_coef", "log_samples")
+
+
+def refuse_grpo_only(algorithm: str, values: Mapping[str, Any], engine: str) -> None:
+    """For an algorithm other than ``grpo``, refuse a common key of :data:`GRPO_ONLY` the job
+    sets (0 for ``entropy_coef`` or ``log_samples`` turns it off, and asks for nothing).
+
+    :param values: the job's value of each common key (a ``TrainConfig`` field), by name.
+    :param engine: the engine's name, as the message says it.
+    :raises ConfigError: naming the key, the engine and the algorithm.
+    """
+    if algorithm == "grpo":
+        return
+    for name in GRPO_ONLY:
+        value = values.get(name)
+        if value is not None and not (name in ("entropy_coef", "log_samples") and value == 0):
+            raise ConfigError(f"config {name}: the {engine} engine uses it for grpo only, not for "
+                              f"{algorithm}: leave it out")
