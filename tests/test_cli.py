@@ -215,6 +215,18 @@ def test_check_reports_bad_input_in_one_line(
     assert_one_line_error(aworld_train_in_process(capsys, "check", job, *args), *fragments)
 
 
+@pytest.mark.parametrize("command", ["check", "train"])
+def test_a_node_rank_above_zero_on_a_one_node_job_is_refused_by_check_and_train(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    command: str
+) -> None:
+    job = write_job(tmp_path)
+    monkeypatch.setenv("NODE_RANK", "1")
+    assert_one_line_error(aworld_train_in_process(capsys, command, job),
+                          "NODE_RANK is 1 but resources.nnodes is 1")
+    assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").iterdir())
+
+
 def test_check_reports_a_malformed_jsonl_line_with_its_number(tmp_path: Path) -> None:
     job = write_job(tmp_path)
     with (tmp_path / "train.jsonl").open("a") as handle:

@@ -76,10 +76,10 @@ class RunDirectory:
 
         :raises RunDirectoryError: when ``run_path`` is a file or cannot be written.
         """
+        rank = node_rank()
         if check_only:
             probe_run_path(Path(run_path).expanduser())
-            return cls.temporary()
-        rank = node_rank()
+            return cls.temporary(rank)
         if rank > 0:
             return cls.for_node(rank)
         return cls.create(run_path, engine)
@@ -143,9 +143,11 @@ class RunDirectory:
                 raise RunDirectoryError(f"cannot create a run directory in {root}: {exc}") from None
 
     @classmethod
-    def temporary(cls) -> RunDirectory:
-        """A temporary directory for a check-only run, removed by :meth:`discard`."""
-        return cls(Path(tempfile.mkdtemp(prefix="aworld-train-check-")), scratch=True)
+    def temporary(cls, rank: int = 0) -> RunDirectory:
+        """A temporary directory for a check-only run on node ``rank``, removed by
+        :meth:`discard`."""
+        return cls(Path(tempfile.mkdtemp(prefix="aworld-train-check-")), scratch=True,
+                   node_rank=rank)
 
     @property
     def metrics_path(self) -> Path:

@@ -151,8 +151,9 @@ class AgentTrainer:
                     self.manager = getattr(checks, "manager", None)
                 self.context, self.metrics = checks.context, checks.metrics
                 self.hand_off, self.settings = checks.hand_off, checks.settings
+                # check refuses what train would: a node rank the job has no room for.
+                self.run_dir.require_nodes(self.context.config.resources.nnodes)
                 if not check_only:
-                    self.run_dir.require_nodes(self.context.config.resources.nnodes)
                     self.run_dir.start(checks.rerunnable_job(),
                                        engine=self.train_engine_name,
                                        versions=checks.versions(), **checks.settings_fields(),
