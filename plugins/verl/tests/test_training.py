@@ -23,7 +23,7 @@ from conftest import Checks, LocalActorHandle, dataset, make_ctx, repeat_rows
 from test_pipeline import FakeTokenClient
 
 from aworld_train.agent import AgentSpec
-from aworld_train.engine import read_samples
+from aworld_train.samples import read_samples
 from aworld_train.reward import RewardFunction, RewardSpec
 from aworld_train_verl import export, launch
 from aworld_train_verl.training import Evaluation, RolloutSamples
