@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -225,6 +226,19 @@ def test_a_node_rank_above_zero_on_a_one_node_job_is_refused_by_check_and_train(
     assert_one_line_error(aworld_train_in_process(capsys, command, job),
                           "NODE_RANK is 1 but resources.nnodes is 1")
     assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").iterdir())
+
+
+def test_a_node_above_zero_ends_naming_node_zeros_run_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job = write_job(tmp_path)
+    monkeypatch.setenv("NODE_RANK", "1")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # node 1's working folder
+    result = aworld_train_in_process(capsys, "train", job, "-o", "resources.nnodes=2",
+                                     "-o", "max_steps=2")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "node 1: the run directory is node 0's"
+    assert "final metrics" not in result.stdout, "node 0 holds the metrics"
 
 
 def test_check_reports_a_malformed_jsonl_line_with_its_number(tmp_path: Path) -> None:

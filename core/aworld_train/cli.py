@@ -174,9 +174,9 @@ def train(job: Path | None, engine: str | None, overrides: tuple[str, ...], debu
     except BaseException:
         _print_run(trainer.run_dir.path)
         raise
-    _print_run(trainer.run_dir.path)
-    click.echo("final metrics: " + ", ".join(
-        f"{k} {v:.4g}" for k, v in final.items() if isinstance(v, float) and "/" not in k))
+    if _print_run(trainer.run_dir.path):
+        click.echo("final metrics: " + ", ".join(
+            f"{k} {v:.4g}" for k, v in final.items() if isinstance(v, float) and "/" not in k))
 
 
 @cli.command("new-engine")
@@ -330,7 +330,9 @@ def _one_line(text: str) -> str:
     return one_line(text)
 
 
-def _print_run(run_dir: Path) -> None:
+def _print_run(run_dir: Path) -> bool:
+    """Print where the run is; whether this node holds it (a node above 0 prints node 0's as
+    its last line, having no run, and no metrics, of its own)."""
     from aworld_train.plots import CURVES
     from aworld_train.run_files import METRICS_FILE
     from aworld_train.rundir import node_rank
@@ -338,12 +340,13 @@ def _print_run(run_dir: Path) -> None:
     if (rank := node_rank()) > 0:  # node 0 holds the run: its directory, metrics and model
         kept = f"; this node's output: {run_dir}" if run_dir.is_dir() else ""
         click.echo(f"node {rank}: the run directory is node 0's{kept}")
-        return
+        return False
     click.echo(f"run directory: {run_dir}")
     click.echo(f"metrics:       {run_dir / METRICS_FILE}")
     for curve in CURVES:
         if (run_dir / curve.filename).is_file():
             click.echo(f"{curve.metric + ' curve:':<14} {run_dir / curve.filename}")
+    return True
 
 
 if __name__ == "__main__":
