@@ -216,6 +216,19 @@ def test_check_reports_bad_input_in_one_line(
     assert_one_line_error(aworld_train_in_process(capsys, "check", job, *args), *fragments)
 
 
+def test_a_failed_check_prints_the_rows_decided_before_it_and_no_empty_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job = write_job(tmp_path)
+    first = aworld_train_in_process(capsys, "check", job, "-o", "max_step=3")
+    assert_one_line_error(first, "unknown config key 'max_step'")
+    assert first.stdout == "", "no row was decided: no table"
+    later = aworld_train_in_process(capsys, "check",
+                                    write_job(tmp_path, reward="rewards.py:two_args"))
+    assert_one_line_error(later, "two_args")
+    assert later.stdout.startswith("checks") and "max_steps 5" in later.stdout, later.stdout
+
+
 @pytest.mark.parametrize("command", ["check", "train"])
 def test_a_node_rank_above_zero_on_a_one_node_job_is_refused_by_check_and_train(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,

@@ -272,12 +272,14 @@ def _run_checks(job: Job, check_only: bool, resume: str | None = None) -> Any:
         trainer = AgentTrainer.from_job(job, check_only=check_only, resume=resume,
                                         on_check=checks.append)
     finally:
-        table = Table(title="checks", title_justify="left")
-        for column in ("module", "checked by", "result", "time"):
-            table.add_column(column, overflow="fold")
-        for item in checks:
-            table.add_row(item.module, item.by, redact_text(item.detail), f"{item.seconds:.2f}s")
-        console.print(table)
+        if checks:  # a check that failed first leaves only its error line
+            table = Table(title="checks", title_justify="left")
+            for column in ("module", "checked by", "result", "time"):
+                table.add_column(column, overflow="fold")
+            for item in checks:
+                table.add_row(item.module, item.by, redact_text(item.detail),
+                              f"{item.seconds:.2f}s")
+            console.print(table)
     if trainer.settings is not None:
         engine = trainer.train_engine_name
         table = Table(title="effective settings", title_justify="left")
