@@ -11,6 +11,7 @@ import pytest
 
 from aworld_train import AgentTrainer
 from aworld_train.errors import ConfigError
+from aworld_train.testing.fixtures import hide_packages
 
 
 def _checked(job: dict[str, Any], trl: dict[str, Any] | None = None, **common: Any) -> Any:
@@ -236,11 +237,9 @@ def test_report_to_keeps_every_log_in_the_run_directory(job: dict[str, Any]) -> 
     assert _table(config)["report_to"] == (["tensorboard"], "report_to", ["tensorboard"], "job")
 
 
-def test_a_tracker_that_is_not_installed_fails_the_check(job: dict[str, Any]) -> None:
-    import importlib.util
-
-    if importlib.util.find_spec("mlflow") is not None:
-        pytest.skip("mlflow is installed")
+def test_a_tracker_that_is_not_installed_fails_the_check(job: dict[str, Any],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    hide_packages(monkeypatch, "mlflow")
     _refused(job, r"^config report_to: mlflow is not installed: pip install mlflow$",
              report_to=["mlflow"])
     # The section's own report_to is checked the same way.

@@ -13,6 +13,7 @@ import yaml
 from conftest import make_ctx
 
 from aworld_train.engine import ConfigError, Lora, Setting
+from aworld_train.testing.fixtures import hide_packages
 from aworld_train_verl.config import VerlConfig, resolve
 from aworld_train_verl.gpus import visible_gpus
 from aworld_train_verl.overrides import model_overrides, schedule_overrides
@@ -128,12 +129,11 @@ def test_a_logger_of_the_section_with_other_trackers_contradicts_report_to(tmp_p
         resolved(tmp_path, tiny_model, report_to=("tensorboard",), verl={"trainer.logger": ["console", "wandb"]})
 
 
-def test_a_tracker_that_is_not_installed_fails_the_check(tmp_path: Path, tiny_model: Path) -> None:
-    import importlib.util
-
-    missing = next((t for t in ("swanlab", "mlflow") if importlib.util.find_spec(t) is None), None)
-    if missing is None:
-        pytest.skip("swanlab and mlflow are both installed here")
+@pytest.mark.parametrize("missing", ["swanlab", "mlflow"])
+def test_a_tracker_that_is_not_installed_fails_the_check(
+    tmp_path: Path, tiny_model: Path, missing: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hide_packages(monkeypatch, missing)
     with pytest.raises(ConfigError, match=f"^config report_to: {missing} is not installed: pip install {missing}$"):
         resolved(tmp_path, tiny_model, verl={"trainer.logger": ["console", missing]})
 
