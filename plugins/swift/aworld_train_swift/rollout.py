@@ -75,10 +75,11 @@ class AgentRollouts:
     runtime: AgentRuntime | None = field(default=None, repr=False)
 
     def run(self, rows: list[dict[str, Any]]) -> list[EpisodeResult]:
-        """One episode per row. swift's metrics get the share that failed (``agent_failed``)
-        and their mean model turns (``agent_turns``; swift's own ``num_turns`` counts its
-        scheduler's turns, one per episode): it averages each key of its record over the
-        logged steps."""
+        """One episode per row. swift's metrics get the share that failed (``agent_failed``),
+        their mean model turns (``agent_turns``; swift's own ``num_turns`` counts its
+        scheduler's turns, one per episode) and their mean tool results
+        (``tools/call_frequency``, as the trl engine logs it): it averages each key of its
+        record over the logged steps."""
         if self.trainer is None:
             raise RuntimeError("the agent's scheduler ran before swift built its trainer")
         if self.runtime is None:
@@ -89,6 +90,7 @@ class AgentRollouts:
         metrics = self.trainer._metrics[mode]
         metrics["agent_failed"].append(sum(r.failure is not None for r in results) / count)
         metrics["agent_turns"].append(sum(r.turns for r in results) / count)
+        metrics["tools/call_frequency"].append(sum(r.tool_messages for r in results) / count)
         return results
 
     def filled(self, result: EpisodeResult) -> bool:

@@ -109,27 +109,18 @@ def test_what_an_agent_run_by_the_runtime_cannot_have_is_one_line_from_check(
 
 def test_the_tokens_swift_trains_on_are_the_generated_ids_and_the_rendered_tool_messages(
     agent_job: Path, tiny_model: Path, capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch
+    collated: list[tuple[Any, dict[str, Any]]]
 ) -> None:
     """One GRPO step through the CLI, each sample captured where swift collates what it trains
     on: the prompt is the agent's first request as the chat template renders it, the model's
     tokens are as generated (labelled), the tool message is as the chat template renders it
     (not labelled), and the log-probs the model recomputes equal the recorded ones."""
     import torch
-    from swift.rlhf_trainers import grpo_trainer
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from aworld_train.runtime import ChatRenderer
     from aworld_train_swift.rollout import TRAJECTORY_KEY
 
-    captured: list[Any] = []
-    collate = grpo_trainer.collate_to_grpo_micro_batch
-
-    def capturing(samples: list[Any], template: Any, **kwargs: Any) -> Any:
-        captured.extend((sample, dict(sample.encoded)) for sample in samples)
-        return collate(samples, template, **kwargs)
-
-    monkeypatch.setattr(grpo_trainer, "collate_to_grpo_micro_batch", capturing)
     job = json.loads(agent_job.read_text())
     job["config"].update(max_steps=1, save_steps=1, max_completion_length=64)
     job["config"]["swift"]["temperature"] = TEMPERATURE
@@ -142,7 +133,7 @@ def test_the_tokens_swift_trains_on_are_the_generated_ids_and_the_rendered_tool_
     # The first step's samples were generated and collated before any update.
     model = AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.float32).eval()
     two_turns = 0
-    for sample, encoded in captured:
+    for sample, encoded in collated:
         episode = json.loads(sample.messages[-1][TRAJECTORY_KEY])
         prompt, completion, mask = episode["prompt_ids"], episode["response_ids"], episode["mask"]
         # What swift trains on: the episode's tokens, labels on the model's tokens only.
@@ -179,4 +170,4 @@ def test_the_tokens_swift_trains_on_are_the_generated_ids_and_the_rendered_tool_
         gaps = [abs(recomputed[i].item() - next(recorded)) for i, kept in enumerate(mask) if kept]
         assert max(gaps) < 1e-4, f"log-prob gap {max(gaps):.2e}"
         assert all(math.isfinite(value) for value in sample.rollout_logprobs[0])
-    assert len(captured) == 8 and two_turns, "no two-turn episode to check"
+    assert len(collated) == 8 and two_turns, "no two-turn episode to check"
