@@ -416,6 +416,34 @@ def test_sigterm_interrupts_training_and_the_printed_command_resumes(tmp_path: P
     assert len(list((tmp_path / "runs").iterdir())) == 2, "the refusal adds no run"
 
 
+def test_an_interrupted_resumed_run_is_continued_from_its_own_job(tmp_path: Path) -> None:
+    """The command that resumed A named A; the hint after interrupting its continuation B
+    names B's saved job, as ``show`` does."""
+    job = write_job(tmp_path, reward="rewards.py:slow",
+                    config={"max_steps": 100000, "batch_size": 1, "save_steps": 5})
+
+    def interrupted(*args: str | Path) -> tuple[Path, str]:
+        before = set((tmp_path / "runs").glob("*"))
+        process = subprocess.Popen([str(EXECUTABLE), "train", str(job), *map(str, args)],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   env=clean_env())
+        def new() -> set[Path]:
+            return set((tmp_path / "runs").glob("*")) - before
+
+        _, stderr = signal_when(process, lambda: any(
+            any(run.glob("checkpoint-*/policy.json")) for run in new()), signal.SIGTERM)
+        assert process.returncode == 130, stderr
+        [run] = new()
+        return run, stderr
+
+    first, _ = interrupted()
+    resumed, stderr = interrupted("--resume", first)
+    assert manifest(resumed)["resumed_from"] == str(first)
+    saved = f"aworld-train train {resumed / 'job.yaml'} --resume {resumed}"
+    assert f"to continue this run: {saved}" in stderr.splitlines(), stderr
+    assert f"to continue this run: {saved}" in aworld_train("show", resumed).stdout.splitlines()
+
+
 @pytest.mark.parametrize("command", ["check", "train"])
 def test_sigterm_during_the_checks_interrupts_them_and_leaves_nothing(
     tmp_path: Path, command: str

@@ -168,7 +168,13 @@ def train(job: Path | None, engine: str | None, overrides: tuple[str, ...], debu
         final = trainer.train()
     except KeyboardInterrupt:
         _print_run(trainer.run_dir.path)
-        again = _resume_command(job, engine, overrides, fields, run_path, trainer.run_dir.path)
+        if resume is None:
+            again = _resume_command(job, engine, overrides, fields, run_path,
+                                    trainer.run_dir.path)
+        else:  # the command named the run this one continues: this one's job, as show says
+            from aworld_train.resume import resume_command
+
+            again = resume_command(trainer.run_dir.path)
         click.echo(f"to continue this run: {again}", err=True)
         raise
     except BaseException:
