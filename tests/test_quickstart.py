@@ -39,6 +39,20 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return copy
 
 
+def test_the_readme_model_command_prints_its_one_line(tmp_path: Path) -> None:
+    """No progress bar of transformers' under it; a bar the caller enabled stays enabled."""
+    pytest.importorskip("torch", reason="building the model needs torch")
+    from transformers.utils import logging as transformers_logging
+
+    from aworld_train.testing import build_tiny_model
+
+    result = _run([sys.executable, "-m", "aworld_train.testing.tiny_model", "my-model"], tmp_path)
+    assert (result.stdout, result.stderr) == ("model: my-model\n", "")
+    assert transformers_logging.is_progress_bar_enabled()
+    build_tiny_model(tmp_path / "in-process")
+    assert transformers_logging.is_progress_bar_enabled()
+
+
 def _run(command: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]

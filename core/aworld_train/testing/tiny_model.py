@@ -9,7 +9,8 @@ ChatML special tokens and chat template; the model is a randomly initialised
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 IM_START = "<|im_start|>"
@@ -144,9 +145,25 @@ def build_tiny_model(
     model.generation_config = GenerationConfig(
         eos_token_id=eos_id, pad_token_id=pad_id, bos_token_id=eos_id
     )
-    model.save_pretrained(path)
+    with _no_progress_bar():
+        model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
+
+
+@contextlib.contextmanager
+def _no_progress_bar() -> Iterator[None]:
+    """transformers' progress bars off for the block: a one-shard model of a few kB would
+    otherwise draw one ("Writing model shards") under the command's one line of output."""
+    from transformers.utils import logging as transformers_logging
+
+    enabled = transformers_logging.is_progress_bar_enabled()
+    transformers_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if enabled:
+            transformers_logging.enable_progress_bar()
 
 
 def main(argv: Sequence[str] | None = None) -> None:
