@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -205,6 +206,38 @@ def test_sigterm_to_a_launching_process_leaves_no_process_of_the_group(tmp_path:
     finally:
         parent.kill()
         family.kill()
+
+
+KILLED_PARENT = """
+import sys
+from pathlib import Path
+from aworld_train.launcher import run_process
+run_process([sys.executable, "-c", "import os, time; print(os.getpid(), flush=True); "
+             "time.sleep(600)"], what="sleeper", log_path=Path(sys.argv[1]), on_line=print)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the kernel's parent-death "
+                    "signal is Linux's")
+def test_the_command_dies_with_a_launching_process_that_was_killed(tmp_path: Path) -> None:
+    """SIGKILL gives the launching process no chance to stop the group: the kernel does."""
+    parent = subprocess.Popen([sys.executable, "-c", KILLED_PARENT, str(tmp_path / "s.log")],
+                              stdout=subprocess.PIPE, text=True)
+    child = 0
+    try:
+        assert parent.stdout is not None
+        child = int(parent.stdout.readline())
+        assert _alive(child)
+        parent.kill()
+        parent.wait()
+        deadline = time.monotonic() + 5
+        while _alive(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(child), "the command outlived the process that launched it"
+    finally:
+        parent.kill()
+        if child and _alive(child):
+            os.kill(child, signal.SIGKILL)
 
 
 def test_a_worker_traceback_is_one_line_naming_its_innermost_frame(tmp_path: Path) -> None:

@@ -6,7 +6,8 @@ each of those starts children of its own. :func:`run_process` puts them all in o
 group, so that a terminal's Ctrl-C reaches only the parent, which forwards SIGINT and SIGTERM to
 the group, gives it :data:`STOP_GRACE_S` to save and stop, then kills what is left. However the
 call ends (the command exits, fails or is interrupted, or the caller's line handler raises), no
-process of the group outlives it.
+process of the group outlives it; and where this process itself is killed, on Linux, the kernel
+sends the command SIGTERM.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import queue
 import re
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -76,6 +78,7 @@ def run_process(
             encoding="utf-8",
             errors="replace",
             start_new_session=True,  # a terminal's Ctrl-C reaches only this process
+            preexec_fn=_dies_with_this_process(),
         ), events, log, on_line)
         try:
             group.wait()
@@ -93,6 +96,34 @@ def run_process(
         raise TrainingCrash(
             f"{what} {_describe(status)}: {last_error(log_path)}{at} (full output in {log_path})"
         )
+
+
+def _dies_with_this_process() -> Callable[[], None] | None:
+    """On Linux, what the command's process runs before it starts: it asks the kernel for
+    SIGTERM when this process dies, so that a launcher whose parent was killed (SIGKILL, which
+    no handler here sees) stops its workers rather than training on without it; on another
+    node's job the others then notice that it left. SIGTERM, not SIGKILL: the launchers
+    (accelerate, torchrun, VeRL's driver) stop their own children on it.
+
+    The kernel sends it when the thread that started the process exits, not the process: that
+    thread is the one in :func:`run_process`, which returns only once the group is gone.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before the fork
+    parent = os.getpid()
+
+    def request() -> None:
+        prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM))
+        if os.getppid() != parent:  # the parent died before the request took hold
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return request
+
+
+_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 
 
 def last_error(log_path: Path) -> str:

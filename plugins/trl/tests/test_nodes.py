@@ -4,6 +4,8 @@ joined over TCP (gloo on CPU) as two machines are."""
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -57,13 +59,19 @@ def test_grpo_on_two_nodes_is_one_run_on_node_zero(job: dict[str, Any], tmp_path
     assert processes_naming(tmp_path) == []
 
 
+@pytest.mark.parametrize("kill", ["tree", "aworld-train only"])
 def test_a_killed_node_ends_the_other_with_one_error_and_a_failed_run(
-    job: dict[str, Any], tmp_path: Path
+    job: dict[str, Any], tmp_path: Path, kill: str
 ) -> None:
+    """A machine that loses power (every process at once), or its ``aworld-train`` process
+    alone killed, whose launcher and workers the kernel then stops."""
     with nodes(_cpu(job, max_steps=5000), 2, tmp_path, _environment(tmp_path)) as (zero, one):
         wait_for(lambda: any(path.stat().st_size for path in tmp_path.glob("runs/*/metrics.jsonl")),
                  RUN_S, "node 0 trains")
-        kill_tree(one.process.pid)
+        if kill == "tree":
+            kill_tree(one.process.pid)
+        else:
+            os.kill(one.process.pid, signal.SIGKILL)
         killed = time.monotonic()
         status = zero.wait(NODE_LOSS_S)
         took = time.monotonic() - killed
