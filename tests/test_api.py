@@ -587,6 +587,7 @@ def test_progress_is_shown_by_default_from_python(
     assert "training" not in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_a_check_run_imports_neither_aworld_nor_torch(tmp_path: Path) -> None:
     code = (
         "import json, sys\n"

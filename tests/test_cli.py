@@ -175,6 +175,7 @@ def test_engines_command_imports_no_engine_and_nothing_heavy() -> None:
     assert not imported & heavy, imported & heavy
 
 
+@pytest.mark.slow
 def test_check_passes_a_valid_job_and_writes_no_run(tmp_path: Path) -> None:
     job = write_job(tmp_path)
     result = aworld_train("check", job)
@@ -254,6 +255,7 @@ def test_a_node_above_zero_ends_naming_node_zeros_run_directory(
     assert "final metrics" not in result.stdout, "node 0 holds the metrics"
 
 
+@pytest.mark.slow
 def test_check_reports_a_malformed_jsonl_line_with_its_number(tmp_path: Path) -> None:
     job = write_job(tmp_path)
     with (tmp_path / "train.jsonl").open("a") as handle:
@@ -285,6 +287,7 @@ def test_debug_shows_the_traceback(tmp_path: Path) -> None:
     assert result.stderr.strip().splitlines()[-1].startswith("error: unknown engine 'tyo'")
 
 
+@pytest.mark.slow
 def test_train_runs_a_job_into_a_run_directory(tmp_path: Path) -> None:
     job = write_job(tmp_path)
     result = aworld_train("train", job, "-o", "max_steps=4", "-o", "toy.temperature=0.5",
@@ -370,6 +373,7 @@ def test_train_that_fails_a_check_leaves_no_run(
     assert list((tmp_path / "runs").iterdir()) == []
 
 
+@pytest.mark.slow
 def test_sigterm_interrupts_training_and_the_printed_command_resumes(tmp_path: Path) -> None:
     job = write_job(tmp_path, reward="rewards.py:slow",
                     config={"max_steps": 100000, "batch_size": 1, "save_steps": 5})
@@ -444,6 +448,7 @@ def test_an_interrupted_resumed_run_is_continued_from_its_own_job(tmp_path: Path
     assert f"to continue this run: {saved}" in aworld_train("show", resumed).stdout.splitlines()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["check", "train"])
 def test_sigterm_during_the_checks_interrupts_them_and_leaves_nothing(
     tmp_path: Path, command: str
@@ -520,6 +525,7 @@ def test_resume_of_a_run_that_is_still_running(tmp_path: Path,
     assert [p.name for p in (tmp_path / "runs").iterdir()] == ["live"]
 
 
+@pytest.mark.slow
 def test_the_saved_job_re_runs_from_another_folder(tmp_path: Path) -> None:
     project = tmp_path / "project"
     (project / "data").mkdir(parents=True)
@@ -648,6 +654,7 @@ PLANTED = {
 }
 
 
+@pytest.mark.slow
 def test_no_planted_secret_reaches_the_run_directory_or_the_terminal(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture

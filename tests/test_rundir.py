@@ -184,6 +184,7 @@ def logged_a_step(runs: Path) -> bool:
     return any(path.stat().st_size > 0 for path in runs.glob("*/metrics.jsonl"))
 
 
+@pytest.mark.slow
 def test_sigterm_to_a_training_process_marks_the_run_interrupted(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     process = slow_training(runs)
@@ -257,6 +258,7 @@ def test_the_checks_run_in_the_directory_that_becomes_the_run(
         "a path an engine kept during the checks still holds its file")
 
 
+@pytest.mark.slow
 def test_resume_continues_from_the_last_checkpoint(toy_job: dict[str, Any]) -> None:
     toy_job["config"] = {"max_steps": 20, "batch_size": 4, "save_steps": 5}
     # Four reward calls a step (the sample row is scored in a child process): call 51 is in
@@ -313,6 +315,7 @@ def interrupted_with_checkpoints(toy_job: dict[str, Any]) -> Path:
     return first.run_dir.path
 
 
+@pytest.mark.slow
 def test_a_second_resume_names_the_end_of_the_chain_and_what_to_do(
     toy_job: dict[str, Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -366,6 +369,7 @@ print(trainer.run_dir)
 """
 
 
+@pytest.mark.slow
 def test_a_trainer_built_but_never_trained_leaves_a_checked_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -473,6 +477,7 @@ def test_resume_of_a_run_whose_manifest_is_damaged(
     assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["damaged"]
 
 
+@pytest.mark.slow
 def test_a_killed_run_reads_crashed_and_resumes(toy_job: dict[str, Any], tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     process = slow_training(runs)
@@ -498,6 +503,7 @@ def test_a_killed_run_reads_crashed_and_resumes(toy_job: dict[str, Any], tmp_pat
     assert "continued_in" not in manifest(run_dir), "linked once the continuation trains"
 
 
+@pytest.mark.slow
 def test_show_of_a_killed_run_prints_how_to_resume_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

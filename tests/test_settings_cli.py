@@ -3,6 +3,8 @@ trackers check and the warnings for other engines' sections."""
 
 from __future__ import annotations
 
+import pytest
+
 import os
 import subprocess
 import sys
@@ -57,6 +59,7 @@ def aworld_train(*args: str | Path, site: Path | None = None,
                           env=env, timeout=120)
 
 
+@pytest.mark.slow
 def test_check_prints_the_effective_settings_after_the_checks(tmp_path: Path) -> None:
     site = tmp_path / "site"
     site.mkdir()
@@ -79,6 +82,7 @@ def test_check_prints_the_effective_settings_after_the_checks(tmp_path: Path) ->
     assert "hub_token" in lines["hub"]
 
 
+@pytest.mark.slow
 def test_an_engine_that_reports_no_settings_prints_no_table(tmp_path: Path) -> None:
     result = aworld_train("check", write_job(tmp_path, {"kl_coef": 0.0}))
     assert result.returncode == 0, result.stderr
@@ -86,6 +90,7 @@ def test_an_engine_that_reports_no_settings_prints_no_table(tmp_path: Path) -> N
     assert result.stderr == ""
 
 
+@pytest.mark.slow
 def test_other_engines_sections_warn_one_line_per_key(tmp_path: Path) -> None:
     job = write_job(tmp_path, {
         "trl": {"beta": 0.0, "fp16": True, "num_iterations": 4},
@@ -119,6 +124,7 @@ def test_a_missing_tracker_fails_check_in_one_line(tmp_path: Path) -> None:
         "error: config report_to: swanlab is not installed: pip install swanlab"]
 
 
+@pytest.mark.slow
 def test_an_installed_tracker_passes_check(tmp_path: Path) -> None:
     site = tmp_path / "site"
     (site / "tensorboard").mkdir(parents=True)
@@ -168,6 +174,7 @@ def tracking_check(tmp_path: Path, section: dict[str, Any],
     return aworld_train("check", job, site=site, **extra)
 
 
+@pytest.mark.slow
 def test_trackers_an_engine_section_names_are_checked_like_report_to(tmp_path: Path) -> None:
     result = tracking_check(tmp_path, {"report_to": ["comet_ml"]})
     assert result.returncode == 2, result.stdout
@@ -176,6 +183,7 @@ def test_trackers_an_engine_section_names_are_checked_like_report_to(tmp_path: P
         "name the trackers among tensorboard, wandb, mlflow, swanlab, trackio"]
 
 
+@pytest.mark.slow
 def test_report_to_all_is_refused_naming_the_section_key(tmp_path: Path) -> None:
     result = tracking_check(tmp_path, {"report_to": ["all"]})
     assert result.returncode == 2, result.stdout
@@ -184,6 +192,7 @@ def test_report_to_all_is_refused_naming_the_section_key(tmp_path: Path) -> None
     assert "name the trackers" in line
 
 
+@pytest.mark.slow
 def test_a_wandb_chosen_in_a_section_needs_a_key(tmp_path: Path) -> None:
     site = tmp_path / "site"
     (site / "wandb").mkdir(parents=True)
@@ -195,6 +204,7 @@ def test_a_wandb_chosen_in_a_section_needs_a_key(tmp_path: Path) -> None:
     assert line.startswith("error: config tracking.report_to: wandb has no API key")
 
 
+@pytest.mark.slow
 def test_an_engine_s_own_loggers_are_checked_without_console_and_file(tmp_path: Path) -> None:
     result = tracking_check(tmp_path, {"logger": ["console", "comet"]})
     assert result.returncode == 2, result.stdout
@@ -217,12 +227,14 @@ def test_eval_keys_without_a_test_dataset_fail_check_in_one_line(tmp_path: Path)
             f"{key}"]
 
 
+@pytest.mark.slow
 def test_eval_steps_with_a_test_dataset_passes(tmp_path: Path) -> None:
     job = write_job(tmp_path, {"eval_steps": 2})
     result = aworld_train("check", job, "--test-dataset", tmp_path / "train.jsonl")
     assert result.returncode == 0, result.stderr
 
 
+@pytest.mark.slow
 def test_older_common_keys_in_another_section_are_named(tmp_path: Path) -> None:
     job = write_job(tmp_path, {})
     result = aworld_train("check", job, "-o", "swift.learning_rate=0.1", "-o",
@@ -251,6 +263,7 @@ def effective_settings(ctx):
 '''.replace("{key}", LONG_KEY)
 
 
+@pytest.mark.slow
 def test_the_tables_are_not_cut_when_stdout_is_not_a_terminal(tmp_path: Path) -> None:
     site = tmp_path / "site"
     site.mkdir()
@@ -265,6 +278,7 @@ def test_the_tables_are_not_cut_when_stdout_is_not_a_terminal(tmp_path: Path) ->
     assert "…" not in result.stdout
 
 
+@pytest.mark.slow
 def test_lora_target_modules_are_not_compared_without_torch(tmp_path: Path) -> None:
     # The core's environment has no torch: the row says the check was skipped (tests/test_model.py
     # runs it where torch is installed).

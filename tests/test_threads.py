@@ -102,11 +102,13 @@ def train_recording(tmp_path: Path, **env: str) -> dict[str, str]:
     return json.loads((only_run_dir(tmp_path / "runs") / "policy.json").read_text())
 
 
+@pytest.mark.slow
 def test_a_cpu_training_runs_every_process_with_idle_threads_asleep(tmp_path: Path) -> None:
     assert train_recording(tmp_path) == {
         "trainer": "PASSIVE", "inherited": "PASSIVE", "own": "PASSIVE"}
 
 
+@pytest.mark.slow
 def test_a_users_own_thread_policy_reaches_every_process(tmp_path: Path) -> None:
     assert train_recording(tmp_path, OMP_WAIT_POLICY="ACTIVE") == {
         "trainer": "ACTIVE", "inherited": "ACTIVE", "own": "ACTIVE"}

@@ -267,6 +267,7 @@ def test_closed_sessions_reopen_on_the_next_call(stdio_tools: ToolSet) -> None:
     assert stdio_tools.call("add", {"a": 1, "b": 2}) == "3"
 
 
+@pytest.mark.slow
 def test_a_server_that_dies_fails_that_call_and_the_next_call_starts_it_again() -> None:
     spec = AgentSpec(mcp_config={"mcpServers": {"fragile": {
         "command": "python", "args": [str(Path(__file__).parent / "mcp_servers" / "fragile.py")]}}})
@@ -289,6 +290,7 @@ def test_named_mcp_tools_restrict_their_server(stdio_tools: ToolSet) -> None:
     assert tools.names == ["multiply", "add"]  # in the order the agent names them
 
 
+@pytest.mark.slow
 def test_an_unknown_tool_name_fails_with_a_suggestion() -> None:
     with pytest.raises(AgentError) as error:
         resolve_tools(calculator_agent(tools=["multipy"]), base_dir=EXAMPLE)
@@ -351,6 +353,7 @@ def test_a_server_writing_to_stdout_is_refused_in_one_line(
     assert "Traceback" not in capfd.readouterr().err  # not the mcp client's traceback
 
 
+@pytest.mark.slow
 def test_a_server_that_exits_mid_call_gives_its_status_and_the_next_call_restarts_it() -> None:
     tools = resolve_tools(servers_agent("dies_mid_call"))
     try:
@@ -365,6 +368,7 @@ def test_a_server_that_exits_mid_call_gives_its_status_and_the_next_call_restart
         tools.close()
 
 
+@pytest.mark.slow
 def test_arguments_that_are_not_python_names_pass_as_they_stand_but_not_as_functions() -> None:
     tools = resolve_tools(servers_agent("odd_arguments"))
     try:

@@ -38,6 +38,7 @@ def test_mean_reward_rises_on_a_simple_task(toy_job: dict[str, Any]) -> None:
     assert policy["step"] == 60 and policy["candidates"] == ["2", "3", "4", "5"]
 
 
+@pytest.mark.slow
 def test_training_is_reproducible_from_the_seed(toy_job: dict[str, Any]) -> None:
     first = [r["reward"] for r in read_jsonl(train_toy(dict(toy_job), seed=1)[1] / "metrics.jsonl")]
     again = [r["reward"] for r in read_jsonl(train_toy(dict(toy_job), seed=1)[1] / "metrics.jsonl")]

@@ -64,6 +64,7 @@ def the_error_line(stderr: str) -> str:
     return lines[0]
 
 
+@pytest.mark.slow
 def test_an_engine_crash_in_train_is_one_line_naming_the_exception_where_and_the_log(
     tmp_path: Path
 ) -> None:

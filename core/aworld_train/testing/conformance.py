@@ -168,6 +168,7 @@ class EngineConformance:
         with pytest.raises(DatasetError, match=r"train\.jsonl:9: missing column 'ground_truth'"):
             AgentTrainer(**job, check_only=True)
 
+    @pytest.mark.slow
     def test_sft_without_a_reward_checks_and_trains(self, job: dict[str, Any]) -> None:
         """SFT learns from the ground truth alone: a job with no reward checks and trains."""
         from aworld_train import AgentTrainer
@@ -188,6 +189,7 @@ class EngineConformance:
         assert json.loads((trainer.run_dir.path / "manifest.json").read_text())["status"] == (
             "completed")
 
+    @pytest.mark.slow
     def test_train_runs_a_tiny_job(self, job: dict[str, Any]) -> None:
         from aworld_train import AgentTrainer
 

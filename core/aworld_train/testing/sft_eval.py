@@ -72,6 +72,7 @@ class SftEvalSuite:
                              **{self.engine_name: dict(self.engine_section)})
         job["config"].pop("num_generations")
 
+    @pytest.mark.slow
     def test_one_sft_step_with_eval_steps_logs_the_reward_beside_the_loss(
         self, job: dict[str, Any], tmp_path: Path
     ) -> None:
@@ -92,6 +93,7 @@ class SftEvalSuite:
         assert entry["eval_score"] == pytest.approx(
             sum(call["solution"].strip() == call["ground_truth"] for call in calls) / EVAL_LIMIT)
 
+    @pytest.mark.slow
     def test_sft_without_a_reward_logs_the_loss_only(self, job: dict[str, Any]) -> None:
         self.one_step_sft_with_test_set(job)
         del job["reward_func"]
@@ -102,6 +104,7 @@ class SftEvalSuite:
         assert not [key for key in entry if key.startswith("eval_") and "reward" in key]
         assert "eval_score" not in entry
 
+    @pytest.mark.slow
     def test_two_cpu_processes_score_the_test_set_on_rank_0(
         self, job: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:

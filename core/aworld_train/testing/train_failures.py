@@ -67,6 +67,7 @@ class TrainFailureSuite:
     #: Texts the traceback in the run's error.log holds (the engine's file, its library's).
     traceback_holds: ClassVar[tuple[str, ...]] = ()
 
+    @pytest.mark.slow
     def test_a_checkpoint_the_engine_cannot_write_ends_the_run_in_one_line(
         self, job: dict[str, Any], capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch

@@ -30,6 +30,7 @@ def agent_job(tmp_path: Path, tiny_model: Path) -> Path:
                            max_steps=3, save_steps=3, max_completion_length=48)
 
 
+@pytest.mark.slow
 def test_a_python_agent_with_an_openai_client_trains_and_a_failing_episode_scores_0(
     agent_job: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -39,6 +40,7 @@ def test_a_python_agent_with_an_openai_client_trains_and_a_failing_episode_score
     assert samples and all(s["prompt"].startswith("Repeat: ") for s in samples)
 
 
+@pytest.mark.slow
 def test_a_spec_agent_with_a_tool_trains_through_the_runtime(
     agent_job: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -107,6 +109,7 @@ def test_what_an_agent_run_by_the_runtime_cannot_have_is_one_line_from_check(
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], err
 
 
+@pytest.mark.slow
 def test_the_tokens_swift_trains_on_are_the_generated_ids_and_the_rendered_tool_messages(
     agent_job: Path, tiny_model: Path, capsys: pytest.CaptureFixture[str],
     collated: list[tuple[Any, dict[str, Any]]]

@@ -33,6 +33,7 @@ def checksum(data_source, solution_str, ground_truth, extra_info=None):
 """
 
 
+@pytest.mark.slow
 def test_the_common_keys_job_trains_resumes_and_leaves_a_merged_model(
     job: dict[str, Any], tiny_model: Path
 ) -> None:
@@ -49,6 +50,7 @@ def test_the_common_keys_job_trains_resumes_and_leaves_a_merged_model(
     assert not (run_dir / "adapter" / "optimizer.pt").exists()
 
 
+@pytest.mark.slow
 def test_bf16_on_a_cpu_with_tensorboard_evaluation_and_rollout_samples(
     job: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -81,6 +83,7 @@ def test_bf16_on_a_cpu_with_tensorboard_evaluation_and_rollout_samples(
     assert any(sample["rewards"]["length"] for sample in samples)
 
 
+@pytest.mark.slow
 def test_the_last_evaluation_scores_what_aworld_train_eval_scores(
     job: dict[str, Any], tiny_model: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

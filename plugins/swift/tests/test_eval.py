@@ -21,6 +21,7 @@ from aworld_train.testing.eval_reference import (
 )
 
 
+@pytest.mark.slow
 def test_compare_reproduces_a_plain_greedy_loop(job: dict[str, Any], tiny_model: Path,
                                                 capsys: pytest.CaptureFixture[str],
                                                 monkeypatch: pytest.MonkeyPatch) -> None:

@@ -49,6 +49,7 @@ def _losses(run: Path) -> list[float]:
     return [m["loss"] for m in read_jsonl(run / "metrics.jsonl") if "loss" in m]
 
 
+@pytest.mark.slow
 def test_sft_on_two_nodes_is_one_run_with_the_losses_of_one_node(
     job: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -72,6 +73,7 @@ def test_sft_on_two_nodes_is_one_run_with_the_losses_of_one_node(
     assert two_nodes == pytest.approx(one_node, rel=LOSS_TOLERANCE)
 
 
+@pytest.mark.slow
 def test_a_node_whose_main_node_never_starts_fails_in_one_line(
     job: dict[str, Any], tmp_path: Path
 ) -> None:
@@ -93,6 +95,7 @@ def test_a_node_whose_main_node_never_starts_fails_in_one_line(
     assert processes_naming(tmp_path) == []
 
 
+@pytest.mark.slow
 def test_an_agent_with_a_python_tool_trains_on_two_nodes_each_running_its_own_episodes(
     tmp_path: Path,
 ) -> None:

@@ -3,6 +3,8 @@ beside swift's ``eval_loss``; a job without a reward keeps the loss only."""
 
 from __future__ import annotations
 
+import pytest
+
 import json
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,7 @@ class TestSwiftSftEval(SftEvalSuite):
         assert json.loads((run_dir / "swift_job.json").read_text())["rewards"]
 
 
+@pytest.mark.slow
 def test_one_dpo_step_with_eval_steps_logs_the_reward(job: dict[str, Any], tmp_path: Path) -> None:
     def pairs(digits: list[int]) -> str:
         return "".join(json.dumps({"prompt": f"Repeat: {d}", "ground_truth": str(d),

@@ -55,6 +55,7 @@ def cpu_only(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
 
 
+@pytest.mark.slow
 def test_swifts_format_beside_the_jobs_own_reward_trains_and_logs_both(
     tiny_model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

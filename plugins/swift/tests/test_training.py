@@ -18,6 +18,7 @@ from aworld_train.testing.fixtures import (
 )
 
 
+@pytest.mark.slow
 def test_grpo_trains_reports_checkpoints_and_saves(job: dict[str, Any], tmp_path: Path) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -86,6 +87,7 @@ def test_the_hub_token_reaches_swift_only_through_the_environment_and_output_sta
     assert "[INFO:swift]" in log and "'loss':" in log
 
 
+@pytest.mark.slow
 def test_sft_with_lora_keeps_the_adapter_merges_it_and_evaluates_at_the_end(
     job: dict[str, Any], tmp_path: Path
 ) -> None:
@@ -124,10 +126,12 @@ def test_sft_with_lora_keeps_the_adapter_merges_it_and_evaluates_at_the_end(
     assert_loads_without_peft(run_dir / "model")
 
 
+@pytest.mark.slow
 def test_interrupted_run_resumes_from_its_last_checkpoint(job: dict[str, Any]) -> None:
     assert_interrupted_run_resumes(job)
 
 
+@pytest.mark.slow
 def test_two_cpu_processes_train_one_job_through_torchrun(
     job: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -154,6 +158,7 @@ def test_two_cpu_processes_train_one_job_through_torchrun(
     assert [s["step"] for s in read_jsonl(run_dir / "samples.jsonl")] == [1] * 4 + [2] * 4
 
 
+@pytest.mark.slow
 def test_grpo_survives_completions_that_end_before_their_first_token(tmp_path: Path) -> None:
     """A random model over a ~100-token vocabulary ends some completions at once; ms-swift 4.6
     alone then stops at step 2 with 'Size does not match at dimension 1' (see patches.py)."""
@@ -190,6 +195,7 @@ def test_grpo_survives_completions_that_end_before_their_first_token(tmp_path: P
     assert min(m["completions/min_length"] for m in steps) == 0.0
 
 
+@pytest.mark.slow
 def test_dpo_prefers_the_ground_truth_over_the_rejected_reply(job: dict[str, Any], tmp_path: Path) -> None:
     rows = [{"prompt": f"Repeat: {d}", "ground_truth": str(d), "rejected": str((d + 1) % 10)}
             for d in DIGITS]

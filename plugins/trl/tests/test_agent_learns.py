@@ -10,6 +10,8 @@ runtime's endpoint:
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import os
 import subprocess
@@ -44,6 +46,7 @@ async def run(row, llm):
 '''
 
 
+@pytest.mark.slow
 def test_the_repeat_digit_recipe_learns_through_a_python_agent(tmp_path: Path) -> None:
     import yaml
 
@@ -86,6 +89,7 @@ TOOL_STEPS = 50
 TOOL_MARGIN = 0.2
 
 
+@pytest.mark.slow
 def test_the_calculator_agent_learns_to_call_its_tool(tmp_path: Path) -> None:
     """A tiny tool model that calls the calculator's ``multiply`` only sometimes, and otherwise
     guesses, learns through GRPO and the agent runtime to call it: over 50 steps the mean reward

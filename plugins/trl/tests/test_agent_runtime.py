@@ -28,6 +28,7 @@ def agent_job(tmp_path: Path, tiny_model: Path) -> Path:
     return write_agent_job(tmp_path, tiny_model, "trl", {"beta": 0.0})
 
 
+@pytest.mark.slow
 def test_a_python_agent_with_an_openai_client_trains_and_a_failing_episode_scores_0(
     agent_job: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -103,6 +104,7 @@ def test_an_agent_in_several_processes_is_refused_weights_sharded_over_them(
                                   "each of the 2 processes"), err
 
 
+@pytest.mark.slow
 def test_an_agent_that_hangs_is_stopped_at_the_time_limit(
     agent_job: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -178,6 +180,7 @@ def _rows() -> Any:
     return datasets.Dataset.from_list([{"prompt": "Repeat: 4", "ground_truth": "4"}] * 2)
 
 
+@pytest.mark.slow
 def test_the_calculator_examples_aworld_agent_trains_unchanged(tmp_path: Path) -> None:
     """The example's AWorld ``Agent`` (its MCP server over stdio, the object as the example
     builds it) runs through AWorld's own Runners in every GRPO episode."""

@@ -25,6 +25,7 @@ def _on_cpu(job: dict[str, Any]) -> None:
     job["config"]["trl"] = dict(job["config"]["trl"], use_cpu=True)
 
 
+@pytest.mark.slow
 def test_common_keys_job_trains_a_lora_adapter_and_a_merged_model(
     job: dict[str, Any], tiny_model: Path
 ) -> None:
@@ -36,6 +37,7 @@ def test_common_keys_job_trains_a_lora_adapter_and_a_merged_model(
     common_keys.assert_common_keys_run(trainer.run_dir.path, tiny_model)
 
 
+@pytest.mark.slow
 def test_bf16_on_cpu_computes_in_bf16_and_tensorboard_holds_the_reward(
     job: dict[str, Any]
 ) -> None:
@@ -45,6 +47,7 @@ def test_bf16_on_cpu_computes_in_bf16_and_tensorboard_holds_the_reward(
     common_keys.assert_tensorboard_holds_the_reward(common_keys.assert_trains_in_bf16(job))
 
 
+@pytest.mark.slow
 def test_a_lora_run_resumes_from_its_adapter_checkpoint(job: dict[str, Any]) -> None:
     job["config"] = dict(job["config"], lora={"rank": 4})
     run_dir = assert_interrupted_run_resumes(job)
@@ -53,6 +56,7 @@ def test_a_lora_run_resumes_from_its_adapter_checkpoint(job: dict[str, Any]) -> 
     assert_loads_without_peft(run_dir / "model")
 
 
+@pytest.mark.slow
 def test_eval_steps_score_the_test_set_greedily_and_samples_are_kept(
     job: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -80,6 +84,7 @@ def test_eval_steps_score_the_test_set_greedily_and_samples_are_kept(
         assert sample["rewards"]["length"] == min(len(sample["completion"]), 4) / 4
 
 
+@pytest.mark.slow
 def test_a_test_set_without_eval_steps_is_scored_once_at_the_end(job: dict[str, Any]) -> None:
     common_keys.write_test_set(job, [7, 8])
     job["config"] = dict(job["config"], max_steps=2, log_samples=0)

@@ -37,6 +37,7 @@ def test_the_certain_part_is_what_torch_allocates(tiny_model: Path,
         assert estimated.certain == 16 * shape.parameters
 
 
+@pytest.mark.slow
 def test_a_7b_full_fine_tune_is_refused_on_one_80_gb_gpu_and_passes_with_lora(
         tmp_path: Path, tiny_model: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
@@ -49,6 +50,7 @@ def test_a_7b_full_fine_tune_is_refused_on_one_80_gb_gpu_and_passes_with_lora(
     assert "LoRA fp32" in row and "fits on a 80 GB GPU (resources.gpu_memory_gb)" in row
 
 
+@pytest.mark.slow
 def test_without_a_gpu_the_estimate_has_no_verdict_and_goes_into_the_manifest(
         tmp_path: Path, tiny_model: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:

@@ -42,6 +42,7 @@ def _cpu(job: dict[str, Any], max_steps: int) -> Path:
     return write_job_file(job, nnodes=2)
 
 
+@pytest.mark.slow
 def test_grpo_on_two_nodes_is_one_run_on_node_zero(job: dict[str, Any], tmp_path: Path) -> None:
     with nodes(_cpu(job, max_steps=2), 2, tmp_path, _environment(tmp_path)) as (zero, one):
         assert zero.wait(RUN_S) == 0, zero.text()
@@ -59,6 +60,7 @@ def test_grpo_on_two_nodes_is_one_run_on_node_zero(job: dict[str, Any], tmp_path
     assert processes_naming(tmp_path) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kill", ["tree", "aworld-train only"])
 def test_a_killed_node_ends_the_other_with_one_error_and_a_failed_run(
     job: dict[str, Any], tmp_path: Path, kill: str
@@ -86,6 +88,7 @@ def test_a_killed_node_ends_the_other_with_one_error_and_a_failed_run(
 
 
 
+@pytest.mark.slow
 def test_an_agent_with_a_python_tool_trains_on_two_nodes_each_running_its_own_episodes(
     tmp_path: Path,
 ) -> None:

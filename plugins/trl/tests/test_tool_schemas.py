@@ -109,6 +109,7 @@ def advertised(server: Path) -> list[Any]:
     return asyncio.run(listing())
 
 
+@pytest.mark.slow
 def test_trl_renders_the_tool_schema_the_server_advertises(
     clock_job: dict[str, Any], tmp_path: Path
 ) -> None:

@@ -62,6 +62,7 @@ def tool_job(tmp_path: Path, tool_model: Path) -> dict[str, Any]:
     }
 
 
+@pytest.mark.slow
 def test_grpo_trains_with_mcp_tools_in_the_chat_template(tool_job: dict[str, Any]) -> None:
     trainer = AgentTrainer(**tool_job)
     checked = trainer.hand_off
@@ -97,6 +98,7 @@ def test_grpo_trains_with_mcp_tools_in_the_chat_template(tool_job: dict[str, Any
     assert all("tools/call_frequency" in m and m["agent_failed"] == 0.0 for m in steps)
 
 
+@pytest.mark.slow
 def test_grpo_rollout_runs_the_tool_the_model_calls(
     tool_job: dict[str, Any], tool_model: Path, tmp_path: Path
 ) -> None:

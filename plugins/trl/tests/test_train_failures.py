@@ -24,6 +24,7 @@ class TestTrlTrainFailures(TrainFailureSuite):
     traceback_holds = ("aworld_train_trl/training.py", "trl/trainer/")
 
 
+@pytest.mark.slow
 def test_a_crash_in_a_worker_process_ends_the_run_in_one_line(
     job: dict[str, Any], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -39,6 +39,7 @@ def _assert_token_kept_off_disk(run_dir: Path, calls: list[dict[str, Any]]) -> N
     assert os.environ.get("HF_TOKEN") != PLANTED_TOKEN
 
 
+@pytest.mark.slow
 def test_grpo_trains_reports_checkpoints_and_saves(job: dict[str, Any], tmp_path: Path) -> None:
     _plant_hub_token(job)
     trainer = AgentTrainer(**job)
@@ -70,6 +71,7 @@ def test_grpo_trains_reports_checkpoints_and_saves(job: dict[str, Any], tmp_path
     _assert_token_kept_off_disk(run_dir, calls)
 
 
+@pytest.mark.slow
 def test_sft_trains_on_prompt_and_ground_truth(job: dict[str, Any]) -> None:
     job["config"] = dict(job["config"], algorithm="sft", learning_rate=5e-3)
     job["config"].pop("num_generations")
@@ -86,10 +88,12 @@ def test_sft_trains_on_prompt_and_ground_truth(job: dict[str, Any]) -> None:
     _assert_model_reloads(run_dir / "model")
 
 
+@pytest.mark.slow
 def test_interrupted_run_resumes_from_its_last_checkpoint(job: dict[str, Any]) -> None:
     assert_interrupted_run_resumes(job)
 
 
+@pytest.mark.slow
 def test_two_cpu_processes_train_one_job(
     job: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
