@@ -80,7 +80,7 @@ ENVIRONMENT = {"OMP_WAIT_POLICY": "PASSIVE", "TRL_EXPERIMENTAL_SILENCE": "1"}
 # OpenAI client per episode (each episode has its own URL), as most agents are written; its
 # HTTP client (httpx) loads the CA bundle each time, ~26 ms of CPU. ``run_shared`` gives every
 # episode's client one HTTP client of the process (the OpenAI SDK's ``http_client``).
-PYTHON_AGENT = '''
+PYTHON_AGENT = """
 from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 
 HTTP = None
@@ -104,10 +104,10 @@ async def run_shared(row, llm):
     client = AsyncOpenAI(base_url=llm.base_url, api_key=llm.api_key, http_client=HTTP)
     reply = await client.chat.completions.create(model=llm.model, messages=messages_of(row))
     return reply.choices[0].message.content or ""
-'''
+"""
 # The same chat call over plain aiohttp, for the ``overhead`` sub-command: what the endpoint and
 # the recorder cost without the OpenAI SDK's own request handling.
-AIOHTTP_AGENT = '''
+AIOHTTP_AGENT = """
 
 async def run_aiohttp(row, llm):
     import aiohttp
@@ -117,7 +117,7 @@ async def run_aiohttp(row, llm):
         async with session.post(f"{llm.base_url}/chat/completions", json=body) as response:
             reply = await response.json()
     return reply["choices"][0]["message"]["content"] or ""
-'''
+"""
 # The agent function each kind of one-turn run trains.
 AGENT_FUNCTIONS = {"python": "run_shared", "python-new-client": "run"}
 
@@ -182,8 +182,15 @@ def instrument() -> dict[str, Any]:
     return record
 
 
-def repeat_digit_job(form: str, steps: int, seed: int, greedy: bool, run_path: Path,
-                     varied: bool = False, shape: dict[str, Any] | None = None) -> dict[str, Any]:
+def repeat_digit_job(
+    form: str,
+    steps: int,
+    seed: int,
+    greedy: bool,
+    run_path: Path,
+    varied: bool = False,
+    shape: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """AgentTrainer's arguments for the demo recipe, the agent as a plain prompt or a Python
     agent; no test set, no checkpoints. ``varied``: the varied-prompt job of
     :func:`varied_job_files` instead of the demo's model and rows. ``shape``: the sized job of
@@ -195,15 +202,24 @@ def repeat_digit_job(form: str, steps: int, seed: int, greedy: bool, run_path: P
     if shape:
         model = Path(shape["model"])
     train = WORK / "varied_train.jsonl" if varied else EXAMPLE / "build" / "train.jsonl"
-    config = dict(job["config"], max_steps=steps, seed=seed, logging_steps=1,
-                  save_steps=10 ** 6, model=str(model))
+    config = dict(
+        job["config"],
+        max_steps=steps,
+        seed=seed,
+        logging_steps=1,
+        save_steps=10**6,
+        model=str(model),
+    )
     if varied:
         config.update(batch_size=32, num_generations=2, max_completion_length=24)
     generation: dict[str, Any] = {}
     if shape:  # every completion as long as the budget, on both paths
-        config.update(batch_size=shape["prompts"] * shape["generations"],
-                      num_generations=shape["generations"],
-                      max_completion_length=shape["new_tokens"], learning_rate=1e-5)
+        config.update(
+            batch_size=shape["prompts"] * shape["generations"],
+            num_generations=shape["generations"],
+            max_completion_length=shape["new_tokens"],
+            learning_rate=1e-5,
+        )
         generation["min_new_tokens"] = shape["new_tokens"]
     config.pop("swift", None)
     if greedy:
@@ -215,9 +231,16 @@ def repeat_digit_job(form: str, steps: int, seed: int, greedy: bool, run_path: P
         agent["model"] = str(model)
     else:
         agent = f"{WORK / 'python_agent.py'}:{AGENT_FUNCTIONS[form]}"
-    return {"agent": agent, "config": config, "reward_func": str(EXAMPLE / "reward.py") + ":score",
-            "train_dataset": str(train), "run_path": run_path,
-            "train_engine_name": "trl", "base_dir": EXAMPLE, "show_progress": False}
+    return {
+        "agent": agent,
+        "config": config,
+        "reward_func": str(EXAMPLE / "reward.py") + ":score",
+        "train_dataset": str(train),
+        "run_path": run_path,
+        "train_engine_name": "trl",
+        "base_dir": EXAMPLE,
+        "show_progress": False,
+    }
 
 
 def varied_job_files() -> None:
@@ -244,11 +267,17 @@ def varied_job_files() -> None:
         tokenizer = AutoTokenizer.from_pretrained(model)
         exchanges = []
         for row in rows[:16]:
-            prompt = tokenizer(tokenizer.apply_chat_template(
-                [{"role": "user", "content": row["prompt"]}], add_generation_prompt=True,
-                tokenize=False), add_special_tokens=False)["input_ids"]
-            answer = tokenizer(row["ground_truth"] + tokenizer.eos_token,
-                               add_special_tokens=False)["input_ids"]
+            prompt = tokenizer(
+                tokenizer.apply_chat_template(
+                    [{"role": "user", "content": row["prompt"]}],
+                    add_generation_prompt=True,
+                    tokenize=False,
+                ),
+                add_special_tokens=False,
+            )["input_ids"]
+            answer = tokenizer(row["ground_truth"] + tokenizer.eos_token, add_special_tokens=False)[
+                "input_ids"
+            ]
             exchanges.append((prompt, prompt, answer, len(prompt)))
         loss = teach(model, exchanges, steps=40)
         (model / "taught.json").write_text(json.dumps({"loss": loss}))
@@ -256,21 +285,37 @@ def varied_job_files() -> None:
 
 def tool_job(steps: int, seed: int, run_path: Path, model: Path) -> dict[str, Any]:
     return {
-        "agent": {"name": "calculator", "system_prompt": TOOL_SYSTEM_PROMPT,
-                  "tools": [str(WORK / "tools.py") + ":multiply"], "max_turns": 2,
-                  "llm_temperature": 0.3},
+        "agent": {
+            "name": "calculator",
+            "system_prompt": TOOL_SYSTEM_PROMPT,
+            "tools": [str(WORK / "tools.py") + ":multiply"],
+            "max_turns": 2,
+            "llm_temperature": 0.3,
+        },
         "config": tool_config(steps, seed, model),
         "reward_func": "answer_match",
         "train_dataset": str(WORK / "tool_train.jsonl"),
-        "run_path": run_path, "train_engine_name": "trl", "base_dir": WORK,
+        "run_path": run_path,
+        "train_engine_name": "trl",
+        "base_dir": WORK,
         "show_progress": False,
     }
 
 
 def tool_config(steps: int, seed: int, model: Path) -> dict[str, Any]:
-    return {"algorithm": "grpo", "model": str(model), "max_steps": steps, "batch_size": 8,
-            "num_generations": 8, "max_completion_length": 160, "learning_rate": 1e-5,
-            "logging_steps": 1, "save_steps": 10 ** 6, "seed": seed, "trl": {"beta": 0.0}}
+    return {
+        "algorithm": "grpo",
+        "model": str(model),
+        "max_steps": steps,
+        "batch_size": 8,
+        "num_generations": 8,
+        "max_completion_length": 160,
+        "learning_rate": 1e-5,
+        "logging_steps": 1,
+        "save_steps": 10**6,
+        "seed": seed,
+        "trl": {"beta": 0.0},
+    }
 
 
 def trl_tool_trainer(steps: int, seed: int, model: Path, output: Path) -> Any:
@@ -289,23 +334,47 @@ def trl_tool_trainer(steps: int, seed: int, model: Path, output: Path) -> Any:
         texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
         return [float(answer_match("", text, truth)) for text, truth in zip(texts, ground_truth)]
 
-    rows = [{"prompt": [{"role": "system", "content": TOOL_SYSTEM_PROMPT},
-                        {"role": "user", "content": TOOL_ROW["prompt"]}],
-             "ground_truth": TOOL_ROW["ground_truth"]}] * 64
-    args = GRPOConfig(output_dir=str(output), use_cpu=True, bf16=False, seed=seed,
-                      max_steps=steps, per_device_train_batch_size=8, num_generations=8,
-                      max_completion_length=160, learning_rate=1e-5, logging_steps=1,
-                      save_strategy="no", report_to="none", beta=0.0, temperature=0.3,
-                      max_tool_calling_iterations=1, disable_tqdm=True)
+    rows = [
+        {
+            "prompt": [
+                {"role": "system", "content": TOOL_SYSTEM_PROMPT},
+                {"role": "user", "content": TOOL_ROW["prompt"]},
+            ],
+            "ground_truth": TOOL_ROW["ground_truth"],
+        }
+    ] * 64
+    args = GRPOConfig(
+        output_dir=str(output),
+        use_cpu=True,
+        bf16=False,
+        seed=seed,
+        max_steps=steps,
+        per_device_train_batch_size=8,
+        num_generations=8,
+        max_completion_length=160,
+        learning_rate=1e-5,
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        beta=0.0,
+        temperature=0.3,
+        max_tool_calling_iterations=1,
+        disable_tqdm=True,
+    )
     # TRL reads tool calls back with a response template it knows by the chat template; the tiny
     # model's template writes calls as Qwen's does (<tool_call>{json}</tool_call>).
     from trl.chat_template_utils import qwen3_template
 
     tokenizer = AutoTokenizer.from_pretrained(model)
     tokenizer.response_template = qwen3_template
-    return GRPOTrainer(model=str(model), reward_funcs=[reward], args=args,
-                       train_dataset=datasets.Dataset.from_list(rows),
-                       processing_class=tokenizer, tools=[multiply])
+    return GRPOTrainer(
+        model=str(model),
+        reward_funcs=[reward],
+        args=args,
+        train_dataset=datasets.Dataset.from_list(rows),
+        processing_class=tokenizer,
+        tools=[multiply],
+    )
 
 
 def child(spec: dict[str, Any]) -> dict[str, Any]:
@@ -317,17 +386,31 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
     if spec["kind"] in ("plain", *AGENT_FUNCTIONS):
         WORK.mkdir(parents=True, exist_ok=True)
         (WORK / "python_agent.py").write_text(PYTHON_AGENT)
-        trainer = AgentTrainer(**repeat_digit_job(spec["kind"], spec["steps"], spec["seed"],
-                                                  spec["greedy"], run_path, spec.get("varied", False),
-                                                  spec.get("shape")))
+        trainer = AgentTrainer(
+            **repeat_digit_job(
+                spec["kind"],
+                spec["steps"],
+                spec["seed"],
+                spec["greedy"],
+                run_path,
+                spec.get("varied", False),
+                spec.get("shape"),
+            )
+        )
         trainer.train()
-        metrics = [json.loads(line) for line in
-                   (trainer.run_dir.path / "metrics.jsonl").read_text().splitlines()]
+        metrics = [
+            json.loads(line)
+            for line in (trainer.run_dir.path / "metrics.jsonl").read_text().splitlines()
+        ]
     elif spec["kind"] == "tool-runtime":
-        trainer = AgentTrainer(**tool_job(spec["steps"], spec["seed"], run_path, Path(spec["model"])))
+        trainer = AgentTrainer(
+            **tool_job(spec["steps"], spec["seed"], run_path, Path(spec["model"]))
+        )
         trainer.train()
-        metrics = [json.loads(line) for line in
-                   (trainer.run_dir.path / "metrics.jsonl").read_text().splitlines()]
+        metrics = [
+            json.loads(line)
+            for line in (trainer.run_dir.path / "metrics.jsonl").read_text().splitlines()
+        ]
     else:
         trainer = trl_tool_trainer(spec["steps"], spec["seed"], Path(spec["model"]), run_path)
         trainer.train()
@@ -354,9 +437,13 @@ def run_child(spec: dict[str, Any]) -> dict[str, Any]:
     run_path = WORK / "runs" / f"{spec['kind']}-{time.time_ns()}"
     spec = dict(spec, run_path=str(run_path))
     load = os.getloadavg()[0]
-    done = subprocess.run([sys.executable, __file__, "_child", json.dumps(spec)],
-                          env={**os.environ, **ENVIRONMENT}, capture_output=True, text=True,
-                          check=False)
+    done = subprocess.run(
+        [sys.executable, __file__, "_child", json.dumps(spec)],
+        env={**os.environ, **ENVIRONMENT},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if done.returncode != 0:
         raise SystemExit(f"{spec['kind']} run failed:\n{done.stderr[-4000:]}")
     report = json.loads(done.stdout.strip().splitlines()[-1])
@@ -369,12 +456,17 @@ def throughput(report: dict[str, Any]) -> dict[str, float]:
     steps = report["step_wall_cpu_s"][WARMUP_STEPS:]
     tokens = report["completion_tokens"][WARMUP_STEPS:]
     wall = sum(w for w, _ in steps)
-    return {"steps_per_s": len(steps) / wall, "tokens_per_s": sum(tokens) / wall,
-            "s_per_step": wall / len(steps), "cpu_s_per_step": sum(c for _, c in steps) / len(steps)}
+    return {
+        "steps_per_s": len(steps) / wall,
+        "tokens_per_s": sum(tokens) / wall,
+        "s_per_step": wall / len(steps),
+        "cpu_s_per_step": sum(c for _, c in steps) / len(steps),
+    }
 
 
-def compare(args: argparse.Namespace, kinds: tuple[str, str], base: dict[str, Any]
-            ) -> dict[str, Any]:
+def compare(
+    args: argparse.Namespace, kinds: tuple[str, str], base: dict[str, Any]
+) -> dict[str, Any]:
     """Interleaved runs of two kinds; the median figures of each and their ratio."""
     figures: dict[str, list[dict[str, float]]] = {kind: [] for kind in kinds}
     loads: dict[str, list[Any]] = {kind: [] for kind in kinds}
@@ -384,21 +476,36 @@ def compare(args: argparse.Namespace, kinds: tuple[str, str], base: dict[str, An
             report = run_child(dict(base, kind=kind, steps=args.steps, seed=args.seed))
             figures[kind].append(throughput(report))
             loads[kind].append(report["load"])
-            extra[kind].append({"reward_mean": statistics.mean(report["rewards"]),
-                                "tool_calls": report["tool_calls"][:3],
-                                "generate_calls_per_step":
-                                    len(report["generate_batches"]) / args.steps,
-                                "agent_failed": max(x or 0.0 for x in report["agent_failed"])})
+            extra[kind].append(
+                {
+                    "reward_mean": statistics.mean(report["rewards"]),
+                    "tool_calls": report["tool_calls"][:3],
+                    "generate_calls_per_step": len(report["generate_batches"]) / args.steps,
+                    "agent_failed": max(x or 0.0 for x in report["agent_failed"]),
+                }
+            )
             print(kind, figures[kind][-1], report["load"], file=sys.stderr, flush=True)
-    median = {kind: {key: statistics.median(f[key] for f in runs) for key in runs[0]}
-              for kind, runs in figures.items()}
+    median = {
+        kind: {key: statistics.median(f[key] for f in runs) for key in runs[0]}
+        for kind, runs in figures.items()
+    }
     own = kinds[-1]  # the engine's own path; the others go through the runtime
-    return {"steps": args.steps, "repeats": args.repeats, "warmup_steps": WARMUP_STEPS,
-            "runs": figures, "load_before_after": loads, "episodes": extra, "median": median,
-            "throughput_over_own": {kind: median[kind]["steps_per_s"] / median[own]["steps_per_s"]
-                                    for kind in kinds[:-1]},
-            "cpu_per_step_over_own": {kind: median[kind]["cpu_s_per_step"] / median[own]["cpu_s_per_step"]
-                                      for kind in kinds[:-1]}}
+    return {
+        "steps": args.steps,
+        "repeats": args.repeats,
+        "warmup_steps": WARMUP_STEPS,
+        "runs": figures,
+        "load_before_after": loads,
+        "episodes": extra,
+        "median": median,
+        "throughput_over_own": {
+            kind: median[kind]["steps_per_s"] / median[own]["steps_per_s"] for kind in kinds[:-1]
+        },
+        "cpu_per_step_over_own": {
+            kind: median[kind]["cpu_s_per_step"] / median[own]["cpu_s_per_step"]
+            for kind in kinds[:-1]
+        },
+    }
 
 
 def one_turn(args: argparse.Namespace) -> dict[str, Any]:
@@ -409,11 +516,19 @@ def one_turn(args: argparse.Namespace) -> dict[str, Any]:
     if args.model_size == "demo":
         return compare(args, (*args.kinds, "plain"), {"greedy": False})
     model, parameters = sized_model(args.model_size)
-    shape = {"model": str(model), "new_tokens": args.new_tokens, "prompts": args.prompts,
-             "generations": args.generations}
+    shape = {
+        "model": str(model),
+        "new_tokens": args.new_tokens,
+        "prompts": args.prompts,
+        "generations": args.generations,
+    }
     result = compare(args, (*args.kinds, "plain"), {"greedy": False, "shape": shape})
-    result["shape"] = dict(shape, model_size=args.model_size, parameters=parameters,
-                           completions_per_step=args.prompts * args.generations)
+    result["shape"] = dict(
+        shape,
+        model_size=args.model_size,
+        parameters=parameters,
+        completions_per_step=args.prompts * args.generations,
+    )
     return result
 
 
@@ -425,12 +540,12 @@ def sized_model(size: str) -> tuple[Path, int]:
     try:
         width, layers = (int(part) for part in size.lower().split("x"))
     except ValueError:
-        raise SystemExit(f"error: --model-size: expected WIDTHxLAYERS such as 512x8, got {size!r}"
-                         ) from None
+        raise SystemExit(
+            f"error: --model-size: expected WIDTHxLAYERS such as 512x8, got {size!r}"
+        ) from None
     model = WORK / f"model_{width}x{layers}"
     if not (model / "config.json").is_file():
-        build_tiny_model(model, hidden_size=width, num_layers=layers,
-                         num_heads=max(1, width // 64))
+        build_tiny_model(model, hidden_size=width, num_layers=layers, num_heads=max(1, width // 64))
     from safetensors.numpy import load_file
 
     return model, sum(weights.size for weights in load_file(model / "model.safetensors").values())
@@ -442,23 +557,29 @@ def greedy(args: argparse.Namespace) -> dict[str, Any]:
     varied_job_files()
     result: dict[str, Any] = {}
     for job, varied in (("repeat_digit", False), ("varied_prompts", True)):
-        runs = {kind: run_child({"kind": kind, "steps": 1, "seed": args.seed, "greedy": True,
-                                 "varied": varied}) for kind in ("plain", "python")}
+        runs = {
+            kind: run_child(
+                {"kind": kind, "steps": 1, "seed": args.seed, "greedy": True, "varied": varied}
+            )
+            for kind in ("plain", "python")
+        }
         plain, python = (runs[k]["first_completions"] for k in ("plain", "python"))
         result[job] = {
             "completions": len(plain),
             "equal": plain == python,
             "rows_differing": sum(a != b for a, b in zip(plain, python)),
             "distinct_completions": len({tuple(c) for c in plain}),
-            "plain_first": plain[:3], "python_first": python[:3],
+            "plain_first": plain[:3],
+            "python_first": python[:3],
             "tokens": {k: runs[k]["completion_tokens"] for k in runs},
             "generate_batches": runs["python"]["generate_batches"],
         }
     return result
 
 
-def teach(model: Path, exchanges: list[tuple[list[int], list[int], list[int], int]], steps: int = 300
-          ) -> float:
+def teach(
+    model: Path, exchanges: list[tuple[list[int], list[int], list[int], int]], steps: int = 300
+) -> float:
     """Overfit the model on each (prompt, call turn + tool result context, answer) exchange, as
     test_tools.py's ``_teach_exchange`` does: only the model's two turns are trained."""
     import torch
@@ -468,8 +589,8 @@ def teach(model: Path, exchanges: list[tuple[list[int], list[int], list[int], in
     for prompt_ids, context_ids, answer_ids, call_end in exchanges:
         input_ids = context_ids + answer_ids
         labels = [-100] * len(input_ids)
-        labels[len(prompt_ids):call_end] = input_ids[len(prompt_ids):call_end]
-        labels[len(context_ids):] = answer_ids
+        labels[len(prompt_ids) : call_end] = input_ids[len(prompt_ids) : call_end]
+        labels[len(context_ids) :] = answer_ids
         batch.append({"input_ids": torch.tensor([input_ids]), "labels": torch.tensor([labels])})
     torch.manual_seed(0)
     policy = AutoModelForCausalLM.from_pretrained(model)
@@ -511,21 +632,31 @@ def tool_model() -> tuple[Path, dict[str, Any]]:
         return model, {**info, **json.loads(stamp.read_text())}
     build_tiny_model(model, extra_tokens=("<answer>", "</answer>"), max_positions=4096, tools=True)
     tokenizer = AutoTokenizer.from_pretrained(model)
-    prompt = [{"role": "system", "content": TOOL_SYSTEM_PROMPT},
-              {"role": "user", "content": TOOL_ROW["prompt"]}]
+    prompt = [
+        {"role": "system", "content": TOOL_SYSTEM_PROMPT},
+        {"role": "user", "content": TOOL_ROW["prompt"]},
+    ]
     call = {"type": "function", "function": {"name": "multiply", "arguments": {"a": 12, "b": 34}}}
     exchanges = []
-    for schemas in ([ours] if ours == theirs else [ours, theirs]):
+    for schemas in [ours] if ours == theirs else [ours, theirs]:
+
         def render(messages: list[dict[str, Any]], schemas: Any = schemas) -> list[int]:
-            text = tokenizer.apply_chat_template(messages, tools=schemas,
-                                                 add_generation_prompt=True, tokenize=False)
+            text = tokenizer.apply_chat_template(
+                messages, tools=schemas, add_generation_prompt=True, tokenize=False
+            )
             return tokenizer(text, add_special_tokens=False)["input_ids"]
 
         prompt_ids = render(prompt)
-        context_ids = render([*prompt, {"role": "assistant", "content": "", "tool_calls": [call]},
-                              {"role": "tool", "name": "multiply", "content": "408"}])
-        answer_ids = tokenizer(TOOL_ANSWER + tokenizer.eos_token,
-                               add_special_tokens=False)["input_ids"]
+        context_ids = render(
+            [
+                *prompt,
+                {"role": "assistant", "content": "", "tool_calls": [call]},
+                {"role": "tool", "name": "multiply", "content": "408"},
+            ]
+        )
+        answer_ids = tokenizer(TOOL_ANSWER + tokenizer.eos_token, add_special_tokens=False)[
+            "input_ids"
+        ]
         call_end = (context_ids + answer_ids).index(tokenizer.eos_token_id, len(prompt_ids)) + 1
         exchanges.append((prompt_ids, context_ids, answer_ids, call_end))
     loss = teach(model, exchanges)
@@ -556,13 +687,16 @@ def overhead(args: argparse.Namespace) -> dict[str, Any]:
     (WORK / "python_agent.py").write_text(PYTHON_AGENT + AIOHTTP_AGENT)
     tokenizer = AutoTokenizer.from_pretrained(EXAMPLE / "build" / "model")
     end = tokenizer.eos_token_id
-    rows = [{"prompt": [{"role": "user", "content": f"Repeat: {d % 10}"}], "ground_truth": str(d % 10)}
-            for d in range(args.episodes)]
+    rows = [
+        {"prompt": [{"role": "user", "content": f"Repeat: {d % 10}"}], "ground_truth": str(d % 10)}
+        for d in range(args.episodes)
+    ]
     figures = {}
     for function in ("run_shared", "run", "run_aiohttp"):
         spec = load_agent(f"{WORK / 'python_agent.py'}:{function}", None)
-        generate = BatchedGenerate(lambda prompts, _: [Generated([21, end], [0.0, 0.0])
-                                                       for _ in prompts])
+        generate = BatchedGenerate(
+            lambda prompts, _: [Generated([21, end], [0.0, 0.0]) for _ in prompts]
+        )
         runtime = AgentRuntime(spec, None, ChatRenderer(tokenizer), generate, Limits(1, 8))
         generate.runtime = runtime
         runtime.run(rows)  # warm-up: imports, the endpoint
@@ -573,13 +707,19 @@ def overhead(args: argparse.Namespace) -> dict[str, Any]:
             times.append((time.perf_counter() - wall, time.process_time() - cpu))
             assert all(r.failure is None for r in results), results[0].failure
         # The mean counts the garbage collector's full collections, which a median leaves out.
-        figures[function] = {"wall_cpu_s": times,
-                             "median_wall_s": statistics.median(w for w, _ in times),
-                             "median_cpu_s": statistics.median(c for _, c in times),
-                             "mean_cpu_s": statistics.mean(c for _, c in times)}
+        figures[function] = {
+            "wall_cpu_s": times,
+            "median_wall_s": statistics.median(w for w, _ in times),
+            "median_cpu_s": statistics.median(c for _, c in times),
+            "mean_cpu_s": statistics.mean(c for _, c in times),
+        }
         print(function, figures[function], file=sys.stderr, flush=True)
-    return {"episodes": args.episodes, "repeats": args.repeats, "load": os.getloadavg()[0],
-            "agents": figures}
+    return {
+        "episodes": args.episodes,
+        "repeats": args.repeats,
+        "load": os.getloadavg()[0],
+        "agents": figures,
+    }
 
 
 def learn(args: argparse.Namespace) -> dict[str, Any]:
@@ -592,12 +732,18 @@ def learn(args: argparse.Namespace) -> dict[str, Any]:
             report = run_child({"kind": kind, "steps": args.steps, "seed": seed, "greedy": False})
             rewards = report["rewards"]
             tenth = max(1, len(rewards) // 10)
-            runs.append({"kind": kind, "seed": seed, "first_tenth": statistics.mean(rewards[:tenth]),
-                         "last_tenth": statistics.mean(rewards[-tenth:]),
-                         "rise": statistics.mean(rewards[-tenth:]) - statistics.mean(rewards[:tenth]),
-                         "wall_s": time.perf_counter() - wall,
-                         "train_cpu_s": sum(c for _, c in report["step_wall_cpu_s"]),
-                         "load": report["load"]})
+            runs.append(
+                {
+                    "kind": kind,
+                    "seed": seed,
+                    "first_tenth": statistics.mean(rewards[:tenth]),
+                    "last_tenth": statistics.mean(rewards[-tenth:]),
+                    "rise": statistics.mean(rewards[-tenth:]) - statistics.mean(rewards[:tenth]),
+                    "wall_s": time.perf_counter() - wall,
+                    "train_cpu_s": sum(c for _, c in report["step_wall_cpu_s"]),
+                    "load": report["load"],
+                }
+            )
             print(runs[-1], file=sys.stderr, flush=True)
     return {"steps": args.steps, "runs": runs}
 
@@ -616,9 +762,14 @@ def learn_tool(args: argparse.Namespace) -> dict[str, Any]:
         teaching_cpu = time.process_time() - cpu
         load = os.getloadavg()[0]
         wall, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
-        done = subprocess.run([str(Path(sys.executable).parent / "aworld-train"), "train", str(job)],
-                              cwd=folder, env={**os.environ, **ENVIRONMENT}, capture_output=True,
-                              text=True, check=False)
+        done = subprocess.run(
+            [str(Path(sys.executable).parent / "aworld-train"), "train", str(job)],
+            cwd=folder,
+            env={**os.environ, **ENVIRONMENT},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if done.returncode != 0:
             raise SystemExit(f"seed {seed}: training failed:\n{done.stderr[-4000:]}")
@@ -634,14 +785,19 @@ def learn_tool(args: argparse.Namespace) -> dict[str, Any]:
             figures[f"{name}_last_tenth"] = statistics.mean(values[-tenth:])
         figures.update(
             agent_failed=max(m.get("agent_failed", 0.0) for m in steps),
-            call_probability=taught["call_probability"], teaching_exact=taught["exact"],
+            call_probability=taught["call_probability"],
+            teaching_exact=taught["exact"],
             teaching_cpu_s=teaching_cpu,
             train_wall_s=time.perf_counter() - wall,
             train_cpu_s=(after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
-            load=(round(load, 2), round(os.getloadavg()[0], 2)))
+            load=(round(load, 2), round(os.getloadavg()[0], 2)),
+        )
         runs.append(figures)
-        print({k: v for k, v in figures.items() if k not in ("reward", "tool_calls")},
-              file=sys.stderr, flush=True)
+        print(
+            {k: v for k, v in figures.items() if k not in ("reward", "tool_calls")},
+            file=sys.stderr,
+            flush=True,
+        )
     return {"steps": args.steps, "runs": runs}
 
 
@@ -657,16 +813,29 @@ def main() -> None:
         sub.add_argument("--repeats", type=int, default=3)
         sub.add_argument("--seed", type=int, default=0)
         if name == "one-turn":
-            sub.add_argument("--kinds", nargs="+", default=["python"],
-                             choices=["python", "python-new-client"])
-            sub.add_argument("--model-size", default="demo",
-                             help="the demo's model, or a random Qwen2 of WIDTHxLAYERS (512x8)")
-            sub.add_argument("--new-tokens", type=int, default=32,
-                             help="with --model-size: tokens in every completion")
-            sub.add_argument("--prompts", type=int, default=4,
-                             help="with --model-size: prompts per step")
-            sub.add_argument("--generations", type=int, default=8,
-                             help="with --model-size: completions per prompt")
+            sub.add_argument(
+                "--kinds", nargs="+", default=["python"], choices=["python", "python-new-client"]
+            )
+            sub.add_argument(
+                "--model-size",
+                default="demo",
+                help="the demo's model, or a random Qwen2 of WIDTHxLAYERS (512x8)",
+            )
+            sub.add_argument(
+                "--new-tokens",
+                type=int,
+                default=32,
+                help="with --model-size: tokens in every completion",
+            )
+            sub.add_argument(
+                "--prompts", type=int, default=4, help="with --model-size: prompts per step"
+            )
+            sub.add_argument(
+                "--generations",
+                type=int,
+                default=8,
+                help="with --model-size: completions per prompt",
+            )
     sub = commands.add_parser("greedy")
     sub.add_argument("--seed", type=int, default=0)
     sub = commands.add_parser("overhead")
@@ -680,8 +849,14 @@ def main() -> None:
     sub.add_argument("--steps", type=int, default=50)
     sub.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     args = parser.parse_args()
-    result = {"one-turn": one_turn, "greedy": greedy, "tools": tools, "overhead": overhead,
-              "learn": learn, "learn-tool": learn_tool}[args.command](args)
+    result = {
+        "one-turn": one_turn,
+        "greedy": greedy,
+        "tools": tools,
+        "overhead": overhead,
+        "learn": learn,
+        "learn-tool": learn_tool,
+    }[args.command](args)
     print(json.dumps(result, indent=2))
 
 

@@ -24,18 +24,30 @@ ROW = re.compile(r"^│ (\w[\w ]*?)\s+│ (\w+)\s+│.*│\s+([\d.]+)s │$")
 
 
 def one_check(engine: str) -> dict:
-    command = [str(Path(sys.executable).with_name("aworld-train")), "check", str(JOB),
-               "--engine", engine]
+    command = [
+        str(Path(sys.executable).with_name("aworld-train")),
+        "check",
+        str(JOB),
+        "--engine",
+        engine,
+    ]
     started = time.perf_counter()
-    done = subprocess.run(["/usr/bin/time", "-f", "%M", *command], capture_output=True,
-                          text=True, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+    done = subprocess.run(
+        ["/usr/bin/time", "-f", "%M", *command],
+        capture_output=True,
+        text=True,
+        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"},
+    )
     seconds = time.perf_counter() - started
     if done.returncode != 0:
         sys.exit(f"check failed: {done.stderr.strip().splitlines()[-2:]}")
     rows = [ROW.match(line) for line in done.stdout.splitlines()]
     steps = {f"{row[1]} ({row[2]})": float(row[3]) for row in rows if row}
-    return {"seconds": round(seconds, 2), "peak_mb": round(int(done.stderr.split()[-1]) / 1024),
-            "steps": steps}
+    return {
+        "seconds": round(seconds, 2),
+        "peak_mb": round(int(done.stderr.split()[-1]) / 1024),
+        "steps": steps,
+    }
 
 
 def main() -> None:
@@ -45,11 +57,18 @@ def main() -> None:
     args = parser.parse_args()
     runs = [one_check(args.engine) for _ in range(args.repeats)]
     best = min(runs, key=lambda run: run["seconds"])
-    print(json.dumps({"engine": args.engine,
-                      "seconds": [run["seconds"] for run in runs],
-                      "median_seconds": statistics.median(run["seconds"] for run in runs),
-                      "peak_mb": best["peak_mb"],
-                      "steps_of_the_fastest": best["steps"]}, indent=2))
+    print(
+        json.dumps(
+            {
+                "engine": args.engine,
+                "seconds": [run["seconds"] for run in runs],
+                "median_seconds": statistics.median(run["seconds"] for run in runs),
+                "peak_mb": best["peak_mb"],
+                "steps_of_the_fastest": best["steps"],
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -53,8 +53,11 @@ def write_rows(path: Path, rows: int, faulty_last: bool = False) -> None:
     with path.open("w", encoding="utf-8") as handle:
         for index in range(rows):
             digit = str(rng.randrange(10))
-            row = {"prompt": f"Repeat: {digit}", "ground_truth": digit,
-                   "data_source": "repeat_digit"}
+            row = {
+                "prompt": f"Repeat: {digit}",
+                "ground_truth": digit,
+                "data_source": "repeat_digit",
+            }
             if faulty_last and index == rows - 1:
                 del row["ground_truth"]
             handle.write(json.dumps(row) + "\n")
@@ -67,16 +70,24 @@ def measure(what: str, path: Path, core: Path | None, exit_code: int = 0) -> dic
     if core is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(core), env.get("PYTHONPATH")]))
     started = time.perf_counter()
-    result = subprocess.run([sys.executable, "-c", CHILD, what, str(path)], capture_output=True,
-                            text=True, env=env, cwd=path.parent)
+    result = subprocess.run(
+        [sys.executable, "-c", CHILD, what, str(path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=path.parent,
+    )
     seconds = time.perf_counter() - started
     if result.returncode != 0 or not result.stdout.strip():
         raise SystemExit(f"{what} on {path} failed:\n{result.stderr}")
     figures = json.loads(result.stdout.strip().splitlines()[-1])
     if figures["exit_code"] != exit_code:
         raise SystemExit(f"{what} on {path} exited {figures['exit_code']}:\n{result.stderr}")
-    return {"seconds": round(seconds, 2), "cpu_seconds": round(figures["cpu_seconds"], 2),
-            "peak_mb": round(figures["peak_mb"], 1)}
+    return {
+        "seconds": round(seconds, 2),
+        "cpu_seconds": round(figures["cpu_seconds"], 2),
+        "peak_mb": round(figures["peak_mb"], 1),
+    }
 
 
 def main() -> None:
@@ -94,8 +105,10 @@ def main() -> None:
                 data = Path(folder) / f"train_{rows}_{faulty}.jsonl"
                 write_rows(data, rows, faulty)
                 job = data.with_suffix(".yaml")
-                job.write_text(f"engine: {args.engine}\ntrain_dataset: {data.name}\n"
-                               "reward: exact_match\nconfig: {max_steps: 1}\n")
+                job.write_text(
+                    f"engine: {args.engine}\ntrain_dataset: {data.name}\n"
+                    "reward: exact_match\nconfig: {max_steps: 1}\n"
+                )
                 if not faulty:
                     figures["load_dataset"] = measure("load_dataset", data, core)
                 figures[name] = measure("check", job, core, 2 if faulty else 0)
@@ -105,8 +118,7 @@ def main() -> None:
     print("wall s / CPU s / peak MB")
     print(f"{'rows':>9}" + "".join(f"  {kind:>24}" for kind in kinds))
     for figures in results:
-        print(f"{figures['rows']:>9,}" + "".join(
-            f"  {_cell(figures[kind]):>24}" for kind in kinds))
+        print(f"{figures['rows']:>9,}" + "".join(f"  {_cell(figures[kind]):>24}" for kind in kinds))
     print(json.dumps(results))
 
 

@@ -38,26 +38,51 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as site:
         for engine in ("trl", "swift", "verl"):
-            subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
-                            "--target", site, str(ROOT / "plugins" / engine)],
-                           check=True)
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "install",
+                    "-q",
+                    "--no-deps",
+                    "--target",
+                    site,
+                    str(ROOT / "plugins" / engine),
+                ],
+                check=True,
+            )
         env = {**os.environ, "PYTHONPATH": site, "AWORLD_TRAIN_DISABLE_PLUGINS": ""}
         listing = [sys.executable, "-m", "aworld_train.cli", "engines"]
         shown = subprocess.run(listing, env=env, capture_output=True, text=True, check=True).stdout
-        probe = ("import sys; from aworld_train.cli import main\n"
-                 "try:\n    main(['engines', '--json'])\nexcept SystemExit:\n    pass\n"
-                 f"print([m for m in sys.modules if m.split('.')[0] in {HEAVY!r}])")
-        imported = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
-                                  text=True, check=True).stdout.strip().splitlines()[-1]
-        baseline = timed([sys.executable, "-c", "import pluggy, importlib.metadata"], env, args.runs)
+        probe = (
+            "import sys; from aworld_train.cli import main\n"
+            "try:\n    main(['engines', '--json'])\nexcept SystemExit:\n    pass\n"
+            f"print([m for m in sys.modules if m.split('.')[0] in {HEAVY!r}])"
+        )
+        imported = (
+            subprocess.run(
+                [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
+            )
+            .stdout.strip()
+            .splitlines()[-1]
+        )
+        baseline = timed(
+            [sys.executable, "-c", "import pluggy, importlib.metadata"], env, args.runs
+        )
         ours = timed(listing, env, args.runs)
     print(shown)
-    print(json.dumps({
-        "engines_listed_s": round(ours, 4),
-        "pluggy_import_s": round(baseline, 4),
-        "ratio": round(ours / baseline, 2),
-        "heavy_modules_imported": imported,
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "engines_listed_s": round(ours, 4),
+                "pluggy_import_s": round(baseline, 4),
+                "ratio": round(ours / baseline, 2),
+                "heavy_modules_imported": imported,
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -42,9 +42,12 @@ EXAMPLE = ROOT / "examples" / "repeat_digit"
 BIN = Path(sys.executable).parent
 # The console entry point, and the same CLI without the entry point's thread policy.
 PLAIN = [str(BIN / "aworld-train")]
-BYPASS = [sys.executable, "-c",
-          "import sys; from aworld_train.cli import cli; "
-          "cli.main(args=sys.argv[1:], prog_name='aworld-train')"]
+BYPASS = [
+    sys.executable,
+    "-c",
+    "import sys; from aworld_train.cli import cli; "
+    "cli.main(args=sys.argv[1:], prog_name='aworld-train')",
+]
 ARMS: dict[str, tuple[list[str], dict[str, str]]] = {
     "plain": (PLAIN, {}),
     "make demo": (PLAIN, {"OMP_WAIT_POLICY": "PASSIVE"}),
@@ -78,10 +81,25 @@ def train_once(arm: str, job: Path, steps: int, run_path: Path, timeout: float) 
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     process = subprocess.Popen(
-        [*command, "train", str(job), "--run-path", str(run_path), "-o", f"max_steps={steps}",
-         "-o", f"save_steps={steps * 10}", "-o", "logging_steps=5"],
-        env=environment(extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True)
+        [
+            *command,
+            "train",
+            str(job),
+            "--run-path",
+            str(run_path),
+            "-o",
+            f"max_steps={steps}",
+            "-o",
+            f"save_steps={steps * 10}",
+            "-o",
+            "logging_steps=5",
+        ],
+        env=environment(extra),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         stdout, stderr = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:  # a run this slow is stopped; its steps so far count
@@ -94,16 +112,26 @@ def train_once(arm: str, job: Path, steps: int, run_path: Path, timeout: float) 
         raise SystemExit(f"{arm} failed:\n{stderr[-3000:]}")
     runtime = _RUNTIME.search(stdout)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {"arm": arm, "finished": finished, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
-            "train_runtime_s": float(runtime.group(1)) if runtime else None,
-            "s_per_step": seconds_per_step(run_path), "load_1m": round(load, 2)}
+    return {
+        "arm": arm,
+        "finished": finished,
+        "wall_s": round(wall, 2),
+        "cpu_s": round(cpu, 2),
+        "train_runtime_s": float(runtime.group(1)) if runtime else None,
+        "s_per_step": seconds_per_step(run_path),
+        "load_1m": round(load, 2),
+    }
 
 
 def seconds_per_step(run_path: Path) -> float | None:
     """Seconds a training step took, between the first and the last step the run logged (so
     model loading and the final evaluation are left out, and a stopped run still counts)."""
-    logged = [json.loads(line) for path in run_path.glob("*/metrics.jsonl")
-              for line in path.read_text().splitlines() if line.strip()]
+    logged = [
+        json.loads(line)
+        for path in run_path.glob("*/metrics.jsonl")
+        for line in path.read_text().splitlines()
+        if line.strip()
+    ]
     timed = [(row["step"], row["time"]) for row in logged if "time" in row and "step" in row]
     if len(timed) < 2:
         return None
@@ -116,9 +144,11 @@ def medians(runs: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     table: dict[str, dict[str, float]] = {}
     for arm in ARMS:
         mine = [run for run in runs if run["arm"] == arm]
-        table[arm] = {key: round(statistics.median(run[key] for run in mine), 2)
-                      for key in ("wall_s", "cpu_s", "train_runtime_s", "s_per_step", "load_1m")
-                      if mine and all(run[key] is not None for run in mine)}
+        table[arm] = {
+            key: round(statistics.median(run[key] for run in mine), 2)
+            for key in ("wall_s", "cpu_s", "train_runtime_s", "s_per_step", "load_1m")
+            if mine and all(run[key] is not None for run in mine)
+        }
     return table
 
 
@@ -126,8 +156,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--timeout", type=float, default=600,
-                        help="Stop a run after this many seconds (OpenMP's default can be slow).")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=600,
+        help="Stop a run after this many seconds (OpenMP's default can be slow).",
+    )
     parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS))
     parser.add_argument("--work", type=Path, default=ROOT / ".bench" / "cpu_threads")
     args = parser.parse_args()
@@ -138,8 +172,12 @@ def main() -> None:
             run = train_once(arm, job, args.steps, args.work / "runs", args.timeout)
             runs.append({"repeat": repeat, **run})
             print(json.dumps(runs[-1]), file=sys.stderr, flush=True)
-    print(json.dumps({"steps": args.steps, "cores": os.cpu_count(), "runs": runs,
-                      "medians": medians(runs)}, indent=2))
+    print(
+        json.dumps(
+            {"steps": args.steps, "cores": os.cpu_count(), "runs": runs, "medians": medians(runs)},
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

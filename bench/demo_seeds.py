@@ -53,27 +53,44 @@ def train(label: str, setting: str, seed: int, overrides: list[str], work: Path)
     threads, precision = parse_setting(setting)
     run_path = work / label / f"{setting.replace(':', '-')}-seed{seed}"
     run_path.mkdir(parents=True, exist_ok=True)
-    command = [str(Path(sys.executable).parent / "aworld-train"), "train", str(EXAMPLE / "job.yaml"),
-               "--run-path", str(run_path), "-o", f"seed={seed}"]
+    command = [
+        str(Path(sys.executable).parent / "aworld-train"),
+        "train",
+        str(EXAMPLE / "job.yaml"),
+        "--run-path",
+        str(run_path),
+        "-o",
+        f"seed={seed}",
+    ]
     if precision:
         command += ["-o", f"precision={precision}"]
     for override in overrides:
         command += ["-o", override]
-    environment = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads),
-                       **THREAD_ENVIRONMENT)
+    environment = dict(
+        os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads), **THREAD_ENVIRONMENT
+    )
     log = run_path / "train.log"
     started = time.perf_counter()
     with log.open("w") as handle:
-        process = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, env=environment)
+        process = subprocess.Popen(
+            command, stdout=handle, stderr=subprocess.STDOUT, env=environment
+        )
         RUNNING.add(process)
         _, status, usage = os.wait4(process.pid, 0)
         RUNNING.discard(process)
     wall = time.perf_counter() - started
     code = os.waitstatus_to_exitcode(status)
     record: dict[str, Any] = {
-        "label": label, "setting": setting, "threads": threads, "precision": precision or "job",
-        "seed": seed, "overrides": overrides, "environment": THREAD_ENVIRONMENT,
-        "exit_code": code, "wall_s": round(wall, 1), "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
+        "label": label,
+        "setting": setting,
+        "threads": threads,
+        "precision": precision or "job",
+        "seed": seed,
+        "overrides": overrides,
+        "environment": THREAD_ENVIRONMENT,
+        "exit_code": code,
+        "wall_s": round(wall, 1),
+        "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
         "peak_rss_mb": round(usage.ru_maxrss / 1024),
         "load_avg_1m_at_end": round(os.getloadavg()[0], 2),
     }
@@ -89,10 +106,13 @@ def train(label: str, setting: str, seed: int, overrides: list[str], work: Path)
     manifest = run / "manifest.json"
     recorded = json.loads(manifest.read_text()) if manifest.is_file() else {}
     record.update(
-        run=str(run), first_tenth=round(first, 3), last_tenth=round(last, 3),
+        run=str(run),
+        first_tenth=round(first, 3),
+        last_tenth=round(last, 3),
         exact=sum(answer == str(digit) for digit, answer in answers),
         answers=[answer for _, answer in answers],
-        manifest_device=recorded.get("device"), manifest_precision=recorded.get("precision"),
+        manifest_device=recorded.get("device"),
+        manifest_precision=recorded.get("precision"),
     )
     record["passed"] = record["last_tenth"] >= PASS_REWARD and record["exact"] == len(answers)
     return record
@@ -116,24 +136,31 @@ def markdown(records: list[dict[str, Any]]) -> str:
     ]
     for r in records:
         if "error" in r:
-            lines.append(f"| {r['label']} | {r['threads']} | {r['precision']} | {r['seed']} | "
-                         f"failed (exit {r['exit_code']}) | | | no | {r['wall_s']} | {r['cpu_s']} |")
+            lines.append(
+                f"| {r['label']} | {r['threads']} | {r['precision']} | {r['seed']} | "
+                f"failed (exit {r['exit_code']}) | | | no | {r['wall_s']} | {r['cpu_s']} |"
+            )
             continue
         lines.append(
             f"| {r['label']} | {r['threads']} | {r['precision']} | {r['seed']} | "
             f"{r['first_tenth']:.3f} | {r['last_tenth']:.3f} | {r['exact']}/10 | "
             f"{'yes' if r['passed'] else 'no'} | {r['wall_s']} | {r['cpu_s']} |"
         )
-    lines += ["", "| recipe | threads | precision | seeds passed | wall s (min-max) |",
-              "| --- | --- | --- | --- | --- |"]
+    lines += [
+        "",
+        "| recipe | threads | precision | seeds passed | wall s (min-max) |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in records:
         groups.setdefault((r["label"], r["setting"]), []).append(r)
     for (label, _), group in groups.items():
         passed = sum(bool(r.get("passed")) for r in group)
         walls = [r["wall_s"] for r in group]
-        lines.append(f"| {label} | {group[0]['threads']} | {group[0]['precision']} | "
-                     f"{passed} of {len(group)} | {min(walls):.0f}-{max(walls):.0f} |")
+        lines.append(
+            f"| {label} | {group[0]['threads']} | {group[0]['precision']} | "
+            f"{passed} of {len(group)} | {min(walls):.0f}-{max(walls):.0f} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -147,11 +174,20 @@ def stop(signum: int, frame: Any) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    parser.add_argument("--settings", nargs="+", default=["2:fp32", "1:fp32", "2:bf16"],
-                        help="THREADS[:PRECISION] per setting")
+    parser.add_argument(
+        "--settings",
+        nargs="+",
+        default=["2:fp32", "1:fp32", "2:bf16"],
+        help="THREADS[:PRECISION] per setting",
+    )
     parser.add_argument("--label", default="demo", help="names the recipe in the results")
-    parser.add_argument("-o", "--override", action="append", default=[],
-                        help="extra KEY=VALUE passed to aworld-train train")
+    parser.add_argument(
+        "-o",
+        "--override",
+        action="append",
+        default=[],
+        help="extra KEY=VALUE passed to aworld-train train",
+    )
     parser.add_argument("--jobs", type=int, default=1, help="trainings at once (at most 2)")
     parser.add_argument("--work", type=Path, default=ROOT / ".bench" / "demo_seeds")
     parser.add_argument("--results", type=Path, default=RESULTS / "demo_seeds.json")
@@ -170,8 +206,12 @@ def main() -> None:
     # Seed by seed, so that an interrupted sweep has figures for every setting.
     jobs = [(setting, seed) for seed in options.seeds for setting in options.settings]
     with concurrent.futures.ThreadPoolExecutor(options.jobs) as pool:
-        futures = [pool.submit(train, options.label, setting, seed, options.override,
-                               options.work.resolve()) for setting, seed in jobs]
+        futures = [
+            pool.submit(
+                train, options.label, setting, seed, options.override, options.work.resolve()
+            )
+            for setting, seed in jobs
+        ]
         for future in concurrent.futures.as_completed(futures):
             record = future.result()
             records = merge([record], options.results)

@@ -38,21 +38,27 @@ def write_job(rows: int, tokens: int) -> Path:
     WORK.mkdir(parents=True, exist_ok=True)
     model = build_tiny_model(WORK / "model", hidden_size=256, num_layers=4, num_heads=4)
     numbers = random.Random(0)
-    data = [{"prompt": f"Repeat: {numbers.randrange(10 ** numbers.randint(1, 12))}"}
-            for _ in range(rows)]
+    data = [
+        {"prompt": f"Repeat: {numbers.randrange(10 ** numbers.randint(1, 12))}"}
+        for _ in range(rows)
+    ]
     for row in data:
         row["ground_truth"] = row["prompt"].removeprefix("Repeat: ")
     (WORK / "test.jsonl").write_text("".join(json.dumps(row) + "\n" for row in data))
-    job = {"engine": "trl", "agent": {"name": "bench", "system_prompt": SYSTEM_PROMPT},
-           "train_dataset": "test.jsonl", "test_dataset": "test.jsonl", "reward": "exact_match",
-           "config": {"model": str(model.resolve()), "max_completion_length": tokens}}
+    job = {
+        "engine": "trl",
+        "agent": {"name": "bench", "system_prompt": SYSTEM_PROMPT},
+        "train_dataset": "test.jsonl",
+        "test_dataset": "test.jsonl",
+        "reward": "exact_match",
+        "config": {"model": str(model.resolve()), "max_completion_length": tokens},
+    }
     path = WORK / "job.yaml"
     path.write_text(yaml.safe_dump(job))
     return path
 
 
-def plain_loop(model_folder: str, rows: list[dict[str, Any]], tokens: int,
-               batch: int) -> list[str]:
+def plain_loop(model_folder: str, rows: list[dict[str, Any]], tokens: int, batch: int) -> list[str]:
     """The plain transformers recipe: left-padded batches in the dataset's order, greedy."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -63,16 +69,26 @@ def plain_loop(model_folder: str, rows: list[dict[str, Any]], tokens: int,
     model = AutoModelForCausalLM.from_pretrained(model_folder, dtype=torch.float32)
     completions = []
     for start in range(0, len(rows), batch):
-        chunk = rows[start:start + batch]
-        conversations = [[{"role": "system", "content": SYSTEM_PROMPT},
-                          {"role": "user", "content": row["prompt"]}] for row in chunk]
-        inputs = tokenizer.apply_chat_template(conversations, add_generation_prompt=True,
-                                               padding=True, return_tensors="pt",
-                                               return_dict=True)
+        chunk = rows[start : start + batch]
+        conversations = [
+            [
+                {"role": "system", "content": SYSTEM_PROMPT},
+                {"role": "user", "content": row["prompt"]},
+            ]
+            for row in chunk
+        ]
+        inputs = tokenizer.apply_chat_template(
+            conversations,
+            add_generation_prompt=True,
+            padding=True,
+            return_tensors="pt",
+            return_dict=True,
+        )
         with torch.no_grad():
             output = model.generate(**inputs, max_new_tokens=tokens, do_sample=False)
-        completions += tokenizer.batch_decode(output[:, inputs["input_ids"].shape[1]:],
-                                              skip_special_tokens=True)
+        completions += tokenizer.batch_decode(
+            output[:, inputs["input_ids"].shape[1] :], skip_special_tokens=True
+        )
     for row, text in zip(rows, completions):
         exact_match("", text, row["ground_truth"])
     return completions
@@ -110,15 +126,22 @@ def main() -> None:
         answers["plain"] = timed("plain", lambda: plain_loop(model, rows, args.tokens, BATCH))
     wall = {name: statistics.median(w for w, _ in values) for name, values in times.items()}
     cpu = {name: statistics.median(c for _, c in values) for name, values in times.items()}
-    print(json.dumps({
-        "rows": args.rows, "max_new_tokens": args.tokens, "batch": BATCH,
-        "wall_cpu_s": times,
-        "eval_rows_per_s": args.rows / wall["eval"],
-        "plain_rows_per_s": args.rows / wall["plain"],
-        "eval_over_plain_wall": wall["eval"] / wall["plain"],
-        "eval_over_plain_cpu": cpu["eval"] / cpu["plain"],
-        "same_completions": answers["eval"] == answers["plain"],
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "rows": args.rows,
+                "max_new_tokens": args.tokens,
+                "batch": BATCH,
+                "wall_cpu_s": times,
+                "eval_rows_per_s": args.rows / wall["eval"],
+                "plain_rows_per_s": args.rows / wall["plain"],
+                "eval_over_plain_wall": wall["eval"] / wall["plain"],
+                "eval_over_plain_cpu": cpu["eval"] / cpu["plain"],
+                "same_completions": answers["eval"] == answers["plain"],
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 
-def measure(model: Any, trainable: list[Any], batch: int, seq: int,
-            checkpointing: bool) -> tuple[int, int]:
+def measure(
+    model: Any, trainable: list[Any], batch: int, seq: int, checkpointing: bool
+) -> tuple[int, int]:
     """One AdamW step: the bytes of parameters, gradients and optimizer states afterwards,
     and the peak MemTracker saw on the CPU during the step."""
     import torch
@@ -41,10 +42,15 @@ def measure(model: Any, trainable: list[Any], batch: int, seq: int,
         optimizer.step()
     peak = tracker.get_tracker_snapshot("peak")[torch.device("cpu")]["Total"]
     tensors = [*model.parameters(), *(p.grad for p in trainable)]
-    tensors += [s for state in optimizer.state.values() for s in state.values()
-                if torch.is_tensor(s) and s.dim() > 0]
-    certain = sum({t.untyped_storage().data_ptr(): t.untyped_storage().nbytes()
-                   for t in tensors}.values())
+    tensors += [
+        s
+        for state in optimizer.state.values()
+        for s in state.values()
+        if torch.is_tensor(s) and s.dim() > 0
+    ]
+    certain = sum(
+        {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in tensors}.values()
+    )
     optimizer.zero_grad(set_to_none=True)
     del optimizer
     return certain, peak
@@ -80,29 +86,47 @@ def main() -> None:
             if run["lora"]:
                 import peft
 
-                model = peft.get_peft_model(model, peft.LoraConfig(
-                    r=run["lora"]["rank"], lora_alpha=32, target_modules="all-linear"))
+                model = peft.get_peft_model(
+                    model,
+                    peft.LoraConfig(
+                        r=run["lora"]["rank"], lora_alpha=32, target_modules="all-linear"
+                    ),
+                )
                 trainable = [p for p in model.parameters() if p.requires_grad]
             shape = model_shape(folder, run["lora"])
             assert not isinstance(shape, str), shape
-            plan = MemoryPlan(precision="fp32", weight_dtype="fp32", lora=run["lora"],
-                              micro_batch=run["micro_batch"], sequence_length=arguments.seq,
-                              gradient_checkpointing=run["checkpointing"])
+            plan = MemoryPlan(
+                precision="fp32",
+                weight_dtype="fp32",
+                lora=run["lora"],
+                micro_batch=run["micro_batch"],
+                sequence_length=arguments.seq,
+                gradient_checkpointing=run["checkpointing"],
+            )
             estimated = estimate(shape, plan)
             started = time.perf_counter()
-            certain, peak = measure(model, trainable, run["micro_batch"], arguments.seq,
-                                    run["checkpointing"])
-            print(json.dumps({
-                "shape": arguments.shape, "lora": bool(run["lora"]),
-                "micro_batch": run["micro_batch"], "sequence": arguments.seq,
-                "checkpointing": run["checkpointing"],
-                "certain_estimated_gb": round(estimated.certain / 1e9, 4),
-                "certain_measured_gb": round(certain / 1e9, 4),
-                "certain_equal": estimated.certain == certain,
-                "peak_estimated_gb": round(estimated.total / 1e9, 3),
-                "peak_measured_gb": round(peak / 1e9, 3),
-                "peak_ratio": round(estimated.total / peak, 3),
-                "step_s": round(time.perf_counter() - started, 1)}), flush=True)
+            certain, peak = measure(
+                model, trainable, run["micro_batch"], arguments.seq, run["checkpointing"]
+            )
+            print(
+                json.dumps(
+                    {
+                        "shape": arguments.shape,
+                        "lora": bool(run["lora"]),
+                        "micro_batch": run["micro_batch"],
+                        "sequence": arguments.seq,
+                        "checkpointing": run["checkpointing"],
+                        "certain_estimated_gb": round(estimated.certain / 1e9, 4),
+                        "certain_measured_gb": round(certain / 1e9, 4),
+                        "certain_equal": estimated.certain == certain,
+                        "peak_estimated_gb": round(estimated.total / 1e9, 3),
+                        "peak_measured_gb": round(peak / 1e9, 3),
+                        "peak_ratio": round(estimated.total / peak, 3),
+                        "step_s": round(time.perf_counter() - started, 1),
+                    }
+                ),
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 # Run in a fresh interpreter per folder: the first check pays the imports, the rest do not.
-MEASURE = r'''
+MEASURE = r"""
 import json, statistics, sys, time
 from pathlib import Path
 
@@ -73,7 +73,7 @@ for _ in range(repeats):
 print(json.dumps({"detail": detail, "torch_imported_before": torch_loaded,
                   "cold_s": round(cold, 4),
                   "warm_median_s": {k: round(statistics.median(v), 5) for k, v in runs.items()}}))
-'''
+"""
 
 
 def write_larger(folder: Path, tokenizer_from: Path) -> Path:
@@ -85,10 +85,19 @@ def write_larger(folder: Path, tokenizer_from: Path) -> Path:
     from safetensors.torch import save_file
     from transformers import AutoModelForCausalLM, Qwen2Config
 
-    config = Qwen2Config(hidden_size=1024, intermediate_size=2816, num_hidden_layers=16,
-                         num_attention_heads=16, num_key_value_heads=16, vocab_size=32000,
-                         max_position_embeddings=4096, tie_word_embeddings=True,
-                         bos_token_id=258, eos_token_id=258, pad_token_id=256)
+    config = Qwen2Config(
+        hidden_size=1024,
+        intermediate_size=2816,
+        num_hidden_layers=16,
+        num_attention_heads=16,
+        num_key_value_heads=16,
+        vocab_size=32000,
+        max_position_embeddings=4096,
+        tie_word_embeddings=True,
+        bos_token_id=258,
+        eos_token_id=258,
+        pad_token_id=256,
+    )
     config.architectures = ["Qwen2ForCausalLM"]
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(config)
@@ -101,7 +110,8 @@ def write_larger(folder: Path, tokenizer_from: Path) -> Path:
             continue
         seen.add(id(tensor))
         tensors[name] = (torch.randn(tuple(tensor.shape), generator=generator) * 0.02).to(
-            torch.bfloat16)
+            torch.bfloat16
+        )
     save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
     config.save_pretrained(folder)
     for name in ("tokenizer.json", "tokenizer_config.json"):
@@ -110,7 +120,7 @@ def write_larger(folder: Path, tokenizer_from: Path) -> Path:
 
 
 # The whole check, in a fresh interpreter, with or without the weights step.
-WHOLE = r'''
+WHOLE = r"""
 import sys, time
 started = time.perf_counter()
 from aworld_train import checks
@@ -122,7 +132,7 @@ try:
 except SystemExit as exit_:
     assert not exit_.code, exit_.code
 print(f"SECONDS {time.perf_counter() - started}")
-'''
+"""
 
 
 def whole_check(job: Path, engine: str, runs: int) -> dict[str, object]:
@@ -130,30 +140,52 @@ def whole_check(job: Path, engine: str, runs: int) -> dict[str, object]:
     seconds: dict[str, list[float]] = {"with": [], "without": []}
     for _ in range(runs):
         for variant in ("with", "without"):
-            done = subprocess.run([sys.executable, "-c", WHOLE, variant, str(job), engine],
-                                  capture_output=True, text=True, check=True)
+            done = subprocess.run(
+                [sys.executable, "-c", WHOLE, variant, str(job), engine],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             seconds[variant].append(float(done.stdout.rsplit("SECONDS ", 1)[1]))
     medians = {k: round(statistics.median(v), 2) for k, v in seconds.items()}
-    return {"engine": engine, "runs_s": seconds, "median_s": medians,
-            "added_s": round(medians["with"] - medians["without"], 2)}
+    return {
+        "engine": engine,
+        "runs_s": seconds,
+        "median_s": medians,
+        "added_s": round(medians["with"] - medians["without"], 2),
+    }
 
 
 def write_job(folder: Path, model: Path) -> Path:
     """A small GRPO job on ``model`` (ms-swift is told the ChatML template)."""
-    rows = "".join(json.dumps({"prompt": f"Repeat: {d}", "ground_truth": str(d)}) + "\n"
-                   for d in range(8))
+    rows = "".join(
+        json.dumps({"prompt": f"Repeat: {d}", "ground_truth": str(d)}) + "\n" for d in range(8)
+    )
     (folder / "train.jsonl").write_text(rows)
-    job = {"agent": {"name": "repeat"}, "train_dataset": "train.jsonl", "reward": "exact_match",
-           "config": {"model": str(model), "max_steps": 1, "batch_size": 4,
-                      "num_generations": 2, "max_completion_length": 8,
-                      "swift": {"template": "qwen"}}}
+    job = {
+        "agent": {"name": "repeat"},
+        "train_dataset": "train.jsonl",
+        "reward": "exact_match",
+        "config": {
+            "model": str(model),
+            "max_steps": 1,
+            "batch_size": 4,
+            "num_generations": 2,
+            "max_completion_length": 8,
+            "swift": {"template": "qwen"},
+        },
+    }
     (folder / "job.yaml").write_text(json.dumps(job))
     return folder / "job.yaml"
 
 
 def measure(folder: Path, repeats: int) -> dict[str, object]:
-    result = subprocess.run([sys.executable, "-c", MEASURE, str(folder), str(repeats)],
-                            capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", MEASURE, str(folder), str(repeats)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
@@ -173,9 +205,11 @@ def main() -> None:
         size_mb = (larger / "model.safetensors").stat().st_size / 2**20
         figures = {
             "tiny": measure(tiny, args.repeats),
-            "qwen2_hidden1024_16layers": {**measure(larger, args.repeats),
-                                          "weights_mb": round(size_mb),
-                                          "written_once_s": round(written, 1)},
+            "qwen2_hidden1024_16layers": {
+                **measure(larger, args.repeats),
+                "weights_mb": round(size_mb),
+                "written_once_s": round(written, 1),
+            },
         }
         if args.engine:
             job = write_job(Path(work), tiny)

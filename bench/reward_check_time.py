@@ -59,8 +59,12 @@ def slow(data_source, solution_str, ground_truth, extra_info=None):
     time.sleep(0.01)
     return float(solution_str.strip() == ground_truth)
 '''
-JOBS = {"valid": "score", f"fails on row {LATE_ROW}": "fails_late",
-        f"returns None on row {LATE_ROW}": "none_late", "slow valid (10 ms a row)": "slow"}
+JOBS = {
+    "valid": "score",
+    f"fails on row {LATE_ROW}": "fails_late",
+    f"returns None on row {LATE_ROW}": "none_late",
+    "slow valid (10 ms a row)": "slow",
+}
 # A row of the check table: "│ module │ checked by │ result │ 1.23s │".
 TABLE_ROW = re.compile(r"^│ (\w[\w ]*?)\s+│ (\w+)\s+│(.*)│\s+([\d.]+)s │$")
 
@@ -75,20 +79,34 @@ def prepare(work: Path, engine: str) -> dict[str, Path]:
         if not (work / "model" / "config.json").is_file():
             build_tiny_model(work / "model")
         model = str((work / "model").resolve())
-    (work / "train.jsonl").write_text("".join(
-        json.dumps({"prompt": f"Repeat: {n}", "ground_truth": str(n)}) + "\n"
-        for n in range(ROWS)))
+    (work / "train.jsonl").write_text(
+        "".join(
+            json.dumps({"prompt": f"Repeat: {n}", "ground_truth": str(n)}) + "\n"
+            for n in range(ROWS)
+        )
+    )
     (work / "rewards.py").write_text(REWARD_FILE)
     jobs = {}
     for name, function in JOBS.items():
-        config = {"algorithm": "grpo", "max_steps": 1, "batch_size": 8, "num_generations": 8,
-                  "max_completion_length": 8, "seed": 0}
+        config = {
+            "algorithm": "grpo",
+            "max_steps": 1,
+            "batch_size": 8,
+            "num_generations": 8,
+            "max_completion_length": 8,
+            "seed": 0,
+        }
         if model:
             config["model"] = model
         if engine == "swift":
             config["swift"] = {"template": "qwen"}
-        job = {"engine": engine, "agent": {"name": "bench"}, "train_dataset": "train.jsonl",
-               "reward": f"rewards.py:{function}", "config": config}
+        job = {
+            "engine": engine,
+            "agent": {"name": "bench"},
+            "train_dataset": "train.jsonl",
+            "reward": f"rewards.py:{function}",
+            "config": config,
+        }
         path = work / f"job-{function}.yaml"
         path.write_text(json.dumps(job, indent=2))  # JSON is YAML
         jobs[name] = path
@@ -98,16 +116,23 @@ def prepare(work: Path, engine: str) -> dict[str, Path]:
 def one_check(job: Path) -> dict:
     command = [str(Path(sys.executable).with_name("aworld-train")), "check", str(job)]
     started = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "250"})
+    done = subprocess.run(
+        command, capture_output=True, text=True, env={**os.environ, "COLUMNS": "250"}
+    )
     seconds = time.perf_counter() - started
-    reward_row = [m for m in map(TABLE_ROW.match, done.stdout.splitlines())
-                  if m and m[1] == "reward" and m[2] == "core"]
+    reward_row = [
+        m
+        for m in map(TABLE_ROW.match, done.stdout.splitlines())
+        if m and m[1] == "reward" and m[2] == "core"
+    ]
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
-    return {"seconds": round(seconds, 2), "exit": done.returncode,
-            "reward_check_seconds": float(reward_row[0][4]) if reward_row else None,
-            "reward_row": reward_row[0][3].strip() if reward_row else None,
-            "error": errors[-1] if errors else None}
+    return {
+        "seconds": round(seconds, 2),
+        "exit": done.returncode,
+        "reward_check_seconds": float(reward_row[0][4]) if reward_row else None,
+        "reward_row": reward_row[0][3].strip() if reward_row else None,
+        "error": errors[-1] if errors else None,
+    }
 
 
 def main() -> None:

@@ -30,8 +30,12 @@ BIN = Path(sys.executable).parent
 SEED = 0
 # The job's settings in aworld-train's common keys, and the swift arguments they map onto.
 COMMON = {
-    "algorithm": "sft", "learning_rate": 1e-3, "batch_size": 16, "logging_steps": 1,
-    "save_steps": 100_000, "seed": SEED,
+    "algorithm": "sft",
+    "learning_rate": 1e-3,
+    "batch_size": 16,
+    "logging_steps": 1,
+    "save_steps": 100_000,
+    "seed": SEED,
 }
 SECTION = {"template": "qwen"}
 
@@ -39,13 +43,27 @@ SECTION = {"template": "qwen"}
 def swift_arguments(work: Path, steps: int) -> list[str]:
     """``swift sft`` flags equal to what aworld-train gives ms-swift for the job."""
     flags = {
-        "model": work / "model", "model_type": "qwen2", "template": "qwen", "tuner_type": "full",
-        "dataset": work / "swift_train.jsonl", "output_dir": work / "plain", "add_version": False,
-        "check_model": False, "report_to": "none", "seed": SEED, "data_seed": SEED,
-        "dataloader_num_workers": 0, "dataset_num_proc": 1, "split_dataset_ratio": 0.0,
-        "learning_rate": COMMON["learning_rate"], "max_steps": steps,
-        "per_device_train_batch_size": COMMON["batch_size"], "logging_steps": 1,
-        "save_steps": COMMON["save_steps"], "torch_dtype": "float32", "use_cpu": True,
+        "model": work / "model",
+        "model_type": "qwen2",
+        "template": "qwen",
+        "tuner_type": "full",
+        "dataset": work / "swift_train.jsonl",
+        "output_dir": work / "plain",
+        "add_version": False,
+        "check_model": False,
+        "report_to": "none",
+        "seed": SEED,
+        "data_seed": SEED,
+        "dataloader_num_workers": 0,
+        "dataset_num_proc": 1,
+        "split_dataset_ratio": 0.0,
+        "learning_rate": COMMON["learning_rate"],
+        "max_steps": steps,
+        "per_device_train_batch_size": COMMON["batch_size"],
+        "logging_steps": 1,
+        "save_steps": COMMON["save_steps"],
+        "torch_dtype": "float32",
+        "use_cpu": True,
     }
     return [item for key, value in flags.items() for item in (f"--{key}", str(value))]
 
@@ -61,7 +79,12 @@ def prepare(work: Path, steps: int) -> None:
     canonical = [{"prompt": f"Repeat: {d}", "ground_truth": d} for d in digits]
     (work / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in canonical))
     messages = [
-        {"messages": [{"role": "user", "content": f"Repeat: {d}"}, {"role": "assistant", "content": d}]}
+        {
+            "messages": [
+                {"role": "user", "content": f"Repeat: {d}"},
+                {"role": "assistant", "content": d},
+            ]
+        }
         for d in digits
     ]
     (work / "swift_train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in messages))
@@ -84,13 +107,17 @@ def run(mode: str, work: Path, steps: int) -> dict[str, Any]:
         shutil.rmtree(work / "plain", ignore_errors=True)
         command = [str(BIN / "swift"), "sft", *swift_arguments(work, steps)]
     started = time.perf_counter()
-    subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        command, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     wall = time.perf_counter() - started
     if mode == "aworld":
         run_dir = max((work / "runs").iterdir(), key=lambda p: p.stat().st_mtime)
         logged = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     else:
-        logged = [json.loads(line) for line in (work / "plain" / "logging.jsonl").read_text().splitlines()]
+        logged = [
+            json.loads(line) for line in (work / "plain" / "logging.jsonl").read_text().splitlines()
+        ]
     losses = [entry["loss"] for entry in logged if "loss" in entry]
     return {"loss": losses, "wall_seconds": wall}
 
@@ -107,20 +134,27 @@ def main() -> None:
         for mode in ("plain", "aworld"):  # interleaved so machine load hits both alike
             results[mode].append(run(mode, work, options.steps))
     aworld_loss, plain_loss = results["aworld"][-1]["loss"], results["plain"][-1]["loss"]
-    largest_gap = max(
-        (abs(a - p) for a, p in zip(aworld_loss, plain_loss)), default=float("nan")
+    largest_gap = max((abs(a - p) for a, p in zip(aworld_loss, plain_loss)), default=float("nan"))
+    wall = {
+        mode: statistics.median(r["wall_seconds"] for r in runs) for mode, runs in results.items()
+    }
+    print(
+        json.dumps(
+            {
+                "steps": options.steps,
+                "logged_steps": {"aworld": len(aworld_loss), "plain": len(plain_loss)},
+                "loss_sequences_equal": len(aworld_loss) == len(plain_loss) and largest_gap <= 1e-6,
+                "largest_loss_gap": largest_gap,
+                "first_last_loss": [aworld_loss[0], aworld_loss[-1]] if aworld_loss else None,
+                "wall_seconds": {mode: round(value, 2) for mode, value in wall.items()},
+                "all_wall_seconds": {
+                    m: [round(r["wall_seconds"], 2) for r in runs] for m, runs in results.items()
+                },
+                "wall_ratio": round(wall["aworld"] / wall["plain"], 3),
+            },
+            indent=2,
+        )
     )
-    wall = {mode: statistics.median(r["wall_seconds"] for r in runs) for mode, runs in results.items()}
-    print(json.dumps({
-        "steps": options.steps,
-        "logged_steps": {"aworld": len(aworld_loss), "plain": len(plain_loss)},
-        "loss_sequences_equal": len(aworld_loss) == len(plain_loss) and largest_gap <= 1e-6,
-        "largest_loss_gap": largest_gap,
-        "first_last_loss": [aworld_loss[0], aworld_loss[-1]] if aworld_loss else None,
-        "wall_seconds": {mode: round(value, 2) for mode, value in wall.items()},
-        "all_wall_seconds": {m: [round(r["wall_seconds"], 2) for r in runs] for m, runs in results.items()},
-        "wall_ratio": round(wall["aworld"] / wall["plain"], 3),
-    }, indent=2))
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 WORK = Path(".bench/trl_faithfulness")
-REWARD_FILE = '''
+REWARD_FILE = """
 def score(data_source, solution_str, ground_truth, extra_info=None):
     output = solution_str.strip()
     if output == ground_truth:
@@ -30,12 +30,18 @@ def score(data_source, solution_str, ground_truth, extra_info=None):
     if output.startswith(ground_truth):
         return 0.5 + 0.5 * len(ground_truth) / len(output)
     return 0.25 if ground_truth in output else 0.0
-'''
+"""
 # The job's settings, in aworld-train's common keys and as the GRPOConfig they map onto.
 SEED = 0
 COMMON = {
-    "algorithm": "grpo", "learning_rate": 1e-3, "batch_size": 64, "num_generations": 8,
-    "max_completion_length": 8, "logging_steps": 1, "save_steps": 1000, "seed": SEED,
+    "algorithm": "grpo",
+    "learning_rate": 1e-3,
+    "batch_size": 64,
+    "num_generations": 8,
+    "max_completion_length": 8,
+    "logging_steps": 1,
+    "save_steps": 1000,
+    "seed": SEED,
 }
 TRL_SECTION = {"beta": 0.0, "loss_type": "dapo", "lr_scheduler_type": "constant"}
 
@@ -47,8 +53,10 @@ def prepare(work: Path) -> None:
     if not (work / "model" / "config.json").is_file():
         build_tiny_model(work / "model", hidden_size=128)
     rng = random.Random(0)
-    rows = [{"prompt": f"Repeat: {d}", "ground_truth": str(d)}
-            for d in (rng.randrange(10) for _ in range(2000))]
+    rows = [
+        {"prompt": f"Repeat: {d}", "ground_truth": str(d)}
+        for d in (rng.randrange(10) for _ in range(2000))
+    ]
     (work / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (work / "reward.py").write_text(REWARD_FILE)
 
@@ -91,21 +99,39 @@ def run_plain(work: Path, steps: int) -> dict[str, Any]:
 
     rows = [json.loads(line) for line in (work / "train.jsonl").read_text().splitlines()]
     dataset = datasets.Dataset.from_list(
-        [{"prompt": [{"role": "user", "content": r["prompt"]}], "ground_truth": r["ground_truth"]}
-         for r in rows]
+        [
+            {
+                "prompt": [{"role": "user", "content": r["prompt"]}],
+                "ground_truth": r["ground_truth"],
+            }
+            for r in rows
+        ]
     )
     out = work / "plain"
     args = GRPOConfig(
-        output_dir=str(out), report_to="none", seed=SEED, logging_steps=1, disable_tqdm=True,
-        use_cpu=True, bf16=False, fp16=False, activation_checkpointing=False,
-        learning_rate=COMMON["learning_rate"], max_steps=steps,
+        output_dir=str(out),
+        report_to="none",
+        seed=SEED,
+        logging_steps=1,
+        disable_tqdm=True,
+        use_cpu=True,
+        bf16=False,
+        fp16=False,
+        activation_checkpointing=False,
+        learning_rate=COMMON["learning_rate"],
+        max_steps=steps,
         per_device_train_batch_size=COMMON["batch_size"],
         num_generations=COMMON["num_generations"],
         max_completion_length=COMMON["max_completion_length"],
-        save_strategy="steps", save_steps=COMMON["save_steps"], **TRL_SECTION,
+        save_strategy="steps",
+        save_steps=COMMON["save_steps"],
+        **TRL_SECTION,
     )
     trainer = GRPOTrainer(
-        model=str(work / "model"), reward_funcs=[score], args=args, train_dataset=dataset,
+        model=str(work / "model"),
+        reward_funcs=[score],
+        args=args,
+        train_dataset=dataset,
         processing_class=AutoTokenizer.from_pretrained(work / "model"),
     )
     started = time.perf_counter()
@@ -141,9 +167,14 @@ def reward_wrapper_cost(work: Path, calls: int = 200) -> dict[str, float]:
         return [user_score("", c[0]["content"], g) for c, g in zip(completions, truths)]
 
     def wrapped() -> list[float]:
-        return adapter(prompts=[None] * batch, completions=completions, ground_truth=truths,
-                       data_source=["d"] * batch, extra_info=extra,
-                       log_metric=logged.__setitem__)
+        return adapter(
+            prompts=[None] * batch,
+            completions=completions,
+            ground_truth=truths,
+            data_source=["d"] * batch,
+            extra_info=extra,
+            log_metric=logged.__setitem__,
+        )
 
     assert bare() == wrapped()
     cost = {}
@@ -159,7 +190,9 @@ def measure(mode: str, steps: int) -> dict[str, Any]:
     started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, __file__, "--mode", mode, "--steps", str(steps)],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     wall = time.perf_counter() - started
     result = json.loads(done.stdout.strip().splitlines()[-1])
@@ -204,8 +237,9 @@ def main() -> None:
         "train_seconds": train,
         "train_ratio": train["aworld"] / train["plain"],
         "reward_ms_per_step": reward_wrapper_cost(WORK.resolve()),
-        "all_wall_seconds": {m: [round(r["wall_seconds"], 2) for r in runs]
-                             for m, runs in results.items()},
+        "all_wall_seconds": {
+            m: [round(r["wall_seconds"], 2) for r in runs] for m, runs in results.items()
+        },
     }
     print(json.dumps(summary, indent=2))
 

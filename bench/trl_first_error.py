@@ -20,13 +20,13 @@ import time
 from pathlib import Path
 
 WORK = Path(".bench/trl_first_error")
-REWARD_FILE = '''
+REWARD_FILE = """
 def score(data_source, solution_str, ground_truth, extra_info=None):
     if extra_info["index"] == 1:
         raise ValueError("cannot parse the answer of row 1")
     return float(solution_str.strip() == ground_truth)
-'''
-PLAIN_SCRIPT = '''
+"""
+PLAIN_SCRIPT = """
 import json, sys
 from pathlib import Path
 
@@ -54,7 +54,7 @@ args = GRPOConfig(output_dir=str(work / "plain"), report_to="none", use_cpu=True
                   num_generations=8, max_completion_length=8, logging_steps=1, seed=0)
 GRPOTrainer(model=str(work / "model"), reward_funcs=[score], args=args, train_dataset=dataset,
             processing_class=AutoTokenizer.from_pretrained(work / "model")).train()
-'''
+"""
 
 
 def prepare(work: Path) -> Path:
@@ -64,8 +64,10 @@ def prepare(work: Path) -> Path:
     if not (work / "model" / "config.json").is_file():
         build_tiny_model(work / "model")
     rng = random.Random(0)
-    rows = [{"prompt": f"Repeat: {d}", "ground_truth": str(d)}
-            for d in (rng.randrange(10) for _ in range(64))]
+    rows = [
+        {"prompt": f"Repeat: {d}", "ground_truth": str(d)}
+        for d in (rng.randrange(10) for _ in range(64))
+    ]
     (work / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (work / "reward.py").write_text(REWARD_FILE)
     (work / "plain.py").write_text(PLAIN_SCRIPT)
@@ -74,8 +76,14 @@ def prepare(work: Path) -> Path:
         "agent": {"name": "bench", "model": str((work / "model").resolve())},
         "train_dataset": "train.jsonl",
         "reward": "reward.py:score",
-        "config": {"algorithm": "grpo", "max_steps": 50, "batch_size": 64,
-                   "num_generations": 8, "max_completion_length": 8, "seed": 0},
+        "config": {
+            "algorithm": "grpo",
+            "max_steps": 50,
+            "batch_size": 64,
+            "num_generations": 8,
+            "max_completion_length": 8,
+            "seed": 0,
+        },
     }
     job_file = work / "job.yaml"
     job_file.write_text(json.dumps(job, indent=2))  # JSON is YAML
@@ -108,8 +116,11 @@ def main() -> None:
         runs["plain TRL"].append(wall)
         messages["plain TRL"] = message
     summary = {
-        name: {"best_seconds": round(min(walls), 2), "all_seconds": [round(w, 2) for w in walls],
-               "error": messages[name]}
+        name: {
+            "best_seconds": round(min(walls), 2),
+            "all_seconds": [round(w, 2) for w in walls],
+            "error": messages[name],
+        }
         for name, walls in runs.items()
     }
     print(json.dumps(summary, indent=2))

@@ -23,14 +23,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-REWARDS = '''
+REWARDS = """
 def score(data_source, solution_str, ground_truth, extra_info=None):
     return 1.0 if solution_str.strip() == ground_truth else 0.0
 
 
 def broken(data_source, solution_str, ground_truth, extra_info=None):
     raise ZeroDivisionError("planted failure")
-'''
+"""
 
 JOB = """engine: verl
 agent: {{name: repeat, system_prompt: "Answer with the digit."}}
@@ -55,8 +55,14 @@ _ERROR_LINE = re.compile(r"(Error|error:|Exception|Could not|not in struct|less 
 def run(command: list[str], cwd: Path, timeout: float) -> dict[str, Any]:
     """Run ``command`` in its own session; on timeout kill the whole group (Ray included)."""
     started = time.perf_counter()
-    child = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                             start_new_session=True)
+    child = subprocess.Popen(
+        command,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     try:
         output, _ = child.communicate(timeout=timeout)
         timed_out = False
@@ -66,7 +72,9 @@ def run(command: list[str], cwd: Path, timeout: float) -> dict[str, Any]:
         timed_out = True
     elapsed = time.perf_counter() - started
     lines = [_ANSI.sub("", line).strip() for line in output.splitlines()]
-    lines = [line for line in lines if line and "warnings.warn" not in line and "UserWarning" not in line]
+    lines = [
+        line for line in lines if line and "warnings.warn" not in line and "UserWarning" not in line
+    ]
     errors = [line for line in lines if _ERROR_LINE.search(line)]
     return {
         "seconds": round(elapsed, 1),
@@ -78,7 +86,9 @@ def run(command: list[str], cwd: Path, timeout: float) -> dict[str, Any]:
     }
 
 
-def write_job(folder: Path, model: Path, dataset: str = "train.jsonl", reward: str = "score", extra: str = "") -> Path:
+def write_job(
+    folder: Path, model: Path, dataset: str = "train.jsonl", reward: str = "score", extra: str = ""
+) -> Path:
     path = folder / f"job-{reward}-{dataset.split('.')[0]}{'-typo' if extra else ''}.yaml"
     path.write_text(JOB.format(dataset=dataset, reward=reward, model=model, extra=extra))
     return path
@@ -96,35 +106,57 @@ def main() -> None:
         folder = Path(tmp)
         model = build_tiny_model(folder / "model")
         (folder / "rewards.py").write_text(REWARDS)
-        rows = [{"prompt": [{"role": "user", "content": f"Repeat: {i % 10}"}], "ground_truth": str(i % 10)}
-                for i in range(32)]
+        rows = [
+            {
+                "prompt": [{"role": "user", "content": f"Repeat: {i % 10}"}],
+                "ground_truth": str(i % 10),
+            }
+            for i in range(32)
+        ]
         (folder / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-        long_rows = rows[:-1] + [{"prompt": [{"role": "user", "content": "Repeat: " + "7" * 300}],
-                                  "ground_truth": "7"}]
+        long_rows = rows[:-1] + [
+            {"prompt": [{"role": "user", "content": "Repeat: " + "7" * 300}], "ground_truth": "7"}
+        ]
         (folder / "long.jsonl").write_text("".join(json.dumps(r) + "\n" for r in long_rows))
 
         jobs = {
             "valid job": write_job(folder, model),
-            "misspelled VeRL key": write_job(folder, model, extra="    trainer: {total_epoch: 2}\n"),
+            "misspelled VeRL key": write_job(
+                folder, model, extra="    trainer: {total_epoch: 2}\n"
+            ),
             "reward that raises": write_job(folder, model, reward="broken"),
             "prompt longer than max_prompt_length": write_job(folder, model, dataset="long.jsonl"),
         }
         for fault, job in jobs.items():
-            results.setdefault(fault, {})["check"] = run([*cli, "check", str(job), "--engine", "verl"], folder,
-                                                         args.timeout)
+            results.setdefault(fault, {})["check"] = run(
+                [*cli, "check", str(job), "--engine", "verl"], folder, args.timeout
+            )
 
         # The same job for VeRL itself: `train` saves the config, data and launch.sh, then stops at
         # the GPU preflight on a machine without one; each fault becomes one override on top.
-        train = run([*cli, "train", str(jobs["valid job"]), "--engine", "verl", "--run-path", str(folder / "runs")],
-                    folder, args.timeout)
+        train = run(
+            [
+                *cli,
+                "train",
+                str(jobs["valid job"]),
+                "--engine",
+                "verl",
+                "--run-path",
+                str(folder / "runs"),
+            ],
+            folder,
+            args.timeout,
+        )
         results["valid job"]["train (preflight)"] = train
         run_dir = next((folder / "runs").iterdir())
 
         from aworld_train_verl.dataset import verl_rows, write_parquet
         import datasets
 
-        long_parquet = write_parquet(verl_rows(datasets.Dataset.from_list(long_rows), "train", "Answer with the digit."),
-                                     folder / "long.parquet")
+        long_parquet = write_parquet(
+            verl_rows(datasets.Dataset.from_list(long_rows), "train", "Answer with the digit."),
+            folder / "long.parquet",
+        )
         main_ppo_faults = {
             "valid job": [],
             "misspelled VeRL key": ["trainer.total_epoch=2"],
@@ -132,7 +164,9 @@ def main() -> None:
             "prompt longer than max_prompt_length": [f"data.train_files={long_parquet}"],
         }
         for fault, overrides in main_ppo_faults.items():
-            results[fault]["main_ppo"] = run(["bash", str(run_dir / "launch.sh"), *overrides], run_dir, args.timeout)
+            results[fault]["main_ppo"] = run(
+                ["bash", str(run_dir / "launch.sh"), *overrides], run_dir, args.timeout
+            )
     print(json.dumps({"cpu_count": os.cpu_count(), "results": results}, indent=2))
 
 

@@ -60,8 +60,9 @@ def load_average() -> list[float]:
 # --- eval ----------------------------------------------------------------------------------
 
 
-def write_eval_job(folder: Path, rows: int, tokens: int, hidden: int, layers: int,
-                   heads: int) -> Path:
+def write_eval_job(
+    folder: Path, rows: int, tokens: int, hidden: int, layers: int, heads: int
+) -> Path:
     import yaml
 
     from aworld_train.testing import build_tiny_model
@@ -70,18 +71,26 @@ def write_eval_job(folder: Path, rows: int, tokens: int, hidden: int, layers: in
     folder.mkdir(parents=True, exist_ok=True)
     model = folder / "model"
     if not (model / "config.json").is_file():
-        tiny = build_tiny_model(folder / "tiny", hidden_size=hidden, num_layers=layers,
-                                num_heads=heads)
+        tiny = build_tiny_model(
+            folder / "tiny", hidden_size=hidden, num_layers=layers, num_heads=heads
+        )
         varied_model(tiny, model)
     numbers = random.Random(0)
-    data = [{"prompt": f"Repeat: {numbers.randrange(10 ** numbers.randint(1, 12))}"}
-            for _ in range(rows)]
+    data = [
+        {"prompt": f"Repeat: {numbers.randrange(10 ** numbers.randint(1, 12))}"}
+        for _ in range(rows)
+    ]
     for row in data:
         row["ground_truth"] = row["prompt"].removeprefix("Repeat: ")
     (folder / "test.jsonl").write_text("".join(json.dumps(row) + "\n" for row in data))
-    job = {"engine": "trl", "agent": {"name": "bench", "system_prompt": SYSTEM_PROMPT},
-           "train_dataset": "test.jsonl", "test_dataset": "test.jsonl", "reward": "exact_match",
-           "config": {"model": str(model.resolve()), "max_completion_length": tokens}}
+    job = {
+        "engine": "trl",
+        "agent": {"name": "bench", "system_prompt": SYSTEM_PROMPT},
+        "train_dataset": "test.jsonl",
+        "test_dataset": "test.jsonl",
+        "reward": "exact_match",
+        "config": {"model": str(model.resolve()), "max_completion_length": tokens},
+    }
     path = folder / "job.yaml"
     path.write_text(yaml.safe_dump(job))
     return path
@@ -118,10 +127,16 @@ def run_eval(args: argparse.Namespace) -> dict[str, Any]:
         tokenizer.decode = counting_decode
         try:
             started = time.perf_counter()
-            result = generate_and_score(model, tokenizer, rows, agent=target.agent,
-                                        reward=target.reward,
-                                        max_new_tokens=target.max_new_tokens,
-                                        batch_size=args.batch, seed=target.config.seed)
+            result = generate_and_score(
+                model,
+                tokenizer,
+                rows,
+                agent=target.agent,
+                reward=target.reward,
+                max_new_tokens=target.max_new_tokens,
+                batch_size=args.batch,
+                seed=target.config.seed,
+            )
             wall = time.perf_counter() - started
         finally:
             del tokenizer.decode
@@ -142,15 +157,25 @@ def run_eval(args: argparse.Namespace) -> dict[str, Any]:
     wall = {name: statistics.median(values) for name, values in times.items()}
     speed = {name: tokens[name] / wall[name] for name in wall}
     return {
-        "model": {"hidden": args.hidden, "layers": args.layers, "heads": args.heads,
-                  "parameters": sum(p.numel() for p in loaded["transformers"][0].parameters())},
-        "rows": args.rows, "max_new_tokens": args.tokens, "transformers_batch": args.batch,
-        "threads": {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
-                    "torch": torch.get_num_threads()},
+        "model": {
+            "hidden": args.hidden,
+            "layers": args.layers,
+            "heads": args.heads,
+            "parameters": sum(p.numel() for p in loaded["transformers"][0].parameters()),
+        },
+        "rows": args.rows,
+        "max_new_tokens": args.tokens,
+        "transformers_batch": args.batch,
+        "threads": {
+            "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
+            "torch": torch.get_num_threads(),
+        },
         "vllm_settings": _vllm_settings(loaded["vllm"][0]),
         "load_s": {name: round(value, 2) for name, value in loads.items()},
-        "wall_s": times, "median_wall_s": wall,
-        "tokens": tokens, "tokens_per_s": {name: round(value) for name, value in speed.items()},
+        "wall_s": times,
+        "median_wall_s": wall,
+        "tokens": tokens,
+        "tokens_per_s": {name: round(value) for name, value in speed.items()},
         "vllm_over_transformers": round(speed["vllm"] / speed["transformers"], 2),
         "same_completions": answers["vllm"] == answers["transformers"],
         "distinct_completions": len(set(answers["vllm"])),
@@ -160,10 +185,12 @@ def run_eval(args: argparse.Namespace) -> dict[str, Any]:
 
 def _vllm_settings(llm: Any) -> dict[str, Any]:
     config = llm.llm_engine.vllm_config
-    return {"max_num_seqs": config.scheduler_config.max_num_seqs,
-            "max_num_batched_tokens": config.scheduler_config.max_num_batched_tokens,
-            "max_model_len": config.model_config.max_model_len,
-            "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE")}
+    return {
+        "max_num_seqs": config.scheduler_config.max_num_seqs,
+        "max_num_batched_tokens": config.scheduler_config.max_num_batched_tokens,
+        "max_model_len": config.model_config.max_model_len,
+        "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE"),
+    }
 
 
 # --- grpo ----------------------------------------------------------------------------------
@@ -178,26 +205,43 @@ def write_grpo_jobs(steps: int, prompts: int, generations: int, tokens: int) -> 
     folder.mkdir(parents=True, exist_ok=True)
     model = folder / "model"
     if not (model / "config.json").is_file():
-        build_tiny_model(model, hidden_size=128, num_layers=2, num_heads=4,
-                         alphabet=DEMO_ALPHABET, seed=0)
+        build_tiny_model(
+            model, hidden_size=128, num_layers=2, num_heads=4, alphabet=DEMO_ALPHABET, seed=0
+        )
     digits = random.Random(0)
-    (folder / "train.jsonl").write_text("".join(
-        json.dumps({"prompt": f"Repeat: {d}", "ground_truth": str(d)}) + "\n"
-        for d in (digits.randrange(10) for _ in range(prompts * steps))))
+    (folder / "train.jsonl").write_text(
+        "".join(
+            json.dumps({"prompt": f"Repeat: {d}", "ground_truth": str(d)}) + "\n"
+            for d in (digits.randrange(10) for _ in range(prompts * steps))
+        )
+    )
     shutil.copy(REPEAT_REWARD, folder / "reward.py")
     jobs = {}
     for backend in ("vllm", "transformers"):
         trl = {"use_vllm": True} if backend == "vllm" else {}
-        job = {"engine": "trl", "agent": {"name": "repeat", "llm_temperature": 1.0},
-               "train_dataset": "train.jsonl", "reward": "reward.py:score",
-               "config": {"algorithm": "grpo", "model": str(model.resolve()),
-                          "max_steps": steps, "batch_size": prompts * generations,
-                          "num_generations": generations, "learning_rate": 0.003,
-                          "lr_scheduler": "constant", "kl_coef": 0.0,
-                          "loss_aggregation": "token-mean", "max_completion_length": tokens,
-                          "logging_steps": 1, "save_steps": steps, "seed": 0,
-                          **({"trl": trl} if trl else {})},
-               "run_path": f"runs-{backend}"}
+        job = {
+            "engine": "trl",
+            "agent": {"name": "repeat", "llm_temperature": 1.0},
+            "train_dataset": "train.jsonl",
+            "reward": "reward.py:score",
+            "config": {
+                "algorithm": "grpo",
+                "model": str(model.resolve()),
+                "max_steps": steps,
+                "batch_size": prompts * generations,
+                "num_generations": generations,
+                "learning_rate": 0.003,
+                "lr_scheduler": "constant",
+                "kl_coef": 0.0,
+                "loss_aggregation": "token-mean",
+                "max_completion_length": tokens,
+                "logging_steps": 1,
+                "save_steps": steps,
+                "seed": 0,
+                **({"trl": trl} if trl else {}),
+            },
+            "run_path": f"runs-{backend}",
+        }
         jobs[backend] = folder / f"job-{backend}.yaml"
         jobs[backend].write_text(yaml.safe_dump(job))
     return jobs
@@ -228,8 +272,9 @@ def train_once(job: Path) -> None:
             raise
     wall = time.perf_counter() - wall
     [run_dir] = set(runs.glob("*")) - before
-    print("RESULT " + json.dumps({"run_dir": str(run_dir), "wall_s": wall,
-                                  "vllm_start_s": started}))
+    print(
+        "RESULT " + json.dumps({"run_dir": str(run_dir), "wall_s": wall, "vllm_start_s": started})
+    )
 
 
 def _yaml(path: Path) -> dict[str, Any]:
@@ -246,8 +291,12 @@ def run_grpo(args: argparse.Namespace) -> dict[str, Any]:
     for _ in range(args.repeats):
         for backend in ("vllm", "transformers"):
             load = load_average()
-            child = subprocess.run([sys.executable, __file__, "train-once", str(jobs[backend])],
-                                   capture_output=True, text=True, check=False)
+            child = subprocess.run(
+                [sys.executable, __file__, "train-once", str(jobs[backend])],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
             line = next((x for x in child.stdout.splitlines() if x.startswith("RESULT ")), None)
             if child.returncode or line is None:
                 sys.stderr.write(child.stdout[-3000:] + child.stderr[-3000:])
@@ -256,27 +305,40 @@ def run_grpo(args: argparse.Namespace) -> dict[str, Any]:
             steps = [m for m in read_metrics(Path(result["run_dir"])) if "loss" in m]
             times = [m["time"] for m in steps]
             rewards = [m["reward"] for m in steps]
-            runs[backend].append({
-                "load_average_before": load, "wall_s": round(result["wall_s"], 1),
-                "vllm_start_s": [round(s, 1) for s in result["vllm_start_s"]],
-                "steps": len(steps),
-                "steps_per_s": round((len(steps) - 1) / (times[-1] - times[0]), 3),
-                "reward_first_3": round(statistics.mean(rewards[:3]), 3),
-                "reward_last_3": round(statistics.mean(rewards[-3:]), 3),
-                "reward_last": round(rewards[-1], 3),
-                "rewards": [round(r, 3) for r in rewards]})
+            runs[backend].append(
+                {
+                    "load_average_before": load,
+                    "wall_s": round(result["wall_s"], 1),
+                    "vllm_start_s": [round(s, 1) for s in result["vllm_start_s"]],
+                    "steps": len(steps),
+                    "steps_per_s": round((len(steps) - 1) / (times[-1] - times[0]), 3),
+                    "reward_first_3": round(statistics.mean(rewards[:3]), 3),
+                    "reward_last_3": round(statistics.mean(rewards[-3:]), 3),
+                    "reward_last": round(rewards[-1], 3),
+                    "rewards": [round(r, 3) for r in rewards],
+                }
+            )
             print(json.dumps({backend: runs[backend][-1]}), file=sys.stderr, flush=True)
-    median = {name: statistics.median(r["steps_per_s"] for r in values)
-              for name, values in runs.items()}
+    median = {
+        name: statistics.median(r["steps_per_s"] for r in values) for name, values in runs.items()
+    }
     return {
-        "job": {"steps": args.steps, "prompts": args.prompts, "generations": args.generations,
-                "max_completion_length": args.tokens, "model": "tiny Qwen2 hidden 128, 2 layers"},
+        "job": {
+            "steps": args.steps,
+            "prompts": args.prompts,
+            "generations": args.generations,
+            "max_completion_length": args.tokens,
+            "model": "tiny Qwen2 hidden 128, 2 layers",
+        },
         "median_steps_per_s": median,
         "vllm_over_transformers": round(median["vllm"] / median["transformers"], 2),
-        "median_vllm_start_s": statistics.median(s for r in runs["vllm"]
-                                                 for s in r["vllm_start_s"]),
-        "median_reward_last_3": {name: statistics.median(r["reward_last_3"] for r in values)
-                                 for name, values in runs.items()},
+        "median_vllm_start_s": statistics.median(
+            s for r in runs["vllm"] for s in r["vllm_start_s"]
+        ),
+        "median_reward_last_3": {
+            name: statistics.median(r["reward_last_3"] for r in values)
+            for name, values in runs.items()
+        },
         "runs": runs,
     }
 
@@ -288,8 +350,9 @@ def main() -> None:
     evaluation.add_argument("--rows", type=int, default=128)
     evaluation.add_argument("--tokens", type=int, default=32)
     evaluation.add_argument("--repeats", type=int, default=3)
-    evaluation.add_argument("--batch", type=int, default=16,
-                            help="transformers' batch (eval's default: 16)")
+    evaluation.add_argument(
+        "--batch", type=int, default=16, help="transformers' batch (eval's default: 16)"
+    )
     evaluation.add_argument("--hidden", type=int, default=128)
     evaluation.add_argument("--layers", type=int, default=2)
     evaluation.add_argument("--heads", type=int, default=4)
@@ -307,11 +370,15 @@ def main() -> None:
         return
     load = load_average()
     result = run_eval(args) if args.command == "eval" else run_grpo(args)
-    text = json.dumps({"load_average_at_start": load, **result,
-                       "load_average_at_end": load_average()}, indent=2)
+    text = json.dumps(
+        {"load_average_at_start": load, **result, "load_average_at_end": load_average()}, indent=2
+    )
     # vLLM logs to stdout too: the figures also go to a file of their own.
-    name = (f"eval-h{args.hidden}-l{args.layers}-a{args.heads}-b{args.batch}"
-            if args.command == "eval" else "grpo")
+    name = (
+        f"eval-h{args.hidden}-l{args.layers}-a{args.heads}-b{args.batch}"
+        if args.command == "eval"
+        else "grpo"
+    )
     (WORK / f"{name}.json").write_text(text + "\n")
     print(text)
 

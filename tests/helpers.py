@@ -17,8 +17,11 @@ from aworld_train.testing.fixtures import run_cli
 
 __all__ = ["run_cli"]  # re-exported: the core tests import it from here
 
-ENV_VARS = ("AWORLD_TRAIN_LOAD_PLUGINS", "AWORLD_TRAIN_DISABLE_PLUGINS",
-            "AWORLD_TRAIN_TRACE_PLUGINS")
+ENV_VARS = (
+    "AWORLD_TRAIN_LOAD_PLUGINS",
+    "AWORLD_TRAIN_DISABLE_PLUGINS",
+    "AWORLD_TRAIN_TRACE_PLUGINS",
+)
 
 # Four questions with four distinct answers: a uniform policy scores 0.25, a trained one 1.0.
 ARITHMETIC = [
@@ -47,8 +50,9 @@ def manifest(run_dir: Path) -> dict[str, Any]:
     return json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
 
 
-def lay_out_distribution(site: Path, name: str, entry_points: str, module: str,
-                         source: str, version: str = "0.1.0") -> None:
+def lay_out_distribution(
+    site: Path, name: str, entry_points: str, module: str, source: str, version: str = "0.1.0"
+) -> None:
     """Lay out an installed distribution as pip does: its module and a ``.dist-info`` folder.
     Put ``site`` on ``sys.path`` (or ``PYTHONPATH``) to install it."""
     (site / f"{module}.py").write_text(source)
@@ -61,18 +65,27 @@ def lay_out_distribution(site: Path, name: str, entry_points: str, module: str,
 def engine_source(check_config: str = "return None") -> str:
     """The hook module of a minimal engine: ``check_config`` runs the given line, ``train``
     does nothing."""
-    return ("from aworld_train import hookimpl\n\n\n@hookimpl\ndef check_config(config):\n"
-            f"    {check_config}\n\n\n@hookimpl\ndef train(ctx):\n    return None\n")
+    return (
+        "from aworld_train import hookimpl\n\n\n@hookimpl\ndef check_config(config):\n"
+        f"    {check_config}\n\n\n@hookimpl\ndef train(ctx):\n    return None\n"
+    )
 
 
 def lay_out_engine(site: Path, name: str, source: str, version: str = "0.1.0") -> None:
     """Install the engine ``name`` (hook module ``source``) as ``aworld-train-<name>``."""
-    lay_out_distribution(site, f"aworld-train-{name}", f"[aworld_train.engines]\n{name} = "
-                         f"aworld_train_{name}\n", f"aworld_train_{name}", source, version)
+    lay_out_distribution(
+        site,
+        f"aworld-train-{name}",
+        f"[aworld_train.engines]\n{name} = aworld_train_{name}\n",
+        f"aworld_train_{name}",
+        source,
+        version,
+    )
 
 
-def signal_when(process: subprocess.Popen[str], ready: Callable[[], bool],
-                signum: int) -> tuple[str, str]:
+def signal_when(
+    process: subprocess.Popen[str], ready: Callable[[], bool], signum: int
+) -> tuple[str, str]:
     """Send ``signum`` to ``process`` once ``ready()`` (polled for up to 60 s), then return its
     output; the process is killed if it outlives the test."""
     try:
@@ -100,13 +113,20 @@ def write_model_folder(folder: Path, **config: Any) -> Path:
     return folder
 
 
-def run_python(code: str, env: dict[str, str] | None = None,
-               cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def run_python(
+    code: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run ``code`` in a fresh interpreter of this environment."""
     full_env = {k: v for k, v in os.environ.items() if k not in ENV_VARS}
     full_env.update(env or {})
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=full_env, cwd=cwd, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        cwd=cwd,
+        timeout=120,
+    )
 
 
 class RecordingProcessor(TrainerProcessor):

@@ -65,13 +65,15 @@ def test_agent_from_a_factory_in_a_file_beside_the_job(tmp_path: Path) -> None:
 
 
 def test_agent_with_tools_and_mcp_servers() -> None:
-    spec = load_agent({
-        "name": "searcher",
-        "tools": ["math:sqrt"],
-        "mcp_config": {"mcpServers": {"search": {"command": "search-server"}}},
-        "mcp_servers": "search",
-        "max_turns": 4,
-    })
+    spec = load_agent(
+        {
+            "name": "searcher",
+            "tools": ["math:sqrt"],
+            "mcp_config": {"mcpServers": {"search": {"command": "search-server"}}},
+            "mcp_servers": "search",
+            "max_turns": 4,
+        }
+    )
     assert spec.uses_tools
     assert spec.mcp_servers == ["search"]
     assert spec.to_dict()["mcp_servers"] == ["search"]
@@ -110,14 +112,26 @@ def test_agent_unknown_key_suggests_the_right_one(tmp_path: Path) -> None:
     with pytest.raises(AgentError) as raised:
         load_agent(tmp_path / "agent.yaml")
     assert "agent.yaml: unknown agent key 'system_promt' (did you mean 'system_prompt'?)" in str(
-        raised.value)
+        raised.value
+    )
 
 
-@pytest.mark.parametrize(("key", "value"), [
-    ("max_turns", 0), ("max_turns", "3"), ("tools", "math:sqrt"), ("llm_temperature", "hot"),
-    ("llm_temperature", -0.5), ("llm_temperature", float("nan")), ("llm_top_p", -1),
-    ("llm_top_p", 7.5), ("llm_max_tokens", 0), ("name", ""), ("model", 7),
-])
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("max_turns", 0),
+        ("max_turns", "3"),
+        ("tools", "math:sqrt"),
+        ("llm_temperature", "hot"),
+        ("llm_temperature", -0.5),
+        ("llm_temperature", float("nan")),
+        ("llm_top_p", -1),
+        ("llm_top_p", 7.5),
+        ("llm_max_tokens", 0),
+        ("name", ""),
+        ("model", 7),
+    ],
+)
 def test_agent_key_with_an_invalid_value(key: str, value: object) -> None:
     with pytest.raises(AgentError, match=f"agent key '{key}' must be "):
         load_agent({"name": "solver", key: value})

@@ -36,8 +36,13 @@ from aworld_train.rewards import BUILTIN_REWARDS
 
 
 def test_public_surface() -> None:
-    assert set(aworld_train.__all__) == {"AWorldTrainError", "AgentTrainer", "TrainerProcessor",
-                                         "hookimpl", "__version__"}
+    assert set(aworld_train.__all__) == {
+        "AWorldTrainError",
+        "AgentTrainer",
+        "TrainerProcessor",
+        "hookimpl",
+        "__version__",
+    }
     assert issubclass(AWorldTrainError, Exception)
 
 
@@ -45,7 +50,12 @@ def test_trainer_processor_is_an_abstract_base() -> None:
     assert issubclass(TrainerProcessor, abc.ABC)
     assert inspect.isabstract(TrainerProcessor)
     assert set(TrainerProcessor.__abstractmethods__) == {
-        "train", "check_agent", "check_dataset", "check_reward", "check_config"}
+        "train",
+        "check_agent",
+        "check_dataset",
+        "check_reward",
+        "check_config",
+    }
     with pytest.raises(TypeError):
         TrainerProcessor("runs")  # type: ignore[abstract]
 
@@ -73,12 +83,22 @@ def test_constructor_runs_the_checks_in_order(
     toy_job["train_engine_name"] = "recording"
     trainer = AgentTrainer(**toy_job)
     assert [name for name, _ in recording_engine.calls] == [
-        "check_agent", "check_dataset", "check_reward", "check_config"]
+        "check_agent",
+        "check_dataset",
+        "check_reward",
+        "check_config",
+    ]
     assert trainer.initialized
     assert [(c.module, c.by) for c in trainer.checks] == [
-        ("config", "core"), ("agent", "core"), ("model", "core"), ("agent", "recording"),
-        ("dataset", "core"), ("dataset", "recording"),
-        ("reward", "core"), ("reward", "recording"), ("config", "recording"),
+        ("config", "core"),
+        ("agent", "core"),
+        ("model", "core"),
+        ("agent", "recording"),
+        ("dataset", "core"),
+        ("dataset", "recording"),
+        ("reward", "core"),
+        ("reward", "recording"),
+        ("config", "recording"),
     ]
     assert manifest(trainer.run_dir.path)["status"] == "checked", "built, not yet trained"
 
@@ -97,7 +117,12 @@ def test_processor_receives_what_the_user_passed(
     # The core's checks still ran: the context holds its validated forms.
     assert trainer.context.config.max_steps == 6
     assert [c.module for c in trainer.checks if c.by == "core"] == [
-        "config", "agent", "model", "dataset", "reward"]
+        "config",
+        "agent",
+        "model",
+        "dataset",
+        "reward",
+    ]
     # A value returned by a check replaces the core's form; None keeps it.
     assert trainer.hand_off.agent == {"agent_for": toy_job["agent"]}
     assert len(trainer.hand_off.dataset) == 4
@@ -106,8 +131,9 @@ def test_processor_receives_what_the_user_passed(
     assert processor.context is trainer.context
 
 
-def score(data_source: str, solution_str: str, ground_truth: str,
-          extra_info: dict[str, Any] | None = None) -> float:
+def score(
+    data_source: str, solution_str: str, ground_truth: str, extra_info: dict[str, Any] | None = None
+) -> float:
     return float(solution_str.strip() == ground_truth)
 
 
@@ -120,26 +146,38 @@ def test_a_processor_receives_the_files_of_a_job_as_absolute_paths(
     (job / "agent.yaml").write_text("name: adder\n")
     (job / "rewards.py").write_text("from typing import Any\n\n\n" + inspect.getsource(score))
     (job / "config.yaml").write_text("max_steps: 3\ndata: {train_batch_size: 4}\n")
-    given = dict(agent="agent.yaml", train_dataset="train.jsonl", test_dataset="train.jsonl",
-                 reward_func="rewards.py:score", config="config.yaml", base_dir=job,
-                 run_path=tmp_path / "runs", train_engine_name="recording")
+    given = dict(
+        agent="agent.yaml",
+        train_dataset="train.jsonl",
+        test_dataset="train.jsonl",
+        reward_func="rewards.py:score",
+        config="config.yaml",
+        base_dir=job,
+        run_path=tmp_path / "runs",
+        train_engine_name="recording",
+    )
     AgentTrainer(**given, check_only=True)
     calls = dict(recording_engine.calls)
     assert calls["check_agent"] == str(job / "agent.yaml")
     assert calls["check_dataset"] == (str(job / "train.jsonl"), str(job / "train.jsonl"))
     reward = calls["check_reward"]
     assert (reward.__name__, inspect.getfile(reward)) == ("score", str(job / "rewards.py")), (
-        "a reference: the function the core loaded")
+        "a reference: the function the core loaded"
+    )
     assert calls["check_config"] == str(job / "config.yaml"), "the path, for the processor to read"
 
     recording_engine.calls = []
     AgentTrainer(**given, overrides=["data.train_batch_size=8", "max_steps=2"], check_only=True)
     assert dict(recording_engine.calls)["check_config"] == {
-        "max_steps": 2, "data": {"train_batch_size": 8}}, "with -o: the merged mapping"
+        "max_steps": 2,
+        "data": {"train_batch_size": 8},
+    }, "with -o: the merged mapping"
 
     recording_engine.calls = []
-    AgentTrainer(**dict(given, reward_func=[score, {"name": "rewards.py:score", "weight": 2}]),
-                 check_only=True)
+    AgentTrainer(
+        **dict(given, reward_func=[score, {"name": "rewards.py:score", "weight": 2}]),
+        check_only=True,
+    )
     reward = dict(recording_engine.calls)["check_reward"]
     assert isinstance(reward, RewardSpec), "named in part by text: one callable, the weighted total"
     assert [(f.name, f.weight) for f in reward.functions] == [("score", 1.0), ("score", 2.0)]
@@ -160,17 +198,35 @@ def test_the_arguments_and_the_job_file_make_the_same_job(
     write_jsonl(tmp_path / "train.jsonl", ARITHMETIC)
     (tmp_path / "job.yaml").write_text(
         "engine: recording\nagent: {name: adder}\ntrain_dataset: train.jsonl\n"
-        "reward: exact_match\nconfig: {max_steps: 3}\nrun_path: runs\n")
-    from_file = AgentTrainer.from_job(load_job(tmp_path / "job.yaml", ["max_steps=2"]),
-                                      check_only=True)
+        "reward: exact_match\nconfig: {max_steps: 3}\nrun_path: runs\n"
+    )
+    from_file = AgentTrainer.from_job(
+        load_job(tmp_path / "job.yaml", ["max_steps=2"]), check_only=True
+    )
     from_arguments = AgentTrainer(
-        agent={"name": "adder"}, train_dataset="train.jsonl", reward_func="exact_match",
-        config={"max_steps": 3}, train_engine_name="recording", overrides=["max_steps=2"],
-        base_dir=tmp_path.resolve(), check_only=True)
-    assert from_file.job == from_arguments.job == Job(
-        engine="recording", agent={"name": "adder"}, train_dataset="train.jsonl",
-        reward="exact_match", config={"max_steps": 3}, run_path="runs",
-        overrides=("max_steps=2",), base_dir=tmp_path.resolve())
+        agent={"name": "adder"},
+        train_dataset="train.jsonl",
+        reward_func="exact_match",
+        config={"max_steps": 3},
+        train_engine_name="recording",
+        overrides=["max_steps=2"],
+        base_dir=tmp_path.resolve(),
+        check_only=True,
+    )
+    assert (
+        from_file.job
+        == from_arguments.job
+        == Job(
+            engine="recording",
+            agent={"name": "adder"},
+            train_dataset="train.jsonl",
+            reward="exact_match",
+            config={"max_steps": 3},
+            run_path="runs",
+            overrides=("max_steps=2",),
+            base_dir=tmp_path.resolve(),
+        )
+    )
     given = from_arguments.context.given
     assert given.train_dataset == str(tmp_path.resolve() / "train.jsonl")
     assert (given.config, given.overrides) == ({"max_steps": 2}, ()), "the overrides merged in"
@@ -195,8 +251,11 @@ def test_one_model_named_in_two_places_as_the_same_folder_passes(
     (relative to the job, absolute) is the same model."""
     folder = write_model_folder(tmp_path / "build" / "model").resolve()
     monkeypatch.chdir(tmp_path / "build")
-    toy_job.update(base_dir=tmp_path, agent={"name": "adder", "model": "build/model"},
-                   config={**toy_job["config"], "model": str(folder)})
+    toy_job.update(
+        base_dir=tmp_path,
+        agent={"name": "adder", "model": "build/model"},
+        config={**toy_job["config"], "model": str(folder)},
+    )
     trainer = AgentTrainer(**toy_job, check_only=True)
     assert trainer.context.config.model == str(folder)
     assert trainer.hand_off.agent.model == str(folder)
@@ -204,11 +263,16 @@ def test_one_model_named_in_two_places_as_the_same_folder_passes(
 
 def test_two_models_that_disagree_are_one_line_naming_both(toy_job: dict[str, Any]) -> None:
     """The agent's model against the common model: no longer silently the config's."""
-    toy_job.update(agent={"name": "adder", "model": "org/agent-model"},
-                   config={**toy_job["config"], "model": "org/config-model"})
-    with pytest.raises(ConfigError, match=r"^config key 'model' names org/config-model but agent "
-                                          r"'adder' model names org/agent-model: name the model "
-                                          r"once$"):
+    toy_job.update(
+        agent={"name": "adder", "model": "org/agent-model"},
+        config={**toy_job["config"], "model": "org/config-model"},
+    )
+    with pytest.raises(
+        ConfigError,
+        match=r"^config key 'model' names org/config-model but agent "
+        r"'adder' model names org/agent-model: name the model "
+        r"once$",
+    ):
         AgentTrainer(**toy_job)
     assert list(toy_job["run_path"].iterdir()) == []
 
@@ -266,11 +330,14 @@ class StatefulProcessor(TrainerProcessor):
 
     def train(self) -> Any:
         answers = [row["ground_truth"] for row in self.dataset]
-        scores = [self.reward_func("arithmetic", answer, row["ground_truth"])
-                  for row, answer in zip(self.dataset, answers)]
+        scores = [
+            self.reward_func("arithmetic", answer, row["ground_truth"])
+            for row, answer in zip(self.dataset, answers)
+        ]
         (Path(self.run_path) / "model.txt").write_text(
             f"{self.agent['name']} ({self.reward_func.__name__}, {self.config['max_steps']} "
-            f"steps): {answers}")
+            f"steps): {answers}"
+        )
         return {"reward": sum(scores) / len(scores)}
 
 
@@ -280,7 +347,8 @@ def test_a_processor_written_for_aworld_train_trains_unchanged(toy_job: dict[str
     trainer = AgentTrainer(**toy_job)
     assert trainer.train() == {"reward": 1.0}
     assert (trainer.run_dir.path / "model.txt").read_text() == (
-        "adder (score, 6 steps): ['2', '3', '4', '5']")
+        "adder (score, 6 steps): ['2', '3', '4', '5']"
+    )
     assert manifest(trainer.run_dir.path)["status"] == "completed"
 
 
@@ -315,7 +383,7 @@ def test_register_processor_rejects_a_taken_name(recording_engine: type) -> None
 
 
 def test_an_incomplete_processor_is_a_plugin_error_naming_the_engine(
-    toy_job: dict[str, Any]
+    toy_job: dict[str, Any],
 ) -> None:
     class HalfDone(TrainerProcessor):
         def check_agent(self, agent: Any) -> Any:
@@ -325,8 +393,11 @@ def test_an_incomplete_processor_is_a_plugin_error_naming_the_engine(
     status = plugins.check_engine(plugins.find_engine("half")).status
     assert status.startswith("broken: ") and "does not implement" in status
     toy_job["train_engine_name"] = "half"
-    with pytest.raises(PluginError, match="engine 'half' from .*HalfDone does not implement "
-                                          "check_config, check_dataset, check_reward, train"):
+    with pytest.raises(
+        PluginError,
+        match="engine 'half' from .*HalfDone does not implement "
+        "check_config, check_dataset, check_reward, train",
+    ):
         AgentTrainer(**toy_job, check_only=True)
 
 
@@ -340,9 +411,12 @@ def test_verl_is_the_default_among_several_engines(monkeypatch: pytest.MonkeyPat
 def test_train_after_a_check_only_construction_says_what_to_do(toy_job: dict[str, Any]) -> None:
     trainer = AgentTrainer(**toy_job, check_only=True)
     assert trainer.initialized
-    with pytest.raises(JobError, match=r"^this trainer was made with check_only=True: it ran "
-                                       r"the checks only; create AgentTrainer\(\.\.\.\) "
-                                       r"without check_only to train$"):
+    with pytest.raises(
+        JobError,
+        match=r"^this trainer was made with check_only=True: it ran "
+        r"the checks only; create AgentTrainer\(\.\.\.\) "
+        r"without check_only to train$",
+    ):
         trainer.train()
 
 
@@ -377,7 +451,11 @@ def test_a_trainer_trains_once(toy_job: dict[str, Any]) -> None:
 def test_check_only_runs_every_check_and_writes_nothing(toy_job: dict[str, Any]) -> None:
     trainer = AgentTrainer(**toy_job, check_only=True)
     assert {c.module for c in trainer.checks if c.by == "toy"} == {
-        "agent", "dataset", "reward", "config"}
+        "agent",
+        "dataset",
+        "reward",
+        "config",
+    }
     assert trainer.context.check_only
     assert not toy_job["run_path"].exists()
     assert not trainer.run_dir.path.exists(), "the scratch directory was removed"
@@ -406,8 +484,11 @@ def test_the_model_check_runs_before_the_engines_and_honours_trust_remote_code(
 ) -> None:
     write_model_folder(tmp_path / "model", auto_map={"AutoConfig": "configuration_x.XConfig"})
     (tmp_path / "model" / "configuration_x.py").write_text("raise SystemExit('ran')\n")
-    toy_job.update(train_engine_name="recording", base_dir=tmp_path,
-                   config={**toy_job["config"], "model": "model"})
+    toy_job.update(
+        train_engine_name="recording",
+        base_dir=tmp_path,
+        config={**toy_job["config"], "model": "model"},
+    )
     with pytest.raises(ModelError, match="trust_remote_code: true"):
         AgentTrainer(**toy_job, check_only=True)
     assert recording_engine.calls == [], "no engine hook saw a model the core refused"
@@ -420,12 +501,15 @@ def test_the_model_check_runs_before_the_engines_and_honours_trust_remote_code(
 def test_a_hub_id_is_kept_and_not_contacted(
     recording_engine: type[RecordingProcessor], toy_job: dict[str, Any]
 ) -> None:
-    toy_job.update(train_engine_name="recording",
-                   config={**toy_job["config"], "model": "Qwen/Qwen2.5-0.5B-Instruct"})
+    toy_job.update(
+        train_engine_name="recording",
+        config={**toy_job["config"], "model": "Qwen/Qwen2.5-0.5B-Instruct"},
+    )
     trainer = AgentTrainer(**toy_job, check_only=True)
     assert trainer.context.config.model == "Qwen/Qwen2.5-0.5B-Instruct"
     assert [c.detail for c in trainer.checks if c.module == "model"] == [
-        "hub id Qwen/Qwen2.5-0.5B-Instruct (not contacted during the checks)"]
+        "hub id Qwen/Qwen2.5-0.5B-Instruct (not contacted during the checks)"
+    ]
 
 
 def test_lengths_are_compared_with_the_models_positions(
@@ -435,13 +519,17 @@ def test_lengths_are_compared_with_the_models_positions(
     from aworld_train.testing import build_tiny_model
 
     model = build_tiny_model(tmp_path / "tiny")
-    toy_job.update(train_engine_name="recording", config={"model": str(model),
-                                                          "max_completion_length": 16})
+    toy_job.update(
+        train_engine_name="recording", config={"model": str(model), "max_completion_length": 16}
+    )
     trainer = AgentTrainer(**toy_job, check_only=True)
     assert [c.detail for c in trainer.checks if c.module == "lengths"] == [
-        "the longest prompts plus the completion fit the model's context"]
-    toy_job["train_dataset"] = [*toy_job["train_dataset"],
-                                {"prompt": "many words " * 5000, "ground_truth": "1"}]
+        "the longest prompts plus the completion fit the model's context"
+    ]
+    toy_job["train_dataset"] = [
+        *toy_job["train_dataset"],
+        {"prompt": "many words " * 5000, "ground_truth": "1"},
+    ]
     with pytest.raises(ModelError, match="row 4"):
         AgentTrainer(**toy_job, check_only=True)
 
@@ -452,8 +540,7 @@ def test_a_processor_receives_none_for_what_the_user_did_not_give(
     # The recorder plugin counts the rows it sees: it needs a dataset (see the next test).
     monkeypatch.setenv("AWORLD_TRAIN_DISABLE_PLUGINS", "aworld-train-recorder")
     # As AWorld Train's docs show it: an agent and an engine, nothing else.
-    trainer = AgentTrainer(agent={"name": "mine"}, train_engine_name="recording",
-                           check_only=True)
+    trainer = AgentTrainer(agent={"name": "mine"}, train_engine_name="recording", check_only=True)
     calls = dict(recording_engine.calls)
     assert calls["check_agent"] == {"name": "mine"}
     assert calls["check_dataset"] == (None, None)
@@ -461,7 +548,9 @@ def test_a_processor_receives_none_for_what_the_user_did_not_give(
     assert calls["check_config"] is None
     assert isinstance(trainer.context.config, TrainConfig), "the core's config all the same"
     assert [(c.module, c.detail) for c in trainer.checks if c.by == "core"][-2:] == [
-        ("dataset", "none given"), ("reward", "none given")]
+        ("dataset", "none given"),
+        ("reward", "none given"),
+    ]
 
     recording_engine.calls = []
     AgentTrainer(train_engine_name="recording", check_only=True)
@@ -469,14 +558,15 @@ def test_a_processor_receives_none_for_what_the_user_did_not_give(
 
 
 def test_an_extension_plugin_that_raises_in_a_check_is_named_not_the_engine(
-    recording_engine: type[RecordingProcessor]
+    recording_engine: type[RecordingProcessor],
 ) -> None:
     # The recorder's check_dataset wrapper takes len() of the dataset, which is None here.
     with pytest.raises(PluginError) as raised:
         AgentTrainer(agent={"name": "mine"}, train_engine_name="recording", check_only=True)
     assert str(raised.value) == (
         "plugin 'recorder' (aworld-train-recorder 0.1.0) check_dataset raised TypeError: "
-        "object of type 'NoneType' has no len()")
+        "object of type 'NoneType' has no len()"
+    )
 
 
 def test_an_engine_that_needs_a_dataset_refuses_none_itself(toy_job: dict[str, Any]) -> None:
@@ -497,14 +587,16 @@ class RaisesInCheckConfig(RecordingProcessor):
 
 
 def test_an_engine_hook_raising_a_bug_is_one_line_naming_the_engine_and_the_hook(
-    toy_job: dict[str, Any]
+    toy_job: dict[str, Any],
 ) -> None:
     AgentTrainer.register_processor("buggy", RaisesInCheckConfig)
     toy_job["train_engine_name"] = "buggy"
     with pytest.raises(PluginError) as raised:
         AgentTrainer(**toy_job)
-    assert str(raised.value) == ("engine 'buggy' (registered in-process) check_config raised "
-                                 "RuntimeError: engine bug on two lines")
+    assert str(raised.value) == (
+        "engine 'buggy' (registered in-process) check_config raised "
+        "RuntimeError: engine bug on two lines"
+    )
     assert isinstance(raised.value.__cause__, RuntimeError), "the traceback is kept for --debug"
     assert list(toy_job["run_path"].iterdir()) == [], "a failed check leaves no run"
 
@@ -552,13 +644,15 @@ def test_a_crash_of_the_checks_outside_any_hook_is_one_line_with_its_cause(
     def breaks(run: checks.CheckRun) -> None:
         raise RuntimeError("a bug\nin the core")
 
-    monkeypatch.setattr(trainer, "CHECKS", (*checks.CHECKS[:3],
-                                            checks.Step("dataset", "core", breaks, None)))
+    monkeypatch.setattr(
+        trainer, "CHECKS", (*checks.CHECKS[:3], checks.Step("dataset", "core", breaks, None))
+    )
     with pytest.raises(AWorldTrainError) as raised:
         AgentTrainer(**toy_job)
     assert isinstance(raised.value, CheckCrash)
     assert str(raised.value).startswith(
-        "the checks raised RuntimeError: a bug in the core at test_api.py:")
+        "the checks raised RuntimeError: a bug in the core at test_api.py:"
+    )
     assert str(raised.value).endswith("; --debug shows the traceback")
     assert str(raised.value) == the_cli_line(raised.value)
     assert isinstance(raised.value.__cause__, RuntimeError), "the traceback stays at hand"

@@ -12,8 +12,10 @@ from helpers import write_jsonl
 from aworld_train.dataset import load_dataset
 from aworld_train.errors import DatasetError
 
-QA = [{"question": "2+2?", "answer": "4", "level": 1},
-      {"question": "3+3?", "answer": 6, "level": 2}]
+QA = [
+    {"question": "2+2?", "answer": "4", "level": 1},
+    {"question": "3+3?", "answer": 6, "level": 2},
+]
 COLUMNS = {"prompt": "question", "ground_truth": "answer"}
 
 
@@ -58,13 +60,15 @@ def test_datasets_dataset() -> None:
 
 
 def test_list_of_dicts() -> None:
-    check_canonical(load_dataset([dict(row) for row in QA], COLUMNS, role="train_dataset"),
-                    "train_dataset")
+    check_canonical(
+        load_dataset([dict(row) for row in QA], COLUMNS, role="train_dataset"), "train_dataset"
+    )
 
 
 def test_canonical_columns_need_no_mapping() -> None:
-    dataset = load_dataset([{"prompt": "p", "ground_truth": "t", "data_source": "gaia",
-                             "extra_info": {"level": 3}}])
+    dataset = load_dataset(
+        [{"prompt": "p", "ground_truth": "t", "data_source": "gaia", "extra_info": {"level": 3}}]
+    )
     assert dataset[0]["data_source"] == "gaia"
     assert dataset[0]["extra_info"] == {"index": 0, "level": 3}
 
@@ -125,7 +129,9 @@ def test_empty_dataset(tmp_path: Path, content: str) -> None:
 
 
 def test_missing_ground_truth_names_file_line_and_column(tmp_path: Path) -> None:
-    path = write_jsonl(tmp_path / "qa.jsonl", [{"prompt": "a", "ground_truth": "1"}, {"prompt": "b"}])
+    path = write_jsonl(
+        tmp_path / "qa.jsonl", [{"prompt": "a", "ground_truth": "1"}, {"prompt": "b"}]
+    )
     with pytest.raises(DatasetError) as raised:
         load_dataset(path)
     assert str(raised.value).startswith(f"{path}:2: missing column 'ground_truth'")
@@ -134,8 +140,11 @@ def test_missing_ground_truth_names_file_line_and_column(tmp_path: Path) -> None
 
 def test_missing_column_after_the_mapping_names_the_user_column(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "qa.jsonl", [{"question": "2+2?", "solution": "4"}])
-    with pytest.raises(DatasetError, match=r"qa\.jsonl:1: missing column 'ground_truth' "
-                                           r"\(mapped from 'answer'\)"):
+    with pytest.raises(
+        DatasetError,
+        match=r"qa\.jsonl:1: missing column 'ground_truth' "
+        r"\(mapped from 'answer'\)",
+    ):
         load_dataset(path, COLUMNS)
     with pytest.raises(DatasetError, match=r"qa\.jsonl:1: missing column 'prompt'"):
         load_dataset(path)
@@ -146,22 +155,37 @@ def test_row_index_is_named_for_non_jsonl_sources(tmp_path: Path) -> None:
     with pytest.raises(DatasetError, match=r"qa\.csv row 0: missing column 'ground_truth'"):
         load_dataset(tmp_path / "qa.csv")
     with pytest.raises(DatasetError, match="test_dataset row 1: missing column 'prompt'"):
-        load_dataset([{"prompt": "a", "ground_truth": "1"}, {"ground_truth": "2"}],
-                     role="test_dataset")
+        load_dataset(
+            [{"prompt": "a", "ground_truth": "1"}, {"ground_truth": "2"}], role="test_dataset"
+        )
 
 
-@pytest.mark.parametrize(("row", "message"), [
-    ({"prompt": 7, "ground_truth": "1"}, "column 'prompt' must be a string or a list"),
-    ({"prompt": "  ", "ground_truth": "1"}, "column 'prompt' is empty"),
-    ({"prompt": [{"role": "robot", "content": "hi"}], "ground_truth": "1"},
-     "column 'prompt' message 0 must be"),
-    ({"prompt": [{"role": "user"}], "ground_truth": "1"}, "column 'prompt' message 0 must be"),
-    ({"prompt": "a", "ground_truth": ["1"]}, "column 'ground_truth' must be a string or a number"),
-    ({"prompt": "a", "ground_truth": True}, "column 'ground_truth' must be a string or a number"),
-    ({"prompt": "a", "ground_truth": "1", "data_source": 3}, "column 'data_source' must be"),
-    ({"prompt": "a", "ground_truth": "1", "extra_info": "x"}, "column 'extra_info' must be an object"),
-    ("just a string", "a row must be an object, got str"),
-])
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ({"prompt": 7, "ground_truth": "1"}, "column 'prompt' must be a string or a list"),
+        ({"prompt": "  ", "ground_truth": "1"}, "column 'prompt' is empty"),
+        (
+            {"prompt": [{"role": "robot", "content": "hi"}], "ground_truth": "1"},
+            "column 'prompt' message 0 must be",
+        ),
+        ({"prompt": [{"role": "user"}], "ground_truth": "1"}, "column 'prompt' message 0 must be"),
+        (
+            {"prompt": "a", "ground_truth": ["1"]},
+            "column 'ground_truth' must be a string or a number",
+        ),
+        (
+            {"prompt": "a", "ground_truth": True},
+            "column 'ground_truth' must be a string or a number",
+        ),
+        ({"prompt": "a", "ground_truth": "1", "data_source": 3}, "column 'data_source' must be"),
+        (
+            {"prompt": "a", "ground_truth": "1", "extra_info": "x"},
+            "column 'extra_info' must be an object",
+        ),
+        ("just a string", "a row must be an object, got str"),
+    ],
+)
 def test_wrong_column_types_name_the_row(tmp_path: Path, row: Any, message: str) -> None:
     path = write_jsonl(tmp_path / "qa.jsonl", [{"prompt": "ok", "ground_truth": "0"}, row])
     with pytest.raises(DatasetError) as raised:
@@ -171,24 +195,34 @@ def test_wrong_column_types_name_the_row(tmp_path: Path, row: Any, message: str)
 
 
 def test_a_column_of_mixed_types_names_the_row(tmp_path: Path) -> None:
-    path = write_jsonl(tmp_path / "qa.jsonl", [
-        {"prompt": "a", "ground_truth": "1", "level": 1},
-        {"prompt": "b", "ground_truth": "2", "level": 2.5},
-        {"prompt": "c", "ground_truth": "3", "level": "hard"},
-    ])
+    path = write_jsonl(
+        tmp_path / "qa.jsonl",
+        [
+            {"prompt": "a", "ground_truth": "1", "level": 1},
+            {"prompt": "b", "ground_truth": "2", "level": 2.5},
+            {"prompt": "c", "ground_truth": "3", "level": "hard"},
+        ],
+    )
     with pytest.raises(DatasetError) as raised:
         load_dataset(path)
-    assert str(raised.value) == (f"{path}:3: column 'level' holds str but int at {path}:1; "
-                                 "use one type per column")
+    assert str(raised.value) == (
+        f"{path}:3: column 'level' holds str but int at {path}:1; use one type per column"
+    )
 
 
 def test_prompt_forms_must_not_mix(tmp_path: Path) -> None:
-    path = write_jsonl(tmp_path / "qa.jsonl", [
-        {"prompt": "text", "ground_truth": "1"},
-        {"prompt": [{"role": "user", "content": "chat"}], "ground_truth": "2"},
-    ])
-    with pytest.raises(DatasetError, match=r"qa\.jsonl:2: column 'prompt' is a message list but "
-                                           r"row 0's is a string"):
+    path = write_jsonl(
+        tmp_path / "qa.jsonl",
+        [
+            {"prompt": "text", "ground_truth": "1"},
+            {"prompt": [{"role": "user", "content": "chat"}], "ground_truth": "2"},
+        ],
+    )
+    with pytest.raises(
+        DatasetError,
+        match=r"qa\.jsonl:2: column 'prompt' is a message list but "
+        r"row 0's is a string",
+    ):
         load_dataset(path)
 
 
@@ -201,28 +235,36 @@ def test_a_fault_in_the_last_row_of_many_is_found(tmp_path: Path) -> None:
 
 
 def test_columns_mapping_must_name_canonical_columns() -> None:
-    with pytest.raises(DatasetError, match="unknown canonical column 'promt' "
-                                           r"\(did you mean 'prompt'\?\)"):
+    with pytest.raises(
+        DatasetError,
+        match="unknown canonical column 'promt' "
+        r"\(did you mean 'prompt'\?\)",
+    ):
         load_dataset(QA, {"promt": "question"})
     with pytest.raises(DatasetError, match="columns must map canonical names"):
         load_dataset(QA, {"prompt": 3})  # type: ignore[dict-item]
 
 
 def test_unsupported_source_type() -> None:
-    with pytest.raises(DatasetError, match="train_dataset must be a .jsonl/.json/.csv/.parquet "
-                                           "path, a datasets.Dataset or a list of dicts, not int"):
+    with pytest.raises(
+        DatasetError,
+        match="train_dataset must be a .jsonl/.json/.csv/.parquet "
+        "path, a datasets.Dataset or a list of dicts, not int",
+    ):
         load_dataset(42)
 
 
 def test_a_byte_order_mark_is_not_data(tmp_path: Path) -> None:
     bom = "\ufeff"
-    (tmp_path / "qa.jsonl").write_text(bom + "".join(json.dumps(row) + "\n" for row in QA),
-                                       encoding="utf-8")
+    (tmp_path / "qa.jsonl").write_text(
+        bom + "".join(json.dumps(row) + "\n" for row in QA), encoding="utf-8"
+    )
     check_canonical(load_dataset(tmp_path / "qa.jsonl", COLUMNS), "qa")
     (tmp_path / "qa.json").write_text(bom + json.dumps(QA), encoding="utf-8")
     check_canonical(load_dataset(tmp_path / "qa.json", COLUMNS), "qa")
-    (tmp_path / "qa.csv").write_text(bom + "question,answer,level\n2+2?,4,1\n3+3?,6,2\n",
-                                     encoding="utf-8")
+    (tmp_path / "qa.csv").write_text(
+        bom + "question,answer,level\n2+2?,4,1\n3+3?,6,2\n", encoding="utf-8"
+    )
     check_canonical(load_dataset(tmp_path / "qa.csv", COLUMNS), "qa")
 
 
@@ -244,9 +286,11 @@ def test_a_path_that_is_not_a_regular_file(tmp_path: Path) -> None:
 def test_a_deeply_nested_row_names_its_line(tmp_path: Path, depth: int) -> None:
     deep = "[" * depth + "]" * depth
     path = tmp_path / "deep.jsonl"
-    path.write_text('{"prompt": "a", "ground_truth": "1"}\n'
-                    f'{{"prompt": "b", "ground_truth": "2", "extra_info": {{"x": {deep}}}}}\n')
-    with pytest.raises(DatasetError, match=fr"^{path}:2: a value is nested deeper than 64 levels$"):
+    path.write_text(
+        '{"prompt": "a", "ground_truth": "1"}\n'
+        f'{{"prompt": "b", "ground_truth": "2", "extra_info": {{"x": {deep}}}}}\n'
+    )
+    with pytest.raises(DatasetError, match=rf"^{path}:2: a value is nested deeper than 64 levels$"):
         load_dataset(path)
     (tmp_path / "deep.json").write_text(f'[{{"prompt": "b", "ground_truth": "2", "x": {deep}}}]')
     with pytest.raises(DatasetError, match=r"deep\.json(:| row 0:) a value is nested deeper"):
@@ -258,8 +302,9 @@ def test_a_deeply_nested_row_given_in_python() -> None:
     for _ in range(100_000):
         deep = [deep]
     with pytest.raises(DatasetError, match="^train_dataset row 1: a value is nested deeper"):
-        load_dataset([{"prompt": "a", "ground_truth": "1"},
-                      {"prompt": "b", "ground_truth": "2", "x": deep}])
+        load_dataset(
+            [{"prompt": "a", "ground_truth": "1"}, {"prompt": "b", "ground_truth": "2", "x": deep}]
+        )
 
 
 def test_a_line_over_the_limit_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -268,8 +313,9 @@ def test_a_line_over_the_limit_is_refused(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setattr(dataset, "MAX_LINE_CHARS", 60)
     exact = '{"prompt": "a", "ground_truth": "1", "pad": "' + "x" * 13 + '"}'
     assert len(exact) == 60
-    path = write_jsonl(tmp_path / "long.jsonl", [json.loads(exact), {"prompt": "b" * 60,
-                                                                     "ground_truth": "2"}])
+    path = write_jsonl(
+        tmp_path / "long.jsonl", [json.loads(exact), {"prompt": "b" * 60, "ground_truth": "2"}]
+    )
     with pytest.raises(DatasetError, match=r"long\.jsonl:2: line longer than 60 characters"):
         load_dataset(path)
 
@@ -291,16 +337,26 @@ def test_streaming_keeps_row_numbers_and_types_across_batches(
     assert loaded["level"] == [0.0, 1.0, 2.0, 3.0, 4.0, 2.5, 6.0]
     assert loaded["hint"] == [None] * 6 + ["only the last row has one"]
     assert [row["extra_info"] for row in loaded][3:5] == [
-        {"index": 3, "topic": None}, {"index": 4, "topic": "sums"}]
-    assert list(loaded.column_names) == ["prompt", "ground_truth", "level", "data_source",
-                                         "extra_info", "hint"]
+        {"index": 3, "topic": None},
+        {"index": 4, "topic": "sums"},
+    ]
+    assert list(loaded.column_names) == [
+        "prompt",
+        "ground_truth",
+        "level",
+        "data_source",
+        "extra_info",
+        "hint",
+    ]
 
-    path = write_jsonl(tmp_path / "bad.jsonl", rows + [{"prompt": "q", "ground_truth": "7",
-                                                        "level": "hard"}])
+    path = write_jsonl(
+        tmp_path / "bad.jsonl", rows + [{"prompt": "q", "ground_truth": "7", "level": "hard"}]
+    )
     with pytest.raises(DatasetError) as raised:
         load_dataset(path)
-    assert str(raised.value) == (f"{path}:8: column 'level' holds str but int at {path}:1; "
-                                 "use one type per column")
+    assert str(raised.value) == (
+        f"{path}:8: column 'level' holds str but int at {path}:1; use one type per column"
+    )
     with pytest.raises(DatasetError, match="^train_dataset row 7: missing column 'prompt'"):
         load_dataset(rows + [{"ground_truth": "7"}])
 
@@ -310,9 +366,11 @@ def test_a_clash_inside_a_column_across_batches(monkeypatch: pytest.MonkeyPatch)
 
     monkeypatch.setattr(dataset, "BATCH_ROWS", 2)
     rows = [{"prompt": "q", "ground_truth": "1", "extra_info": {"tags": ["a"]}}] * 2 + [
-        {"prompt": "q", "ground_truth": "1", "extra_info": {"tags": "a"}}]
-    with pytest.raises(DatasetError, match="^train_dataset: columns hold values of different "
-                                           "types across rows"):
+        {"prompt": "q", "ground_truth": "1", "extra_info": {"tags": "a"}}
+    ]
+    with pytest.raises(
+        DatasetError, match="^train_dataset: columns hold values of different types across rows"
+    ):
         load_dataset(rows)
 
 
@@ -323,7 +381,8 @@ def test_a_large_datasets_dataset_streams(monkeypatch: pytest.MonkeyPatch) -> No
 
     monkeypatch.setattr(dataset, "BATCH_ROWS", 4)
     given = datasets.Dataset.from_list(
-        [{"question": f"q{i}", "answer": str(i)} for i in range(10)]).select(range(9, -1, -1))
+        [{"question": f"q{i}", "answer": str(i)} for i in range(10)]
+    ).select(range(9, -1, -1))
     loaded = load_dataset(given, COLUMNS)
     assert loaded["prompt"] == [f"q{i}" for i in range(9, -1, -1)], "the selection, in order"
     assert [row["extra_info"]["index"] for row in loaded] == list(range(10))
@@ -333,27 +392,39 @@ def test_a_mapping_must_rename_a_column_the_row_has(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "qa.jsonl", [{"prompt": "2+2?", "ground_truth": "4"}])
     with pytest.raises(DatasetError) as raised:
         load_dataset(path, {"prompt": "question"})
-    assert str(raised.value) == (f"{path}:1: columns: {{prompt: question}} but the row has no "
-                                 "column 'question' (it has 'prompt' itself); drop the mapping "
-                                 "or fix the name")
-    with pytest.raises(DatasetError, match=r"^train_dataset row 0: columns: \{ground_truth: "
-                                           r"answer\} but the row has both 'answer' and "
-                                           r"'ground_truth'"):
-        load_dataset([{"prompt": "q", "answer": "4", "ground_truth": "5"}],
-                     {"ground_truth": "answer"})
+    assert str(raised.value) == (
+        f"{path}:1: columns: {{prompt: question}} but the row has no "
+        "column 'question' (it has 'prompt' itself); drop the mapping "
+        "or fix the name"
+    )
+    with pytest.raises(
+        DatasetError,
+        match=r"^train_dataset row 0: columns: \{ground_truth: "
+        r"answer\} but the row has both 'answer' and "
+        r"'ground_truth'",
+    ):
+        load_dataset(
+            [{"prompt": "q", "answer": "4", "ground_truth": "5"}], {"ground_truth": "answer"}
+        )
 
 
 GAIA_ROWS = [
-    {"prompt": [{"role": "user", "content": "How many moons has Mars?"}],
-     "data_source": "gaia", "ability": "agi",
-     "reward_model": {"style": "GAIA", "ground_truth": "2"},
-     "extra_info": {"index": 7, "task_id": "t-7", "level": 1},
-     "agent_name": "gaia_agent"},
-    {"prompt": [{"role": "user", "content": "What is the capital of France?"}],
-     "data_source": "gaia", "ability": "agi",
-     "reward_model": {"style": "GAIA", "ground_truth": "Paris"},
-     "extra_info": {"index": 8, "task_id": "t-8", "level": 2},
-     "agent_name": "gaia_agent"},
+    {
+        "prompt": [{"role": "user", "content": "How many moons has Mars?"}],
+        "data_source": "gaia",
+        "ability": "agi",
+        "reward_model": {"style": "GAIA", "ground_truth": "2"},
+        "extra_info": {"index": 7, "task_id": "t-7", "level": 1},
+        "agent_name": "gaia_agent",
+    },
+    {
+        "prompt": [{"role": "user", "content": "What is the capital of France?"}],
+        "data_source": "gaia",
+        "ability": "agi",
+        "reward_model": {"style": "GAIA", "ground_truth": "Paris"},
+        "extra_info": {"index": 8, "task_id": "t-8", "level": 2},
+        "agent_name": "gaia_agent",
+    },
 ]
 
 
@@ -383,8 +454,10 @@ def test_verl_layout_parquet_loads_as_it_is(tmp_path: Path) -> None:
 
 def test_verl_layout_with_a_text_prompt_and_a_ground_truth_column(tmp_path: Path) -> None:
     """A ground_truth column of its own wins over reward_model's: nothing is guessed."""
-    rows = [dict(row, prompt=row["prompt"][0]["content"], ground_truth=f"own {index}")
-            for index, row in enumerate(GAIA_ROWS)]
+    rows = [
+        dict(row, prompt=row["prompt"][0]["content"], ground_truth=f"own {index}")
+        for index, row in enumerate(GAIA_ROWS)
+    ]
     loaded = load_dataset(write_verl_parquet(tmp_path / "gaia.parquet", rows))
     assert loaded["ground_truth"] == ["own 0", "own 1"]
     assert loaded[0]["prompt"] == "How many moons has Mars?"
@@ -392,8 +465,13 @@ def test_verl_layout_with_a_text_prompt_and_a_ground_truth_column(tmp_path: Path
 
 def test_columns_take_dotted_paths_into_nested_fields(tmp_path: Path) -> None:
     """columns: values may be dotted paths; the column holding the field stays."""
-    rows = [{"question": {"text": "2+2?", "lang": "en"}, "meta": {"answer": {"value": 4}},
-             "answer.text": "four"}]
+    rows = [
+        {
+            "question": {"text": "2+2?", "lang": "en"},
+            "meta": {"answer": {"value": 4}},
+            "answer.text": "four",
+        }
+    ]
     path = write_jsonl(tmp_path / "nested.jsonl", rows)
     loaded = load_dataset(path, {"prompt": "question.text", "ground_truth": "meta.answer.value"})
     assert loaded[0]["prompt"] == "2+2?" and loaded[0]["ground_truth"] == "4"
@@ -405,20 +483,38 @@ def test_columns_take_dotted_paths_into_nested_fields(tmp_path: Path) -> None:
     assert mapped["ground_truth"] == ["2", "Paris"]
 
 
-@pytest.mark.parametrize(("second", "columns", "message"), [
-    ({"prompt": "q", "reward_model": {"style": "GAIA"}}, {},
-     "missing column 'ground_truth' (read from 'reward_model.ground_truth', as in VeRL's "
-     "layout): 'reward_model' has no field 'ground_truth'"),
-    ({"prompt": "q", "reward_model": {"ground_truht": "1"}}, {},
-     "'reward_model' has no field 'ground_truth' (did you mean 'ground_truht'?)"),
-    ({"prompt": "q", "reward_model": None}, {"ground_truth": "reward_model.ground_truth"},
-     "missing column 'ground_truth' (mapped from 'reward_model.ground_truth'): "
-     "'reward_model' is null"),
-    ({"prompt": "q", "reward_model": "GAIA"}, {"ground_truth": "reward_model.ground_truth"},
-     "'reward_model' is str, not an object"),
-    ({"prompt": "q", "reward_model": {"ground_truth": None}}, {},
-     "missing column 'ground_truth' (read from 'reward_model.ground_truth'"),
-])
+@pytest.mark.parametrize(
+    ("second", "columns", "message"),
+    [
+        (
+            {"prompt": "q", "reward_model": {"style": "GAIA"}},
+            {},
+            "missing column 'ground_truth' (read from 'reward_model.ground_truth', as in VeRL's "
+            "layout): 'reward_model' has no field 'ground_truth'",
+        ),
+        (
+            {"prompt": "q", "reward_model": {"ground_truht": "1"}},
+            {},
+            "'reward_model' has no field 'ground_truth' (did you mean 'ground_truht'?)",
+        ),
+        (
+            {"prompt": "q", "reward_model": None},
+            {"ground_truth": "reward_model.ground_truth"},
+            "missing column 'ground_truth' (mapped from 'reward_model.ground_truth'): "
+            "'reward_model' is null",
+        ),
+        (
+            {"prompt": "q", "reward_model": "GAIA"},
+            {"ground_truth": "reward_model.ground_truth"},
+            "'reward_model' is str, not an object",
+        ),
+        (
+            {"prompt": "q", "reward_model": {"ground_truth": None}},
+            {},
+            "missing column 'ground_truth' (read from 'reward_model.ground_truth'",
+        ),
+    ],
+)
 def test_a_row_without_the_nested_path_names_row_and_path(
     tmp_path: Path, second: dict[str, Any], columns: dict[str, str], message: str
 ) -> None:
@@ -435,22 +531,33 @@ def test_a_null_nested_field_in_parquet_names_the_row(tmp_path: Path) -> None:
     """A struct column's missing field reads back as null: the row and path are named."""
     rows = [dict(GAIA_ROWS[0]), dict(GAIA_ROWS[1], reward_model={"style": "GAIA"})]
     path = write_verl_parquet(tmp_path / "gaia.parquet", rows)
-    with pytest.raises(DatasetError, match=r"gaia\.parquet row 1: missing column 'ground_truth' "
-                                           r"\(read from 'reward_model\.ground_truth'"):
+    with pytest.raises(
+        DatasetError,
+        match=r"gaia\.parquet row 1: missing column 'ground_truth' "
+        r"\(read from 'reward_model\.ground_truth'",
+    ):
         load_dataset(path)
 
 
 def test_a_dotted_mapping_beside_the_canonical_column_is_ambiguous() -> None:
     """Mapping a nested field onto a column the row has already is refused, as a rename is."""
-    with pytest.raises(DatasetError, match=r"^train_dataset row 0: columns: \{ground_truth: "
-                                           r"reward_model\.ground_truth\} but the row has both"):
-        load_dataset([{"prompt": "q", "ground_truth": "1",
-                       "reward_model": {"ground_truth": "2"}}],
-                     {"ground_truth": "reward_model.ground_truth"})
-    with pytest.raises(DatasetError, match=r"has no column 'reward_model\.ground_truth' \(it has "
-                                           r"'ground_truth' itself\)"):
-        load_dataset([{"prompt": "q", "ground_truth": "1"}],
-                     {"ground_truth": "reward_model.ground_truth"})
+    with pytest.raises(
+        DatasetError,
+        match=r"^train_dataset row 0: columns: \{ground_truth: "
+        r"reward_model\.ground_truth\} but the row has both",
+    ):
+        load_dataset(
+            [{"prompt": "q", "ground_truth": "1", "reward_model": {"ground_truth": "2"}}],
+            {"ground_truth": "reward_model.ground_truth"},
+        )
+    with pytest.raises(
+        DatasetError,
+        match=r"has no column 'reward_model\.ground_truth' \(it has "
+        r"'ground_truth' itself\)",
+    ):
+        load_dataset(
+            [{"prompt": "q", "ground_truth": "1"}], {"ground_truth": "reward_model.ground_truth"}
+        )
 
 
 def test_a_typo_in_a_dotted_path_suggests_the_column(tmp_path: Path) -> None:
@@ -461,4 +568,5 @@ def test_a_typo_in_a_dotted_path_suggests_the_column(tmp_path: Path) -> None:
     assert str(raised.value) == (
         f"{path} row 0: missing column 'ground_truth' (mapped from 'reward_modle.ground_truth'): "
         "the row has no column 'reward_modle' (did you mean 'reward_model'?); map your column "
-        "with columns: {ground_truth: <your column>}")
+        "with columns: {ground_truth: <your column>}"
+    )

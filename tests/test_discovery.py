@@ -15,8 +15,13 @@ from aworld_train import AgentTrainer, plugins
 from aworld_train.errors import AgentError, PluginError
 
 HEAVY = ("torch", "transformers", "datasets", "ray", "verl", "swift", "trl", "aworld")
-TEST_ENGINE_MODULES = ("aworld_train_toy", "aworld_train_broken", "aworld_train_dup",
-                       "aworld_train_mismatch", "aworld_train_recorder")
+TEST_ENGINE_MODULES = (
+    "aworld_train_toy",
+    "aworld_train_broken",
+    "aworld_train_dup",
+    "aworld_train_mismatch",
+    "aworld_train_recorder",
+)
 
 
 def engines_by_name() -> dict[str, list[plugins.EngineInfo]]:
@@ -29,7 +34,8 @@ def engines_by_name() -> dict[str, list[plugins.EngineInfo]]:
 def test_listing_finds_every_installed_engine_with_its_distribution() -> None:
     found = engines_by_name()
     assert [(i.distribution, i.version, i.status) for i in found["toy"]] == [
-        ("aworld-train-toy", "0.1.0", "ok")]
+        ("aworld-train-toy", "0.1.0", "ok")
+    ]
     assert [i.distribution for i in found["broken"]] == ["aworld-train-broken"]
     assert [i.distribution for i in found["mismatch"]] == ["aworld-train-mismatch"]
     assert "recorder" not in found, "an extension plugin is not an engine"
@@ -76,8 +82,11 @@ def test_broken_import_is_reported_with_its_distribution_and_the_rest_stay_usabl
     assert "aworld-train-broken" in message
     assert "RuntimeError" in message and "always fails to import" in message
 
-    checked = {info.name: plugins.check_engine(info).status
-               for info in plugins.list_engines() if info.name != "twin"}
+    checked = {
+        info.name: plugins.check_engine(info).status
+        for info in plugins.list_engines()
+        if info.name != "twin"
+    }
     assert checked["broken"].startswith("broken:") and "aworld-train-broken" in checked["broken"]
     assert checked["toy"] == "ok"
     assert plugins.create_manager("toy", None).get_plugin("toy") is not None
@@ -143,9 +152,13 @@ def test_extension_plugins_load_beside_the_engine() -> None:
 def test_an_extension_plugin_that_fails_to_import_is_skipped_with_a_warning(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    lay_out_distribution(tmp_path, "aworld-train-flaky", "[aworld_train.plugins]\n"
-                         "flaky = aworld_train_flaky\n", "aworld_train_flaky",
-                         "import aworld_train_no_such_dependency\n")
+    lay_out_distribution(
+        tmp_path,
+        "aworld-train-flaky",
+        "[aworld_train.plugins]\nflaky = aworld_train_flaky\n",
+        "aworld_train_flaky",
+        "import aworld_train_no_such_dependency\n",
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     with caplog.at_level(logging.WARNING, logger="aworld_train"):
         manager = plugins.create_manager("toy", None)
@@ -157,10 +170,14 @@ def test_an_extension_plugin_that_fails_to_import_is_skipped_with_a_warning(
 def test_an_extension_plugin_that_breaks_the_specs_is_skipped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    lay_out_distribution(tmp_path, "aworld-train-typo", "[aworld_train.plugins]\n"
-                         "typo = aworld_train_typo\n", "aworld_train_typo",
-                         "from aworld_train import hookimpl\n\n"
-                         "@hookimpl\ndef report_metric(step, metrics, ctx):\n    pass\n")
+    lay_out_distribution(
+        tmp_path,
+        "aworld-train-typo",
+        "[aworld_train.plugins]\ntypo = aworld_train_typo\n",
+        "aworld_train_typo",
+        "from aworld_train import hookimpl\n\n"
+        "@hookimpl\ndef report_metric(step, metrics, ctx):\n    pass\n",
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     with caplog.at_level(logging.WARNING, logger="aworld_train"):
         manager = plugins.create_manager("toy", None)
@@ -182,10 +199,18 @@ def test_trace_plugins_prints_every_hook_call(
     AgentTrainer(**toy_job, check_only=True)
     stderr = capsys.readouterr().err
     trace = [line for line in stderr.splitlines() if line.startswith("[aworld-train trace]")]
-    called = [found.group(1) for line in trace
-              if (found := re.match(r"\[aworld-train trace\] (\w+)\(", line))]
+    called = [
+        found.group(1)
+        for line in trace
+        if (found := re.match(r"\[aworld-train trace\] (\w+)\(", line))
+    ]
     assert called == [
-        "config_layout", "check_agent", "check_dataset", "check_reward", "check_config"]
+        "config_layout",
+        "check_agent",
+        "check_dataset",
+        "check_reward",
+        "check_config",
+    ]
     dataset_call = next(line for line in trace if "] check_dataset(" in line)
     assert "train_dataset=Dataset(" in dataset_call and "ctx=" in dataset_call, "one line"
     assert "-> [toy, plugin:recorder]" in stderr, "the implementations of check_dataset"
@@ -201,8 +226,11 @@ def test_trace_plugins_shows_each_plugins_report_metrics_call(
 ) -> None:
     monkeypatch.setenv("AWORLD_TRAIN_TRACE_PLUGINS", "1")
     AgentTrainer(**dict(toy_job, config={"max_steps": 2, "batch_size": 4})).train()
-    calls = [line for line in capsys.readouterr().err.splitlines()
-             if line.startswith("[aworld-train trace] report_metrics(step=")]
+    calls = [
+        line
+        for line in capsys.readouterr().err.splitlines()
+        if line.startswith("[aworld-train trace] report_metrics(step=")
+    ]
     # The recorder extension plugin implements it: one traced call per logged step.
     assert [line.split("step=")[1].split(",")[0] for line in calls] == ["1", "2"]
     assert all(line.endswith("-> [plugin:recorder]") for line in calls)
@@ -227,10 +255,14 @@ def test_installed_versions_reads_metadata_and_skips_what_is_missing() -> None:
     assert versions == {"pluggy": metadata.version("pluggy")}
 
 
-@pytest.mark.parametrize("source", [
-    "",  # no hooks at all
-    "from aworld_train import hookimpl\n\n@hookimpl\ndef check_config(config):\n    return None\n",
-], ids=["no hooks", "checks only"])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "",  # no hooks at all
+        "from aworld_train import hookimpl\n\n@hookimpl\ndef check_config(config):\n    return None\n",
+    ],
+    ids=["no hooks", "checks only"],
+)
 def test_an_engine_without_a_train_hook_is_refused(
     source: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, toy_job: dict[str, Any]
 ) -> None:
@@ -249,14 +281,20 @@ def test_an_engine_without_a_train_hook_is_refused(
 def test_an_engine_hook_raising_a_bug_names_the_engine_its_distribution_and_the_hook(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, toy_job: dict[str, Any]
 ) -> None:
-    lay_out_engine(tmp_path, "raising", engine_source(
-        'raise RuntimeError("the engine\'s schema is broken")'), version="1.0")
+    lay_out_engine(
+        tmp_path,
+        "raising",
+        engine_source('raise RuntimeError("the engine\'s schema is broken")'),
+        version="1.0",
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     toy_job["train_engine_name"] = "raising"
     with pytest.raises(PluginError) as raised:
         AgentTrainer(**toy_job, check_only=True)
-    assert str(raised.value) == ("engine 'raising' (aworld-train-raising 1.0) check_config "
-                                 "raised RuntimeError: the engine's schema is broken")
+    assert str(raised.value) == (
+        "engine 'raising' (aworld-train-raising 1.0) check_config "
+        "raised RuntimeError: the engine's schema is broken"
+    )
 
 
 def test_an_engine_reading_its_section_under_another_name_is_refused(
@@ -265,8 +303,10 @@ def test_an_engine_reading_its_section_under_another_name_is_refused(
     lay_out_engine(tmp_path, "renamed", engine_source('return config.engine_section("original")'))
     monkeypatch.syspath_prepend(str(tmp_path))
     toy_job["train_engine_name"] = "renamed"
-    with pytest.raises(PluginError, match="engine 'renamed' reads the 'original' section, but "
-                                          "it is installed as 'renamed'"):
+    with pytest.raises(
+        PluginError,
+        match="engine 'renamed' reads the 'original' section, but it is installed as 'renamed'",
+    ):
         AgentTrainer(**toy_job, check_only=True)
 
 
@@ -280,7 +320,8 @@ def test_an_engine_this_project_ships_but_not_installed_here_says_how_to_install
     assert str(raised.value) == (
         f"unknown engine '{name}'; installed: toy, twin; install it with pip install "
         f"aworld-train-{name} (engines may live in separate virtual environments: run "
-        "aworld-train from the one that has it)")
+        "aworld-train from the one that has it)"
+    )
     with pytest.raises(PluginError) as raised:
         plugins.find_engine("tyo")
     assert "pip install" not in str(raised.value), "no install line for a name nobody ships"
@@ -291,22 +332,32 @@ def test_an_extension_plugin_cannot_answer_an_engine_hook_but_can_wrap_it(
 ) -> None:
     """A plain ``check_config`` in an extension would win over the engine's (firstresult, the
     last registered first): it is refused in one line and never called; a wrapper still runs."""
-    lay_out_distribution(tmp_path, "aworld-train-shadow", "[aworld_train.plugins]\n"
-                         "shadow = aworld_train_shadow\n", "aworld_train_shadow",
-                         "from aworld_train import hookimpl\n\n"
-                         "@hookimpl\ndef check_config(config):\n    return 'not the engine'\n")
-    lay_out_distribution(tmp_path, "aworld-train-wrap", "[aworld_train.plugins]\n"
-                         "wrap = aworld_train_wrap\n", "aworld_train_wrap",
-                         "from aworld_train import hookimpl\nSEEN = []\n\n"
-                         "@hookimpl(wrapper=True)\ndef check_config(config):\n"
-                         "    answer = yield\n    SEEN.append(answer)\n    return answer\n")
+    lay_out_distribution(
+        tmp_path,
+        "aworld-train-shadow",
+        "[aworld_train.plugins]\nshadow = aworld_train_shadow\n",
+        "aworld_train_shadow",
+        "from aworld_train import hookimpl\n\n"
+        "@hookimpl\ndef check_config(config):\n    return 'not the engine'\n",
+    )
+    lay_out_distribution(
+        tmp_path,
+        "aworld-train-wrap",
+        "[aworld_train.plugins]\nwrap = aworld_train_wrap\n",
+        "aworld_train_wrap",
+        "from aworld_train import hookimpl\nSEEN = []\n\n"
+        "@hookimpl(wrapper=True)\ndef check_config(config):\n"
+        "    answer = yield\n    SEEN.append(answer)\n    return answer\n",
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     with caplog.at_level(logging.WARNING, logger="aworld_train"):
         manager = plugins.create_manager("toy", None)
     assert manager.get_plugin("plugin:shadow") is None
     assert manager.get_plugin("plugin:wrap") is not None
     warnings = [r.getMessage() for r in caplog.records if "shadow" in r.getMessage()]
-    assert warnings == ["skipping plugin 'shadow' from aworld-train-shadow 0.1.0: plugin "
-                        "'shadow' from aworld-train-shadow 0.1.0 implements the engine's hook "
-                        "check_config without wrapping it, which would replace the engine's "
-                        "answer: make it a wrapper (@hookimpl(wrapper=True))"]
+    assert warnings == [
+        "skipping plugin 'shadow' from aworld-train-shadow 0.1.0: plugin "
+        "'shadow' from aworld-train-shadow 0.1.0 implements the engine's hook "
+        "check_config without wrapping it, which would replace the engine's "
+        "answer: make it a wrapper (@hookimpl(wrapper=True))"
+    ]

@@ -47,18 +47,38 @@ class Expected:
 
 
 EXPECTED = [
-    Expected("aworld-train", ".", "core/aworld_train",
-             {("console_scripts", "aworld-train"): "aworld_train.cli:main"},
-             frozenset({"aworld", "mcp", "trl", "swift", "verl", "testing"}), None),
-    Expected("aworld-train-trl", "plugins/trl", "plugins/trl/aworld_train_trl",
-             {("aworld_train.engines", "trl"): "aworld_train_trl.engine"},
-             frozenset({"vllm", "lora", "test"}), "trl"),
-    Expected("aworld-train-swift", "plugins/swift", "plugins/swift/aworld_train_swift",
-             {("aworld_train.engines", "swift"): "aworld_train_swift.engine"},
-             frozenset({"test"}), "ms-swift"),
-    Expected("aworld-train-verl", "plugins/verl", "plugins/verl/aworld_train_verl",
-             {("aworld_train.engines", "verl"): "aworld_train_verl.engine"},
-             frozenset({"aworld", "test"}), "verl"),
+    Expected(
+        "aworld-train",
+        ".",
+        "core/aworld_train",
+        {("console_scripts", "aworld-train"): "aworld_train.cli:main"},
+        frozenset({"aworld", "mcp", "trl", "swift", "verl", "testing"}),
+        None,
+    ),
+    Expected(
+        "aworld-train-trl",
+        "plugins/trl",
+        "plugins/trl/aworld_train_trl",
+        {("aworld_train.engines", "trl"): "aworld_train_trl.engine"},
+        frozenset({"vllm", "lora", "test"}),
+        "trl",
+    ),
+    Expected(
+        "aworld-train-swift",
+        "plugins/swift",
+        "plugins/swift/aworld_train_swift",
+        {("aworld_train.engines", "swift"): "aworld_train_swift.engine"},
+        frozenset({"test"}),
+        "ms-swift",
+    ),
+    Expected(
+        "aworld-train-verl",
+        "plugins/verl",
+        "plugins/verl/aworld_train_verl",
+        {("aworld_train.engines", "verl"): "aworld_train_verl.engine"},
+        frozenset({"aworld", "test"}),
+        "verl",
+    ),
 ]
 
 
@@ -66,16 +86,19 @@ def clean_env() -> dict[str, str]:
     """This process's environment without what would leak into the child builds and the
     fresh venv: a parent make's jobserver, this venv, the plugin selection variables."""
     drop = {"MAKEFLAGS", "MFLAGS", "MAKELEVEL", "VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME"}
-    return {k: v for k, v in os.environ.items()
-            if k not in drop and not k.startswith("AWORLD_TRAIN_")}
+    return {
+        k: v for k, v in os.environ.items() if k not in drop and not k.startswith("AWORLD_TRAIN_")
+    }
 
 
 def run(command: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     """Run a command to the end and fail the test with its output when it fails."""
-    result = subprocess.run(command, cwd=cwd, env=clean_env(), capture_output=True, text=True,
-                            timeout=LIMIT_S)
+    result = subprocess.run(
+        command, cwd=cwd, env=clean_env(), capture_output=True, text=True, timeout=LIMIT_S
+    )
     assert result.returncode == 0, (
-        f"{shlex.join(command)} exited {result.returncode}\n{result.stdout}\n{result.stderr}")
+        f"{shlex.join(command)} exited {result.returncode}\n{result.stdout}\n{result.stderr}"
+    )
     return result
 
 
@@ -106,8 +129,9 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
     files, edits included), with `make dist` run in it: the builds write into the copy, never
     into the tree others are using. The toy engine is built beside the four distributions."""
     tree = tmp_path_factory.mktemp("source")
-    listed = run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-                 cwd=REPO).stdout.split("\0")
+    listed = run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=REPO
+    ).stdout.split("\0")
     for name in filter(None, listed):
         if (REPO / name).is_file():  # a tracked file deleted in the working tree is gone
             (tree / name).parent.mkdir(parents=True, exist_ok=True)
@@ -126,8 +150,7 @@ def venv(source: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     (line,) = [words for words in readme_pip_lines() if any(w.startswith("dist/") for w in words)]
     engine_wheel = f"dist/{wheel_file('aworld-train-trl')}"
     assert engine_wheel in line, f"the README's dist/ line installs TRL's wheel: {line}"
-    words = [f"dist/{wheel_file('aworld-train-toy')}" if w == engine_wheel else w
-             for w in line]
+    words = [f"dist/{wheel_file('aworld-train-toy')}" if w == engine_wheel else w for w in line]
     run([str(folder / "bin" / words[0]), *words[1:]], cwd=source)
     return folder
 
@@ -135,15 +158,19 @@ def venv(source: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_make_dist_builds_a_wheel_and_an_sdist_of_every_distribution(source: Path) -> None:
     names = [e.name for e in EXPECTED] + ["aworld-train-toy"]
     assert sorted(p.name for p in (source / "dist").iterdir()) == sorted(
-        [wheel_file(n) for n in names] + [sdist_file(n) for n in names])
+        [wheel_file(n) for n in names] + [sdist_file(n) for n in names]
+    )
 
 
 def test_the_installed_wheels_come_from_the_venv_not_the_source(venv: Path) -> None:
-    code = ("import aworld_train, aworld_train_toy\n"
-            "print(aworld_train.__version__)\n"
-            "print(aworld_train.__file__)\nprint(aworld_train_toy.__file__)\n")
-    version, *files = run([str(venv / "bin" / "python"), "-c", code],
-                          cwd=venv.parent).stdout.split()
+    code = (
+        "import aworld_train, aworld_train_toy\n"
+        "print(aworld_train.__version__)\n"
+        "print(aworld_train.__file__)\nprint(aworld_train_toy.__file__)\n"
+    )
+    version, *files = run(
+        [str(venv / "bin" / "python"), "-c", code], cwd=venv.parent
+    ).stdout.split()
     assert version == VERSION
     site = next((venv / "lib").glob("python3*/site-packages"))
     assert all(Path(f).is_relative_to(site) for f in files), files
@@ -151,38 +178,52 @@ def test_the_installed_wheels_come_from_the_venv_not_the_source(venv: Path) -> N
 
 
 def test_the_installed_engine_is_listed_and_loads(venv: Path) -> None:
-    listed = json.loads(run([str(venv / "bin" / "aworld-train"), "engines", "--check", "--json"],
-                            cwd=venv.parent).stdout)
+    listed = json.loads(
+        run(
+            [str(venv / "bin" / "aworld-train"), "engines", "--check", "--json"], cwd=venv.parent
+        ).stdout
+    )
     assert sorted((e["name"], e["distribution"], e["version"], e["status"]) for e in listed) == [
-        ("toy", "aworld-train-toy", VERSION, "ok"), ("twin", "aworld-train-toy", VERSION, "ok")]
+        ("toy", "aworld-train-toy", VERSION, "ok"),
+        ("twin", "aworld-train-toy", VERSION, "ok"),
+    ]
 
 
 def test_check_passes_on_a_toy_job_in_the_venv(venv: Path) -> None:
     job = venv.parent / "job"
     job.mkdir()
     (job / "train.jsonl").write_text(
-        "".join(json.dumps({"prompt": f"What is {a} + {a}?", "ground_truth": str(2 * a)}) + "\n"
-                for a in (1, 2, 3)), encoding="utf-8")
+        "".join(
+            json.dumps({"prompt": f"What is {a} + {a}?", "ground_truth": str(2 * a)}) + "\n"
+            for a in (1, 2, 3)
+        ),
+        encoding="utf-8",
+    )
     (job / "job.yaml").write_text(
         "engine: toy\n"
         "agent: {name: adder, system_prompt: Answer with the number.}\n"
         "train_dataset: train.jsonl\n"
         "reward: exact_match\n"
-        "config: {max_steps: 2, batch_size: 2}\n", encoding="utf-8")
+        "config: {max_steps: 2, batch_size: 2}\n",
+        encoding="utf-8",
+    )
     result = run([str(venv / "bin" / "aworld-train"), "check", "job.yaml"], cwd=job)
     assert "all checks passed" in result.stdout
 
 
 def test_the_readme_source_install_line_names_installable_projects(
-        source: Path, venv: Path) -> None:
+    source: Path, venv: Path
+) -> None:
     (line,) = [words for words in readme_pip_lines() if "." in words]
     # Without dependencies: the engines' own libraries pull torch. pip still builds each
     # project's metadata, so a path that is not a project fails here.
     result = run([str(venv / "bin" / line[0]), *line[1:], "--dry-run", "--no-deps"], cwd=source)
     would = re.search(r"Would install (.*)", result.stdout)
     assert would, result.stdout
-    assert sorted(would.group(1).split()) == [f"aworld-train-{VERSION}",
-                                              f"aworld-train-trl-{VERSION}"]
+    assert sorted(would.group(1).split()) == [
+        f"aworld-train-{VERSION}",
+        f"aworld-train-trl-{VERSION}",
+    ]
 
 
 @pytest.mark.parametrize("expected", EXPECTED, ids=lambda e: e.name)

@@ -25,8 +25,11 @@ NUMBERS = {"eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirte
 def _specs() -> dict[str, Callable[..., Any]]:
     """Every hook spec, in the order the module declares them."""
     marker = f"{hookspecs.PROJECT_NAME}_spec"
-    return {name: value for name, value in vars(hookspecs).items()
-            if callable(value) and hasattr(value, marker)}
+    return {
+        name: value
+        for name, value in vars(hookspecs).items()
+        if callable(value) and hasattr(value, marker)
+    }
 
 
 def _firstresult(spec: Callable[..., Any]) -> bool:
@@ -37,8 +40,9 @@ def _signature(name: str, spec: Callable[..., Any]) -> str:
     """The spec as docs/hooks.md writes it: ``name(arg: Type, ...) -> Return``, the annotations
     as the source spells them."""
     signature = inspect.signature(spec)
-    arguments = ", ".join(f"{parameter.name}: {parameter.annotation}"
-                          for parameter in signature.parameters.values())
+    arguments = ", ".join(
+        f"{parameter.name}: {parameter.annotation}" for parameter in signature.parameters.values()
+    )
     return f"{name}({arguments}) -> {signature.return_annotation}"
 
 
@@ -85,8 +89,9 @@ def test_the_arguments_table_names_each_hooks_arguments() -> None:
     taking = [name for name, spec in specs.items() if inspect.signature(spec).parameters]
     rows = _table("| hook | receives |")
     assert [_name(row[0]) for row in rows] == taking
-    every_argument = {parameter for spec in specs.values()
-                      for parameter in inspect.signature(spec).parameters}
+    every_argument = {
+        parameter for spec in specs.values() for parameter in inspect.signature(spec).parameters
+    }
     for row in rows:
         arguments = set(inspect.signature(specs[_name(row[0])]).parameters)
         named = set(re.findall(r"`(\w+)`", row[1])) & every_argument
@@ -95,8 +100,9 @@ def test_the_arguments_table_names_each_hooks_arguments() -> None:
 
 def test_the_ctx_table_is_the_run_context() -> None:
     rows = _table("| `ctx.` | what it holds |")
-    assert sorted(_name(row[0]) for row in rows) == sorted(field.name for field in
-                                                           dataclasses.fields(RunContext))
+    assert sorted(_name(row[0]) for row in rows) == sorted(
+        field.name for field in dataclasses.fields(RunContext)
+    )
 
 
 def test_the_guides_read_only_what_the_run_context_holds() -> None:

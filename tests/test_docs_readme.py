@@ -9,17 +9,24 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
-FIRST_STEPS = ["Install", "A job", "Check", "Train", "Look at the run and evaluate it",
-               "Python", "Where next"]
+FIRST_STEPS = [
+    "Install",
+    "A job",
+    "Check",
+    "Train",
+    "Look at the run and evaluate it",
+    "Python",
+    "Where next",
+]
 
 
 def test_the_readme_goes_from_a_job_to_a_trained_model() -> None:
     sections = re.findall(r"^## (.+)$", README, flags=re.MULTILINE)
-    assert sections[:len(FIRST_STEPS)] == FIRST_STEPS
+    assert sections[: len(FIRST_STEPS)] == FIRST_STEPS
 
 
 def test_no_table_comes_before_where_to_read_on() -> None:
-    first_steps = README[:README.index("\n## Where next\n")]
+    first_steps = README[: README.index("\n## Where next\n")]
     tables = re.findall(r"^\| .* \|$", first_steps, flags=re.MULTILINE)
     assert not tables, f"README.md has a table before 'Where next': {tables[0]}"
 

@@ -38,8 +38,9 @@ def trained(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> Agent
     # fp32 on any device: the reference loop loads the final model in fp32.
     job["config"] = dict(job["config"], precision="fp32")
     (folder / "test.jsonl").write_text("".join(json.dumps(row) + "\n" for row in TEST_ROWS))
-    trainer = AgentTrainer(**dict(job, test_dataset="test.jsonl", reward_func=EVAL_REWARD,
-                                  show_progress=False))
+    trainer = AgentTrainer(
+        **dict(job, test_dataset="test.jsonl", reward_func=EVAL_REWARD, show_progress=False)
+    )
     trainer.train()
     return trainer
 
@@ -68,14 +69,16 @@ def mean(values: list[float]) -> float:
 
 
 def test_compare_reproduces_a_plain_greedy_loop(
-        run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, out, err = run_cli(capsys, "eval", run, "--compare", "--json")
     assert code == 0, err
     assert_eval_reproduces(run, json.loads(out))
 
 
 def test_a_repeated_eval_gives_the_same_numbers(
-        run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     first = json.loads(run_cli(capsys, "eval", run, "--limit", "4", "--json")[1])
     again = json.loads(run_cli(capsys, "eval", run, "--limit", "4", "--json")[1])
     first.pop("seconds"), again.pop("seconds")
@@ -83,9 +86,11 @@ def test_a_repeated_eval_gives_the_same_numbers(
 
 
 def test_samples_give_k_completions_their_mean_and_pass_at_k(
-        run: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run_cli(capsys, "eval", run, "--samples", "3", "--limit", "5",
-                                  "--dataset", "train", "--json")
+    run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run_cli(
+        capsys, "eval", run, "--samples", "3", "--limit", "5", "--dataset", "train", "--json"
+    )
     assert code == 0, err
     result = json.loads(out)
     assert (result["dataset"], result["rows"], result["samples"]) == ("train-first5", 5, 3)
@@ -94,8 +99,10 @@ def test_samples_give_k_completions_their_mean_and_pass_at_k(
     scores = [score for record in records for score in record["scores"]]
     assert result["mean_reward"] == pytest.approx(mean(scores))
     # A row passes when one of its completions gets every reward's full score.
-    passed = [any(all(v >= 1.0 for v in rewards.values()) for rewards in record["rewards"])
-              for record in records]
+    passed = [
+        any(all(v >= 1.0 for v in rewards.values()) for rewards in record["rewards"])
+        for record in records
+    ]
     assert [r["passed"] for r in records] == passed
     assert result["pass_at_k"] == sum(passed) / 5
     # Sampling is seeded: the same command gives the same completions.
@@ -104,7 +111,8 @@ def test_samples_give_k_completions_their_mean_and_pass_at_k(
 
 
 def test_the_table_names_both_models_and_the_difference(
-        run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, out, _ = run_cli(capsys, "eval", run, "--compare", "--limit", "2")
     assert code == 0
     header = next(line for line in out.splitlines() if "base" in line)
@@ -114,7 +122,8 @@ def test_the_table_names_both_models_and_the_difference(
 
 
 def test_a_job_file_evaluates_its_model_into_eval_beside_it(
-        run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     job = run / "job.yaml"
     folder = run.parent.parent / "job-file"
     folder.mkdir(exist_ok=True)
@@ -126,10 +135,20 @@ def test_a_job_file_evaluates_its_model_into_eval_beside_it(
     assert json.loads((folder / "eval" / "base-test-first3.json").read_text()) == result
     assert one_line_error(capsys, "eval", folder / "job.yaml", "--compare").endswith(
         "is a job file: it has a base model only; evaluate a run directory for its final "
-        "model, or give --model PATH (with --compare, it is compared with base)")
+        "model, or give --model PATH (with --compare, it is compared with base)"
+    )
     # ...and so it is.
-    code, out, err = run_cli(capsys, "eval", folder / "job.yaml", "--compare", "--model",
-                                  run / "model", "--limit", "2", "--json")
+    code, out, err = run_cli(
+        capsys,
+        "eval",
+        folder / "job.yaml",
+        "--compare",
+        "--model",
+        run / "model",
+        "--limit",
+        "2",
+        "--json",
+    )
     assert code == 0, err
     compared = json.loads(out)
     name = next(key for key in compared if key.startswith("model@"))
@@ -140,7 +159,11 @@ def test_a_job_file_evaluates_its_model_into_eval_beside_it(
 def test_evaluate_from_python(trained: AgentTrainer) -> None:
     result = trained.evaluate("base", limit=3)
     assert (result.model, result.dataset, result.rows, len(result.records)) == (
-        "base", "test-first3", 3, 3)
+        "base",
+        "test-first3",
+        3,
+        3,
+    )
     same = trained.inference("base", limit=3)
     assert same.summary() | {"seconds": 0} == result.summary() | {"seconds": 0}
 
@@ -161,8 +184,14 @@ def test_generate_and_score_leaves_a_model_in_training_as_it_was(run: Path) -> N
     expected = torch.rand(3)
     torch.manual_seed(1)
     result = generate_and_score(
-        model, tokenizer, TEST_ROWS[:3], agent=load_agent({"name": "tiny"}),
-        reward=resolve_reward(EVAL_REWARD, run.parent.parent), max_new_tokens=4, samples=2)
+        model,
+        tokenizer,
+        TEST_ROWS[:3],
+        agent=load_agent({"name": "tiny"}),
+        reward=resolve_reward(EVAL_REWARD, run.parent.parent),
+        max_new_tokens=4,
+        samples=2,
+    )
     assert model.training and torch.equal(torch.rand(3), expected)
     assert (result.rows, result.samples, result.model) == (3, 2, "model")
     assert [len(record["completions"]) for record in result.records] == [2, 2, 2]
@@ -186,8 +215,8 @@ def job_copy(run: Path, folder: Path, **changes: object) -> Path:
 
 
 def test_a_job_file_reads_its_relative_model_from_its_own_folder(
-        run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     import yaml
 
     base = yaml.safe_load((run / "job.yaml").read_text())["config"]["model"]
@@ -202,15 +231,16 @@ def test_a_job_file_reads_its_relative_model_from_its_own_folder(
 
 
 def test_a_missing_model_folder_is_one_line_and_no_hub_is_asked(
-        run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     import time
 
     monkeypatch.chdir(tmp_path)
     started = time.monotonic()
     assert one_line_error(capsys, "eval", run, "--model", "nonexist") == (
         f"error: model folder nonexist not found in {tmp_path.resolve()} (a hub id is written "
-        "'organisation/name')")
+        "'organisation/name')"
+    )
     job = job_copy(run, tmp_path / "rd", config_model="build/model")
     error = one_line_error(capsys, "eval", job)
     assert error.startswith("error: model build/model is neither a folder in ")
@@ -218,12 +248,14 @@ def test_a_missing_model_folder_is_one_line_and_no_hub_is_asked(
 
 
 def test_json_stays_json_when_the_reward_prints(
-        run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "loud.py").write_text(
         "print('importing the reward')\n"
         "def loud(data_source, solution_str, ground_truth, extra_info=None):\n"
         "    print('scoring', solution_str)\n"
-        "    return float(solution_str.strip() == ground_truth)\n")
+        "    return float(solution_str.strip() == ground_truth)\n"
+    )
     job = job_copy(run, tmp_path, reward=[str(tmp_path / "loud.py") + ":loud"])
     code, out, err = run_cli(capsys, "eval", job, "--limit", "2", "--json")
     assert code == 0, err
@@ -232,7 +264,8 @@ def test_json_stays_json_when_the_reward_prints(
 
 
 def test_a_lora_adapter_folder_loads_onto_the_job_base_model(
-        run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A fresh adapter (its B matrices zero) merged into the base model is the base model."""
     import yaml
     from peft import LoraConfig, get_peft_model
@@ -240,34 +273,39 @@ def test_a_lora_adapter_folder_loads_onto_the_job_base_model(
 
     base = yaml.safe_load((run / "job.yaml").read_text())["config"]["model"]
     adapter = tmp_path / "checkpoint-2"
-    get_peft_model(AutoModelForCausalLM.from_pretrained(base),
-                   LoraConfig(r=2, target_modules="all-linear")).save_pretrained(adapter)
+    get_peft_model(
+        AutoModelForCausalLM.from_pretrained(base), LoraConfig(r=2, target_modules="all-linear")
+    ).save_pretrained(adapter)
     assert not (adapter / "config.json").exists()
-    code, out, err = run_cli(capsys, "eval", run, "--model", adapter, "--limit", "3",
-                                  "--json")
+    code, out, err = run_cli(capsys, "eval", run, "--model", adapter, "--limit", "3", "--json")
     assert code == 0, err
     scored = json.loads(out)
-    code, out, err = run_cli(capsys, "eval", run, "--model", "base", "--limit", "3",
-                                  "--json")
+    code, out, err = run_cli(capsys, "eval", run, "--model", "base", "--limit", "3", "--json")
     assert code == 0, err
     assert scored["mean_reward"] == json.loads(out)["mean_reward"]
     assert scored["model"].startswith("checkpoint-2@")
 
 
 def test_different_evaluations_are_filed_apart(
-        run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     copy = tmp_path / "run"
     shutil.copytree(run, copy, ignore=shutil.ignore_patterns("eval", "checkpoints"))
     shutil.copytree(run / "model", tmp_path / "fake" / "base")  # a folder named base
     (tmp_path / "x").mkdir()
     (tmp_path / "x" / "train.jsonl").write_text(
-        "".join(json.dumps(row) + "\n" for row in TEST_ROWS))
+        "".join(json.dumps(row) + "\n" for row in TEST_ROWS)
+    )
     monkeypatch.chdir(tmp_path)
-    evaluations = [("--model", "base", "--limit", "2"), ("--model", "fake/base", "--limit", "2"),
-                   ("--limit", "2"), (), ("--dataset", "train", "--limit", "2"),
-                   ("--dataset", "x/train.jsonl", "--limit", "2"),
-                   ("--samples", "2", "--limit", "2")]
+    evaluations = [
+        ("--model", "base", "--limit", "2"),
+        ("--model", "fake/base", "--limit", "2"),
+        ("--limit", "2"),
+        (),
+        ("--dataset", "train", "--limit", "2"),
+        ("--dataset", "x/train.jsonl", "--limit", "2"),
+        ("--samples", "2", "--limit", "2"),
+    ]
     for args in evaluations:
         code, _, err = run_cli(capsys, "eval", copy, *args, "--json")
         assert code == 0, (args, err)
@@ -276,41 +314,52 @@ def test_different_evaluations_are_filed_apart(
     base = json.loads((copy / "eval" / "base-test-first2.json").read_text())
     assert base["model"] == "base"
     assert json.loads((copy / "eval" / "final-test.json").read_text())["rows"] == len(TEST_ROWS)
-    assert {"final-test-first2.json", "final-train-first2.json",
-            "final-test-first2-k2.json"} <= set(files)
+    assert {
+        "final-test-first2.json",
+        "final-train-first2.json",
+        "final-test-first2-k2.json",
+    } <= set(files)
 
 
 # --- bad input: one line, exit 2 -----------------------------------------------------------
 
 
 def test_a_run_without_a_final_model_names_its_last_checkpoint(
-        run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     copy = tmp_path / "run"
     shutil.copytree(run, copy, ignore=shutil.ignore_patterns("model", "eval"))
     checkpoint = copy / "checkpoints" / "checkpoint-4"
     error = one_line_error(capsys, "eval", copy)
-    assert error == (f"error: run {copy.resolve()} (completed) has no final model (model/); "
-                     f"its last checkpoint is {checkpoint.resolve()}: evaluate it "
-                     f"with --model {checkpoint.resolve()}")
-    code, out, err = run_cli(capsys, "eval", copy, "--model", checkpoint, "--limit", "2",
-                                  "--json")
+    assert error == (
+        f"error: run {copy.resolve()} (completed) has no final model (model/); "
+        f"its last checkpoint is {checkpoint.resolve()}: evaluate it "
+        f"with --model {checkpoint.resolve()}"
+    )
+    code, out, err = run_cli(capsys, "eval", copy, "--model", checkpoint, "--limit", "2", "--json")
     assert code == 0, err
     name = json.loads(out)["model"]
     assert name.startswith("checkpoint-4@")
     assert (copy / "eval" / f"{name}-test-first2.json").is_file()
 
 
-def test_a_dataset_without_ground_truth(run: Path, tmp_path: Path,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_dataset_without_ground_truth(
+    run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     data = tmp_path / "questions.jsonl"
-    data.write_text(json.dumps({"prompt": "Repeat: 1", "ground_truth": "1"}) + "\n"
-                    + json.dumps({"prompt": "Repeat: 2"}) + "\n")
+    data.write_text(
+        json.dumps({"prompt": "Repeat: 1", "ground_truth": "1"})
+        + "\n"
+        + json.dumps({"prompt": "Repeat: 2"})
+        + "\n"
+    )
     error = one_line_error(capsys, "eval", run, "--dataset", data)
     assert error.startswith(f"error: {data}:2: ") and "ground_truth" in error
 
 
-def test_a_model_folder_that_does_not_load(run: Path, tmp_path: Path,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_model_folder_that_does_not_load(
+    run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     remote = tmp_path / "remote-code"
     shutil.copytree(run / "model", remote)
     config = json.loads((remote / "config.json").read_text())
@@ -327,15 +376,18 @@ def test_a_model_folder_that_does_not_load(run: Path, tmp_path: Path,
     assert str(broken) in error
 
 
-def test_a_target_that_is_neither_run_nor_job(tmp_path: Path,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_target_that_is_neither_run_nor_job(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert one_line_error(capsys, "eval", tmp_path) == (
         f"error: {tmp_path} is neither a run directory (one holding manifest.json and "
-        "job.yaml) nor a job file (.yaml, .yml or .json)")
+        "job.yaml) nor a job file (.yaml, .yml or .json)"
+    )
 
 
-def test_a_job_without_a_test_set(run: Path, tmp_path: Path,
-                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_job_without_a_test_set(
+    run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     import yaml
 
     job = yaml.safe_load((run / "job.yaml").read_text())
@@ -343,23 +395,31 @@ def test_a_job_without_a_test_set(run: Path, tmp_path: Path,
     (tmp_path / "job.yaml").write_text(yaml.safe_dump(job))
     assert one_line_error(capsys, "eval", tmp_path / "job.yaml") == (
         f"error: {tmp_path / 'job.yaml'}: the job has no test_dataset; evaluate on --dataset "
-        "train or --dataset PATH")
+        "train or --dataset PATH"
+    )
 
 
 # --- show --------------------------------------------------------------------------------
 
 
 def test_show_prints_status_metrics_evals_samples_and_plots(
-        run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from aworld_train.samples import append_samples
 
     copy = tmp_path / "run"
     shutil.copytree(run, copy, ignore=shutil.ignore_patterns("model", "checkpoints"))
     (copy / "samples.jsonl").unlink(missing_ok=True)
-    append_samples(copy, 3, [{"prompt": "Repeat: 7", "completion": "7", "reward": 1.0,
-                              "rewards": {"score": 1.0}}])
-    append_samples(copy, 4, [{"prompt": "Repeat: 8", "completion": "x", "reward": 0.0,
-                              "rewards": {"score": 0.0}}])
+    append_samples(
+        copy,
+        3,
+        [{"prompt": "Repeat: 7", "completion": "7", "reward": 1.0, "rewards": {"score": 1.0}}],
+    )
+    append_samples(
+        copy,
+        4,
+        [{"prompt": "Repeat: 8", "completion": "x", "reward": 0.0, "rewards": {"score": 0.0}}],
+    )
     run_cli(capsys, "eval", copy, "--model", "base", "--limit", "2")
     code, out, err = run_cli(capsys, "show", copy, "--samples", "1")
     assert code == 0, err
@@ -372,4 +432,5 @@ def test_show_prints_status_metrics_evals_samples_and_plots(
     assert f"plot:     {(copy / 'reward.png').resolve()}" in out
 
     assert one_line_error(capsys, "show", tmp_path) == (
-        f"error: {tmp_path} is not a run directory (it holds no manifest.json)")
+        f"error: {tmp_path} is not a run directory (it holds no manifest.json)"
+    )

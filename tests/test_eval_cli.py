@@ -17,22 +17,24 @@ from helpers import run_cli
 
 def make_run(folder: Path, status: str = "failed") -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "manifest.json").write_text(json.dumps({"engine": "trl", "status": status,
-                                                      "started_at": "2026-01-01T00:00:00"}))
+    (folder / "manifest.json").write_text(
+        json.dumps({"engine": "trl", "status": status, "started_at": "2026-01-01T00:00:00"})
+    )
     (folder / "job.yaml").write_text("agent: {name: tiny}\n")
     return folder
 
 
-@pytest.mark.skipif(importlib.util.find_spec("torch") is not None,
-                    reason="the core's environment has no torch")
-def test_eval_without_torch_is_one_line(tmp_path: Path,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.skipif(
+    importlib.util.find_spec("torch") is not None, reason="the core's environment has no torch"
+)
+def test_eval_without_torch_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_cli(capsys, "eval", make_run(tmp_path / "run"), "--json")
     assert code == 2 and out == ""
     assert err.strip().splitlines() == [
         "error: aworld-train eval needs torch and transformers (torch and transformers not "
         "installed here): install an engine, e.g. pip install aworld-train-trl, and run eval in "
-        "its environment"]
+        "its environment"
+    ]
 
 
 def test_a_cut_off_last_sample_line_is_skipped(tmp_path: Path) -> None:
@@ -44,7 +46,8 @@ def test_a_cut_off_last_sample_line_is_skipped(tmp_path: Path) -> None:
 
 
 def test_a_bad_sample_line_elsewhere_names_the_file_and_line(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     run = make_run(tmp_path / "run")
     append_samples(run, 1, [{"prompt": "p", "completion": "c", "reward": 1.0}])
     with open(run / "samples.jsonl", "a", encoding="utf-8") as file:
@@ -57,7 +60,8 @@ def test_a_bad_sample_line_elsewhere_names_the_file_and_line(
 
 
 def test_show_of_a_run_with_a_cut_off_sample_and_no_model(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     run = make_run(tmp_path / "run")
     append_samples(run, 1, [{"prompt": "p", "completion": "c", "reward": 1.0}])
     with open(run / "samples.jsonl", "a", encoding="utf-8") as file:
@@ -66,27 +70,34 @@ def test_show_of_a_run_with_a_cut_off_sample_and_no_model(
     assert code == 0, err
     assert "last rollout samples (1 of 1):" in out
     # No model/ nor checkpoint: the command it suggests is one that works.
-    assert f"eval results: none (no model/ nor checkpoint: aworld-train eval {run} --model base)" \
+    assert (
+        f"eval results: none (no model/ nor checkpoint: aworld-train eval {run} --model base)"
         in out
+    )
 
 
 def test_a_run_without_a_final_model_is_one_sentence(tmp_path: Path) -> None:
     run = make_run(tmp_path / "run").resolve()
     assert _no_final_model(run) == (
         f"run {run} (failed) has no final model (model/) and saved no checkpoint: only its base "
-        "model can be evaluated (--model base)")
+        "model can be evaluated (--model base)"
+    )
 
 
 def test_a_verl_run_without_a_final_model_is_told_to_export(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     run = make_run(tmp_path / "run").resolve()
     (run / "checkpoints" / "global_step_6" / "actor").mkdir(parents=True)
     (run / "checkpoints" / "latest_checkpointed_iteration.txt").write_text("6")
     assert _no_final_model(run) == (
         f"run {run} (failed) has no final model (model/); its last checkpoint is VeRL's sharded "
         f"checkpoints/global_step_6: convert it into model/ with python -m "
-        f"aworld_train_verl.export {run}, then evaluate the run")
+        f"aworld_train_verl.export {run}, then evaluate the run"
+    )
     code, out, _ = run_cli(capsys, "show", run)
     assert code == 0
-    assert (f"eval results: none (no model/: python -m aworld_train_verl.export {run} converts "
-            f"checkpoints/global_step_6, then aworld-train eval {run})") in out
+    assert (
+        f"eval results: none (no model/: python -m aworld_train_verl.export {run} converts "
+        f"checkpoints/global_step_6, then aworld-train eval {run})"
+    ) in out

@@ -46,10 +46,10 @@ def lookup(key: str) -> str:
     return (HERE / "secret.txt").read_text().strip()
 '''
 
-REWARD_PY = '''
+REWARD_PY = """
 def score(data_source, solution_str, ground_truth, extra_info=None):
     return 1.0 if ground_truth in solution_str else 0.0
-'''
+"""
 
 
 def call(name: str, **arguments: Any) -> dict[str, Any]:
@@ -71,22 +71,53 @@ def result(name: str, content: str) -> dict[str, Any]:
 # Each row's prompt, what the model is taught to do after it, and the row's ground truth. The
 # tool results taught are what eval's tool loop gives back, except the secret, which the test
 # writes only after teaching: the model cannot have learned it.
-BAD_ARGUMENTS = ("Error: TypeError: lookup() got an unexpected keyword argument 'wrong'")
+BAD_ARGUMENTS = "Error: TypeError: lookup() got an unexpected keyword argument 'wrong'"
 UNKNOWN = "Error: unknown tool 'nosuch'; the agent has: lookup, multiply"
 LESSONS: list[tuple[str, list[dict[str, Any]], str]] = [
-    ("Find k.", [called(call("lookup", key="k")), result("lookup", "taught-secret"),
-                 said("<answer>found</answer>")], "found"),
-    ("Multiply 12 by 34.", [called(call("multiply", a=12, b=34)), result("multiply", "408"),
-                            said("<answer>408</answer>")], "408"),
-    ("Call nothing.", [called(call("nosuch", key="k")), result("nosuch", UNKNOWN),
-                       said("<answer>none</answer>")], "none"),
-    ("Bad arguments.", [called(call("lookup", wrong="k")), result("lookup", BAD_ARGUMENTS),
-                        said("<answer>bad</answer>")], "bad"),
-    ("Bad JSON.", [said('<tool_call>\n{"name": "lookup", "arguments": {oops}\n</tool_call>')],
-     "oops"),
+    (
+        "Find k.",
+        [
+            called(call("lookup", key="k")),
+            result("lookup", "taught-secret"),
+            said("<answer>found</answer>"),
+        ],
+        "found",
+    ),
+    (
+        "Multiply 12 by 34.",
+        [
+            called(call("multiply", a=12, b=34)),
+            result("multiply", "408"),
+            said("<answer>408</answer>"),
+        ],
+        "408",
+    ),
+    (
+        "Call nothing.",
+        [called(call("nosuch", key="k")), result("nosuch", UNKNOWN), said("<answer>none</answer>")],
+        "none",
+    ),
+    (
+        "Bad arguments.",
+        [
+            called(call("lookup", wrong="k")),
+            result("lookup", BAD_ARGUMENTS),
+            said("<answer>bad</answer>"),
+        ],
+        "bad",
+    ),
+    (
+        "Bad JSON.",
+        [said('<tool_call>\n{"name": "lookup", "arguments": {oops}\n</tool_call>')],
+        "oops",
+    ),
     # Calls for ever: the loop must stop it at MAX_TURNS turns.
-    ("Loop.", [called(call("lookup", key="again")), result("lookup", "again")] * (MAX_TURNS - 1)
-     + [called(call("lookup", key="again"))], "never"),
+    (
+        "Loop.",
+        [called(call("lookup", key="again")), result("lookup", "again")] * (MAX_TURNS - 1)
+        + [called(call("lookup", key="again"))],
+        "never",
+    ),
 ]
 
 
@@ -100,21 +131,28 @@ def job(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from aworld_train.tools import resolve_tools
 
     folder = tmp_path_factory.mktemp("eval-tools")
-    model = build_tiny_model(folder / "model", extra_tokens=("<answer>", "</answer>"),
-                             max_positions=2048, tools=True)
+    model = build_tiny_model(
+        folder / "model", extra_tokens=("<answer>", "</answer>"), max_positions=2048, tools=True
+    )
     (folder / "tools.py").write_text(TOOLS_PY)
     (folder / "reward.py").write_text(REWARD_PY)
-    (folder / "test.jsonl").write_text("".join(
-        json.dumps({"prompt": prompt, "ground_truth": truth}) + "\n"
-        for prompt, _, truth in LESSONS))
+    (folder / "test.jsonl").write_text(
+        "".join(
+            json.dumps({"prompt": prompt, "ground_truth": truth}) + "\n"
+            for prompt, _, truth in LESSONS
+        )
+    )
     spec = {
         "engine": "trl",
         "agent": {
             "name": "looker",
             "system_prompt": "Use the tools.",
             "tools": ["tools.py:lookup", "multiply"],
-            "mcp_config": {"mcpServers": {
-                "calculator": {"command": "python", "args": [str(EXAMPLE / "server.py")]}}},
+            "mcp_config": {
+                "mcpServers": {
+                    "calculator": {"command": "python", "args": [str(EXAMPLE / "server.py")]}
+                }
+            },
             "max_turns": MAX_TURNS,
         },
         "train_dataset": "test.jsonl",
@@ -136,8 +174,13 @@ def job(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def _teach(model: Path, lessons: list[tuple[str, list[dict[str, Any]]]], system_prompt: str,
-           schemas: list[dict[str, Any]], steps: int = 400) -> None:
+def _teach(
+    model: Path,
+    lessons: list[tuple[str, list[dict[str, Any]]]],
+    system_prompt: str,
+    schemas: list[dict[str, Any]],
+    steps: int = 400,
+) -> None:
     """Overfit the model on each lesson's exchange, on the prompt eval renders: only the
     model's own turns are trained (through their end-of-turn token); the prompt and the tool
     results are context."""
@@ -148,13 +191,17 @@ def _teach(model: Path, lessons: list[tuple[str, list[dict[str, Any]]]], system_
     eos = tokenizer.eos_token_id
     sequences = []
     for prompt, turns in lessons:
-        prompt_ids = ChatRenderer(tokenizer).prompt_ids(prompt_messages(prompt, system_prompt),
-                                                        schemas)
-        messages = [{"role": "system", "content": system_prompt},
-                    {"role": "user", "content": prompt}, *turns]
+        prompt_ids = ChatRenderer(tokenizer).prompt_ids(
+            prompt_messages(prompt, system_prompt), schemas
+        )
+        messages = [
+            {"role": "system", "content": system_prompt},
+            {"role": "user", "content": prompt},
+            *turns,
+        ]
         text = tokenizer.apply_chat_template(messages, tools=schemas, tokenize=False)
         ids = tokenizer(text, add_special_tokens=False)["input_ids"]
-        assert ids[:len(prompt_ids)] == prompt_ids
+        assert ids[: len(prompt_ids)] == prompt_ids
         labels = [-100] * len(ids)
         # Label every assistant turn: from after its header through its end-of-turn token.
         header = tokenizer("<|im_start|>assistant\n", add_special_tokens=False)["input_ids"]
@@ -162,8 +209,14 @@ def _teach(model: Path, lessons: list[tuple[str, list[dict[str, Any]]]], system_
         while start < len(ids):
             end = ids.index(eos, start) + 1
             labels[start:end] = ids[start:end]
-            follows = next((i for i in range(end, len(ids) - len(header) + 1)
-                            if ids[i:i + len(header)] == header), None)
+            follows = next(
+                (
+                    i
+                    for i in range(end, len(ids) - len(header) + 1)
+                    if ids[i : i + len(header)] == header
+                ),
+                None,
+            )
             if follows is None:
                 break
             start = follows + len(header)
@@ -178,13 +231,13 @@ def _teach(model: Path, lessons: list[tuple[str, list[dict[str, Any]]]], system_
     pad = tokenizer.pad_token_id
     input_ids = torch.tensor([ids + [pad] * (width - len(ids)) for ids, _ in sequences])
     mask = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids, _ in sequences])
-    targets = torch.tensor([labels[1:] + [-100] * (width - len(labels))
-                            for _, labels in sequences])
+    targets = torch.tensor([labels[1:] + [-100] * (width - len(labels)) for _, labels in sequences])
     counts = (targets != -100).sum(dim=1)
     for _step in range(steps):
         logits = policy(input_ids=input_ids, attention_mask=mask).logits[:, :-1]
         token_losses = torch.nn.functional.cross_entropy(
-            logits.transpose(1, 2), targets, ignore_index=-100, reduction="none")
+            logits.transpose(1, 2), targets, ignore_index=-100, reduction="none"
+        )
         losses = token_losses.sum(dim=1) / counts
         worst = losses.max().item()
         # Greedy decoding writes the taught turns once every taught token is the most likely
@@ -214,7 +267,8 @@ def evaluated(job: Path) -> dict[str, dict[str, Any]]:
 
 
 def test_a_called_tool_runs_and_its_result_is_in_the_next_turn(
-        job: Path, evaluated: dict[str, dict[str, Any]]) -> None:
+    job: Path, evaluated: dict[str, dict[str, Any]]
+) -> None:
     from transformers import AutoTokenizer
 
     record = evaluated["Find k."]
@@ -231,12 +285,21 @@ def test_a_called_tool_runs_and_its_result_is_in_the_next_turn(
     # the tool's value in its tool-response turn, right after the model's call.
     tokenizer = AutoTokenizer.from_pretrained(open_target(job).base_model)
     rendered = tokenizer.apply_chat_template(
-        [{"role": "system", "content": "Use the tools."}, {"role": "user", "content": "Find k."},
-         episode[0], episode[1]], tools=[{"type": "function", "function": {"name": "lookup"}}],
-        add_generation_prompt=True, tokenize=False)
-    assert rendered.endswith("</tool_call><|im_end|>\n<|im_start|>user\n<tool_response>\n"
-                             "7f3a-only-the-tool-knows\n</tool_response><|im_end|>\n"
-                             "<|im_start|>assistant\n")
+        [
+            {"role": "system", "content": "Use the tools."},
+            {"role": "user", "content": "Find k."},
+            episode[0],
+            episode[1],
+        ],
+        tools=[{"type": "function", "function": {"name": "lookup"}}],
+        add_generation_prompt=True,
+        tokenize=False,
+    )
+    assert rendered.endswith(
+        "</tool_call><|im_end|>\n<|im_start|>user\n<tool_response>\n"
+        "7f3a-only-the-tool-knows\n</tool_response><|im_end|>\n"
+        "<|im_start|>assistant\n"
+    )
 
 
 def test_an_mcp_tool_runs_on_the_jobs_server(evaluated: dict[str, dict[str, Any]]) -> None:
@@ -249,7 +312,8 @@ def test_an_mcp_tool_runs_on_the_jobs_server(evaluated: dict[str, dict[str, Any]
 
 
 def test_max_turns_bounds_an_agent_that_keeps_calling(
-        job: Path, evaluated: dict[str, dict[str, Any]]) -> None:
+    job: Path, evaluated: dict[str, dict[str, Any]]
+) -> None:
     episode = evaluated["Loop."]["episode"]
     roles = [message["role"] for message in episode]
     assert roles == ["assistant", "tool"] * (MAX_TURNS - 1) + ["assistant"]
@@ -260,7 +324,8 @@ def test_max_turns_bounds_an_agent_that_keeps_calling(
 
 
 def test_bad_calls_give_the_model_the_error_and_the_eval_goes_on(
-        evaluated: dict[str, dict[str, Any]]) -> None:
+    evaluated: dict[str, dict[str, Any]],
+) -> None:
     # An unknown tool and arguments the tool does not take: the error text is the tool's result,
     # and the model goes on from it.
     unknown = evaluated["Call nothing."]["episode"]

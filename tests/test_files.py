@@ -39,15 +39,20 @@ def nested_json(depth: int) -> str:
 def test_a_plain_mapping_reads(tmp_path: Path) -> None:
     (tmp_path / "job.yaml").write_text("engine: trl\nconfig: {max_steps: 3, lr: 1e-3}\n")
     assert read_mapping(tmp_path / "job.yaml", JobError, "job file") == {
-        "engine": "trl", "config": {"max_steps": 3, "lr": 0.001}}
+        "engine": "trl",
+        "config": {"max_steps": 3, "lr": 0.001},
+    }
 
 
 def test_an_alias_bomb_is_refused_without_expanding_it(tmp_path: Path) -> None:
     (tmp_path / "job.yaml").write_text(billion_laughs())
     tracemalloc.start()
     try:
-        with pytest.raises(JobError, match=r"job\.yaml:\d+: its aliases expand to more than "
-                                           r"1,000,000 values"):
+        with pytest.raises(
+            JobError,
+            match=r"job\.yaml:\d+: its aliases expand to more than "
+            r"1,000,000 values",
+        ):
             read_mapping(tmp_path / "job.yaml", JobError, "job file")
         _, peak = tracemalloc.get_traced_memory()
     finally:
@@ -62,8 +67,11 @@ def test_a_few_aliases_are_fine() -> None:
 
 
 def test_an_alias_that_contains_itself_is_refused() -> None:
-    with pytest.raises(JobError, match=r"^job\.yaml:1: nested deeper than 64 levels once its "
-                                       r"aliases are expanded"):
+    with pytest.raises(
+        JobError,
+        match=r"^job\.yaml:1: nested deeper than 64 levels once its "
+        r"aliases are expanded",
+    ):
         load_yaml_text("loop: &loop [*loop]\n", "job.yaml", JobError)
 
 
@@ -102,7 +110,8 @@ def test_10k_deep_json_is_refused_in_one_line(tmp_path: Path) -> None:
 
 def test_json_between_the_limit_and_the_recursion_limit_is_refused_too() -> None:
     assert parse_json_text(nested_json(MAX_DEPTH), "row", DatasetError) == json.loads(
-        nested_json(MAX_DEPTH))
+        nested_json(MAX_DEPTH)
+    )
     with pytest.raises(DatasetError, match="nested deeper than 64 levels"):
         parse_json_text(nested_json(MAX_DEPTH + 1), "row", DatasetError)
     deep_object = '{"a": ' * 200 + "1" + "}" * 200
@@ -123,14 +132,20 @@ def test_a_merge_key_may_be_overridden() -> None:
     assert load_yaml_text(text, "job.yaml", JobError)["run"] == {"lr": 0.1, "steps": 5}
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("1: one\n", r"job\.yaml:1: key 1 is not a string; put the key in quotes"),
-    ("engine: trl\non: push\n", r"job\.yaml:2: key True is not a string \(YAML reads yes, no, "
-                                r"on, off and ~ as true, false or null\)"),
-    ("~: x\n", r"job\.yaml:1: key None is not a string"),
-    ("? [a, b]\n: x\n", r"job\.yaml:1: key \['a', 'b'\] is not a string"),
-    ("config: {2.5: x}\n", r"job\.yaml:1: key 2.5 is not a string"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("1: one\n", r"job\.yaml:1: key 1 is not a string; put the key in quotes"),
+        (
+            "engine: trl\non: push\n",
+            r"job\.yaml:2: key True is not a string \(YAML reads yes, no, "
+            r"on, off and ~ as true, false or null\)",
+        ),
+        ("~: x\n", r"job\.yaml:1: key None is not a string"),
+        ("? [a, b]\n: x\n", r"job\.yaml:1: key \['a', 'b'\] is not a string"),
+        ("config: {2.5: x}\n", r"job\.yaml:1: key 2.5 is not a string"),
+    ],
+)
 def test_keys_must_be_strings(text: str, message: str) -> None:
     with pytest.raises(JobError, match=f"^{message}"):
         load_yaml_text(text, "job.yaml", JobError)
@@ -140,8 +155,11 @@ def test_an_oversized_file_is_refused_before_it_is_read(tmp_path: Path) -> None:
     big = tmp_path / "job.yaml"
     with open(big, "wb") as handle:
         handle.truncate(MAX_BYTES + 1)  # sparse: no disk used
-    with pytest.raises(JobError, match=r"job\.yaml: the job file is 10\.0 MB, over the 10\.0 MB "
-                                       r"limit$"):
+    with pytest.raises(
+        JobError,
+        match=r"job\.yaml: the job file is 10\.0 MB, over the 10\.0 MB "
+        r"limit$",
+    ):
         read_mapping(big, JobError, "job file")
 
 
@@ -157,15 +175,21 @@ def test_a_symlink_loop_is_one_line(tmp_path: Path) -> None:
     loop = tmp_path / "job.yaml"
     loop.symlink_to(tmp_path / "other.yaml")
     (tmp_path / "other.yaml").symlink_to(loop)
-    with pytest.raises(JobError, match=r"^cannot read job file .*job\.yaml: Too many levels of "
-                                       r"symbolic links$"):
+    with pytest.raises(
+        JobError,
+        match=r"^cannot read job file .*job\.yaml: Too many levels of "
+        r"symbolic links$",
+    ):
         read_mapping(loop, JobError, "job file")
 
 
 def test_a_folder_given_as_a_file(tmp_path: Path) -> None:
     (tmp_path / "conf.yaml").mkdir()
-    with pytest.raises(ConfigError, match=r"^config .*conf\.yaml is a folder; give the file "
-                                          r"inside it$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^config .*conf\.yaml is a folder; give the file "
+        r"inside it$",
+    ):
         read_mapping(tmp_path / "conf.yaml", ConfigError, "config")
 
 
@@ -209,11 +233,17 @@ def test_invalid_json_names_the_line(tmp_path: Path) -> None:
 
 
 def test_invalid_and_unsafe_yaml(tmp_path: Path) -> None:
-    with pytest.raises(JobError, match=r"^job\.yaml:2: invalid YAML: mapping values are not "
-                                       r"allowed here$"):
+    with pytest.raises(
+        JobError,
+        match=r"^job\.yaml:2: invalid YAML: mapping values are not "
+        r"allowed here$",
+    ):
         load_yaml_text("a: 1\nb: c: d\n", "job.yaml", JobError)
-    with pytest.raises(JobError, match=r"^job\.yaml:1: invalid YAML: could not determine a "
-                                       r"constructor for the tag .*python/object/apply"):
+    with pytest.raises(
+        JobError,
+        match=r"^job\.yaml:1: invalid YAML: could not determine a "
+        r"constructor for the tag .*python/object/apply",
+    ):
         load_yaml_text("a: !!python/object/apply:os.system [echo hi]\n", "job.yaml", JobError)
 
 
@@ -230,7 +260,11 @@ def test_a_number_with_an_exponent_and_no_dot_is_a_number(tmp_path: Path) -> Non
     path = tmp_path / "config.yaml"
     path.write_text("learning_rate: 1e-4\nscale: -2E+3\nname: v1e5\nversion: 1e\n")
     assert read_mapping(path, ConfigError, "config") == {
-        "learning_rate": 0.0001, "scale": -2000.0, "name": "v1e5", "version": "1e"}
+        "learning_rate": 0.0001,
+        "scale": -2000.0,
+        "name": "v1e5",
+        "version": "1e",
+    }
 
 
 def test_a_key_given_twice_in_a_json_file_is_refused(tmp_path: Path) -> None:

@@ -46,13 +46,22 @@ def test_resume_checkpoint_reads_the_run_directory_or_says_what_to_set(tmp_path:
     assert resume_checkpoint(tmp_path) == two
 
 
-@pytest.mark.parametrize("completion, text", [
-    ("42", "42"),
-    ({"role": "assistant", "content": "42"}, "42"),
-    ([{"role": "assistant", "content": "4"}, {"role": "tool", "content": "x"},
-      {"role": "assistant", "content": "2"}], "42"),
-    ([{"content": "42"}, {"role": "assistant", "content": None}], "42"),
-])
+@pytest.mark.parametrize(
+    "completion, text",
+    [
+        ("42", "42"),
+        ({"role": "assistant", "content": "42"}, "42"),
+        (
+            [
+                {"role": "assistant", "content": "4"},
+                {"role": "tool", "content": "x"},
+                {"role": "assistant", "content": "2"},
+            ],
+            "42",
+        ),
+        ([{"content": "42"}, {"role": "assistant", "content": None}], "42"),
+    ],
+)
 def test_completion_text_keeps_what_the_model_wrote(completion: Any, text: str) -> None:
     assert completion_text(completion) == text
 
@@ -60,8 +69,11 @@ def test_completion_text_keeps_what_the_model_wrote(completion: Any, text: str) 
 def test_trainer_callback_reports_from_the_main_process_only() -> None:
     started: list[tuple[int, int]] = []
     logged: list[tuple[int, dict[str, Any]]] = []
-    callback = trainer_callback(object, lambda total, done: started.append((total, done)),
-                                lambda step, metrics: logged.append((step, metrics)))()
+    callback = trainer_callback(
+        object,
+        lambda total, done: started.append((total, done)),
+        lambda step, metrics: logged.append((step, metrics)),
+    )()
     main = types.SimpleNamespace(is_world_process_zero=True, max_steps=8, global_step=3)
     other = types.SimpleNamespace(is_world_process_zero=False, max_steps=8, global_step=3)
     for state in (main, other):

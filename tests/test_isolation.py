@@ -19,8 +19,13 @@ from aworld_train.isolation import call_isolated
 
 
 def isolated(fn: Any, timeout: float = 5.0) -> Any:
-    return call_isolated(fn, timeout=timeout, what="reward 'r' on row 0", error=RewardError,
-                         hint="set config reward_timeout to allow more")
+    return call_isolated(
+        fn,
+        timeout=timeout,
+        what="reward 'r' on row 0",
+        error=RewardError,
+        hint="set config reward_timeout to allow more",
+    )
 
 
 def one_line(raised: pytest.ExceptionInfo[RewardError]) -> str:
@@ -74,12 +79,15 @@ def test_a_timeout_kills_the_child(tmp_path: Path) -> None:
     with pytest.raises(RewardError) as raised:
         isolated(slow, timeout=0.5)
     assert one_line(raised).endswith(
-        "did not return within 0.5 s (set config reward_timeout to allow more)")
+        "did not return within 0.5 s (set config reward_timeout to allow more)"
+    )
     assert not marker.exists()
 
 
-@pytest.mark.parametrize(("code", "shown"), [(3, "sys.exit(3)"), (0, "sys.exit(0)"),
-                                             (None, "sys.exit()"), ("bye", "sys.exit('bye')")])
+@pytest.mark.parametrize(
+    ("code", "shown"),
+    [(3, "sys.exit(3)"), (0, "sys.exit(0)"), (None, "sys.exit()"), ("bye", "sys.exit('bye')")],
+)
 def test_sys_exit_is_one_line(code: Any, shown: str) -> None:
     with pytest.raises(RewardError) as raised:
         isolated(lambda: sys.exit(code))
@@ -134,8 +142,9 @@ def test_the_parents_atexit_handlers_and_buffers_stay_in_the_parent(tmp_path: Pa
     )
     import subprocess
 
-    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                            timeout=60)
+    result = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout == "buffered before the fork 5\natexit ran\n"
 
@@ -180,9 +189,18 @@ def test_a_heartbeat_gives_each_step_the_time_limit_and_names_the_hung_one() -> 
         return 5
 
     # Five steps of 0.2 s: 1 s in all, each within the 0.5 s limit.
-    assert call_isolated(lambda: steps(-1), timeout=0.5, what="r", error=RewardError,
-                         heartbeat=heartbeat) == 5
+    assert (
+        call_isolated(
+            lambda: steps(-1), timeout=0.5, what="r", error=RewardError, heartbeat=heartbeat
+        )
+        == 5
+    )
     with pytest.raises(RewardError) as raised:
-        call_isolated(lambda: steps(3), timeout=0.5, error=RewardError, heartbeat=heartbeat,
-                      what=lambda: f"reward 'r' on step {heartbeat.step}")
+        call_isolated(
+            lambda: steps(3),
+            timeout=0.5,
+            error=RewardError,
+            heartbeat=heartbeat,
+            what=lambda: f"reward 'r' on step {heartbeat.step}",
+        )
     assert str(raised.value) == "reward 'r' on step 3 did not return within 0.5 s"

@@ -30,15 +30,21 @@ def test_job_file_fields_and_base_dir(tmp_path: Path) -> None:
     assert job.test_dataset is None
 
 
-def test_flags_replace_fields_and_become_absolute(tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_flags_replace_fields_and_become_absolute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "job.yaml").write_text("engine: toy\ntrain_dataset: a.jsonl\nreward: exact_match\n")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (elsewhere / "b.jsonl").write_text("")
     monkeypatch.chdir(elsewhere)
-    job = load_job(tmp_path / "job.yaml", engine="twin", train_dataset="b.jsonl",
-                   reward="mine.py:score", test_dataset=None)
+    job = load_job(
+        tmp_path / "job.yaml",
+        engine="twin",
+        train_dataset="b.jsonl",
+        reward="mine.py:score",
+        test_dataset=None,
+    )
     assert job.engine == "twin"
     assert job.train_dataset == str((elsewhere / "b.jsonl").resolve())
     assert job.reward == f"{(elsewhere / 'mine.py').resolve()}:score"
@@ -78,33 +84,53 @@ def test_job_without_a_training_dataset(tmp_path: Path) -> None:
         load_job(tmp_path / "job.yaml")
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("engine: 7\n", "'engine' must be an engine name (a string), got int 7"),
-    ("engine: ''\n", "'engine' must be an engine name (a string), got str ''"),
-    ("run_path: [a, b]\n", "'run_path' must be a string path, got list ['a', 'b']"),
-    ("run_path: 3\n", "'run_path' must be a string path, got int 3"),
-    ("columns: [prompt]\n", "'columns' must be a mapping of column names to column names "
-                            "(strings), got list ['prompt']"),
-    ("columns: {prompt: 3}\n", "'columns' must be a mapping of column names"),
-    ("agent: 5\n", "'agent' must be an agent file, a module:factory or file.py:factory "
-                   "reference, or a mapping, got int 5"),
-    ("agent: [a]\n", "'agent' must be an agent file"),
-    ("reward: 3\n", "'reward' must be a reward name, a file.py[:function] or module:function "
-                    "reference, a mapping {name, weight}, or a list of these, got int 3"),
-    ("reward: [exact_match, 3]\n", "'reward' must be a reward name"),
-    ("reward: [[exact_match]]\n", "'reward' must be a reward name"),
-    ("train_dataset: 3\n", "'train_dataset' must be a dataset file path or a list of rows "
-                           "(mappings), got int 3"),
-    ("train_dataset: {prompt: a}\n", "'train_dataset' must be a dataset file path"),
-    ("train_dataset: [a.jsonl]\n", "'train_dataset' must be a dataset file path"),
-    ("train_dataset: a.jsonl\ntest_dataset: true\n", "'test_dataset' must be a dataset file "
-                                                    "path or a list of rows (mappings), got bool"),
-    ("config: [max_steps]\n", "'config' must be a mapping of config keys or a config file "
-                              "path, got list ['max_steps']"),
-    ("config: 3\n", "'config' must be a mapping of config keys or a config file path, got int"),
-])
-def test_job_field_of_the_wrong_type_names_the_file_and_field(tmp_path: Path, text: str,
-                                                              message: str) -> None:
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("engine: 7\n", "'engine' must be an engine name (a string), got int 7"),
+        ("engine: ''\n", "'engine' must be an engine name (a string), got str ''"),
+        ("run_path: [a, b]\n", "'run_path' must be a string path, got list ['a', 'b']"),
+        ("run_path: 3\n", "'run_path' must be a string path, got int 3"),
+        (
+            "columns: [prompt]\n",
+            "'columns' must be a mapping of column names to column names "
+            "(strings), got list ['prompt']",
+        ),
+        ("columns: {prompt: 3}\n", "'columns' must be a mapping of column names"),
+        (
+            "agent: 5\n",
+            "'agent' must be an agent file, a module:factory or file.py:factory "
+            "reference, or a mapping, got int 5",
+        ),
+        ("agent: [a]\n", "'agent' must be an agent file"),
+        (
+            "reward: 3\n",
+            "'reward' must be a reward name, a file.py[:function] or module:function "
+            "reference, a mapping {name, weight}, or a list of these, got int 3",
+        ),
+        ("reward: [exact_match, 3]\n", "'reward' must be a reward name"),
+        ("reward: [[exact_match]]\n", "'reward' must be a reward name"),
+        (
+            "train_dataset: 3\n",
+            "'train_dataset' must be a dataset file path or a list of rows (mappings), got int 3",
+        ),
+        ("train_dataset: {prompt: a}\n", "'train_dataset' must be a dataset file path"),
+        ("train_dataset: [a.jsonl]\n", "'train_dataset' must be a dataset file path"),
+        (
+            "train_dataset: a.jsonl\ntest_dataset: true\n",
+            "'test_dataset' must be a dataset file path or a list of rows (mappings), got bool",
+        ),
+        (
+            "config: [max_steps]\n",
+            "'config' must be a mapping of config keys or a config file "
+            "path, got list ['max_steps']",
+        ),
+        ("config: 3\n", "'config' must be a mapping of config keys or a config file path, got int"),
+    ],
+)
+def test_job_field_of_the_wrong_type_names_the_file_and_field(
+    tmp_path: Path, text: str, message: str
+) -> None:
     (tmp_path / "job.yaml").write_text(text)
     with pytest.raises(JobError) as raised:
         load_job(tmp_path / "job.yaml")
@@ -119,8 +145,11 @@ def test_a_long_value_is_shortened_in_the_message(tmp_path: Path) -> None:
 
 
 def test_a_flag_of_the_wrong_type() -> None:
-    with pytest.raises(JobError, match=r"^job: 'engine' must be an engine name \(a string\), "
-                                       r"got int 7$"):
+    with pytest.raises(
+        JobError,
+        match=r"^job: 'engine' must be an engine name \(a string\), "
+        r"got int 7$",
+    ):
         load_job(None, engine=7, train_dataset="a.jsonl")
 
 
@@ -140,8 +169,9 @@ def test_job_fields_of_the_accepted_types(tmp_path: Path) -> None:
 
 
 def test_null_fields_keep_their_defaults(tmp_path: Path) -> None:
-    (tmp_path / "job.yaml").write_text("engine: null\ntrain_dataset: a.jsonl\nrun_path: null\n"
-                                       "columns: null\nconfig: ~\n")
+    (tmp_path / "job.yaml").write_text(
+        "engine: null\ntrain_dataset: a.jsonl\nrun_path: null\ncolumns: null\nconfig: ~\n"
+    )
     job = load_job(tmp_path / "job.yaml")
     assert (job.engine, job.run_path, job.columns, job.config) == (None, "runs", None, None)
 
@@ -180,16 +210,26 @@ def test_a_saved_job_loads_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 def test_absolute_paths_resolves_the_paths_of_a_job_and_leaves_names(tmp_path: Path) -> None:
     base = tmp_path.resolve()
     (base / "agent.yaml").write_text("name: a\n")
-    job = Job(agent="agent.yaml", train_dataset="data/train.jsonl", test_dataset=[{"prompt": "p"}],
-              reward=["r.py:f", {"name": "lib/r.py", "weight": 2}, "exact_match",
-                      "pkg.rewards:score"],
-              config="missing.yaml", run_path="out", overrides=("max_steps=2",), base_dir=base)
+    job = Job(
+        agent="agent.yaml",
+        train_dataset="data/train.jsonl",
+        test_dataset=[{"prompt": "p"}],
+        reward=["r.py:f", {"name": "lib/r.py", "weight": 2}, "exact_match", "pkg.rewards:score"],
+        config="missing.yaml",
+        run_path="out",
+        overrides=("max_steps=2",),
+        base_dir=base,
+    )
     absolute = absolute_paths(job)
     assert absolute.agent == str(base / "agent.yaml")
     assert absolute.train_dataset == str(base / "data" / "train.jsonl")
     assert absolute.test_dataset == [{"prompt": "p"}], "rows in memory stay as they are"
-    assert absolute.reward == [f"{base}/r.py:f", {"name": f"{base}/lib/r.py", "weight": 2},
-                               "exact_match", "pkg.rewards:score"]
+    assert absolute.reward == [
+        f"{base}/r.py:f",
+        {"name": f"{base}/lib/r.py", "weight": 2},
+        "exact_match",
+        "pkg.rewards:score",
+    ]
     assert absolute.config == "missing.yaml", "a file that is not there is the config check's"
     assert absolute.run_path == str(base / "out")
     assert (absolute.overrides, absolute.base_dir) == (("max_steps=2",), base)
@@ -202,10 +242,12 @@ def test_flags_and_overrides_make_one_job(tmp_path: Path, monkeypatch: pytest.Mo
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
-    job = load_job(tmp_path / "job.yaml", ("max_steps=2",), run_path="runs",
-                   test_dataset="missing.jsonl")
+    job = load_job(
+        tmp_path / "job.yaml", ("max_steps=2",), run_path="runs", test_dataset="missing.jsonl"
+    )
     assert job.overrides == ("max_steps=2",)
     assert job.run_path == str(elsewhere.resolve() / "runs"), "a flag is relative to the cwd"
     assert job.test_dataset == str(elsewhere.resolve() / "missing.jsonl"), (
-        "a flag's file is the current folder's even before it exists")
+        "a flag's file is the current folder's even before it exists"
+    )
     assert load_job(tmp_path / "job.yaml").run_path == "out", "the file's stays relative"

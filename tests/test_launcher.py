@@ -88,13 +88,21 @@ def short_grace(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(launcher, "STOP_GRACE_S", 1.0)  # the stubborn child waits it out
 
 
-def test_lines_reach_on_line_and_the_log_redacted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_lines_reach_on_line_and_the_log_redacted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("LAUNCHER_TEST_API_KEY", "sk-planted-1234")
-    code = ("import sys; print('first', flush=True); print('to stderr', file=sys.stderr, flush=True);"
-            " print('key sk-planted-1234', end='')")
+    code = (
+        "import sys; print('first', flush=True); print('to stderr', file=sys.stderr, flush=True);"
+        " print('key sk-planted-1234', end='')"
+    )
     lines: list[str] = []
-    run_process([sys.executable, "-c", code], what="printer", log_path=tmp_path / "p.log",
-                on_line=lines.append)
+    run_process(
+        [sys.executable, "-c", code],
+        what="printer",
+        log_path=tmp_path / "p.log",
+        on_line=lines.append,
+    )
     assert lines == ["first", "to stderr", "key ***"]
     assert (tmp_path / "p.log").read_text() == "first\nto stderr\nkey ***\n"
 
@@ -114,8 +122,10 @@ def test_a_crashed_worker_is_a_training_error_and_leaves_no_process(tmp_path: Pa
     try:
         with pytest.raises(TrainingError) as error:
             run_process(family.command, what="family of 3", log_path=family.log, on_line=family.see)
-        assert str(error.value) == (f"family of 3 exited with status 3: RuntimeError: a worker "
-                                    f"crashed (full output in {family.log})")
+        assert str(error.value) == (
+            f"family of 3 exited with status 3: RuntimeError: a worker "
+            f"crashed (full output in {family.log})"
+        )
         assert len(family.pids) == 3
         assert family.alive() == []
         assert family.log.read_text().splitlines()[-1] == "shutting down"
@@ -157,7 +167,9 @@ def test_an_exception_in_on_line_stops_the_group(
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
-def test_a_signal_is_forwarded_to_the_group_which_stops(tmp_path: Path, signum: signal.Signals) -> None:
+def test_a_signal_is_forwarded_to_the_group_which_stops(
+    tmp_path: Path, signum: signal.Signals
+) -> None:
     family = Family(tmp_path, "run")
     before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
 
@@ -168,7 +180,9 @@ def test_a_signal_is_forwarded_to_the_group_which_stops(tmp_path: Path, signum: 
 
     try:
         with pytest.raises(Interrupted, match=f"^family interrupted by {signum.name}$"):
-            run_process(family.command, what="family", log_path=family.log, on_line=signal_on_leader)
+            run_process(
+                family.command, what="family", log_path=family.log, on_line=signal_on_leader
+            )
         assert len(family.pids) == 3
         assert family.alive() == []
         assert {sig: signal.getsignal(sig) for sig in before} == before
@@ -192,8 +206,12 @@ except KeyboardInterrupt as exc:
 
 def test_sigterm_to_a_launching_process_leaves_no_process_of_the_group(tmp_path: Path) -> None:
     family = Family(tmp_path, "run")
-    parent = subprocess.Popen([sys.executable, "-c", LAUNCHING, str(family.log)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    parent = subprocess.Popen(
+        [sys.executable, "-c", LAUNCHING, str(family.log)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert parent.stdout is not None
         while len(family.pids) < 3:
@@ -217,12 +235,16 @@ run_process([sys.executable, "-c", "import os, time; print(os.getpid(), flush=Tr
 """
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the kernel's parent-death "
-                    "signal is Linux's")
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="the kernel's parent-death signal is Linux's"
+)
 def test_the_command_dies_with_a_launching_process_that_was_killed(tmp_path: Path) -> None:
     """SIGKILL gives the launching process no chance to stop the group: the kernel does."""
-    parent = subprocess.Popen([sys.executable, "-c", KILLED_PARENT, str(tmp_path / "s.log")],
-                              stdout=subprocess.PIPE, text=True)
+    parent = subprocess.Popen(
+        [sys.executable, "-c", KILLED_PARENT, str(tmp_path / "s.log")],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     child = 0
     try:
         assert parent.stdout is not None
@@ -251,5 +273,6 @@ def test_a_worker_traceback_is_one_line_naming_its_innermost_frame(tmp_path: Pat
     assert decoder is not None and decoder.startswith("json/decoder.py:")
     assert str(error.value) == (
         "2 workers exited with status 1: json.decoder.JSONDecodeError: Expecting property name "
-        f"enclosed in double quotes: line 1 column 2 (char 1) at {decoder} (full output in {log})")
+        f"enclosed in double quotes: line 1 column 2 (char 1) at {decoder} (full output in {log})"
+    )
     assert f'File "{worker}", line 5, in train' in log.read_text()

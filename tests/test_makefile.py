@@ -30,8 +30,14 @@ chmod +x "$3/bin/pip"
 def make(*args: str) -> str:
     """Run make in the repository (no parent make's jobserver) and return what it printed."""
     env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
-    done = subprocess.run(["make", "--no-print-directory", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        ["make", "--no-print-directory", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
 
@@ -81,7 +87,9 @@ def test_a_stale_venv_is_installed_into_not_recreated(tmp_path: Path, stub_pytho
     venv = stale_venv(venvs, "aworld")
     make(f"VENVS={venvs}", f"PYTHON={stub_python}", f"{venvs}/aworld/.ready")
     assert (venv / "kept").read_text() == "installed before"
-    assert (venv / "calls.log").read_text().splitlines() == ['pip install -q -e .[aworld] pytest pytest-timeout']
+    assert (venv / "calls.log").read_text().splitlines() == [
+        "pip install -q -e .[aworld] pytest pytest-timeout"
+    ]
     assert (venv / ".ready").stat().st_mtime > OLD
 
 
@@ -89,7 +97,9 @@ def test_a_missing_venv_is_created_then_installed(tmp_path: Path, stub_python: P
     venvs = tmp_path / "venvs"
     make(f"VENVS={venvs}", f"PYTHON={stub_python}", f"{venvs}/aworld/.ready")
     assert (venvs / "aworld" / "calls.log").read_text().splitlines() == [
-        f"venv {venvs}/aworld", "pip install -q -e .[aworld] pytest pytest-timeout"]
+        f"venv {venvs}/aworld",
+        "pip install -q -e .[aworld] pytest pytest-timeout",
+    ]
     assert (venvs / "aworld" / ".ready").is_file()
 
 

@@ -15,16 +15,28 @@ from aworld_train.plots import plot_run
 
 def test_log_writes_one_json_line_per_step_and_tells_the_listener(tmp_path: Path) -> None:
     heard: list[tuple[int, dict[str, float]]] = []
-    reporter = MetricsReporter(tmp_path / "metrics.jsonl", on_log=lambda s, m: heard.append((s, m)),
-                               show_progress=False)
+    reporter = MetricsReporter(
+        tmp_path / "metrics.jsonl", on_log=lambda s, m: heard.append((s, m)), show_progress=False
+    )
     reporter.start(2)
-    reporter.log(1, {"reward": 0.5, "loss": 2, "done": True, "bad": float("nan"),
-                     "inf": float("inf"), "name": "x"})
+    reporter.log(
+        1,
+        {
+            "reward": 0.5,
+            "loss": 2,
+            "done": True,
+            "bad": float("nan"),
+            "inf": float("inf"),
+            "name": "x",
+        },
+    )
     reporter.log(2, {"reward": 0.75})
     reporter.stop()
     records = read_jsonl(tmp_path / "metrics.jsonl")
     assert [{k: v for k, v in r.items() if k != "time"} for r in records] == [
-        {"step": 1, "reward": 0.5, "loss": 2.0}, {"step": 2, "reward": 0.75}]
+        {"step": 1, "reward": 0.5, "loss": 2.0},
+        {"step": 2, "reward": 0.75},
+    ]
     assert heard == [(1, {"reward": 0.5, "loss": 2.0}), (2, {"reward": 0.75})]
     assert reporter.last() == {"step": 2, "reward": 0.75, "loss": 2.0}
 
@@ -33,8 +45,9 @@ def test_numpy_scalars_are_logged() -> None:
     import numpy
 
     reporter = MetricsReporter(None, show_progress=False)
-    reporter.log(1, {"reward": numpy.float32(0.5), "tokens": numpy.int64(7),
-                     "nan": numpy.float32("nan")})
+    reporter.log(
+        1, {"reward": numpy.float32(0.5), "tokens": numpy.int64(7), "nan": numpy.float32("nan")}
+    )
     assert reporter.last() == {"step": 1, "reward": 0.5, "tokens": 7.0}
 
 
@@ -55,11 +68,12 @@ def test_curves_are_drawn_for_the_metrics_that_were_logged(tmp_path: Path) -> No
 
 PROGRESS_LINE = re.compile(
     r"training  step (\d+)/(\d+) \((\d+)%\)  reward [\d.]+  loss [\d.]+  "
-    r"elapsed \d+:\d\d:\d\d  ETA \d+:\d\d:\d\d")
+    r"elapsed \d+:\d\d:\d\d  ETA \d+:\d\d:\d\d"
+)
 
 
 def test_without_a_terminal_progress_is_a_line_every_five_percent(
-    capsys: pytest.CaptureFixture[str]
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     reporter = MetricsReporter(None, show_progress=True)
     reporter.start(None)  # the core, before the engine knows the total
@@ -86,8 +100,7 @@ def test_progress_lines_while_the_total_is_unknown(capsys: pytest.CaptureFixture
 
 def test_a_resumed_run_opens_with_its_parents_records(tmp_path: Path) -> None:
     parent = [{"step": step, "time": 0.0, "reward": step / 10} for step in range(1, 13)]
-    reporter = MetricsReporter(tmp_path / "metrics.jsonl", show_progress=False,
-                               inherited=parent)
+    reporter = MetricsReporter(tmp_path / "metrics.jsonl", show_progress=False, inherited=parent)
     reporter.start(None)  # as the core does, before the engine knows where it resumes
     assert not (tmp_path / "metrics.jsonl").exists()
     reporter.start(20, completed=10)  # the engine resumes from its checkpoint of step 10
@@ -100,11 +113,10 @@ def test_a_resumed_run_opens_with_its_parents_records(tmp_path: Path) -> None:
 
 
 def test_without_a_resume_step_the_parents_records_before_the_first_new_step_are_kept(
-    tmp_path: Path
+    tmp_path: Path,
 ) -> None:
     parent = [{"step": step, "time": 0.0, "loss": 1.0} for step in (5, 10, 15)]
-    reporter = MetricsReporter(tmp_path / "metrics.jsonl", show_progress=False,
-                               inherited=parent)
+    reporter = MetricsReporter(tmp_path / "metrics.jsonl", show_progress=False, inherited=parent)
     reporter.log(11, {"loss": 0.5})
     reporter.log(12, {"loss": 0.4})
     assert [r["step"] for r in read_jsonl(tmp_path / "metrics.jsonl")] == [5, 10, 11, 12]

@@ -16,8 +16,9 @@ from aworld_train.workers import DEFAULT_JOIN_TIMEOUT_S, join_timeout, node_fail
 
 
 @pytest.mark.parametrize(("value", "rank"), [(None, 0), ("0", 0), ("1", 1), ("3", 3), ("x", 0)])
-def test_node_rank_reads_node_rank(monkeypatch: pytest.MonkeyPatch, value: str | None,
-                                   rank: int) -> None:
+def test_node_rank_reads_node_rank(
+    monkeypatch: pytest.MonkeyPatch, value: str | None, rank: int
+) -> None:
     if value is None:
         monkeypatch.delenv("NODE_RANK", raising=False)
     else:
@@ -43,8 +44,9 @@ def test_a_node_above_zero_works_in_a_temporary_folder_removed_when_it_completes
     assert not (tmp_path / "runs").exists()  # node 0 makes the run path and the run
 
 
-def test_a_failed_node_keeps_its_folder_for_its_log(tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_node_keeps_its_folder_for_its_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     run = RunDirectory.for_node(2)
     run.start({"engine": "trl"})
@@ -54,8 +56,9 @@ def test_a_failed_node_keeps_its_folder_for_its_log(tmp_path: Path,
     assert (run.path / "error.log").is_file()
 
 
-def test_node_zero_and_a_check_only_run_are_as_before(tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_node_zero_and_a_check_only_run_are_as_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("NODE_RANK", "0")
     run = RunDirectory.for_checks(tmp_path / "runs", "trl", check_only=False)
     assert run.node_rank == 0 and run.path.parent == (tmp_path / "runs").resolve()
@@ -86,21 +89,31 @@ def test_a_bad_join_timeout_is_refused(monkeypatch: pytest.MonkeyPatch, value: s
 
 
 # The lines torch 2.13 prints, as the engines' tests met them.
-NEVER_JOINED = ("torch.distributed.DistStoreError: Timed out after 16 seconds waiting for "
-                "clients. 1/2 clients joined.")
-CLIENT_TIMED_OUT = ("torch.distributed.DistNetworkError: The client socket has timed out after "
-                    "10000ms while trying to connect to (127.0.0.1, 29613).")
-PEER_LEFT = ("[rank0]: RuntimeError: [gloo/transport/tcp/pair.cc:553] Connection closed by peer "
-             "[127.0.0.1]:16085. This is typically caused by a remote worker crashing.")
+NEVER_JOINED = (
+    "torch.distributed.DistStoreError: Timed out after 16 seconds waiting for "
+    "clients. 1/2 clients joined."
+)
+CLIENT_TIMED_OUT = (
+    "torch.distributed.DistNetworkError: The client socket has timed out after "
+    "10000ms while trying to connect to (127.0.0.1, 29613)."
+)
+PEER_LEFT = (
+    "[rank0]: RuntimeError: [gloo/transport/tcp/pair.cc:553] Connection closed by peer "
+    "[127.0.0.1]:16085. This is typically caused by a remote worker crashing."
+)
 
 
-@pytest.mark.parametrize(("line", "says"), [
-    (NEVER_JOINED, "the 2 nodes did not all join at 127.0.0.1:29500 within 300 s"),
-    (CLIENT_TIMED_OUT, "did not all join"),
-    (PEER_LEFT, "another node of the 2 stopped while training"),
-])
-def test_another_nodes_failure_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                        line: str, says: str) -> None:
+@pytest.mark.parametrize(
+    ("line", "says"),
+    [
+        (NEVER_JOINED, "the 2 nodes did not all join at 127.0.0.1:29500 within 300 s"),
+        (CLIENT_TIMED_OUT, "did not all join"),
+        (PEER_LEFT, "another node of the 2 stopped while training"),
+    ],
+)
+def test_another_nodes_failure_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, line: str, says: str
+) -> None:
     monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
     monkeypatch.setenv("MASTER_PORT", "29500")
     monkeypatch.delenv("AWORLD_TRAIN_JOIN_TIMEOUT", raising=False)

@@ -14,7 +14,8 @@ EVAL_COLOUR = np.array([0xFF, 0x7F, 0x0E]) / 255  # the eval curve's colour
 
 def write_metrics(folder: Path, records: list[dict]) -> None:
     (folder / "metrics.jsonl").write_text(
-        "".join(json.dumps({"time": 0.0, **record}) + "\n" for record in records))
+        "".join(json.dumps({"time": 0.0, **record}) + "\n" for record in records)
+    )
 
 
 def eval_pixels(png: Path) -> int:
@@ -27,11 +28,13 @@ def eval_pixels(png: Path) -> int:
 
 def test_the_eval_reward_is_a_second_curve_on_reward_png(tmp_path: Path) -> None:
     assert {curve.eval_metric for curve in CURVES if curve.filename == "reward.png"} == {
-        "eval_reward"}
-    training = [{"step": step, "reward": step / 40, "loss": 1 - step / 40}
-                for step in range(1, 41)]
-    scored = [{"step": step, "eval_reward": 0.2 + step / 100, "eval_score": 0.2}
-              for step in (10, 20, 30, 40)]
+        "eval_reward"
+    }
+    training = [{"step": step, "reward": step / 40, "loss": 1 - step / 40} for step in range(1, 41)]
+    scored = [
+        {"step": step, "eval_reward": 0.2 + step / 100, "eval_score": 0.2}
+        for step in (10, 20, 30, 40)
+    ]
     without, with_eval = tmp_path / "without", tmp_path / "with"
     without.mkdir()
     with_eval.mkdir()
@@ -45,7 +48,13 @@ def test_the_eval_reward_is_a_second_curve_on_reward_png(tmp_path: Path) -> None
 
 
 def test_an_eval_reward_alone_still_draws_reward_png(tmp_path: Path) -> None:
-    write_metrics(tmp_path, [{"step": 5, "eval_reward": 0.5}, {"step": 9, "loss": 0.3},
-                             {"step": 10, "eval_reward": 0.75}])
+    write_metrics(
+        tmp_path,
+        [
+            {"step": 5, "eval_reward": 0.5},
+            {"step": 9, "loss": 0.3},
+            {"step": 10, "eval_reward": 0.75},
+        ],
+    )
     assert [p.name for p in plot_run(tmp_path)] == ["reward.png", "loss.png"]
     assert eval_pixels(tmp_path / "reward.png") > 50

@@ -19,14 +19,14 @@ from aworld_train.config import near_common_key
 from aworld_train.reward import RewardSpec
 from aworld_train.testing.fixtures import one_error_line
 
-REWARDS = '''
+REWARDS = """
 def score(data_source, solution_str, ground_truth, extra_info=None):
     return float(solution_str.strip() == ground_truth)
 
 
 def length(data_source, solution_str, ground_truth, extra_info=None):
     return float(len(solution_str))
-'''
+"""
 
 QUESTIONS = [{"question": row["prompt"], "answer": row["ground_truth"]} for row in ARITHMETIC]
 
@@ -56,8 +56,10 @@ class FileReadingProcessor(TrainerProcessor):
 
     def train(self) -> dict[str, float]:
         rows, reward = self.seen["rows"], self.seen["reward"]
-        scores = [reward(row["data_source"], row["ground_truth"], row["ground_truth"],
-                         row["extra_info"]) for row in rows]
+        scores = [
+            reward(row["data_source"], row["ground_truth"], row["ground_truth"], row["extra_info"])
+            for row in rows
+        ]
         self.context.metrics.log(1, {"reward": sum(scores) / len(scores)})
         return {"reward": sum(scores) / len(scores)}
 
@@ -84,10 +86,16 @@ def write_job(folder: Path, **fields: Any) -> Path:
     """A job on the processor ``reader``: question/answer rows mapped by ``columns``."""
     write_jsonl(folder / "train.jsonl", QUESTIONS)
     (folder / "rewards.py").write_text(REWARDS)
-    job = {"engine": "reader", "agent": {"name": "adder"}, "train_dataset": "train.jsonl",
-           "test_dataset": "train.jsonl", "reward": "rewards.py:score",
-           "columns": {"prompt": "question", "ground_truth": "answer"},
-           "config": {"max_steps": 1}, **fields}
+    job = {
+        "engine": "reader",
+        "agent": {"name": "adder"},
+        "train_dataset": "train.jsonl",
+        "test_dataset": "train.jsonl",
+        "reward": "rewards.py:score",
+        "columns": {"prompt": "question", "ground_truth": "answer"},
+        "config": {"max_steps": 1},
+        **fields,
+    }
     path = folder / "job.yaml"
     path.write_text(yaml.safe_dump(job))
     return path
@@ -103,9 +111,11 @@ def test_a_job_file_gives_a_processor_its_columns_applied_and_the_loaded_reward(
     assert seen["dataset"] == str(run / "dataset" / "train.jsonl"), "a canonical file in the run"
     assert seen["test_dataset"] == str(run / "dataset" / "test.jsonl")
     assert [(row["prompt"], row["ground_truth"]) for row in seen["rows"]] == [
-        (row["prompt"], row["ground_truth"]) for row in ARITHMETIC]
+        (row["prompt"], row["ground_truth"]) for row in ARITHMETIC
+    ]
     assert seen["rows"][0]["data_source"] == "train" and seen["rows"][2]["extra_info"] == {
-        "index": 2}
+        "index": 2
+    }
     assert callable(seen["reward"]) and seen["reward"].__name__ == "score"
     assert seen["reward"]("train", "4", "4") == 1.0 and seen["reward"]("train", "5", "4") == 0.0
     final = json.loads((run / "manifest.json").read_text())
@@ -146,8 +156,9 @@ def test_the_canonical_file_keeps_the_users_format_except_csv(
 def test_several_rewards_named_in_a_job_are_one_callable_of_the_weighted_total(
     reader: type[FileReadingProcessor], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    job = write_job(tmp_path, reward=["rewards.py:score", {"name": "rewards.py:length",
-                                                           "weight": 0.5}])
+    job = write_job(
+        tmp_path, reward=["rewards.py:score", {"name": "rewards.py:length", "weight": 0.5}]
+    )
     code, _, err = run_cli(capsys, "check", job)
     assert code == 0, err
     reward = reader.seen["reward"]
@@ -168,15 +179,26 @@ def test_a_built_in_reward_named_in_a_job_is_its_function(
 def test_from_python_a_processor_gets_the_users_own_objects(
     reader: type[FileReadingProcessor], tmp_path: Path
 ) -> None:
-    def my_reward(data_source: str, solution_str: str, ground_truth: str,
-                  extra_info: dict[str, Any] | None = None) -> float:
+    def my_reward(
+        data_source: str,
+        solution_str: str,
+        ground_truth: str,
+        extra_info: dict[str, Any] | None = None,
+    ) -> float:
         return float(solution_str == ground_truth)
 
     rows = [dict(row) for row in QUESTIONS]
     config = {"max_steps": 1}
-    AgentTrainer(agent={"name": "adder"}, train_dataset=rows, reward_func=my_reward,
-                 config=config, columns={"prompt": "question", "ground_truth": "answer"},
-                 run_path=tmp_path / "runs", train_engine_name="reader", check_only=True)
+    AgentTrainer(
+        agent={"name": "adder"},
+        train_dataset=rows,
+        reward_func=my_reward,
+        config=config,
+        columns={"prompt": "question", "ground_truth": "answer"},
+        run_path=tmp_path / "runs",
+        train_engine_name="reader",
+        check_only=True,
+    )
     assert reader.seen["dataset"] is rows and rows == QUESTIONS, "the user's rows, unchanged"
     assert reader.seen["reward"] is my_reward
     assert reader.seen["config"] is config
@@ -187,14 +209,20 @@ def test_a_near_miss_of_a_common_key_is_refused_on_a_processor(
 ) -> None:
     job = write_job(tmp_path, config={"max_steps": 1, "learning_rat": 0.1})
     line = one_error_line(*run_cli(capsys, "check", job)[::2])
-    assert line.startswith("error: config: unknown config key 'learning_rat' (did you mean "
-                           "'learning_rate'?)") and "engine 'reader'" in line
+    assert (
+        line.startswith(
+            "error: config: unknown config key 'learning_rat' (did you mean 'learning_rate'?)"
+        )
+        and "engine 'reader'" in line
+    )
 
     (tmp_path / "config.yaml").write_text("max_steps: 1\nlearning_rat: 0.1\n")
     job = write_job(tmp_path, config="config.yaml")
     line = one_error_line(*run_cli(capsys, "train", job, "--run-path", tmp_path / "runs")[::2])
-    assert (f"{tmp_path / 'config.yaml'}: unknown config key 'learning_rat' (did you mean "
-            "'learning_rate'?)") in line
+    assert (
+        f"{tmp_path / 'config.yaml'}: unknown config key 'learning_rat' (did you mean "
+        "'learning_rate'?)"
+    ) in line
 
     job = write_job(tmp_path)
     line = one_error_line(*run_cli(capsys, "check", job, "-o", "max_step=3")[::2])
@@ -205,21 +233,42 @@ def test_a_near_miss_of_a_common_key_is_refused_on_a_processor(
 def test_a_processors_own_keys_pass(
     reader: type[FileReadingProcessor], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    own = {"mode": "fast", "model_path": "some/model", "clip_ratio_c": 3.0, "epochs": 2,
-           "data": {"train_batch_size": 4}}
+    own = {
+        "mode": "fast",
+        "model_path": "some/model",
+        "clip_ratio_c": 3.0,
+        "epochs": 2,
+        "data": {"train_batch_size": 4},
+    }
     job = write_job(tmp_path, config={"max_steps": 1, **own})
     code, _, err = run_cli(capsys, "check", job)
     assert code == 0, err
     assert reader.seen["config"] == {"max_steps": 1, **own}, "the job's config, as written"
 
 
-@pytest.mark.parametrize(("key", "near"), [
-    ("learning_rat", "learning_rate"), ("learningRate", "learning_rate"),
-    ("LEARNING-RATE", "learning_rate"), ("modle", "model"), ("sede", "seed"),
-    ("kl_coeff", "kl_coef"), ("num_generation", "num_generations"), ("resource", "resources"),
-    ("mode", None), ("models", None), ("model_path", None), ("clip_ratio_c", None),
-    ("seed_everything", None), ("min_steps", None), ("warmup_steps", None),
-    ("algorithm", None), ("trainer", None), ("reward_model", None), ("actor_rollout_ref", None),
-])
+@pytest.mark.parametrize(
+    ("key", "near"),
+    [
+        ("learning_rat", "learning_rate"),
+        ("learningRate", "learning_rate"),
+        ("LEARNING-RATE", "learning_rate"),
+        ("modle", "model"),
+        ("sede", "seed"),
+        ("kl_coeff", "kl_coef"),
+        ("num_generation", "num_generations"),
+        ("resource", "resources"),
+        ("mode", None),
+        ("models", None),
+        ("model_path", None),
+        ("clip_ratio_c", None),
+        ("seed_everything", None),
+        ("min_steps", None),
+        ("warmup_steps", None),
+        ("algorithm", None),
+        ("trainer", None),
+        ("reward_model", None),
+        ("actor_rollout_ref", None),
+    ],
+)
 def test_what_a_near_miss_is(key: str, near: str | None) -> None:
     assert near_common_key(key) == near

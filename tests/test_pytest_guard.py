@@ -13,9 +13,15 @@ from aworld_train.testing.pytest_guard import NetworkRefused
 
 def test_a_connection_to_another_machine_is_refused_at_once() -> None:
     # 203.0.113.0/24 is reserved for documentation: no machine here holds it.
-    with socket.socket() as sock, pytest.raises(NetworkRefused, match=r"^this test reached for "
-                                                r"203\.0\.113\.7:443, another machine; mark it "
-                                                r"network"):
+    with (
+        socket.socket() as sock,
+        pytest.raises(
+            NetworkRefused,
+            match=r"^this test reached for "
+            r"203\.0\.113\.7:443, another machine; mark it "
+            r"network",
+        ),
+    ):
         sock.connect(("203.0.113.7", 443))
 
 

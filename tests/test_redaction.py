@@ -30,8 +30,11 @@ from aworld_train.redaction import (
 def scan_for_secrets(root: Path, secrets: list[str]) -> list[Path]:
     """Every file under ``root`` (binary files included) that holds one of ``secrets``."""
     needles = [s.encode() for s in secrets]
-    return sorted(path for path in root.rglob("*")
-                  if path.is_file() and any(n in path.read_bytes() for n in needles))
+    return sorted(
+        path
+        for path in root.rglob("*")
+        if path.is_file() and any(n in path.read_bytes() for n in needles)
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -43,25 +46,77 @@ def clean_slate(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(name)
 
 
-@pytest.mark.parametrize("key", [
-    "api_key", "llm_api_key", "OPENAI_API_KEY", "apiKey", "APIKey", "X-Api-Key", "x-api-key",
-    "private_key", "access_key", "aws_access_key_id", "key", "token", "hub_token",
-    "access_token", "HF_TOKEN", "accessToken", "push_to_hub_token", "password", "db_passwd",
-    "pass", "smtp_pass", "client_secret", "aws_secret_access_key", "Authorization", "auth",
-    "Cookie", "credentials", "headers", "extra_headers", "env",
-])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "api_key",
+        "llm_api_key",
+        "OPENAI_API_KEY",
+        "apiKey",
+        "APIKey",
+        "X-Api-Key",
+        "x-api-key",
+        "private_key",
+        "access_key",
+        "aws_access_key_id",
+        "key",
+        "token",
+        "hub_token",
+        "access_token",
+        "HF_TOKEN",
+        "accessToken",
+        "push_to_hub_token",
+        "password",
+        "db_passwd",
+        "pass",
+        "smtp_pass",
+        "client_secret",
+        "aws_secret_access_key",
+        "Authorization",
+        "auth",
+        "Cookie",
+        "credentials",
+        "headers",
+        "extra_headers",
+        "env",
+    ],
+)
 def test_secret_keys_are_redacted(key: str) -> None:
     assert is_secret_key(key)
     assert redact({key: "value"}) == {key: REDACTED}
 
 
-@pytest.mark.parametrize("key", [
-    "max_keys", "keys", "monkey", "keyword", "KeyboardInterrupt", "max_tokens", "llm_max_tokens",
-    "max_new_tokens", "num_tokens", "tokens_per_second", "tokenizer", "pad_token", "eos_token",
-    "pad_token_id", "max_token", "ppo_max_token_len_per_gpu", "passage", "compass", "bypass",
-    "passthrough", "pass@1", "pass_rate", "author", "max_completion_length", "runtime_env",
-    "hub_private_repo",
-])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "max_keys",
+        "keys",
+        "monkey",
+        "keyword",
+        "KeyboardInterrupt",
+        "max_tokens",
+        "llm_max_tokens",
+        "max_new_tokens",
+        "num_tokens",
+        "tokens_per_second",
+        "tokenizer",
+        "pad_token",
+        "eos_token",
+        "pad_token_id",
+        "max_token",
+        "ppo_max_token_len_per_gpu",
+        "passage",
+        "compass",
+        "bypass",
+        "passthrough",
+        "pass@1",
+        "pass_rate",
+        "author",
+        "max_completion_length",
+        "runtime_env",
+        "hub_private_repo",
+    ],
+)
 def test_keys_that_only_look_like_secrets_are_kept(key: str) -> None:
     assert not is_secret_key(key)
     assert redact({key: 512}) == {key: 512}
@@ -69,50 +124,106 @@ def test_keys_that_only_look_like_secrets_are_kept(key: str) -> None:
 
 
 def test_no_value_and_placeholders_are_not_secrets() -> None:
-    data = {"api_key": None, "hub_token": "", "use_auth_token": True,
-            "llm_api_key": "${OPENAI_API_KEY}", "password": 123456}
-    assert redact(data) == {"api_key": None, "hub_token": "", "use_auth_token": True,
-                            "llm_api_key": "${OPENAI_API_KEY}", "password": REDACTED}
+    data = {
+        "api_key": None,
+        "hub_token": "",
+        "use_auth_token": True,
+        "llm_api_key": "${OPENAI_API_KEY}",
+        "password": 123456,
+    }
+    assert redact(data) == {
+        "api_key": None,
+        "hub_token": "",
+        "use_auth_token": True,
+        "llm_api_key": "${OPENAI_API_KEY}",
+        "password": REDACTED,
+    }
 
 
 def test_headers_and_env_keep_their_names_and_hide_every_value() -> None:
-    data = {"headers": {"Authorization": "Bearer abc123", "Accept": "application/json"},
-            "env": {"SEARCH_KEY": "s3cr3t-value", "LOG_LEVEL": "debug"},
-            "environment": ["A=1"]}
-    assert redact(data) == {"headers": {"Authorization": REDACTED, "Accept": REDACTED},
-                            "env": {"SEARCH_KEY": REDACTED, "LOG_LEVEL": REDACTED},
-                            "environment": [REDACTED]}
+    data = {
+        "headers": {"Authorization": "Bearer abc123", "Accept": "application/json"},
+        "env": {"SEARCH_KEY": "s3cr3t-value", "LOG_LEVEL": "debug"},
+        "environment": ["A=1"],
+    }
+    assert redact(data) == {
+        "headers": {"Authorization": REDACTED, "Accept": REDACTED},
+        "env": {"SEARCH_KEY": REDACTED, "LOG_LEVEL": REDACTED},
+        "environment": [REDACTED],
+    }
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("https://user:pass@host/v1", f"https://{REDACTED}@host/v1"),
-    ("see http://ghp_tokenvalue@github.com/x.git now",
-     f"see http://{REDACTED}@github.com/x.git now"),
-    ("wss://me:p@ss@host:8080", f"wss://{REDACTED}@host:8080"),
-    ("https://h/q?api_key=sk-1&token=t-2&max_tokens=5&page=2",
-     f"https://h/q?api_key={REDACTED}&token={REDACTED}&max_tokens=5&page=2"),
-    ("https://h/?key=sk-live-123456#top", f"https://h/?key={REDACTED}#top"),
-    ("npx server --api-key=sk-1 --port=80", f"npx server --api-key={REDACTED} --port=80"),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("https://user:pass@host/v1", f"https://{REDACTED}@host/v1"),
+        (
+            "see http://ghp_tokenvalue@github.com/x.git now",
+            f"see http://{REDACTED}@github.com/x.git now",
+        ),
+        ("wss://me:p@ss@host:8080", f"wss://{REDACTED}@host:8080"),
+        (
+            "https://h/q?api_key=sk-1&token=t-2&max_tokens=5&page=2",
+            f"https://h/q?api_key={REDACTED}&token={REDACTED}&max_tokens=5&page=2",
+        ),
+        ("https://h/?key=sk-live-123456#top", f"https://h/?key={REDACTED}#top"),
+        ("npx server --api-key=sk-1 --port=80", f"npx server --api-key={REDACTED} --port=80"),
+    ],
+)
 def test_url_credentials_and_secret_parameters_in_any_string(text: str, expected: str) -> None:
     assert redact_text(text) == expected
     assert redact({"note": text}) == {"note": expected}
 
 
-@pytest.mark.parametrize("text", [
-    "https://host/path@v2/x", "https://h/q?max_tokens=5&keys=a&passage=b", "user@example.com",
-    "--max-tokens=512 --tokenizer=gpt2", "a compass, a passage and a monkey",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "https://host/path@v2/x",
+        "https://h/q?max_tokens=5&keys=a&passage=b",
+        "user@example.com",
+        "--max-tokens=512 --tokenizer=gpt2",
+        "a compass, a passage and a monkey",
+    ],
+)
 def test_look_alikes_in_strings_are_kept(text: str) -> None:
     assert redact_text(text) == text
 
 
 def test_values_after_secret_flags_in_argument_lists() -> None:
-    args = ["--api-key", "sk-1", "--token=hf_2", "--auth-header", "Bearer x", "--password",
-            "--verbose", "--max-tokens", "512", "--tokenizer", "gpt2", "--keys", "a", "-p", "80"]
+    args = [
+        "--api-key",
+        "sk-1",
+        "--token=hf_2",
+        "--auth-header",
+        "Bearer x",
+        "--password",
+        "--verbose",
+        "--max-tokens",
+        "512",
+        "--tokenizer",
+        "gpt2",
+        "--keys",
+        "a",
+        "-p",
+        "80",
+    ]
     assert redact(args) == [
-        "--api-key", REDACTED, f"--token={REDACTED}", "--auth-header", REDACTED, "--password",
-        "--verbose", "--max-tokens", "512", "--tokenizer", "gpt2", "--keys", "a", "-p", "80"]
+        "--api-key",
+        REDACTED,
+        f"--token={REDACTED}",
+        "--auth-header",
+        REDACTED,
+        "--password",
+        "--verbose",
+        "--max-tokens",
+        "512",
+        "--tokenizer",
+        "gpt2",
+        "--keys",
+        "a",
+        "-p",
+        "80",
+    ]
 
 
 def job_with_secrets() -> dict[str, Any]:
@@ -124,23 +235,48 @@ def job_with_secrets() -> dict[str, Any]:
             "llm_api_key": "sk-agent-111",
             "llm_max_tokens": 64,
             "system_prompt": "Be brief.",
-            "mcp_config": {"mcpServers": {
-                "search": {"type": "streamable-http",
-                           "url": "https://bob:mcp-pass-888@mcp.example/mcp",
-                           "headers": {"X-Api-Key": "hdr-key-999"}},
-                "local": {"command": "npx", "args": ["-y", "server", "--api-key", "arg-key-222",
-                                                     "--secret=arg-secret-333", "--port", "8080"],
-                          "env": {"BRAVE_KEY": "env-key-444"}},
-            }},
+            "mcp_config": {
+                "mcpServers": {
+                    "search": {
+                        "type": "streamable-http",
+                        "url": "https://bob:mcp-pass-888@mcp.example/mcp",
+                        "headers": {"X-Api-Key": "hdr-key-999"},
+                    },
+                    "local": {
+                        "command": "npx",
+                        "args": [
+                            "-y",
+                            "server",
+                            "--api-key",
+                            "arg-key-222",
+                            "--secret=arg-secret-333",
+                            "--port",
+                            "8080",
+                        ],
+                        "env": {"BRAVE_KEY": "env-key-444"},
+                    },
+                }
+            },
         },
-        "config": {"model": "build/tiny", "max_completion_length": 32,
-                   "trl": {"hub_token": "hf_hub_555", "pad_token": "<pad>"}},
+        "config": {
+            "model": "build/tiny",
+            "max_completion_length": 32,
+            "trl": {"hub_token": "hf_hub_555", "pad_token": "<pad>"},
+        },
         "overrides": ("trl.hub_token=hf_hub_555",),
     }
 
 
-SECRETS = ["llm-pass-777", "sk-agent-111", "mcp-pass-888", "hdr-key-999", "arg-key-222",
-           "arg-secret-333", "env-key-444", "hf_hub_555"]
+SECRETS = [
+    "llm-pass-777",
+    "sk-agent-111",
+    "mcp-pass-888",
+    "hdr-key-999",
+    "arg-key-222",
+    "arg-secret-333",
+    "env-key-444",
+    "hf_hub_555",
+]
 
 
 def test_a_job_is_redacted_everywhere_and_left_alone() -> None:
@@ -154,8 +290,15 @@ def test_a_job_is_redacted_everywhere_and_left_alone() -> None:
     assert agent["llm_max_tokens"] == 64 and agent["system_prompt"] == "Be brief."
     servers = agent["mcp_config"]["mcpServers"]
     assert servers["search"]["url"] == f"https://{REDACTED}@mcp.example/mcp"
-    assert servers["local"]["args"] == ["-y", "server", "--api-key", REDACTED,
-                                        f"--secret={REDACTED}", "--port", "8080"]
+    assert servers["local"]["args"] == [
+        "-y",
+        "server",
+        "--api-key",
+        REDACTED,
+        f"--secret={REDACTED}",
+        "--port",
+        "8080",
+    ]
     assert servers["local"]["env"] == {"BRAVE_KEY": REDACTED}
     assert redacted["config"]["trl"] == {"hub_token": REDACTED, "pad_token": "<pad>"}
     assert redacted["overrides"] == [f"trl.hub_token={REDACTED}"], "a tuple comes back a list"
@@ -174,11 +317,14 @@ def test_bytes_and_other_values_are_left_alone() -> None:
 
 def test_remembered_secrets_are_hidden_in_free_text() -> None:
     remember_secrets(job_with_secrets())
-    line = ("cannot reach MCP server 'local' (npx server --api-key arg-key-222): env-key-444 "
-            "rejected; hub said hf_hub_555 is invalid; token mcp-pass-888; sk-agent-111")
+    line = (
+        "cannot reach MCP server 'local' (npx server --api-key arg-key-222): env-key-444 "
+        "rejected; hub said hf_hub_555 is invalid; token mcp-pass-888; sk-agent-111"
+    )
     assert redact_text(line) == (
         f"cannot reach MCP server 'local' (npx server --api-key {REDACTED}): {REDACTED} rejected; "
-        f"hub said {REDACTED} is invalid; token {REDACTED}; {REDACTED}")
+        f"hub said {REDACTED} is invalid; token {REDACTED}; {REDACTED}"
+    )
     assert redact_text("max_tokens=64, tokenizer gpt2") == "max_tokens=64, tokenizer gpt2"
 
 
@@ -237,8 +383,9 @@ def test_a_log_record_reaches_its_handler_redacted() -> None:
     install_secret_filter(logger)
     install_secret_filter(logger)
     assert sum(isinstance(f, SecretFilter) for f in handler.filters) == 1, "installed once"
-    logger.info("connecting to %s with %s",
-                "https://bob:mcp-pass-888@mcp.example/mcp", "sk-agent-111")
+    logger.info(
+        "connecting to %s with %s", "https://bob:mcp-pass-888@mcp.example/mcp", "sk-agent-111"
+    )
     try:
         raise RuntimeError("server said: bad key env-key-444")
     except RuntimeError:

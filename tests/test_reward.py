@@ -14,7 +14,7 @@ from aworld_train.rewards import exact_match
 
 ROW = {"prompt": "2+2?", "ground_truth": "4", "data_source": "math", "extra_info": {"index": 0}}
 
-REWARD_FILE = '''
+REWARD_FILE = """
 def score(data_source, solution_str, ground_truth, extra_info=None):
     return 1.0 if solution_str.strip() == ground_truth else 0.0
 
@@ -81,7 +81,7 @@ def counted(data_source, solution_str, ground_truth, extra_info=None):
 
 
 NOT_CALLABLE = 3
-'''
+"""
 
 
 @pytest.fixture
@@ -95,8 +95,12 @@ def score_of(spec: RewardSpec, solution: str = "4") -> float:
 
 
 def test_callable() -> None:
-    def mine(data_source: str, solution_str: str, ground_truth: str,
-             extra_info: dict[str, Any] | None = None) -> float:
+    def mine(
+        data_source: str,
+        solution_str: str,
+        ground_truth: str,
+        extra_info: dict[str, Any] | None = None,
+    ) -> float:
         return float(len(solution_str))
 
     spec = resolve_reward(mine)
@@ -131,16 +135,26 @@ def test_builtin_names() -> None:
 
 def test_weighted_list(reward_dir: Path) -> None:
     spec = resolve_reward(
-        [{"name": "exact_match", "weight": 2}, {"name": "my_rewards.py:detailed", "weight": 0.5},
-         "answer_match"],
+        [
+            {"name": "exact_match", "weight": 2},
+            {"name": "my_rewards.py:detailed", "weight": 0.5},
+            "answer_match",
+        ],
         base_dir=reward_dir,
     )
     assert [(f.name, f.weight) for f in spec.functions] == [
-        ("exact_match", 2.0), ("detailed", 0.5), ("answer_match", 1.0)]
+        ("exact_match", 2.0),
+        ("detailed", 0.5),
+        ("answer_match", 1.0),
+    ]
     result = spec.score("math", "4", "4")
     assert result.score == pytest.approx(2 * 1.0 + 0.5 * 0.5 + 0.0)
-    assert result.metrics == {"rewards/exact_match": 1.0, "rewards/detailed": 0.5,
-                              "format_ok": 1.0, "rewards/answer_match": 0.0}
+    assert result.metrics == {
+        "rewards/exact_match": 1.0,
+        "rewards/detailed": 0.5,
+        "format_ok": 1.0,
+        "rewards/answer_match": 0.0,
+    }
 
 
 def test_dict_result_carries_score_and_metrics(reward_dir: Path) -> None:
@@ -164,8 +178,12 @@ def test_numpy_scalars_are_numbers() -> None:
     import numpy
 
     for value in (numpy.float32(0.5), numpy.int64(1), numpy.float64(0.25)):
-        spec = resolve_reward(lambda data_source, solution_str, ground_truth, extra_info=None,
-                              value=value: {"score": value, "length": numpy.int64(3)})
+        spec = resolve_reward(
+            lambda data_source, solution_str, ground_truth, extra_info=None, value=value: {
+                "score": value,
+                "length": numpy.int64(3),
+            }
+        )
         result = check_reward_on_row(spec, ROW)
         assert result.score == float(value)
         assert result.metrics["length"] == 3.0
@@ -182,8 +200,11 @@ def test_reward_file_not_found(tmp_path: Path) -> None:
 
 
 def test_reward_function_not_found(reward_dir: Path) -> None:
-    with pytest.raises(RewardError, match=r"reward 'my_rewards\.py:scor': 'scor' not found in "
-                                          r"my_rewards\.py"):
+    with pytest.raises(
+        RewardError,
+        match=r"reward 'my_rewards\.py:scor': 'scor' not found in "
+        r"my_rewards\.py",
+    ):
         resolve_reward("my_rewards.py:scor", base_dir=reward_dir)
 
 
@@ -218,17 +239,23 @@ def test_reward_with_the_wrong_signature(reward_dir: Path) -> None:
 
 def test_reward_that_raises_on_the_sample_row(reward_dir: Path) -> None:
     spec = resolve_reward("my_rewards.py:raising", base_dir=reward_dir)
-    with pytest.raises(RewardError, match=r"my_rewards\.py:raising' on row 3 raised "
-                                          "ZeroDivisionError: planted"):
+    with pytest.raises(
+        RewardError,
+        match=r"my_rewards\.py:raising' on row 3 raised "
+        "ZeroDivisionError: planted",
+    ):
         check_reward_on_row(spec, ROW, 3)
 
 
-@pytest.mark.parametrize(("name", "message"), [
-    ("words", "returned str 'yes'; expected a finite number or a dict with a numeric 'score'"),
-    ("nothing", r"returned None; a reward scores every completion with a number \(return 0.0 "),
-    ("not_finite", "returned float nan; expected a finite number"),
-    ("no_score", "returned a dict without a finite numeric 'score'"),
-])
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("words", "returned str 'yes'; expected a finite number or a dict with a numeric 'score'"),
+        ("nothing", r"returned None; a reward scores every completion with a number \(return 0.0 "),
+        ("not_finite", "returned float nan; expected a finite number"),
+        ("no_score", "returned a dict without a finite numeric 'score'"),
+    ],
+)
 def test_reward_that_returns_a_non_number(reward_dir: Path, name: str, message: str) -> None:
     spec = resolve_reward(f"my_rewards.py:{name}", base_dir=reward_dir)
     with pytest.raises(RewardError, match=f"on row 0 {message}"):
@@ -238,31 +265,42 @@ def test_reward_that_returns_a_non_number(reward_dir: Path, name: str, message: 
 def test_unknown_builtin_suggests_one() -> None:
     with pytest.raises(RewardError) as raised:
         resolve_reward("exact_mach")
-    assert "reward 'exact_mach' (did you mean 'exact_match'?) is not a built-in" in str(raised.value)
+    assert "reward 'exact_mach' (did you mean 'exact_match'?) is not a built-in" in str(
+        raised.value
+    )
 
 
-@pytest.mark.parametrize(("reward", "message"), [
-    (None, "no reward given"),
-    ([], "no reward given"),
-    ({"name": "exact_match", "weight": "high"}, "weight must be a finite number, got 'high'"),
-    ({"name": "exact_match", "weight": float("nan")}, "weight must be a finite number, got nan"),
-    ({"name": "exact_match", "weight": float("-inf")}, "must be a finite number, got -inf"),
-    ({"weight": 1}, "must be {name: <reward>, weight: <number>}"),
-    ({"name": "exact_match", "scale": 2}, "must be {name: <reward>, weight: <number>}"),
-    (42, "reward 42 is not a built-in"),
-])
+@pytest.mark.parametrize(
+    ("reward", "message"),
+    [
+        (None, "no reward given"),
+        ([], "no reward given"),
+        ({"name": "exact_match", "weight": "high"}, "weight must be a finite number, got 'high'"),
+        (
+            {"name": "exact_match", "weight": float("nan")},
+            "weight must be a finite number, got nan",
+        ),
+        ({"name": "exact_match", "weight": float("-inf")}, "must be a finite number, got -inf"),
+        ({"weight": 1}, "must be {name: <reward>, weight: <number>}"),
+        ({"name": "exact_match", "scale": 2}, "must be {name: <reward>, weight: <number>}"),
+        (42, "reward 42 is not a built-in"),
+    ],
+)
 def test_malformed_reward_entries(reward: Any, message: str) -> None:
     with pytest.raises(RewardError) as raised:
         resolve_reward(reward)
     assert message in str(raised.value)
 
 
-@pytest.mark.parametrize(("name", "message"), [
-    ("sleeping", "did not return within 0.5 s (set config reward_timeout to allow more)"),
-    ("exiting", "called sys.exit(3)"),
-    ("ending", "ended the process (exit 0) without returning"),
-    ("crashing", "was killed by signal SIGSEGV"),
-])
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("sleeping", "did not return within 0.5 s (set config reward_timeout to allow more)"),
+        ("exiting", "called sys.exit(3)"),
+        ("ending", "ended the process (exit 0) without returning"),
+        ("crashing", "was killed by signal SIGSEGV"),
+    ],
+)
 def test_a_reward_that_stalls_or_ends_its_process_is_one_line(
     reward_dir: Path, name: str, message: str
 ) -> None:
@@ -274,16 +312,22 @@ def test_a_reward_that_stalls_or_ends_its_process_is_one_line(
 
 
 def test_each_function_scores_the_sample_row_once(reward_dir: Path) -> None:
-    spec = resolve_reward(["my_rewards.py:counted", {"name": "my_rewards.py:counted", "weight": 2}],
-                          base_dir=reward_dir)
+    spec = resolve_reward(
+        ["my_rewards.py:counted", {"name": "my_rewards.py:counted", "weight": 2}],
+        base_dir=reward_dir,
+    )
     result = check_reward_on_row(spec, ROW, 0, timeout=5)
     assert result.score == 3.0
     assert (reward_dir / "calls.txt").read_text() == "called\ncalled\n"
 
 
 def test_a_lambda_reward_is_checked_in_its_process() -> None:
-    spec = resolve_reward([lambda data_source, solution_str, ground_truth, extra_info=None: 0.5,
-                           lambda data_source, solution_str, ground_truth, extra_info=None: "x"])
+    spec = resolve_reward(
+        [
+            lambda data_source, solution_str, ground_truth, extra_info=None: 0.5,
+            lambda data_source, solution_str, ground_truth, extra_info=None: "x",
+        ]
+    )
     with pytest.raises(RewardError, match=r"^reward '<lambda>' on row 2 returned str 'x'"):
         check_reward_on_row(spec, ROW, 2)
     assert check_reward_on_row(RewardSpec(spec.functions[:1]), ROW).score == 0.5
@@ -316,11 +360,14 @@ def test_a_reward_file_that_is_not_a_file(tmp_path: Path) -> None:
         resolve_reward("folder.py:score", base_dir=tmp_path)
 
 
-@pytest.mark.parametrize(("code", "message"), [
-    ("import sys\nsys.exit(3)\n", "called sys.exit(3) on import"),
-    ("raise SystemExit\n", "called sys.exit() on import"),
-    ("raise KeyboardInterrupt\n", "raised KeyboardInterrupt on import"),
-])
+@pytest.mark.parametrize(
+    ("code", "message"),
+    [
+        ("import sys\nsys.exit(3)\n", "called sys.exit(3) on import"),
+        ("raise SystemExit\n", "called sys.exit() on import"),
+        ("raise KeyboardInterrupt\n", "raised KeyboardInterrupt on import"),
+    ],
+)
 def test_a_reward_file_that_ends_its_import(tmp_path: Path, code: str, message: str) -> None:
     (tmp_path / "quits.py").write_text(code)
     with pytest.raises(RewardError) as raised:
@@ -328,13 +375,20 @@ def test_a_reward_file_that_ends_its_import(tmp_path: Path, code: str, message: 
     assert str(raised.value) == f"reward file {(tmp_path / 'quits.py').resolve()} {message}"
 
 
-@pytest.mark.parametrize(("code", "message"), [
-    ("import os\nos._exit(0)\n", "ended the process (exit 0) without returning"),
-    ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n", "was killed by signal SIGKILL"),
-    ("import time\ntime.sleep(60)\n", "did not return within 0.5 s"),
-])
+@pytest.mark.parametrize(
+    ("code", "message"),
+    [
+        ("import os\nos._exit(0)\n", "ended the process (exit 0) without returning"),
+        (
+            "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n",
+            "was killed by signal SIGKILL",
+        ),
+        ("import time\ntime.sleep(60)\n", "did not return within 0.5 s"),
+    ],
+)
 def test_a_reward_file_that_ends_or_stalls_the_process_on_import(
-        tmp_path: Path, code: str, message: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, code: str, message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Tried in a child process first: here it would end or stall check without a word.
     from aworld_train import references
 
@@ -346,7 +400,7 @@ def test_a_reward_file_that_ends_or_stalls_the_process_on_import(
     assert str(raised.value) == f"reward file {path}, on import, {message}"
 
 
-GAIA_REWARD_FILE = '''
+GAIA_REWARD_FILE = """
 import re
 
 from aworld_train.rewards import exact_match  # imported, not defined here: not a candidate
@@ -371,7 +425,7 @@ def gaia_reward_func(data_source, solution_str, ground_truth, extra_info=None):
     if found is None:
         return 0.0
     return 1.0 if question_scorer(found.group(1), ground_truth) else 0.0
-'''
+"""
 
 
 def test_a_bare_reward_file_with_one_reward_function(tmp_path: Path) -> None:
@@ -395,13 +449,18 @@ def test_a_bare_reward_file_with_several_reward_functions(reward_dir: Path) -> N
     (reward_dir / "reward.py").write_text(
         "def score(data_source, solution_str, ground_truth, extra_info=None):\n    return 1.0\n\n"
         "def helper(text):\n    return text\n\n"
-        "def bonus(data_source, solution_str, ground_truth, extra_info=None):\n    return 0.5\n")
+        "def bonus(data_source, solution_str, ground_truth, extra_info=None):\n    return 0.5\n"
+    )
     with pytest.raises(RewardError) as raised:
         resolve_reward("reward.py", base_dir=reward_dir)
-    assert str(raised.value) == ("reward file reward.py defines score and bonus: name one, "
-                                 "e.g. reward.py:score")
-    with pytest.raises(RewardError, match=r"defines score, detailed, raising, words, nothing, "
-                                          r"not_finite, no_score, flexible, sleeping, .* and counted"):
+    assert str(raised.value) == (
+        "reward file reward.py defines score and bonus: name one, e.g. reward.py:score"
+    )
+    with pytest.raises(
+        RewardError,
+        match=r"defines score, detailed, raising, words, nothing, "
+        r"not_finite, no_score, flexible, sleeping, .* and counted",
+    ):
         resolve_reward("my_rewards.py", base_dir=reward_dir)
     assert resolve_reward("reward.py:bonus", base_dir=reward_dir).functions[0].name == "bonus"
 
@@ -410,16 +469,21 @@ def test_a_bare_reward_file_without_a_reward_function(tmp_path: Path) -> None:
     """A bare reward file with no reward function: one line naming what it does define."""
     (tmp_path / "helpers.py").write_text(
         "from aworld_train.rewards import answer_match\n\n"
-        "def question_scorer(model_answer, ground_truth):\n    return 1.0\n")
+        "def question_scorer(model_answer, ground_truth):\n    return 1.0\n"
+    )
     with pytest.raises(RewardError) as raised:
         resolve_reward("helpers.py", base_dir=tmp_path)
     assert str(raised.value) == (
         "reward file helpers.py defines no function reward(data_source, solution_str, "
         "ground_truth, extra_info=None) (it defines question_scorer(model_answer, ground_truth)); "
-        "define one, or name one as helpers.py:function")
+        "define one, or name one as helpers.py:function"
+    )
     (tmp_path / "empty.py").write_text("")
-    with pytest.raises(RewardError, match=r"^reward file empty\.py defines no function reward\(.*\); "
-                                          r"define one, or name one as empty\.py:function$"):
+    with pytest.raises(
+        RewardError,
+        match=r"^reward file empty\.py defines no function reward\(.*\); "
+        r"define one, or name one as empty\.py:function$",
+    ):
         resolve_reward("empty.py", base_dir=tmp_path)
     with pytest.raises(RewardError, match=r"^reward file not found: .*missing\.py$"):
         resolve_reward("missing.py", base_dir=tmp_path)
@@ -435,9 +499,16 @@ def test_a_bare_reward_file_stays_one_in_the_saved_job(
 
     (tmp_path / "job" / "reward").mkdir(parents=True)
     (tmp_path / "job" / "reward" / "gaia_reward_function.py").write_text(GAIA_REWARD_FILE)
-    saved = rerunnable_job(Job(engine="trl", reward="reward/gaia_reward_function.py",
-                               run_path=tmp_path / "run", base_dir=tmp_path / "job"),
-                           None, config={})
+    saved = rerunnable_job(
+        Job(
+            engine="trl",
+            reward="reward/gaia_reward_function.py",
+            run_path=tmp_path / "run",
+            base_dir=tmp_path / "job",
+        ),
+        None,
+        config={},
+    )
     path = (tmp_path / "job" / "reward" / "gaia_reward_function.py").resolve()
     assert saved["reward"] == str(path)
     monkeypatch.chdir(tmp_path)

@@ -23,7 +23,9 @@ from aworld_train.testing.bad_job_cases import LATE_ROW_REWARDS
 from aworld_train.testing.fixtures import one_error_line
 
 # none_late, nan_late and text_late come from LATE_ROW_REWARDS.
-REWARDS = LATE_ROW_REWARDS + '''
+REWARDS = (
+    LATE_ROW_REWARDS
+    + '''
 import os, time
 from pathlib import Path
 
@@ -69,6 +71,7 @@ def slow(data_source, solution_str, ground_truth, extra_info=None):
     time.sleep(0.05)
     return 1.0
 '''
+)
 
 ROWS = [{"prompt": f"Repeat: {d}", "ground_truth": str(d)} for d in range(8)]
 
@@ -107,16 +110,25 @@ def test_a_large_dataset_is_sampled_evenly_from_first_to_last_row() -> None:
 # --- what check_reward_on_rows finds ----------------------------------------------------------
 
 
-@pytest.mark.parametrize(("name", "message"), [
-    ("none_late", f"on row 5 returned None; {NONE_REFUSED}"),
-    ("dict_none_late", f"on row 5 returned a dict whose 'score' is None; {NONE_REFUSED}"),
-    ("nan_late", "on row 5 returned float nan; expected a finite number or a dict with a "
-                 "numeric 'score'"),
-    ("text_late", "on row 5 returned str 'high'; expected a finite number or a dict "
-                  "with a numeric 'score'"),
-    ("raises_late", "on row 5 raised ValueError: cannot parse the answer 5"),
-    ("exits_late", "on row 5 ended the process (exit 0) without returning"),
-])
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("none_late", f"on row 5 returned None; {NONE_REFUSED}"),
+        ("dict_none_late", f"on row 5 returned a dict whose 'score' is None; {NONE_REFUSED}"),
+        (
+            "nan_late",
+            "on row 5 returned float nan; expected a finite number or a dict with a "
+            "numeric 'score'",
+        ),
+        (
+            "text_late",
+            "on row 5 returned str 'high'; expected a finite number or a dict "
+            "with a numeric 'score'",
+        ),
+        ("raises_late", "on row 5 raised ValueError: cannot parse the answer 5"),
+        ("exits_late", "on row 5 ended the process (exit 0) without returning"),
+    ],
+)
 def test_a_reward_failing_on_a_late_row_is_named_with_its_row(
     folder: Path, name: str, message: str
 ) -> None:
@@ -129,14 +141,17 @@ def test_a_reward_hanging_on_a_late_row_has_the_timeout_per_row(folder: Path) ->
     started = time.monotonic()
     with pytest.raises(RewardError) as raised:
         check_reward_on_rows(spec_of(folder, "hangs_late"), ROWS, timeout=0.5)
-    assert str(raised.value) == (f"reward '{folder / 'rewards.py'}:hangs_late' on row 5 did not "
-                                 "return within 0.5 s (set config reward_timeout to allow more)")
+    assert str(raised.value) == (
+        f"reward '{folder / 'rewards.py'}:hangs_late' on row 5 did not "
+        "return within 0.5 s (set config reward_timeout to allow more)"
+    )
     assert time.monotonic() - started < 10
 
 
 def test_each_function_of_a_weighted_list_is_named_on_its_row(folder: Path) -> None:
-    spec = resolve_reward(["rewards.py:exact", {"name": "rewards.py:hangs_late", "weight": 2}],
-                          base_dir=folder)
+    spec = resolve_reward(
+        ["rewards.py:exact", {"name": "rewards.py:hangs_late", "weight": 2}], base_dir=folder
+    )
     with pytest.raises(RewardError, match=r"rewards.py:hangs_late' on row 5 did not return"):
         check_reward_on_rows(spec, ROWS, timeout=0.5)
 
@@ -157,8 +172,10 @@ def test_the_range_on_the_ground_truth_and_the_rows_below_its_maximum(folder: Pa
     assert scores.below_high() == [(1, 0.25), (3, 0.25), (5, 0.25), (7, 0.25)]
     warning = scores.warning()
     assert warning is not None
-    assert "less than 1 on 4 of 8 rows checked (rows 1 (0.25), 3 (0.25), 5 (0.25), 7 (0.25))" \
+    assert (
+        "less than 1 on 4 of 8 rows checked (rows 1 (0.25), 3 (0.25), 5 (0.25), 7 (0.25))"
         in warning
+    )
 
 
 def test_a_reward_the_ground_truth_always_maxes_has_no_warning(folder: Path) -> None:
@@ -202,19 +219,28 @@ def test_none_is_refused_at_training_time_too(folder: Path) -> None:
 def write_job(folder: Path, reward: str = "rewards.py:exact", **fields: Any) -> Path:
     write_jsonl(folder / "train.jsonl", ROWS)
     (folder / "rewards.py").write_text(REWARDS)
-    job = {"engine": "toy", "agent": {"name": "repeater"}, "train_dataset": "train.jsonl",
-           "reward": reward, "config": {"max_steps": 2, "batch_size": 4}, **fields}
+    job = {
+        "engine": "toy",
+        "agent": {"name": "repeater"},
+        "train_dataset": "train.jsonl",
+        "reward": reward,
+        "config": {"max_steps": 2, "batch_size": 4},
+        **fields,
+    }
     path = folder / "job.yaml"
     path.write_text(yaml.safe_dump(job))
     return path
 
 
-@pytest.mark.parametrize(("name", "cause"), [
-    ("none_late", "returned None; a reward scores every completion with a number"),
-    ("nan_late", "returned float nan"),
-    ("text_late", "returned str 'high'"),
-    ("raises_late", "raised ValueError: cannot parse the answer 5"),
-])
+@pytest.mark.parametrize(
+    ("name", "cause"),
+    [
+        ("none_late", "returned None; a reward scores every completion with a number"),
+        ("nan_late", "returned float nan"),
+        ("text_late", "returned str 'high'"),
+        ("raises_late", "raised ValueError: cannot parse the answer 5"),
+    ],
+)
 def test_check_names_the_file_row_and_cause_of_a_reward_failing_on_row_5_of_8(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, cause: str
 ) -> None:
@@ -245,7 +271,8 @@ def test_check_warns_when_the_ground_truth_scores_below_the_maximum(
     assert [w for w in warnings if w.startswith("reward: the ground truth")] == [
         "reward: the ground truth, scored as the completion, gets less than 1 on 4 of 8 rows "
         "checked (rows 1 (0.25), 3 (0.25), 5 (0.25), 7 (0.25)): a right answer should get the "
-        "reward's maximum; check how the reward reads these rows' answers"]
+        "reward's maximum; check how the reward reads these rows' answers"
+    ]
 
 
 # --- run_path ---------------------------------------------------------------------------------
@@ -269,16 +296,18 @@ def test_check_refuses_a_run_path_it_cannot_write(
     assert "locked/runs" in line
 
 
-def test_check_leaves_no_run_path_it_created(tmp_path: Path,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_check_leaves_no_run_path_it_created(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     job = write_job(tmp_path, run_path="out/deep/runs")
     code, _, err = run_cli(capsys, "check", job)
     assert code == 0, err
     assert not (tmp_path / "out").exists()
 
 
-def test_check_keeps_a_run_path_that_was_there(tmp_path: Path,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_check_keeps_a_run_path_that_was_there(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "runs" / "old-run").mkdir(parents=True)
     (tmp_path / "empty-runs").mkdir()
     for run_path in ("runs", "empty-runs"):

@@ -33,8 +33,10 @@ def adapter(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     torch.manual_seed(0)
-    model = get_peft_model(AutoModelForCausalLM.from_pretrained(tiny_model),
-                           LoraConfig(r=4, lora_alpha=8, target_modules="all-linear"))
+    model = get_peft_model(
+        AutoModelForCausalLM.from_pretrained(tiny_model),
+        LoraConfig(r=4, lora_alpha=8, target_modules="all-linear"),
+    )
     with torch.no_grad():
         for name, parameter in model.named_parameters():
             if "lora_B" in name:
@@ -55,7 +57,9 @@ def logits(model: object, tiny_model: Path) -> object:  # noqa: F811
 
 
 def test_the_merged_model_computes_base_plus_adapter_and_loads_without_peft(
-    tiny_model: Path, adapter: Path, tmp_path: Path  # noqa: F811
+    tiny_model: Path,  # noqa: F811
+    adapter: Path,
+    tmp_path: Path,
 ) -> None:
     import torch
     from peft import PeftModel
@@ -68,18 +72,25 @@ def test_the_merged_model_computes_base_plus_adapter_and_loads_without_peft(
     assert not (tmp_path / "run" / "model.partial").exists()
     assert not (target / "adapter_config.json").exists()
     merged = logits(AutoModelForCausalLM.from_pretrained(target), tiny_model)
-    with_adapter = logits(PeftModel.from_pretrained(
-        AutoModelForCausalLM.from_pretrained(tiny_model), adapter), tiny_model)
+    with_adapter = logits(
+        PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(tiny_model), adapter),
+        tiny_model,
+    )
     base = logits(AutoModelForCausalLM.from_pretrained(tiny_model), tiny_model)
     assert torch.allclose(merged, with_adapter, atol=1e-4)
     assert not torch.allclose(merged, base, atol=1e-2), "the adapter changed the model"
-    assert "chat_template" in (target / "tokenizer_config.json").read_text() or (
-        target / "chat_template.jinja").is_file()
+    assert (
+        "chat_template" in (target / "tokenizer_config.json").read_text()
+        or (target / "chat_template.jinja").is_file()
+    )
     assert_loads_without_peft(target)
 
 
-def test_merging_replaces_an_earlier_model(tiny_model: Path, adapter: Path,  # noqa: F811
-                                           tmp_path: Path) -> None:
+def test_merging_replaces_an_earlier_model(
+    tiny_model: Path,  # noqa: F811
+    adapter: Path,
+    tmp_path: Path,
+) -> None:
     target = tmp_path / "model"
     target.mkdir()
     (target / "stale.bin").write_text("from an earlier merge")
@@ -88,8 +99,11 @@ def test_merging_replaces_an_earlier_model(tiny_model: Path, adapter: Path,  # n
 
 
 def test_a_folder_without_an_adapter_is_one_line(tiny_model: Path, tmp_path: Path) -> None:  # noqa: F811
-    with pytest.raises(TrainingError, match=r"^no LoRA adapter to merge in .*: it has no "
-                                            r"adapter_config\.json$"):
+    with pytest.raises(
+        TrainingError,
+        match=r"^no LoRA adapter to merge in .*: it has no "
+        r"adapter_config\.json$",
+    ):
         merge_adapter(str(tiny_model), tmp_path, tmp_path / "model")
     assert not (tmp_path / "model").exists()
 
@@ -109,8 +123,9 @@ def test_tensorboard_scalars_reads_every_event_file(tmp_path: Path) -> None:
         writer.add_scalar("train/loss", 0.5, offset)
         writer.close()
     scalars = tensorboard_scalars(tmp_path / "tensorboard")
-    assert scalars == {"train/reward": [(1, 0.25), (2, 0.5), (3, 0.75), (11, 10.25), (12, 10.5),
-                                        (13, 10.75)],
-                       "train/loss": [(0, 0.5), (10, 0.5)]}
+    assert scalars == {
+        "train/reward": [(1, 0.25), (2, 0.5), (3, 0.75), (11, 10.25), (12, 10.5), (13, 10.75)],
+        "train/loss": [(0, 0.5), (10, 0.5)],
+    }
     with pytest.raises(AssertionError, match="no TensorBoard event files"):
         tensorboard_scalars(tmp_path / "elsewhere")

@@ -47,8 +47,13 @@ class RewardThatStops:
         self.stop_after = stop_after
         self.error = error
 
-    def __call__(self, data_source: str, solution_str: str, ground_truth: str,
-                 extra_info: dict[str, Any] | None = None) -> float:
+    def __call__(
+        self,
+        data_source: str,
+        solution_str: str,
+        ground_truth: str,
+        extra_info: dict[str, Any] | None = None,
+    ) -> float:
         self.calls += 1
         if self.calls >= self.stop_after:
             raise self.error
@@ -104,8 +109,12 @@ def test_job_yaml_is_the_resolved_job_with_secrets_redacted(
     toy_job: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("SEARCH_API_KEY", "search-key-98765")
-    toy_job["agent"] = {"name": "adder", "llm_api_key": "sk-agent-secret", "llm_max_tokens": 64,
-                        "system_prompt": "Use search-key-98765 when asked."}
+    toy_job["agent"] = {
+        "name": "adder",
+        "llm_api_key": "sk-agent-secret",
+        "llm_max_tokens": 64,
+        "system_prompt": "Use search-key-98765 when asked.",
+    }
     trainer = AgentTrainer(**toy_job)
     text = (trainer.run_dir.path / "job.yaml").read_text()
     assert "sk-agent-secret" not in text and "search-key-98765" not in text
@@ -176,8 +185,12 @@ trainer.train()
 
 def slow_training(runs: Path) -> subprocess.Popen[str]:
     """A training process on the toy engine that runs for minutes."""
-    return subprocess.Popen([sys.executable, "-c", SLOW_TRAINING, str(runs)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", SLOW_TRAINING, str(runs)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def logged_a_step(runs: Path) -> bool:
@@ -255,7 +268,8 @@ def test_the_checks_run_in_the_directory_that_becomes_the_run(
     trainer = AgentTrainer(**toy_job)
     assert seen == [trainer.run_dir.path]
     assert (trainer.run_dir.path / "converted.txt").read_text() == "rows", (
-        "a path an engine kept during the checks still holds its file")
+        "a path an engine kept during the checks still holds its file"
+    )
 
 
 @pytest.mark.slow
@@ -269,8 +283,10 @@ def test_resume_continues_from_the_last_checkpoint(toy_job: dict[str, Any]) -> N
         first.train()
     first_dir = first.run_dir.path
     assert manifest(first_dir)["status"] == "interrupted"
-    assert sorted(p.name for p in first_dir.glob("checkpoint-*")) == ["checkpoint-10",
-                                                                     "checkpoint-5"]
+    assert sorted(p.name for p in first_dir.glob("checkpoint-*")) == [
+        "checkpoint-10",
+        "checkpoint-5",
+    ]
     parent = read_jsonl(first_dir / "metrics.jsonl")
     assert [r["step"] for r in parent] == list(range(1, 13))
 
@@ -295,8 +311,10 @@ def test_resume_continues_from_the_last_checkpoint(toy_job: dict[str, Any]) -> N
     runs_before = sorted(toy_job["run_path"].iterdir())
     with pytest.raises(RunDirectoryError) as raised:
         AgentTrainer(**toy_job, resume=first_dir.name)
-    assert str(raised.value) == (f"run {first_dir} was already resumed: it continues in "
-                                 f"{resumed_dir} (completed); nothing is left to resume")
+    assert str(raised.value) == (
+        f"run {first_dir} was already resumed: it continues in "
+        f"{resumed_dir} (completed); nothing is left to resume"
+    )
     assert sorted(toy_job["run_path"].iterdir()) == runs_before, "a refused resume adds no run"
 
     straight = AgentTrainer(**toy_job)
@@ -321,8 +339,9 @@ def test_a_second_resume_names_the_end_of_the_chain_and_what_to_do(
 ) -> None:
     first = interrupted_with_checkpoints(toy_job)
     # The continuation is interrupted too (in its step 13 again), then resumed in turn.
-    second = AgentTrainer(**dict(toy_job, reward_func=RewardThatStops(13, KeyboardInterrupt())),
-                          resume=first)
+    second = AgentTrainer(
+        **dict(toy_job, reward_func=RewardThatStops(13, KeyboardInterrupt())), resume=first
+    )
     with pytest.raises(KeyboardInterrupt):
         second.train()
     with pytest.raises(RunDirectoryError) as raised:
@@ -331,7 +350,8 @@ def test_a_second_resume_names_the_end_of_the_chain_and_what_to_do(
     command = f"AgentTrainer(<the same arguments>, resume={str(second.run_dir)!r}).train()"
     assert str(raised.value) == (
         f"run {first} was already resumed: it continues in {second.run_dir} (interrupted); "
-        f"resume that one instead: {command}")
+        f"resume that one instead: {command}"
+    )
     code, out, err = run_cli(capsys, "show", first)
     assert code == 0, err
     assert f"continued in: {second.run_dir} (interrupted)" in out.splitlines()
@@ -342,7 +362,8 @@ def test_a_second_resume_names_the_end_of_the_chain_and_what_to_do(
         resolve_resume(first, toy_job["run_path"])
     assert str(raised.value) == (
         f"run {first} was already resumed: it continues in {second.run_dir}, and the chain "
-        f"ends at {third.run_dir} (completed); nothing is left to resume")
+        f"ends at {third.run_dir} (completed); nothing is left to resume"
+    )
 
 
 def test_two_trainers_resuming_one_run_cannot_both_train(toy_job: dict[str, Any]) -> None:
@@ -350,8 +371,11 @@ def test_two_trainers_resuming_one_run_cannot_both_train(toy_job: dict[str, Any]
     one = AgentTrainer(**toy_job, resume=first)
     other = AgentTrainer(**toy_job, resume=first)
     one.train()
-    with pytest.raises(RunDirectoryError, match=f"run {first} was already resumed: it "
-                       f"continues in {one.run_dir.path} \\(completed\\)"):
+    with pytest.raises(
+        RunDirectoryError,
+        match=f"run {first} was already resumed: it "
+        f"continues in {one.run_dir.path} \\(completed\\)",
+    ):
         other.train()
     assert manifest(first)["continued_in"] == str(one.run_dir.path)
     assert manifest(other.run_dir.path)["status"] == "checked", "it never trained"
@@ -374,8 +398,9 @@ def test_a_trainer_built_but_never_trained_leaves_a_checked_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     runs = tmp_path / "runs"
-    built = subprocess.run([sys.executable, "-c", NEVER_TRAINED, str(runs)],
-                           capture_output=True, text=True, check=True)
+    built = subprocess.run(
+        [sys.executable, "-c", NEVER_TRAINED, str(runs)], capture_output=True, text=True, check=True
+    )
     run_dir = only_run_dir(runs)
     assert built.stdout.strip() == str(run_dir), "the run directory prints as its path"
     assert read_manifest(run_dir)["status"] == "checked", "never taken for a crashed run"
@@ -383,7 +408,8 @@ def test_a_trainer_built_but_never_trained_leaves_a_checked_run(
         resolve_resume(run_dir, runs)
     assert str(raised.value) == (
         f"run {run_dir} passed its checks but never trained: nothing to resume; train its job "
-        f"instead: aworld-train train {run_dir / 'job.yaml'}")
+        f"instead: aworld-train train {run_dir / 'job.yaml'}"
+    )
     code, out, err = run_cli(capsys, "show", run_dir)
     assert code == 0, err
     assert "status:   checked (its checks passed " in out and "it never trained)" in out
@@ -391,8 +417,7 @@ def test_a_trainer_built_but_never_trained_leaves_a_checked_run(
 
 
 def test_the_run_directory_reads_as_a_path_and_is_announced_as_training_starts(
-    toy_job: dict[str, Any], capsys: pytest.CaptureFixture[str],
-    caplog: pytest.LogCaptureFixture
+    toy_job: dict[str, Any], capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
 ) -> None:
     trainer = AgentTrainer(**toy_job)
     path = trainer.run_dir.path
@@ -420,8 +445,11 @@ def test_a_failed_resume_leaves_nothing_new(toy_job: dict[str, Any]) -> None:
     with pytest.raises(KeyboardInterrupt):
         first.train()
     before = sorted(toy_job["run_path"].rglob("*"))
-    for bad in ({"reward_func": "no_such_reward"}, {"config": {"max_steps": "ten"}},
-                {"train_dataset": []}):
+    for bad in (
+        {"reward_func": "no_such_reward"},
+        {"config": {"max_steps": "ten"}},
+        {"train_dataset": []},
+    ):
         with pytest.raises(AWorldTrainError):
             AgentTrainer(**dict(toy_job, **bad), resume=first.run_dir.path)
     assert sorted(toy_job["run_path"].rglob("*")) == before
@@ -451,20 +479,26 @@ def test_a_running_run_whose_process_is_gone_reads_crashed(tmp_path: Path) -> No
     assert read_manifest(elsewhere)["status"] == "running", "another host's process is unknown"
     assert read_manifest(unknown)["status"] == "crashed", "no pid: written before pids were"
     assert json.loads((dead / "manifest.json").read_text())["status"] == "running", (
-        "reading changes nothing on disk")
+        "reading changes nothing on disk"
+    )
 
     assert resolve_resume(dead, tmp_path) == dead.resolve()
     with pytest.raises(RunDirectoryError) as raised:
         resolve_resume("alive", tmp_path)
-    assert str(raised.value) == (f"run {tmp_path / 'alive'} is still running (pid {os.getpid()} "
-                                 f"on host {here}); stop it before resuming it")
+    assert str(raised.value) == (
+        f"run {tmp_path / 'alive'} is still running (pid {os.getpid()} "
+        f"on host {here}); stop it before resuming it"
+    )
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("{not json", r"run manifest .*manifest.json: invalid JSON"),
-    ("[1, 2]", r"run manifest .*manifest.json: holds a JSON list, not an object"),
-    ("\xff\xfe", r"cannot read run manifest .*manifest.json: not UTF-8"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{not json", r"run manifest .*manifest.json: invalid JSON"),
+        ("[1, 2]", r"run manifest .*manifest.json: holds a JSON list, not an object"),
+        ("\xff\xfe", r"cannot read run manifest .*manifest.json: not UTF-8"),
+    ],
+)
 def test_resume_of_a_run_whose_manifest_is_damaged(
     toy_job: dict[str, Any], tmp_path: Path, text: str, message: str
 ) -> None:
@@ -495,9 +529,14 @@ def test_a_killed_run_reads_crashed_and_resumes(toy_job: dict[str, Any], tmp_pat
     assert manifest(run_dir)["status"] == "running", "kill -9 leaves the manifest as it was"
     assert read_manifest(run_dir)["status"] == "crashed"
     rows = [{"prompt": f"q{i}", "ground_truth": str(i)} for i in range(4)]
-    resumed = AgentTrainer(train_dataset=rows, reward_func="exact_match", run_path=runs,
-                           train_engine_name="toy", config={"max_steps": 3, "batch_size": 1},
-                           resume=run_dir.name)
+    resumed = AgentTrainer(
+        train_dataset=rows,
+        reward_func="exact_match",
+        run_path=runs,
+        train_engine_name="toy",
+        config={"max_steps": 3, "batch_size": 1},
+        resume=run_dir.name,
+    )
     assert resumed.context.resume_from == run_dir
     assert manifest(run_dir)["status"] == "crashed", "written down once a resume found it"
     assert "continued_in" not in manifest(run_dir), "linked once the continuation trains"
@@ -514,8 +553,9 @@ def test_show_of_a_killed_run_prints_how_to_resume_it(
     assert code == 0, err
     assert "status:   crashed (started " in out
     # Its reward was a function of the script that trained: the job file cannot load it.
-    assert (f"to continue this run: AgentTrainer(<the same arguments>, "
-            f"resume={str(run_dir)!r}).train()") in out.splitlines()
+    assert (
+        f"to continue this run: AgentTrainer(<the same arguments>, resume={str(run_dir)!r}).train()"
+    ) in out.splitlines()
 
 
 def test_nothing_is_written_outside_the_run_directory(
@@ -543,34 +583,71 @@ def test_one_run_directory_per_trainer(toy_job: dict[str, Any]) -> None:
 
 
 def test_the_saved_job_has_absolute_paths_for_what_was_relative(tmp_path: Path) -> None:
-    spec = AgentSpec(name="a", tools=["tools.py:add", "pkg.tools:mul", "search"], mcp_config={
-        "mcpServers": {"local": {"command": "python", "args": ["server.py"]},
-                       "beside": {"command": "./serve", "cwd": "servers"},
-                       "remote": {"url": "http://127.0.0.1:1/mcp"}}})
-    job = rerunnable_job(Job(
-        engine="toy", agent="agent.yaml", train_dataset="data/train.jsonl",
-        reward=["rewards.py:score", {"name": "lib/r.py:f", "weight": 2}, "exact_match",
-                "pkg.rewards:score"],
-        columns={"prompt": "q"}, run_path="runs", base_dir=tmp_path),
-        spec, config={"model": str(tmp_path / "model")})
+    spec = AgentSpec(
+        name="a",
+        tools=["tools.py:add", "pkg.tools:mul", "search"],
+        mcp_config={
+            "mcpServers": {
+                "local": {"command": "python", "args": ["server.py"]},
+                "beside": {"command": "./serve", "cwd": "servers"},
+                "remote": {"url": "http://127.0.0.1:1/mcp"},
+            }
+        },
+    )
+    job = rerunnable_job(
+        Job(
+            engine="toy",
+            agent="agent.yaml",
+            train_dataset="data/train.jsonl",
+            reward=[
+                "rewards.py:score",
+                {"name": "lib/r.py:f", "weight": 2},
+                "exact_match",
+                "pkg.rewards:score",
+            ],
+            columns={"prompt": "q"},
+            run_path="runs",
+            base_dir=tmp_path,
+        ),
+        spec,
+        config={"model": str(tmp_path / "model")},
+    )
     assert job == {
         "engine": "toy",
-        "agent": {"name": "a", "tools": [f"{tmp_path}/tools.py:add", "pkg.tools:mul", "search"],
-                  "mcp_config": {"mcpServers": {
-                      "local": {"command": "python", "args": ["server.py"], "cwd": str(tmp_path)},
-                      "beside": {"command": "./serve", "cwd": str(tmp_path / "servers")},
-                      "remote": {"url": "http://127.0.0.1:1/mcp"}}},
-                  "max_turns": 1},
+        "agent": {
+            "name": "a",
+            "tools": [f"{tmp_path}/tools.py:add", "pkg.tools:mul", "search"],
+            "mcp_config": {
+                "mcpServers": {
+                    "local": {"command": "python", "args": ["server.py"], "cwd": str(tmp_path)},
+                    "beside": {"command": "./serve", "cwd": str(tmp_path / "servers")},
+                    "remote": {"url": "http://127.0.0.1:1/mcp"},
+                }
+            },
+            "max_turns": 1,
+        },
         "train_dataset": str(tmp_path / "data" / "train.jsonl"),
-        "reward": [f"{tmp_path}/rewards.py:score", {"name": f"{tmp_path}/lib/r.py:f", "weight": 2},
-                   "exact_match", "pkg.rewards:score"],
+        "reward": [
+            f"{tmp_path}/rewards.py:score",
+            {"name": f"{tmp_path}/lib/r.py:f", "weight": 2},
+            "exact_match",
+            "pkg.rewards:score",
+        ],
         "columns": {"prompt": "q"},
         "config": {"model": str(tmp_path / "model")},
         "run_path": str(tmp_path / "runs"),
     }
-    factory = rerunnable_job(Job(engine="toy", agent="agents.py:make",
-                                 train_dataset=[{"prompt": "p", "ground_truth": "g"}],
-                                 run_path=tmp_path, base_dir=tmp_path), spec, config={})
+    factory = rerunnable_job(
+        Job(
+            engine="toy",
+            agent="agents.py:make",
+            train_dataset=[{"prompt": "p", "ground_truth": "g"}],
+            run_path=tmp_path,
+            base_dir=tmp_path,
+        ),
+        spec,
+        config={},
+    )
     assert factory["agent"] == f"{tmp_path}/agents.py:make", "a factory stays a reference"
     assert factory["train_dataset"] == [{"prompt": "p", "ground_truth": "g"}]
     assert "reward" not in factory

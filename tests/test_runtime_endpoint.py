@@ -33,7 +33,9 @@ def test_requests_reach_their_episodes_handler_until_the_episode_ends() -> None:
             raise RuntimeError("the policy is gone")
 
         with endpoint.serve(first) as url_1, endpoint.serve(second) as url_2:
-            assert url_1 != url_2 and url_1.startswith(f"http://127.0.0.1:{endpoint.port}/episodes/")
+            assert url_1 != url_2 and url_1.startswith(
+                f"http://127.0.0.1:{endpoint.port}/episodes/"
+            )
             assert await post(url_1, QUESTION) == (200, {"episode": 1, "asked": "What is 6 * 7?"})
             status, body = await post(url_2, QUESTION)
             assert status == 500 and body["error"]["message"] == "RuntimeError: the policy is gone"

@@ -58,47 +58,67 @@ def core_imports(path: Path) -> list[str]:
             modules = [node.module]
         else:
             continue
-        found += [f"{node.lineno}: {module}" for module in modules
-                  if module == "aworld_train" or module.startswith("aworld_train.")]
+        found += [
+            f"{node.lineno}: {module}"
+            for module in modules
+            if module == "aworld_train" or module.startswith("aworld_train.")
+        ]
     return found
 
 
 def test_core_imports_finds_every_form(tmp_path: Path) -> None:
     source = tmp_path / "engine.py"
-    source.write_text("from typing import TYPE_CHECKING\nimport aworld_train.engine\n"
-                      "from aworld_train import hookimpl\nfrom . import agent\n"
-                      "import aworld_train_trl.agent\nif TYPE_CHECKING:\n"
-                      "    from aworld_train.context import RunContext\n"
-                      "def f():\n    import aworld_train.workers as w\n")
-    assert core_imports(source) == ["2: aworld_train.engine", "3: aworld_train",
-                                    "7: aworld_train.context", "9: aworld_train.workers"]
+    source.write_text(
+        "from typing import TYPE_CHECKING\nimport aworld_train.engine\n"
+        "from aworld_train import hookimpl\nfrom . import agent\n"
+        "import aworld_train_trl.agent\nif TYPE_CHECKING:\n"
+        "    from aworld_train.context import RunContext\n"
+        "def f():\n    import aworld_train.workers as w\n"
+    )
+    assert core_imports(source) == [
+        "2: aworld_train.engine",
+        "3: aworld_train",
+        "7: aworld_train.context",
+        "9: aworld_train.workers",
+    ]
 
 
 def test_engines_import_only_the_sdk_from_the_core() -> None:
     modules = sorted(PLUGINS.glob("*/aworld_train_*/**/*.py"))
     assert modules, "no engine modules found"
-    outside = [f"{path.relative_to(PLUGINS)}:{line}"
-               for path in modules for line in core_imports(path)
-               if not line.endswith(": aworld_train.engine")]
+    outside = [
+        f"{path.relative_to(PLUGINS)}:{line}"
+        for path in modules
+        for line in core_imports(path)
+        if not line.endswith(": aworld_train.engine")
+    ]
     assert not outside, "engine modules import core modules besides aworld_train.engine:\n" + (
-        "\n".join(outside))
+        "\n".join(outside)
+    )
 
 
 def code_lines(path: Path) -> list[str]:
     """The lines of ``path`` that are neither blank nor comments."""
-    return [line for line in path.read_text(encoding="utf-8").splitlines()
-            if line.strip() and not line.strip().startswith("#")]
+    return [
+        line
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip() and not line.strip().startswith("#")
+    ]
 
 
 def test_the_scaffolded_engine_is_small_laid_out_as_the_engines_and_uses_only_the_sdk(
-    tmp_path: Path
+    tmp_path: Path,
 ) -> None:
     from aworld_train.scaffold import MAX_LINES, scaffold_engine
 
     package = scaffold_engine("tiny", tmp_path / "aworld-train-tiny") / "aworld_train_tiny"
     modules = sorted(package.glob("*.py"))
-    assert [path.name for path in modules] == ["__init__.py", "config.py", "engine.py",
-                                               "training.py"]
+    assert [path.name for path in modules] == [
+        "__init__.py",
+        "config.py",
+        "engine.py",
+        "training.py",
+    ]
     assert sum(len(code_lines(path)) for path in modules) <= MAX_LINES == 70
     imported = [line for path in modules for line in core_imports(path)]
     assert imported and all(line.endswith(": aworld_train.engine") for line in imported)

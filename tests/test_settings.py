@@ -19,7 +19,11 @@ def test_lora_fills_alpha_and_writes_plain_data() -> None:
     lora = Lora(rank=4)
     assert lora.alpha == 8.0 and lora.dropout == 0.0 and lora.target_modules == "all-linear"
     assert Lora(rank=4, alpha=4.0, target_modules=("q_proj", "v_proj")).to_dict() == {
-        "rank": 4, "alpha": 4.0, "dropout": 0.0, "target_modules": ["q_proj", "v_proj"]}
+        "rank": 4,
+        "alpha": 4.0,
+        "dropout": 0.0,
+        "target_modules": ["q_proj", "v_proj"],
+    }
 
 
 def test_the_cpu_needs_no_torch() -> None:
@@ -54,8 +58,9 @@ def test_a_missing_tracker_names_the_package_to_install() -> None:
     check_trackers(())
 
 
-def test_wandb_without_a_key_says_how_to_give_one(no_wandb_key: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_wandb_without_a_key_says_how_to_give_one(
+    no_wandb_key: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with pytest.raises(ConfigError, match="wandb has no API key.*WANDB_MODE=offline"):
         check_trackers(("wandb",))
     monkeypatch.setenv("WANDB_MODE", "offline")
@@ -70,17 +75,22 @@ def test_a_wandb_login_counts_as_a_key(no_wandb_key: Path) -> None:
     check_trackers(("wandb",))
 
 
-def test_tracker_files_stay_in_the_run_directory(tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_tracker_files_stay_in_the_run_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     run = tmp_path / "run"
     environment = tracker_environment(("wandb", "mlflow", "swanlab"), run)
-    assert environment == {"WANDB_DIR": str(run), "MLFLOW_TRACKING_URI": f"file:{run}/mlruns",
-                           "SWANLAB_LOG_DIR": str(run / "swanlog")}
+    assert environment == {
+        "WANDB_DIR": str(run),
+        "MLFLOW_TRACKING_URI": f"file:{run}/mlruns",
+        "SWANLAB_LOG_DIR": str(run / "swanlog"),
+    }
     assert tracker_environment(("tensorboard",), run) == {}
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://mlflow.example:5000")
     assert tracker_environment(["mlflow"], run) == {
-        "MLFLOW_TRACKING_URI": "http://mlflow.example:5000"}, "the user's server is kept"
+        "MLFLOW_TRACKING_URI": "http://mlflow.example:5000"
+    }, "the user's server is kept"
 
 
 def test_engine_keys_name_common_keys_only() -> None:
@@ -111,13 +121,15 @@ def test_the_settings_guide_explains_every_common_key() -> None:
 
     readme = (Path(__file__).parent.parent / "docs" / "settings.md").read_text(encoding="utf-8")
     explained = re.findall(r"^\| `(\w+)`", readme, flags=re.MULTILINE)
-    documented = {name for row in re.findall(r"^\| ((?:`\w+`(?:, )?)+) \|", readme,
-                                             flags=re.MULTILINE)
-                  for name in re.findall(r"`(\w+)`", row)}
+    documented = {
+        name
+        for row in re.findall(r"^\| ((?:`\w+`(?:, )?)+) \|", readme, flags=re.MULTILINE)
+        for name in re.findall(r"`(\w+)`", row)
+    }
     missing = [key for key in COMMON_KEYS if key not in documented]
     assert not missing, f"docs/settings.md does not explain {missing}"
-    table = readme[readme.index("The engines' own keys for each setting"):]
-    table = table[:table.index("\n\n", table.index("| key | TRL"))]
+    table = readme[readme.index("The engines' own keys for each setting") :]
+    table = table[: table.index("\n\n", table.index("| key | TRL"))]
     rows = re.findall(r"^\| `(\w+)`", table, flags=re.MULTILINE)
     mapped = [key for engine in ENGINE_KEYS.values() for key in engine if key not in rows]
     assert not mapped, f"docs/settings.md has no row of engine keys for {mapped}"

@@ -18,7 +18,7 @@ EXECUTABLE = Path(sys.executable).with_name("aworld-train")
 HUB_TOKEN = "hf_planted_settings_8888"
 
 # The toy engine, reporting its settings; one of them shows the token in the environment.
-REPORTING = '''
+REPORTING = """
 import os
 
 from aworld_train.engine import Setting, describe_device, hookimpl, resolve_precision
@@ -36,27 +36,34 @@ def effective_settings(ctx):
         Setting("lora", common.lora.to_dict(), "peft", "[LoraConfig]", "job"),
         Setting("hub", None, "hub_token", os.environ["HF_TOKEN"], "default"),
     ]
-'''
+"""
 
 
 def write_job(folder: Path, config: dict[str, Any], engine: str = "toy") -> Path:
     """A valid job on ``engine`` with ``config``."""
     write_jsonl(folder / "train.jsonl", ARITHMETIC)
-    job = {"engine": engine, "agent": {"name": "adder"}, "train_dataset": "train.jsonl",
-           "reward": "exact_match", "config": {"max_steps": 2, "batch_size": 4, **config}}
+    job = {
+        "engine": engine,
+        "agent": {"name": "adder"},
+        "train_dataset": "train.jsonl",
+        "reward": "exact_match",
+        "config": {"max_steps": 2, "batch_size": 4, **config},
+    }
     path = folder / "job.yaml"
     path.write_text(yaml.safe_dump(job))
     return path
 
 
-def aworld_train(*args: str | Path, site: Path | None = None,
-                 **extra: str) -> subprocess.CompletedProcess[str]:
+def aworld_train(
+    *args: str | Path, site: Path | None = None, **extra: str
+) -> subprocess.CompletedProcess[str]:
     # Wide enough that rich keeps each table row on one line.
     env = {k: v for k, v in os.environ.items() if k not in ENV_VARS} | {"COLUMNS": "200"} | extra
     if site is not None:
         env["PYTHONPATH"] = str(site)
-    return subprocess.run([str(EXECUTABLE), *map(str, args)], capture_output=True, text=True,
-                          env=env, timeout=120)
+    return subprocess.run(
+        [str(EXECUTABLE), *map(str, args)], capture_output=True, text=True, env=env, timeout=120
+    )
 
 
 @pytest.mark.slow
@@ -69,12 +76,17 @@ def test_check_prints_the_effective_settings_after_the_checks(tmp_path: Path) ->
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert out.index("checks") < out.index("effective settings") < out.index("all checks passed")
-    table = out[out.index("effective settings"):]
+    table = out[out.index("effective settings") :]
     for header in ("setting", "value", "reporting key", "reporting value", "from"):
         assert header in table
     lines = {line.split()[1]: line for line in table.splitlines() if line.startswith("│")}
     assert [cell.strip() for cell in lines["device"].split("│")[1:6]] == [
-        "device", "cpu", "use_cpu", "True", "default"]
+        "device",
+        "cpu",
+        "use_cpu",
+        "True",
+        "default",
+    ]
     assert "rank 8, alpha 16, dropout 0, target_modules all-linear" in lines["lora"]
     assert "[LoraConfig]" in lines["lora"], "values are text, not rich markup"
     assert " 0 " in lines["kl_coef"] and " beta " in lines["kl_coef"]
@@ -92,12 +104,17 @@ def test_an_engine_that_reports_no_settings_prints_no_table(tmp_path: Path) -> N
 
 @pytest.mark.slow
 def test_other_engines_sections_warn_one_line_per_key(tmp_path: Path) -> None:
-    job = write_job(tmp_path, {
-        "trl": {"beta": 0.0, "fp16": True, "num_iterations": 4},
-        "verl": {"actor_rollout_ref": {"actor": {"kl_loss_coef": 0.0, "ppo_epochs": 2}},
-                 "trainer.test_freq": 5},
-        "toy": {"temperature": 1.0},
-    })
+    job = write_job(
+        tmp_path,
+        {
+            "trl": {"beta": 0.0, "fp16": True, "num_iterations": 4},
+            "verl": {
+                "actor_rollout_ref": {"actor": {"kl_loss_coef": 0.0, "ppo_epochs": 2}},
+                "trainer.test_freq": 5,
+            },
+            "toy": {"temperature": 1.0},
+        },
+    )
     result = aworld_train("check", job)
     assert result.returncode == 0, result.stderr
     assert result.stderr.splitlines() == [
@@ -121,7 +138,8 @@ def test_a_missing_tracker_fails_check_in_one_line(tmp_path: Path) -> None:
     result = aworld_train("check", write_job(tmp_path, {"report_to": ["swanlab"]}))
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        "error: config report_to: swanlab is not installed: pip install swanlab"]
+        "error: config report_to: swanlab is not installed: pip install swanlab"
+    ]
 
 
 @pytest.mark.slow
@@ -137,7 +155,7 @@ def test_an_installed_tracker_passes_check(tmp_path: Path) -> None:
 # An engine whose own section chooses its trackers, reported as the engines do: TRL and
 # ms-swift list them under report_to, VeRL lists the trackers it knows and keeps its console
 # and file loggers in its own key's value.
-SECTION_TRACKERS = '''
+SECTION_TRACKERS = """
 from aworld_train.engine import Setting, describe_device, hookimpl, resolve_precision
 from aworld_train_toy.engine import check_agent, check_dataset, check_reward, train
 
@@ -161,11 +179,12 @@ def effective_settings(ctx):
     return [Setting("device", describe_device(False), "use_cpu", True, "default"),
             Setting("precision", resolve_precision(ctx.config.precision, False), "dtype",
                     "float32", "default"), row]
-'''
+"""
 
 
-def tracking_check(tmp_path: Path, section: dict[str, Any],
-                   **extra: str) -> subprocess.CompletedProcess[str]:
+def tracking_check(
+    tmp_path: Path, section: dict[str, Any], **extra: str
+) -> subprocess.CompletedProcess[str]:
     site = tmp_path / "site"
     (site / "tensorboard").mkdir(parents=True)
     (site / "tensorboard" / "__init__.py").write_text("")
@@ -180,7 +199,8 @@ def test_trackers_an_engine_section_names_are_checked_like_report_to(tmp_path: P
     assert result.returncode == 2, result.stdout
     assert result.stderr.strip().splitlines() == [
         "error: config tracking.report_to: comet_ml is not a tracker AWorld Train supports: "
-        "name the trackers among tensorboard, wandb, mlflow, swanlab, trackio"]
+        "name the trackers among tensorboard, wandb, mlflow, swanlab, trackio"
+    ]
 
 
 @pytest.mark.slow
@@ -197,8 +217,9 @@ def test_a_wandb_chosen_in_a_section_needs_a_key(tmp_path: Path) -> None:
     site = tmp_path / "site"
     (site / "wandb").mkdir(parents=True)
     (site / "wandb" / "__init__.py").write_text("")
-    result = tracking_check(tmp_path, {"report_to": ["wandb"]}, NETRC=str(tmp_path / "none"),
-                            HOME=str(tmp_path))
+    result = tracking_check(
+        tmp_path, {"report_to": ["wandb"]}, NETRC=str(tmp_path / "none"), HOME=str(tmp_path)
+    )
     assert result.returncode == 2, result.stdout
     [line] = result.stderr.strip().splitlines()
     assert line.startswith("error: config tracking.report_to: wandb has no API key")
@@ -210,7 +231,8 @@ def test_an_engine_s_own_loggers_are_checked_without_console_and_file(tmp_path: 
     assert result.returncode == 2, result.stdout
     assert result.stderr.strip().splitlines() == [
         "error: config tracking.trainer.logger: comet is not a tracker AWorld Train supports: "
-        "name the trackers among tensorboard, wandb, mlflow, swanlab, trackio"]
+        "name the trackers among tensorboard, wandb, mlflow, swanlab, trackio"
+    ]
     again = tracking_check(tmp_path / "again", {"logger": ["console", "file", "tensorboard"]})
     assert again.returncode == 0, again.stderr
     assert "tensorboard (from tracking.trainer.logger): installed" in again.stdout
@@ -223,8 +245,8 @@ def test_eval_keys_without_a_test_dataset_fail_check_in_one_line(tmp_path: Path)
         result = aworld_train("check", write_job(tmp_path, {key: 2}))
         assert result.returncode == 2, result.stdout
         assert result.stderr.strip().splitlines() == [
-            f"error: config {key}: the job has no test_dataset to evaluate; add one or remove "
-            f"{key}"]
+            f"error: config {key}: the job has no test_dataset to evaluate; add one or remove {key}"
+        ]
 
 
 @pytest.mark.slow
@@ -237,8 +259,16 @@ def test_eval_steps_with_a_test_dataset_passes(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_older_common_keys_in_another_section_are_named(tmp_path: Path) -> None:
     job = write_job(tmp_path, {})
-    result = aworld_train("check", job, "-o", "swift.learning_rate=0.1", "-o",
-                          "swift.max_steps=3", "-o", "verl.trainer.total_epochs=2")
+    result = aworld_train(
+        "check",
+        job,
+        "-o",
+        "swift.learning_rate=0.1",
+        "-o",
+        "swift.max_steps=3",
+        "-o",
+        "verl.trainer.total_epochs=2",
+    )
     assert result.returncode == 0, result.stderr
     assert result.stderr.splitlines() == [
         "config swift.learning_rate: no effect on engine toy (only the swift engine reads the "
@@ -251,7 +281,7 @@ def test_older_common_keys_in_another_section_are_named(tmp_path: Path) -> None:
 
 
 LONG_KEY = "actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype.and_then_some_more"
-WIDE = '''
+WIDE = """
 from aworld_train.engine import Setting, describe_device, hookimpl, resolve_precision
 from aworld_train_toy.engine import check_agent, check_config, check_dataset, check_reward, train
 
@@ -260,7 +290,7 @@ from aworld_train_toy.engine import check_agent, check_config, check_dataset, ch
 def effective_settings(ctx):
     return [Setting("device", describe_device(False), "use_cpu", True, "default"),
             Setting("precision", "fp32", "{key}", "float32_and_a_long_value_too", "default")]
-'''.replace("{key}", LONG_KEY)
+""".replace("{key}", LONG_KEY)
 
 
 @pytest.mark.slow
@@ -270,8 +300,13 @@ def test_the_tables_are_not_cut_when_stdout_is_not_a_terminal(tmp_path: Path) ->
     lay_out_engine(site, "wide", WIDE)
     env = {k: v for k, v in os.environ.items() if k not in ENV_VARS and k != "COLUMNS"}
     env["PYTHONPATH"] = str(site)
-    result = subprocess.run([str(EXECUTABLE), "check", write_job(tmp_path, {}, engine="wide")],
-                            capture_output=True, text=True, env=env, timeout=120)
+    result = subprocess.run(
+        [str(EXECUTABLE), "check", write_job(tmp_path, {}, engine="wide")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     [row] = [line for line in result.stdout.splitlines() if line.startswith("│ precision")]
     assert LONG_KEY in row and "float32_and_a_long_value_too" in row, result.stdout
@@ -283,8 +318,10 @@ def test_lora_target_modules_are_not_compared_without_torch(tmp_path: Path) -> N
     # The core's environment has no torch: the row says the check was skipped (tests/test_model.py
     # runs it where torch is installed).
     model = write_model_folder(tmp_path / "model")
-    job = write_job(tmp_path, {"model": str(model),
-                               "lora": {"rank": 8, "target_modules": ["nonexistent_module"]}})
+    job = write_job(
+        tmp_path,
+        {"model": str(model), "lora": {"rank": 8, "target_modules": ["nonexistent_module"]}},
+    )
     result = aworld_train("check", job)
     assert result.returncode == 0, result.stderr
     [row] = [line for line in result.stdout.splitlines() if line.startswith("│ lora")]

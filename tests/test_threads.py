@@ -20,7 +20,7 @@ from test_cli import write_job
 # An engine that trains as the toy engine does, after recording the policy its own process
 # has and the policy of two processes it starts: one that inherits the environment and one
 # given an environment of its own (as engines pass credentials).
-RECORDING_ENGINE = '''
+RECORDING_ENGINE = """
 import json, os, sys
 from aworld_train import hookimpl
 from aworld_train.engine import run_process
@@ -39,7 +39,7 @@ def train(dataset, reward, config, ctx):
         seen[name] = log.read_text().strip()
     (ctx.run_dir / "policy.json").write_text(json.dumps(seen))
     return toy.train(dataset, reward, config, ctx)
-'''
+"""
 
 
 @pytest.fixture
@@ -57,13 +57,17 @@ def test_a_cpu_gets_the_policy_and_a_users_setting_wins(on_cpu: None) -> None:
 
 
 def test_a_visible_accelerator_gets_no_policy(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(threads.glob, "glob", lambda pattern: (
-        ["/dev/nvidia0"] if pattern.startswith("/dev/nvidia") else []))
+    monkeypatch.setattr(
+        threads.glob,
+        "glob",
+        lambda pattern: ["/dev/nvidia0"] if pattern.startswith("/dev/nvidia") else [],
+    )
     assert threads.thread_policy({}) == {}
     # CUDA_VISIBLE_DEVICES hides the GPUs: the run trains on the CPU.
     for hidden in ("", "-1"):
         assert threads.thread_policy({"CUDA_VISIBLE_DEVICES": hidden}) == {
-            "OMP_WAIT_POLICY": "PASSIVE"}
+            "OMP_WAIT_POLICY": "PASSIVE"
+        }
 
 
 @pytest.mark.parametrize("inherit", [True, False])
@@ -73,15 +77,23 @@ def test_the_processes_an_engine_starts_get_the_policy(
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
     env = None if inherit else {"PATH": os.environ.get("PATH", "")}
     log = tmp_path / "child.log"
-    run_process([sys.executable, "-c", "import os; print(os.environ.get('OMP_WAIT_POLICY'))"],
-                what="child", log_path=log, env=env)
+    run_process(
+        [sys.executable, "-c", "import os; print(os.environ.get('OMP_WAIT_POLICY'))"],
+        what="child",
+        log_path=log,
+        env=env,
+    )
     assert log.read_text().strip() == "PASSIVE"
     assert "OMP_WAIT_POLICY" not in os.environ  # the caller's own environment is left alone
 
     monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
     env = None if inherit else {**os.environ}
-    run_process([sys.executable, "-c", "import os; print(os.environ.get('OMP_WAIT_POLICY'))"],
-                what="child", log_path=log, env=env)
+    run_process(
+        [sys.executable, "-c", "import os; print(os.environ.get('OMP_WAIT_POLICY'))"],
+        what="child",
+        log_path=log,
+        env=env,
+    )
     assert log.read_text().split() == ["PASSIVE", "ACTIVE"]
 
 
@@ -97,7 +109,11 @@ def train_recording(tmp_path: Path, **env: str) -> dict[str, str]:
     done = subprocess.run(
         [sys.executable, "-c", "from aworld_train.cli import main; main()", "train", str(job)],
         env={**base, "PYTHONPATH": str(site), "CUDA_VISIBLE_DEVICES": "", **env},
-        capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     return json.loads((only_run_dir(tmp_path / "runs") / "policy.json").read_text())
 
@@ -105,10 +121,16 @@ def train_recording(tmp_path: Path, **env: str) -> dict[str, str]:
 @pytest.mark.slow
 def test_a_cpu_training_runs_every_process_with_idle_threads_asleep(tmp_path: Path) -> None:
     assert train_recording(tmp_path) == {
-        "trainer": "PASSIVE", "inherited": "PASSIVE", "own": "PASSIVE"}
+        "trainer": "PASSIVE",
+        "inherited": "PASSIVE",
+        "own": "PASSIVE",
+    }
 
 
 @pytest.mark.slow
 def test_a_users_own_thread_policy_reaches_every_process(tmp_path: Path) -> None:
     assert train_recording(tmp_path, OMP_WAIT_POLICY="ACTIVE") == {
-        "trainer": "ACTIVE", "inherited": "ACTIVE", "own": "ACTIVE"}
+        "trainer": "ACTIVE",
+        "inherited": "ACTIVE",
+        "own": "ACTIVE",
+    }

@@ -43,8 +43,13 @@ def calculator_agent(**fields: Any) -> AgentSpec:
 # --- Python tools ---------------------------------------------------------------------------
 
 
-def convert(amount: float, unit: Literal["km", "mi"], digits: int = 2,
-            note: Optional[str] = None, tags: list[str] | None = None) -> str:  # noqa: UP045
+def convert(
+    amount: float,
+    unit: Literal["km", "mi"],
+    digits: int = 2,
+    note: Optional[str] = None,  # noqa: UP045
+    tags: list[str] | None = None,
+) -> str:
     """Convert a distance.
 
     Longer explanation on a second line.
@@ -79,11 +84,17 @@ def test_python_tool_schema_from_signature_hints_and_google_docstring() -> None:
         "type": "object",
         "properties": {
             "amount": {"type": "number", "description": "how far, in the given unit."},
-            "unit": {"enum": ["km", "mi"], "type": "string", "description": "the unit of ``amount``."},
+            "unit": {
+                "enum": ["km", "mi"],
+                "type": "string",
+                "description": "the unit of ``amount``.",
+            },
             "digits": {"type": "integer", "description": "decimals to keep.", "default": 2},
             "note": {"type": ["string", "null"], "default": None},
-            "tags": {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}],
-                     "default": None},
+            "tags": {
+                "anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}],
+                "default": None,
+            },
         },
         "required": ["amount", "unit"],
     }
@@ -94,8 +105,10 @@ def test_python_tool_schema_from_a_sphinx_docstring() -> None:
     assert description == "Look a key up."
     assert parameters["properties"]["key"] == {"type": "string", "description": "the key."}
     assert parameters["properties"]["table"] == {
-        "type": "object", "additionalProperties": {"type": "integer"},
-        "description": "the table to search."}
+        "type": "object",
+        "additionalProperties": {"type": "integer"},
+        "description": "the table to search.",
+    }
     assert parameters["properties"]["strict"] == {"type": "boolean", "default": True}
     assert parameters["required"] == ["key", "table"]
 
@@ -142,11 +155,17 @@ def test_python_tool_schema_of_enums_classes_and_a_numpy_docstring() -> None:
     properties = parameters["properties"]
     # Self-contained: no "$ref" into "$defs" that a chat template would not carry; no titles.
     assert "$defs" not in str(parameters) and "title" not in str(parameters)
-    assert properties["shapes"] == {"type": "array", "description": "what to draw.",
-                                    "items": {"type": "string", "enum": ["square", "circle"]}}
+    assert properties["shapes"] == {
+        "type": "array",
+        "description": "what to draw.",
+        "items": {"type": "string", "enum": ["square", "circle"]},
+    }
     assert properties["size"] == {
-        "type": "object", "description": "how big.", "required": ["width"],
-        "properties": {"width": {"type": "number"}, "height": {"type": "number", "default": 1.0}}}
+        "type": "object",
+        "description": "how big.",
+        "required": ["width"],
+        "properties": {"width": {"type": "number"}, "height": {"type": "number", "default": 1.0}},
+    }
     # A recursive type is described one level deep; a class without a schema takes anything.
     assert properties["tree"]["properties"]["children"] == {"type": "array", "items": {}}
     assert properties["canvas"] == {}
@@ -163,16 +182,26 @@ def test_python_tools_from_references_and_callables(tmp_path: Path) -> None:
     spec = AgentSpec(tools=["my_tools.py:shout", "my_tools.py:fail", convert])
     tools = resolve_tools(spec, base_dir=tmp_path)
     assert tools.names == ["shout", "fail", "convert"]
-    assert tools.schemas()[0] == {"type": "function", "function": {
-        "name": "shout", "description": "Upper-case the text.",
-        "parameters": {"type": "object", "required": ["text"],
-                       "properties": {"text": {"type": "string", "description": "what to shout."}}}}}
+    assert tools.schemas()[0] == {
+        "type": "function",
+        "function": {
+            "name": "shout",
+            "description": "Upper-case the text.",
+            "parameters": {
+                "type": "object",
+                "required": ["text"],
+                "properties": {"text": {"type": "string", "description": "what to shout."}},
+            },
+        },
+    }
     assert tools.call("shout", '{"text": "hi"}') == "HI"
     assert tools.call("convert", {"amount": 10, "unit": "mi", "digits": 1}) == "16.1"
     # The model sees its own mistakes and the tool's errors as text.
     assert tools.call("fail", {"x": 1}) == "Error: RuntimeError: no luck"
     assert tools.call("shout", {"txt": "hi"}).startswith("Error: TypeError")
-    assert tools.call("shout", "{not json").startswith("Error: arguments of 'shout' are not valid JSON")
+    assert tools.call("shout", "{not json").startswith(
+        "Error: arguments of 'shout' are not valid JSON"
+    )
     assert tools.call("shuot", {}).startswith("Error: unknown tool 'shuot' (did you mean 'shout'?)")
     # A file tool pickles as its absolute reference and is imported afresh elsewhere.
     copy = pickle.loads(pickle.dumps(tools))
@@ -190,9 +219,11 @@ def test_async_python_tools_and_async_callers() -> None:
     assert tools.call("echo", {"text": "sync"}) == "sync"
 
     async def from_a_loop() -> list[str]:
-        return await asyncio.gather(tools.acall("echo", {"text": "async"}),
-                                    tools.acall("convert", '{"amount": 1, "unit": "km", "digits": 3}'),
-                                    tools.acall("nope", {}))
+        return await asyncio.gather(
+            tools.acall("echo", {"text": "async"}),
+            tools.acall("convert", '{"amount": 1, "unit": "km", "digits": 3}'),
+            tools.acall("nope", {}),
+        )
 
     echoed, converted, unknown = asyncio.run(from_a_loop())
     assert (echoed, converted) == ("async", "0.621")
@@ -207,8 +238,10 @@ def test_bad_python_tools_are_named() -> None:
         resolve_tools(AgentSpec(tools=[positional]))
     with pytest.raises(AgentError, match="agent tool 'json:nothing_here'.*not found in json"):
         resolve_tools(AgentSpec(tools=["json:nothing_here"]))
-    with pytest.raises(AgentError, match="'multiply' is not a module:function reference, and "
-                                         "the agent has no MCP servers"):
+    with pytest.raises(
+        AgentError,
+        match="'multiply' is not a module:function reference, and the agent has no MCP servers",
+    ):
         resolve_tools(AgentSpec(tools=["multiply"]))
 
 
@@ -269,15 +302,25 @@ def test_closed_sessions_reopen_on_the_next_call(stdio_tools: ToolSet) -> None:
 
 @pytest.mark.slow
 def test_a_server_that_dies_fails_that_call_and_the_next_call_starts_it_again() -> None:
-    spec = AgentSpec(mcp_config={"mcpServers": {"fragile": {
-        "command": "python", "args": [str(Path(__file__).parent / "mcp_servers" / "fragile.py")]}}})
+    spec = AgentSpec(
+        mcp_config={
+            "mcpServers": {
+                "fragile": {
+                    "command": "python",
+                    "args": [str(Path(__file__).parent / "mcp_servers" / "fragile.py")],
+                }
+            }
+        }
+    )
     server = mcp_servers(spec)[0]  # its tools are known: no listing, one server start less
-    tools = ToolSet([MCPTool(server, name, "", {"type": "object"}) for name in ("pid", "crash")],
-                    [server])
+    tools = ToolSet(
+        [MCPTool(server, name, "", {"type": "object"}) for name in ("pid", "crash")], [server]
+    )
     try:
         first = tools.call("pid")
-        with pytest.raises(AgentError, match="tool 'crash' of MCP server 'fragile' .* "
-                                             "exited with status 1"):
+        with pytest.raises(
+            AgentError, match="tool 'crash' of MCP server 'fragile' .* exited with status 1"
+        ):
             tools.call("crash")
         assert tools.call("pid") not in ("", first)  # a new server process answers
     finally:
@@ -297,20 +340,29 @@ def test_an_unknown_tool_name_fails_with_a_suggestion() -> None:
     message = str(error.value)
     assert "agent tool 'multipy'" in message and "(did you mean 'multiply'?)" in message
     assert "(they have: add, multiply, divide)" in message and "\n" not in message
-    with pytest.raises(AgentError, match=r"agent tool 'calculator__multipy': MCP server 'calculator' "
-                                         r"has no tool 'multipy' \(did you mean 'multiply'\?\)"):
+    with pytest.raises(
+        AgentError,
+        match=r"agent tool 'calculator__multipy': MCP server 'calculator' "
+        r"has no tool 'multipy' \(did you mean 'multiply'\?\)",
+    ):
         resolve_tools(calculator_agent(tools=["calculator__multipy"]), base_dir=EXAMPLE)
 
 
 def test_a_server_that_fails_to_start_is_named_with_its_last_output(tmp_path: Path) -> None:
-    spec = AgentSpec(mcp_config={"mcpServers": {"calc": {"command": "python", "args": ["missing.py"]}}})
+    spec = AgentSpec(
+        mcp_config={"mcpServers": {"calc": {"command": "python", "args": ["missing.py"]}}}
+    )
     with pytest.raises(AgentError) as error:
         resolve_tools(spec, base_dir=tmp_path)
     message = str(error.value)
     assert message.startswith("MCP server 'calc' (stdio: ")
-    assert "missing.py" in message and "No such file or directory" in message and "\n" not in message
+    assert (
+        "missing.py" in message and "No such file or directory" in message and "\n" not in message
+    )
     spec = AgentSpec(mcp_config={"mcpServers": {"calc": {"command": "no-such-mcp-server"}}})
-    with pytest.raises(AgentError, match="MCP server 'calc' .* could not be started: .*no-such-mcp"):
+    with pytest.raises(
+        AgentError, match="MCP server 'calc' .* could not be started: .*no-such-mcp"
+    ):
         resolve_tools(spec)
 
 
@@ -327,15 +379,18 @@ def test_a_server_that_exits_at_start_gives_its_status_and_last_stderr_line(
         resolve_tools(servers_agent("exits_at_start"))
     message = str(error.value)
     assert message.startswith("MCP server 'exits_at_start' (stdio: python ")
-    assert message.endswith("exited with status 3; its last stderr line: fatal: "
-                            "WEATHER_API_KEY is not set")
+    assert message.endswith(
+        "exited with status 3; its last stderr line: fatal: WEATHER_API_KEY is not set"
+    )
     assert "\n" not in message
     assert capfd.readouterr().err == ""  # the server's stderr never reaches the terminal
 
 
 def test_a_server_killed_by_a_signal_says_which(tmp_path: Path) -> None:
     (tmp_path / "killed.py").write_text("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n")
-    spec = AgentSpec(mcp_config={"mcpServers": {"killed": {"command": "python", "args": ["killed.py"]}}})
+    spec = AgentSpec(
+        mcp_config={"mcpServers": {"killed": {"command": "python", "args": ["killed.py"]}}}
+    )
     with pytest.raises(AgentError, match=r"MCP server 'killed' .* was killed by signal SIGKILL$"):
         resolve_tools(spec, base_dir=tmp_path)
 
@@ -347,9 +402,11 @@ def test_a_server_writing_to_stdout_is_refused_in_one_line(
         resolve_tools(servers_agent("stdout_noise"))
     message = str(error.value)
     assert "(stdio: python " in message and "\n" not in message
-    assert message.endswith("wrote to stdout what is not an MCP message: 'Weather server v1.2 "
-                            "ready'; a stdio server keeps stdout for MCP messages: make it log "
-                            "to stderr")
+    assert message.endswith(
+        "wrote to stdout what is not an MCP message: 'Weather server v1.2 "
+        "ready'; a stdio server keeps stdout for MCP messages: make it log "
+        "to stderr"
+    )
     assert "Traceback" not in capfd.readouterr().err  # not the mcp client's traceback
 
 
@@ -361,8 +418,9 @@ def test_a_server_that_exits_mid_call_gives_its_status_and_the_next_call_restart
         with pytest.raises(AgentError) as error:
             tools.call("die")
         assert str(error.value).startswith("tool 'die' of MCP server 'dies_mid_call' (stdio: ")
-        assert str(error.value).endswith("exited with status 4; its last stderr line: out of "
-                                         "memory while answering")
+        assert str(error.value).endswith(
+            "exited with status 4; its last stderr line: out of memory while answering"
+        )
         assert tools.call("ping") == "pong"
     finally:
         tools.close()
@@ -375,16 +433,21 @@ def test_arguments_that_are_not_python_names_pass_as_they_stand_but_not_as_funct
         # Called by the core (and VeRL) with a mapping, a keyword as a name is no problem...
         assert tools.call("route", {"from": "A", "to": "B"}) == "route [('from', 'A'), ('to', 'B')]"
         assert tools.call("search", '{"query": "q", "max-results": 2}') == (
-            "search [('max-results', 2), ('query', 'q')]")
+            "search [('max-results', 2), ('query', 'q')]"
+        )
         # ...but a Python function cannot take it: refused in one line, never renamed.
         with pytest.raises(AgentError) as error:
             tools.as_functions()
         assert str(error.value).startswith(
             "tool 'search' of MCP server 'odd_arguments' takes an argument 'max-results', which "
             "is not a Python name, and this engine passes tool arguments as Python keyword "
-            "arguments: leave the tool out by listing the tools the agent uses in its `tools`")
-        with pytest.raises(AgentError, match="tool 'route' of MCP server 'odd_arguments' takes an "
-                                             "argument 'from', which is a Python keyword"):
+            "arguments: leave the tool out by listing the tools the agent uses in its `tools`"
+        )
+        with pytest.raises(
+            AgentError,
+            match="tool 'route' of MCP server 'odd_arguments' takes an "
+            "argument 'from', which is a Python keyword",
+        ):
             tools.get("route").as_function()
     finally:
         tools.close()
@@ -416,8 +479,11 @@ def test_secrets_in_a_servers_url_and_arguments_never_reach_its_error() -> None:
 
 def test_a_silent_server_times_out(tmp_path: Path) -> None:
     (tmp_path / "silent.py").write_text("import time\ntime.sleep(60)\n")
-    spec = AgentSpec(mcp_config={"mcpServers": {"silent": {
-        "command": "python", "args": ["silent.py"], "timeout": 1}}})
+    spec = AgentSpec(
+        mcp_config={
+            "mcpServers": {"silent": {"command": "python", "args": ["silent.py"], "timeout": 1}}
+        }
+    )
     started = time.monotonic()
     with pytest.raises(AgentError, match="MCP server 'silent' .* did not answer within 1 s"):
         resolve_tools(spec, base_dir=tmp_path)
@@ -426,8 +492,11 @@ def test_a_silent_server_times_out(tmp_path: Path) -> None:
 
 def test_server_configuration_mistakes_are_named() -> None:
     config = {"mcpServers": {"calculator": STDIO["calculator"]}}
-    with pytest.raises(AgentError, match=r"uses MCP server 'calculater', which mcp_config does not "
-                                         r"define \(did you mean 'calculator'\?\)"):
+    with pytest.raises(
+        AgentError,
+        match=r"uses MCP server 'calculater', which mcp_config does not "
+        r"define \(did you mean 'calculator'\?\)",
+    ):
         resolve_tools(AgentSpec(mcp_config=config, mcp_servers=["calculater"]))
     with pytest.raises(AgentError, match="unsupported type 'websocket'"):
         resolve_tools(AgentSpec(mcp_config={"mcpServers": {"w": {"type": "websocket"}}}))
@@ -440,7 +509,9 @@ def test_server_configuration_mistakes_are_named() -> None:
 
 def test_a_missing_mcp_package_is_one_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "mcp", None)
-    with pytest.raises(AgentError, match=r"need the 'mcp' package: pip install 'aworld-train\[mcp\]'"):
+    with pytest.raises(
+        AgentError, match=r"need the 'mcp' package: pip install 'aworld-train\[mcp\]'"
+    ):
         resolve_tools(calculator_agent(), base_dir=EXAMPLE)
 
 
@@ -458,9 +529,18 @@ def remote_server(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
     """The example's calculator served over HTTP on a free loopback port, as an mcpServers
     entry; stopped after the module's tests."""
     port = free_port()
-    process = subprocess.Popen([sys.executable, str(EXAMPLE / "server.py"), "--transport",
-                                request.param, "--port", str(port)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            str(EXAMPLE / "server.py"),
+            "--transport",
+            request.param,
+            "--port",
+            str(port),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -497,12 +577,17 @@ def test_http_servers_list_and_call_tools(remote_server: dict[str, str]) -> None
 
 def test_an_unreachable_http_server_fails_fast_naming_it() -> None:
     url = f"http://127.0.0.1:{free_port()}/mcp"
-    spec = AgentSpec(mcp_config={"mcpServers": {"remote": {"type": "streamable-http", "url": url,
-                                                           "timeout": 10}}})
+    spec = AgentSpec(
+        mcp_config={
+            "mcpServers": {"remote": {"type": "streamable-http", "url": url, "timeout": 10}}
+        }
+    )
     started = time.monotonic()
     with pytest.raises(AgentError) as error:
         resolve_tools(spec)
-    assert str(error.value).startswith(f"MCP server 'remote' (streamable-http: {url}) is unreachable")
+    assert str(error.value).startswith(
+        f"MCP server 'remote' (streamable-http: {url}) is unreachable"
+    )
     assert "\n" not in str(error.value)
     assert time.monotonic() - started < 10
 
@@ -513,14 +598,21 @@ def test_an_unreachable_http_server_fails_fast_naming_it() -> None:
 def test_check_resolves_the_tools_before_the_engines_agent_check(
     recording_engine: Any, toy_job: dict[str, Any]
 ) -> None:
-    toy_job.update(train_engine_name="recording", base_dir=EXAMPLE, check_only=True,
-                   agent=EXAMPLE / "agent.yaml")
+    toy_job.update(
+        train_engine_name="recording",
+        base_dir=EXAMPLE,
+        check_only=True,
+        agent=EXAMPLE / "agent.yaml",
+    )
     trainer = AgentTrainer(**toy_job)
     steps = [(c.module, c.by) for c in trainer.checks]
     tools = steps.index(("tools", "core"))
     assert steps[:2] == [("config", "core"), ("agent", "core")]
     assert all(by == "core" for _, by in steps[:tools])  # before any engine check
-    assert "3 tools (add, multiply, divide) from MCP server 'calculator'" in trainer.checks[tools].detail
+    assert (
+        "3 tools (add, multiply, divide) from MCP server 'calculator'"
+        in trainer.checks[tools].detail
+    )
     assert trainer.context.tools.names == ["add", "multiply", "divide"]
 
 
@@ -529,8 +621,11 @@ def test_check_fails_on_an_unreachable_server_naming_it(
 ) -> None:
     url = f"http://127.0.0.1:{free_port()}/mcp"
     server = {"type": "streamable-http", "url": url}
-    toy_job.update(train_engine_name="recording", check_only=True,
-                   agent={"name": "calc", "mcp_config": {"mcpServers": {"calculator": server}}})
+    toy_job.update(
+        train_engine_name="recording",
+        check_only=True,
+        agent={"name": "calc", "mcp_config": {"mcpServers": {"calculator": server}}},
+    )
     expected = rf"MCP server 'calculator' \(streamable-http: {url}\) is unreachable"
     with pytest.raises(AgentError, match=expected):
         AgentTrainer(**toy_job)

@@ -50,8 +50,12 @@ def test_training_is_reproducible_from_the_seed(toy_job: dict[str, Any]) -> None
 def test_batch_size_and_max_steps_are_honoured(toy_job: dict[str, Any]) -> None:
     calls: list[str] = []
 
-    def counting(data_source: str, solution_str: str, ground_truth: str,
-                 extra_info: dict[str, Any] | None = None) -> float:
+    def counting(
+        data_source: str,
+        solution_str: str,
+        ground_truth: str,
+        extra_info: dict[str, Any] | None = None,
+    ) -> float:
         calls.append(solution_str)
         return exact_match(data_source, solution_str, ground_truth)
 
@@ -66,7 +70,10 @@ def test_logging_and_save_steps_are_honoured(toy_job: dict[str, Any]) -> None:
     _, run_dir = train_toy(toy_job, max_steps=12, logging_steps=5, save_steps=4)
     assert [r["step"] for r in read_jsonl(run_dir / "metrics.jsonl")] == [5, 10, 12]
     assert sorted(p.name for p in run_dir.glob("checkpoint-*")) == [
-        "checkpoint-12", "checkpoint-4", "checkpoint-8"]
+        "checkpoint-12",
+        "checkpoint-4",
+        "checkpoint-8",
+    ]
     saved = json.loads((run_dir / "checkpoint-8" / "policy.json").read_text())
     assert saved["step"] == 8
 
@@ -83,15 +90,19 @@ def test_engine_section_sets_candidates_and_temperature(toy_job: dict[str, Any])
     assert settings.candidates == ("4", "5") and settings.temperature == 2.0
 
 
-@pytest.mark.parametrize(("section", "message"), [
-    ({"temprature": 1.0}, "unknown toy key 'toy.temprature' (did you mean 'temperature'?)"),
-    ({"temperature": 0}, "'toy.temperature' must be a positive number, got 0"),
-    ({"temperature": "hot"}, "'toy.temperature' must be a positive number"),
-    ({"candidates": []}, "'toy.candidates' must be a non-empty list of strings"),
-    ({"candidates": [4, 5]}, "'toy.candidates' must be a non-empty list of strings"),
-])
-def test_engine_section_is_validated(toy_job: dict[str, Any], section: dict[str, Any],
-                                     message: str) -> None:
+@pytest.mark.parametrize(
+    ("section", "message"),
+    [
+        ({"temprature": 1.0}, "unknown toy key 'toy.temprature' (did you mean 'temperature'?)"),
+        ({"temperature": 0}, "'toy.temperature' must be a positive number, got 0"),
+        ({"temperature": "hot"}, "'toy.temperature' must be a positive number"),
+        ({"candidates": []}, "'toy.candidates' must be a non-empty list of strings"),
+        ({"candidates": [4, 5]}, "'toy.candidates' must be a non-empty list of strings"),
+    ],
+)
+def test_engine_section_is_validated(
+    toy_job: dict[str, Any], section: dict[str, Any], message: str
+) -> None:
     toy_job["config"] = dict(toy_job["config"], toy=section)
     with pytest.raises(ConfigError) as raised:
         AgentTrainer(**toy_job, check_only=True)

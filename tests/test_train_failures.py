@@ -30,7 +30,7 @@ from aworld_train.errors import AWorldTrainError, RewardError, TrainingCrash
 EXECUTABLE = Path(sys.executable).with_name("aworld-train")
 
 # An engine whose train fails inside the standard library, called from its own code.
-CRASHING_ENGINE = '''import json
+CRASHING_ENGINE = """import json
 
 from aworld_train import hookimpl
 
@@ -39,23 +39,28 @@ from aworld_train import hookimpl
 def train(ctx):
     ctx.metrics.log(1, {"loss": 1.0})
     return json.loads("{broken")
-'''
+"""
 CRASH_LINE = 9  # the engine's line above that calls json.loads
 
 
 def write_job(folder: Path, engine: str) -> Path:
     """A job for ``engine`` in ``folder``: the arithmetic rows, no reward."""
     write_jsonl(folder / "train.jsonl", ARITHMETIC)
-    job = {"engine": engine, "agent": {"name": "adder"}, "train_dataset": "train.jsonl",
-           "config": {"max_steps": 2, "batch_size": 4}}
+    job = {
+        "engine": engine,
+        "agent": {"name": "adder"},
+        "train_dataset": "train.jsonl",
+        "config": {"max_steps": 2, "batch_size": 4},
+    }
     path = folder / "job.yaml"
     path.write_text(yaml.safe_dump(job))
     return path
 
 
 def aworld_train(*args: str | Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(EXECUTABLE), *map(str, args)], capture_output=True, text=True,
-                          env=env, timeout=120)
+    return subprocess.run(
+        [str(EXECUTABLE), *map(str, args)], capture_output=True, text=True, env=env, timeout=120
+    )
 
 
 def the_error_line(stderr: str) -> str:
@@ -66,13 +71,12 @@ def the_error_line(stderr: str) -> str:
 
 @pytest.mark.slow
 def test_an_engine_crash_in_train_is_one_line_naming_the_exception_where_and_the_log(
-    tmp_path: Path
+    tmp_path: Path,
 ) -> None:
     site = tmp_path / "site"
     site.mkdir()
     lay_out_engine(site, "crashy", CRASHING_ENGINE, version="1.0")
-    env = {**{k: v for k, v in os.environ.items() if k not in ENV_VARS},
-           "PYTHONPATH": str(site)}
+    env = {**{k: v for k, v in os.environ.items() if k not in ENV_VARS}, "PYTHONPATH": str(site)}
     job = write_job(tmp_path, "crashy")
 
     result = aworld_train("train", job, env=env)
@@ -84,7 +88,9 @@ def test_an_engine_crash_in_train_is_one_line_naming_the_exception_where_and_the
         r"error: engine 'crashy' \(aworld-train-crashy 1\.0\) train raised JSONDecodeError: "
         r"Expecting property name enclosed in double quotes: line 1 column 2 \(char 1\) "
         rf"at json/decoder\.py:\d+ \(from aworld_train_crashy\.py:{CRASH_LINE}\); "
-        rf"the run failed, traceback in {re.escape(str(log))}", line), line
+        rf"the run failed, traceback in {re.escape(str(log))}",
+        line,
+    ), line
     assert f"run directory: {run_dir}" in result.stdout
 
     data = manifest(run_dir)
@@ -101,8 +107,11 @@ def test_an_engine_crash_in_train_is_one_line_naming_the_exception_where_and_the
     assert "Traceback (most recent call last):" in debug.stderr
     assert "The above exception was the direct cause" in debug.stderr, "the engine's own frames"
     assert 'json.loads("{broken")' in debug.stderr
-    assert debug.stderr.strip().splitlines()[-1].startswith(
-        "error: engine 'crashy' (aworld-train-crashy 1.0) train raised JSONDecodeError")
+    assert (
+        debug.stderr.strip()
+        .splitlines()[-1]
+        .startswith("error: engine 'crashy' (aworld-train-crashy 1.0) train raised JSONDecodeError")
+    )
 
 
 class LeakyCrash(RecordingProcessor):
@@ -118,15 +127,20 @@ def test_python_users_get_the_same_line_with_the_exception_chained_and_secrets_h
 ) -> None:
     monkeypatch.setenv("SEARCH_API_KEY", "sk-planted-crash-4242")
     AgentTrainer.register_processor("leaky", LeakyCrash)
-    trainer = AgentTrainer(agent={"name": "a"}, train_dataset=ARITHMETIC,
-                           run_path=tmp_path / "runs", train_engine_name="leaky")
+    trainer = AgentTrainer(
+        agent={"name": "a"},
+        train_dataset=ARITHMETIC,
+        run_path=tmp_path / "runs",
+        train_engine_name="leaky",
+    )
     with pytest.raises(TrainingCrash) as raised:
         trainer.train()
     run_dir = trainer.run_dir.path
     assert str(raised.value) == (
         "engine 'leaky' (registered in-process) train raised RuntimeError: search refused key "
         f"*** at test_train_failures.py:{LeakyCrash.train.__code__.co_firstlineno + 2}; "
-        f"the run failed, traceback in {run_dir / 'error.log'}")
+        f"the run failed, traceback in {run_dir / 'error.log'}"
+    )
     assert isinstance(raised.value.__cause__, RuntimeError)
     assert isinstance(raised.value, AWorldTrainError), "the project's own error, as every error"
     assert manifest(run_dir)["status"] == "failed"
@@ -150,7 +164,8 @@ def test_an_engine_that_exits_ends_the_run_failed_in_one_line(
     run_dir = only_run_dir(tmp_path / "runs")
     assert the_error_line(err).startswith(
         "error: engine 'quitter' (registered in-process) train raised SystemExit: 3 at "
-        "test_train_failures.py:")
+        "test_train_failures.py:"
+    )
     assert manifest(run_dir)["status"] == "failed"
     assert "sys.exit(3)" in (run_dir / "error.log").read_text()
 

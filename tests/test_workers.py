@@ -24,8 +24,12 @@ from aworld_train.workers import (
 
 
 def make_ctx(tmp_path: Path) -> RunContext:
-    return RunContext(engine="test", run_dir=tmp_path, config=TrainConfig(),
-                      metrics=MetricsReporter(tmp_path / "metrics.jsonl", show_progress=False))
+    return RunContext(
+        engine="test",
+        run_dir=tmp_path,
+        config=TrainConfig(),
+        metrics=MetricsReporter(tmp_path / "metrics.jsonl", show_progress=False),
+    )
 
 
 def test_rewards_travel_as_references_with_their_weights(tmp_path: Path) -> None:
@@ -74,14 +78,25 @@ def test_the_main_workers_events_become_metrics(tmp_path: Path) -> None:
     log = (tmp_path / "workers.log").read_text().splitlines()
     assert log[0] == "a line for the log"
     assert [json.loads(line.removeprefix(EVENT_MARKER))["event"] for line in log[1:]] == [
-        "start", "log", "log", "done"]
+        "start",
+        "log",
+        "log",
+        "done",
+    ]
 
 
 def test_a_failing_launch_names_its_last_error(tmp_path: Path) -> None:
     code = "import sys; print('loading'); print('ValueError: planted', flush=True); sys.exit(3)"
-    with pytest.raises(TrainingError, match=r"2 test processes exited with status 3: ValueError: planted \(full output in .*w\.log\)"):
-        run_workers([sys.executable, "-c", code], make_ctx(tmp_path), tmp_path / "w.log",
-                    what="2 test processes")
+    with pytest.raises(
+        TrainingError,
+        match=r"2 test processes exited with status 3: ValueError: planted \(full output in .*w\.log\)",
+    ):
+        run_workers(
+            [sys.executable, "-c", code],
+            make_ctx(tmp_path),
+            tmp_path / "w.log",
+            what="2 test processes",
+        )
 
 
 def test_scoped_environment_sets_unsets_and_restores(monkeypatch: pytest.MonkeyPatch) -> None:

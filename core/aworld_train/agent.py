@@ -136,8 +136,9 @@ def load_agent(agent: Any, base_dir: Path | None = None) -> AgentSpec:
         if path.suffix in (".yaml", ".yml", ".json"):
             from aworld_train.files import read_mapping
 
-            return _resolve_run(from_mapping(read_mapping(path, AgentError, "agent file"), str(path)),
-                                path.parent)
+            return _resolve_run(
+                from_mapping(read_mapping(path, AgentError, "agent file"), str(path)), path.parent
+            )
         if ":" in text and not path.exists():
             return _from_reference(text, base_dir)
         raise AgentError(
@@ -188,8 +189,10 @@ def _resolve_run(spec: AgentSpec, base_dir: Path | None) -> AgentSpec:
 
     function = import_object(spec.run, AgentError, "agent", base_dir)
     if not callable(function) or not takes_row(function):
-        raise AgentError(f"agent '{spec.name}': run '{spec.run}' must be a function that takes "
-                         "the row and the llm: def run(row, llm)")
+        raise AgentError(
+            f"agent '{spec.name}': run '{spec.run}' must be a function that takes "
+            "the row and the llm: def run(row, llm)"
+        )
     spec.run = _Reference(function, spec.run)
     return spec
 
@@ -227,7 +230,9 @@ def from_aworld(agent: Any) -> AgentSpec:
     llm = dict(getattr(getattr(agent, "conf", None), "llm_config", None) or {})
     places = [llm, dict(llm.get("ext_config") or {}), dict(llm.get("params") or {})]
     settings = {
-        ours: next((place[key] for place in places for key in theirs if place.get(key) is not None), None)
+        ours: next(
+            (place[key] for place in places for key in theirs if place.get(key) is not None), None
+        )
         for ours, theirs in _AWORLD_LLM_KEYS.items()
     }
     name = getattr(agent, "name", "agent")
@@ -251,24 +256,33 @@ def _validate(spec: AgentSpec, where: str) -> None:
     checks = {
         "name": (isinstance(spec.name, str) and bool(spec.name), "a non-empty string"),
         "model": (spec.model is None or isinstance(spec.model, str), "a folder or a hub id"),
-        "system_prompt": (spec.system_prompt is None or isinstance(spec.system_prompt, str),
-                          "a string"),
+        "system_prompt": (
+            spec.system_prompt is None or isinstance(spec.system_prompt, str),
+            "a string",
+        ),
         "tools": (isinstance(spec.tools, list), "a list"),
         "mcp_config": (isinstance(spec.mcp_config, dict), "a mapping"),
         "mcp_servers": (isinstance(spec.mcp_servers, list), "a list of server names"),
         "max_turns": (_whole_number(spec.max_turns), "an integer >= 1"),
         # Sampling settings become every engine's generation settings: check their range once.
-        "llm_temperature": (spec.llm_temperature is None
-                            or _number_within(spec.llm_temperature, 0, 100), "a number from 0 to 100"),
-        "llm_top_p": (spec.llm_top_p is None or _number_within(spec.llm_top_p, 0, 1),
-                      "a number from 0 to 1"),
-        "llm_max_tokens": (spec.llm_max_tokens is None or _whole_number(spec.llm_max_tokens),
-                           "an integer >= 1"),
+        "llm_temperature": (
+            spec.llm_temperature is None or _number_within(spec.llm_temperature, 0, 100),
+            "a number from 0 to 100",
+        ),
+        "llm_top_p": (
+            spec.llm_top_p is None or _number_within(spec.llm_top_p, 0, 1),
+            "a number from 0 to 1",
+        ),
+        "llm_max_tokens": (
+            spec.llm_max_tokens is None or _whole_number(spec.llm_max_tokens),
+            "an integer >= 1",
+        ),
     }
     for key, (ok, expected) in checks.items():
         if not ok:
-            raise AgentError(f"{where}: agent key '{key}' must be {expected}, "
-                             f"got {getattr(spec, key)!r}")
+            raise AgentError(
+                f"{where}: agent key '{key}' must be {expected}, got {getattr(spec, key)!r}"
+            )
 
 
 def _whole_number(value: Any) -> bool:

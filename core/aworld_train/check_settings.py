@@ -31,8 +31,10 @@ def other_sections_warnings(config: TrainConfig, engine: str) -> list[str]:
         for key in _section_keys(section, dotted):
             common = common_name(name, key)
             carried = f"; the common key {common} carries it to every engine" if common else ""
-            lines.append(f"config {name}.{key}: no effect on engine {engine} (only the {name} "
-                         f"engine reads the {name} section){carried}")
+            lines.append(
+                f"config {name}.{key}: no effect on engine {engine} (only the {name} "
+                f"engine reads the {name} section){carried}"
+            )
     return lines
 
 
@@ -96,8 +98,9 @@ def effective_settings(checks: CheckRun) -> list[Setting] | None:
         ``device`` and a resolved ``precision`` among them and JSON values (a bug in the
         engine).
     """
-    answer = checks.call_engine("effective_settings", config=checks.hand_off.config,
-                                ctx=checks.context)
+    answer = checks.call_engine(
+        "effective_settings", config=checks.hand_off.config, ctx=checks.context
+    )
     if answer is None:
         return None
     problem = _settings_problem(answer)
@@ -124,8 +127,10 @@ def _settings_problem(answer: Any) -> str | None:
     if missing:
         return f"no {' or '.join(missing)} among the settings (every engine reports both)"
     if values["precision"] not in PRECISIONS[1:]:
-        return (f"precision {values['precision']!r} is not the precision used (one of "
-                f"{', '.join(PRECISIONS[1:])})")
+        return (
+            f"precision {values['precision']!r} is not the precision used (one of "
+            f"{', '.join(PRECISIONS[1:])})"
+        )
     return None
 
 

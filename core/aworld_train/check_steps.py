@@ -65,8 +65,10 @@ def read_layout(checks: CheckRun) -> None:
     neither a ``ConfigLayout`` nor ``None`` (a bug in the engine)."""
     layout = checks.call_engine("config_layout")
     if layout is not None and not isinstance(layout, ConfigLayout):
-        raise PluginError(f"{checks.engine_info.label} config_layout returned "
-                          f"{type(layout).__name__}, not a ConfigLayout or None")
+        raise PluginError(
+            f"{checks.engine_info.label} config_layout returned "
+            f"{type(layout).__name__}, not a ConfigLayout or None"
+        )
     checks.layout = layout
 
 
@@ -74,8 +76,14 @@ def load_job_config(checks: CheckRun) -> TrainConfig:
 
     job = checks.job
     engine_names = tuple(set(plugins.installed_engine_names()) | set(plugins.KNOWN_ENGINES))
-    checks.config = load_config(job.config, job.overrides, engine_names, job.base_dir,
-                                engine=checks.engine, layout=checks.layout)
+    checks.config = load_config(
+        job.config,
+        job.overrides,
+        engine_names,
+        job.base_dir,
+        engine=checks.engine,
+        layout=checks.layout,
+    )
     for line in other_sections_warnings(checks.config, checks.engine):
         logger.warning(line)
     _check_evaluation(checks.config, job)
@@ -91,13 +99,17 @@ def _check_evaluation(config: TrainConfig, job: Job) -> None:
         return
     for key in ("eval_steps", "eval_limit"):
         if getattr(config, key) is not None:
-            raise ConfigError(f"config {key}: the job has no test_dataset to evaluate; add one "
-                              f"or remove {key}")
+            raise ConfigError(
+                f"config {key}: the job has no test_dataset to evaluate; add one or remove {key}"
+            )
 
 
 def describe_config(config: TrainConfig) -> str:
-    keys = ", ".join(f"{k} {v}" for k, v in config.to_dict().items()
-                     if k not in ("resources",) and not isinstance(v, dict))
+    keys = ", ".join(
+        f"{k} {v}"
+        for k, v in config.to_dict().items()
+        if k not in ("resources",) and not isinstance(v, dict)
+    )
     sections = [name for name in config.sections]
     return keys + (f"; sections: {', '.join(sections)}" if sections else "")
 
@@ -130,8 +142,9 @@ def check_model(checks: CheckRun) -> str | None:
 
     The config and the agent become new values: the job's own stay as it gave them."""
     section_model, config = _without_engine_model_key(checks)
-    model = preflight_model(_one_model(checks, section_model), checks.job.base_dir,
-                            config.trust_remote_code)
+    model = preflight_model(
+        _one_model(checks, section_model), checks.job.base_dir, config.trust_remote_code
+    )
     checks.config = dataclasses.replace(config, model=model)
     checks.spec = dataclasses.replace(checks.spec, model=model)
     return model
@@ -150,8 +163,9 @@ def _without_engine_model_key(checks: CheckRun) -> tuple[tuple[str, str] | None,
     place = f"config key '{checks.engine}.{layout.model_key}'"
     _, value, rest = without_section_key(section, layout.model_key)
     if value is not None and not isinstance(value, str):
-        raise ConfigError(f"{place} must be a model folder or hub id (a string), got "
-                          f"{describe_value(value)}")
+        raise ConfigError(
+            f"{place} must be a model folder or hub id (a string), got {describe_value(value)}"
+        )
     sections = {**config.sections, checks.engine: rest}
     return (place, value) if value else None, dataclasses.replace(config, sections=sections)
 
@@ -173,8 +187,7 @@ def _one_model(checks: CheckRun, section_model: tuple[str, str] | None) -> str |
         named.append((f"agent '{spec.name}' model", spec.model))
     if section_model is not None:
         named.append(section_model)
-    if config.model and any(item.partition("=")[0].strip() == "model"
-                            for item in job.overrides):
+    if config.model and any(item.partition("=")[0].strip() == "model" for item in job.overrides):
         return config.model
     given: list[tuple[str, str]] = [(place, value) for place, value in named if value]
     if not given and spec.source is not None and spec.model:
@@ -182,8 +195,9 @@ def _one_model(checks: CheckRun, section_model: tuple[str, str] | None) -> str |
     for place, value in given[1:]:
         first_place, first = given[0]
         if _model_identity(value, job.base_dir) != _model_identity(first, job.base_dir):
-            raise ConfigError(f"{first_place} names {first} but {place} names {value}: "
-                              "name the model once")
+            raise ConfigError(
+                f"{first_place} names {first} but {place} names {value}: name the model once"
+            )
     return given[0][1] if given else None
 
 
@@ -233,8 +247,9 @@ def check_lora(checks: CheckRun) -> str | None:
     assert lora is not None
     if lora.target_modules == ALL_LINEAR:
         return f"target_modules {ALL_LINEAR}: every linear layer but the output head"
-    return check_lora_targets(_model_folder(checks), lora.target_modules,
-                              checks.config.trust_remote_code)
+    return check_lora_targets(
+        _model_folder(checks), lora.target_modules, checks.config.trust_remote_code
+    )
 
 
 def describe_lora_targets(skipped: str | None) -> str:
@@ -287,7 +302,8 @@ def resolve_job_tools(checks: CheckRun) -> ToolSet:
 def describe_tools(tools: ToolSet) -> str:
     servers = ", ".join(f"MCP server '{server.name}'" for server in tools.servers)
     return f"{len(tools)} tools ({', '.join(tools.names) or 'none'})" + (
-        f" from {servers}" if servers else "")
+        f" from {servers}" if servers else ""
+    )
 
 
 def load_train_dataset(checks: CheckRun) -> datasets.Dataset:
@@ -320,13 +336,23 @@ def check_prompt_lengths(checks: CheckRun) -> None:
     """The longest prompts, rendered as the model sees them, plus the completion fit the
     model's context."""
     spec, config = checks.spec, checks.config
-    present = {role: dataset for role, dataset in (("train_dataset", checks.train_dataset),
-                                                   ("test_dataset", checks.test_dataset))
-               if dataset is not None}
-    check_lengths(_model_folder(checks), present, spec.system_prompt,
-                  checks.context.tools.schemas(),
-                  config.max_completion_length or spec.llm_max_tokens, spec.max_turns,
-                  config.trust_remote_code)
+    present = {
+        role: dataset
+        for role, dataset in (
+            ("train_dataset", checks.train_dataset),
+            ("test_dataset", checks.test_dataset),
+        )
+        if dataset is not None
+    }
+    check_lengths(
+        _model_folder(checks),
+        present,
+        spec.system_prompt,
+        checks.context.tools.schemas(),
+        config.max_completion_length or spec.llm_max_tokens,
+        spec.max_turns,
+        config.trust_remote_code,
+    )
 
 
 def describe_lengths(_: None) -> str:
@@ -347,8 +373,9 @@ def resolve_job_reward(checks: CheckRun) -> tuple[RewardSpec, Any]:
     scores = None
     own = own_functions(checks.reward)
     if checks.train_dataset is not None and own is not None:
-        scores = check_reward_on_rows(own, checks.train_dataset,
-                                      timeout=checks.config.reward_timeout)
+        scores = check_reward_on_rows(
+            own, checks.train_dataset, timeout=checks.config.reward_timeout
+        )
         warning = scores.warning()
         if warning:
             logger.warning(warning)
@@ -357,8 +384,11 @@ def resolve_job_reward(checks: CheckRun) -> tuple[RewardSpec, Any]:
 
 def describe_reward(resolved: tuple[RewardSpec, Any]) -> str:
     reward, scores = resolved
-    text = ", ".join(f"{f.ref if f.engine else f.name} x{f.weight:g}"
-                     + (f" (scored by {f.engine})" if f.engine else "") for f in reward.functions)
+    text = ", ".join(
+        f"{f.ref if f.engine else f.name} x{f.weight:g}"
+        + (f" (scored by {f.engine})" if f.engine else "")
+        for f in reward.functions
+    )
     return text + (f"; {scores.describe()}" if scores is not None else "")
 
 
@@ -367,10 +397,14 @@ def agent_runnable(checks: CheckRun) -> bool:
     model folder whose chat template renders its messages (a hub id has none offline), with
     transformers installed to render them."""
     model = checks.config.model or checks.spec.model
-    return (checks.spec.runs_itself and checks.train_dataset is not None and bool(model)
-            and Path(str(model)).is_dir()
-            # where no engine is installed there is nothing to render with
-            and importlib.util.find_spec("transformers") is not None)
+    return (
+        checks.spec.runs_itself
+        and checks.train_dataset is not None
+        and bool(model)
+        and Path(str(model)).is_dir()
+        # where no engine is installed there is nothing to render with
+        and importlib.util.find_spec("transformers") is not None
+    )
 
 
 def run_agent_once(checks: CheckRun) -> Any:
@@ -382,20 +416,26 @@ def run_agent_once(checks: CheckRun) -> Any:
 
     model = str(checks.config.model or checks.spec.model)
     tokenizer = load_tokenizer(model, checks.config.trust_remote_code)
-    where = f"{checks.job.train_dataset} row 0" if isinstance(
-        checks.job.train_dataset, (str, Path)) else "the train dataset's row 0"
+    where = (
+        f"{checks.job.train_dataset} row 0"
+        if isinstance(checks.job.train_dataset, (str, Path))
+        else "the train dataset's row 0"
+    )
 
     # An engine's own reward (swift:format) is scored by the engine alone, while training.
     reward = own_functions(checks.reward) if checks.reward is not None else None
     assert checks.train_dataset is not None  # agent_runnable
-    return check_agent_once(checks.spec, dict(checks.train_dataset[0]), tokenizer, reward,
-                            where=where)
+    return check_agent_once(
+        checks.spec, dict(checks.train_dataset[0]), tokenizer, reward, where=where
+    )
 
 
 def describe_agent_run(checked: Any) -> str:
     scored = "" if checked.score is None else f", reward {checked.score:g}"
-    return (f"{checked.turns} model call(s) answered by a stand-in, answer "
-            f"{checked.answer[:40]!r}{scored}")
+    return (
+        f"{checked.turns} model call(s) answered by a stand-in, answer "
+        f"{checked.answer[:40]!r}{scored}"
+    )
 
 
 def estimate_memory(checks: CheckRun) -> MemoryEstimate | str:
@@ -407,22 +447,26 @@ def estimate_memory(checks: CheckRun) -> MemoryEstimate | str:
         reservations) does not fit the GPU; above that a warning is logged.
     :raises PluginError: for a ``memory_plan`` answer that is not a ``MemoryPlan`` or ``None``.
     """
-    if importlib.util.find_spec("torch") is None or importlib.util.find_spec(
-            "transformers") is None:
+    if (
+        importlib.util.find_spec("torch") is None
+        or importlib.util.find_spec("transformers") is None
+    ):
         return "not estimated: torch and transformers are not installed here"
     values = {setting.name: setting.value for setting in checks.settings or []}
     plan = memory.default_plan(checks.config, values, checks.spec.llm_max_tokens)
-    answer = checks.call_engine("memory_plan", config=checks.hand_off.config, default=plan,
-                                ctx=checks.context)
+    answer = checks.call_engine(
+        "memory_plan", config=checks.hand_off.config, default=plan, ctx=checks.context
+    )
     if answer is not None and not isinstance(answer, memory.MemoryPlan):
-        raise PluginError(f"{checks.engine_info.label} memory_plan returned "
-                          f"{type(answer).__name__}, not a MemoryPlan or None")
+        raise PluginError(
+            f"{checks.engine_info.label} memory_plan returned "
+            f"{type(answer).__name__}, not a MemoryPlan or None"
+        )
     plan = answer or plan
     shape = memory.model_shape(_model_folder(checks), plan.lora, checks.config.trust_remote_code)
     if isinstance(shape, str):
         return f"not estimated: {shape}"
-    capacity, gpu = memory.gpu_capacity(checks.config.resources.gpu_memory_gb,
-                                        values.get("device"))
+    capacity, gpu = memory.gpu_capacity(checks.config.resources.gpu_memory_gb, values.get("device"))
     checks.memory = memory.estimate(shape, plan, capacity, gpu)
     warning = memory.refuse_or_warn(checks.memory)
     if warning:

@@ -169,8 +169,11 @@ class CheckRun:
             value = step.run(self)
             if step.describe is not None:
                 by = self.engine if step.who == "engine" else "core"
-                self.record(CheckResult(step.module, by, step.describe(value),
-                                        time.perf_counter() - started))
+                self.record(
+                    CheckResult(
+                        step.module, by, step.describe(value), time.perf_counter() - started
+                    )
+                )
 
     def call_engine(self, hook: str, **arguments: Any) -> Any:
         """Call the engine's hook ``hook`` with ``arguments``; anything it raises besides an
@@ -183,13 +186,21 @@ class CheckRun:
             raise plugins.hook_failure(self.manager, self.engine_info, hook, exc) from exc
 
     def report_metrics(self, step: int, metrics: dict[str, float]) -> None:
-        plugins.report_metrics(self.manager, self.engine, self.failed_reporters,
-                               step=step, metrics=metrics, ctx=self.context)
+        plugins.report_metrics(
+            self.manager,
+            self.engine,
+            self.failed_reporters,
+            step=step,
+            metrics=metrics,
+            ctx=self.context,
+        )
 
     def versions(self) -> dict[str, str]:
         """What ``manifest.json`` records as ``versions``."""
-        versions = {"aworld-train": __version__,
-                    self.engine_info.distribution: self.engine_info.version}
+        versions = {
+            "aworld-train": __version__,
+            self.engine_info.distribution: self.engine_info.version,
+        }
         versions.update(self.call_engine("engine_versions") or {})
         return versions
 
@@ -205,8 +216,7 @@ class CheckRun:
         if self.settings is None:
             return {}
         values = {setting.name: setting.value for setting in self.settings}
-        return {"device": values["device"], "precision": values["precision"],
-                "settings": values}
+        return {"device": values["device"], "precision": values["precision"], "settings": values}
 
     def rerunnable_job(self) -> dict[str, Any]:
         """The job as ``job.yaml`` keeps it."""
@@ -220,15 +230,18 @@ def _new_context(checks: CheckRun) -> None:
     checks.hand_off = HandOff(tools=checks.context.tools)
 
 
-def _engine_check(key: str, core_form: Callable[[CheckRun], Any],
-                  arguments: Callable[[CheckRun], dict[str, Any]]) -> Callable[[CheckRun], Any]:
+def _engine_check(
+    key: str, core_form: Callable[[CheckRun], Any], arguments: Callable[[CheckRun], dict[str, Any]]
+) -> Callable[[CheckRun], Any]:
     """The step that calls the engine's ``check_<key>`` with ``arguments`` and hands on its
     result under ``key``, or the core's form when it returned ``None``."""
+
     def run(checks: CheckRun) -> Any:
         result = checks.call_engine(f"check_{key}", **arguments(checks), ctx=checks.context)
         handed_on = core_form(checks) if result is None else result
         setattr(checks.hand_off, key, handed_on)
         return result
+
     return run
 
 
@@ -248,46 +261,112 @@ CHECKS: tuple[Step, ...] = (
     Step("engine", "core", load_engine, None),
     Step("config layout", "engine", read_layout, None),
     Step("config", "core", load_job_config, describe_config),
-    Step("trackers", "core", check_job_trackers, describe_trackers,
-         when=lambda checks: bool(checks.config.report_to)),
+    Step(
+        "trackers",
+        "core",
+        check_job_trackers,
+        describe_trackers,
+        when=lambda checks: bool(checks.config.report_to),
+    ),
     Step("agent", "core", load_job_agent, describe_agent),
     Step("model", "core", check_model, describe_model),
     Step("weights", "core", check_model_weights, str, when=local_model),
-    Step("lora", "core", check_lora, describe_lora_targets,
-         when=lora_targets_checkable),
-    Step("tools", "core", resolve_job_tools, describe_tools,
-         when=lambda checks: checks.spec.uses_tools),
+    Step("lora", "core", check_lora, describe_lora_targets, when=lora_targets_checkable),
+    Step(
+        "tools",
+        "core",
+        resolve_job_tools,
+        describe_tools,
+        when=lambda checks: checks.spec.uses_tools,
+    ),
     Step("context", "core", _new_context, None),
-    Step("agent", "engine", _engine_check(
-        "agent", lambda c: c.spec,
-        lambda c: {"agent": c.spec, "config": c.config, "tools": c.context.tools}),
-        _describe_engine_result),
-    Step("dataset", "core", load_train_dataset, describe_dataset,
-         when=_given("train_dataset"), otherwise="none given"),
-    Step("test dataset", "core", load_test_dataset, describe_dataset,
-         when=_given("test_dataset")),
+    Step(
+        "agent",
+        "engine",
+        _engine_check(
+            "agent",
+            lambda c: c.spec,
+            lambda c: {"agent": c.spec, "config": c.config, "tools": c.context.tools},
+        ),
+        _describe_engine_result,
+    ),
+    Step(
+        "dataset",
+        "core",
+        load_train_dataset,
+        describe_dataset,
+        when=_given("train_dataset"),
+        otherwise="none given",
+    ),
+    Step("test dataset", "core", load_test_dataset, describe_dataset, when=_given("test_dataset")),
     Step("lengths", "core", check_prompt_lengths, describe_lengths, when=lengths_comparable),
-    Step("dataset", "engine", _engine_check(
-        "dataset", lambda c: c.train_dataset,
-        lambda c: {"train_dataset": c.train_dataset, "test_dataset": c.test_dataset,
-                   "agent": c.hand_off.agent, "config": c.config}),
-        _describe_engine_result),
-    Step("reward", "core", resolve_job_reward, describe_reward,
-         when=_given("reward"), otherwise="none given"),
+    Step(
+        "dataset",
+        "engine",
+        _engine_check(
+            "dataset",
+            lambda c: c.train_dataset,
+            lambda c: {
+                "train_dataset": c.train_dataset,
+                "test_dataset": c.test_dataset,
+                "agent": c.hand_off.agent,
+                "config": c.config,
+            },
+        ),
+        _describe_engine_result,
+    ),
+    Step(
+        "reward",
+        "core",
+        resolve_job_reward,
+        describe_reward,
+        when=_given("reward"),
+        otherwise="none given",
+    ),
     Step("agent run", "core", run_agent_once, describe_agent_run, when=agent_runnable),
-    Step("reward", "engine", _engine_check(
-        "reward", lambda c: c.reward,
-        lambda c: {"reward": c.reward, "agent": c.hand_off.agent, "dataset": c.hand_off.dataset,
-                   "config": c.config}),
-        _describe_engine_result),
-    Step("config", "engine", _engine_check(
-        "config", lambda c: c.config,
-        lambda c: {"config": c.config, "agent": c.hand_off.agent, "dataset": c.hand_off.dataset,
-                   "reward": c.hand_off.reward}),
-        _describe_engine_result),
-    Step("settings", "engine", effective_settings, describe_settings,
-         when=lambda checks: bool(checks.manager.hook.effective_settings.get_hookimpls())),
+    Step(
+        "reward",
+        "engine",
+        _engine_check(
+            "reward",
+            lambda c: c.reward,
+            lambda c: {
+                "reward": c.reward,
+                "agent": c.hand_off.agent,
+                "dataset": c.hand_off.dataset,
+                "config": c.config,
+            },
+        ),
+        _describe_engine_result,
+    ),
+    Step(
+        "config",
+        "engine",
+        _engine_check(
+            "config",
+            lambda c: c.config,
+            lambda c: {
+                "config": c.config,
+                "agent": c.hand_off.agent,
+                "dataset": c.hand_off.dataset,
+                "reward": c.hand_off.reward,
+            },
+        ),
+        _describe_engine_result,
+    ),
+    Step(
+        "settings",
+        "engine",
+        effective_settings,
+        describe_settings,
+        when=lambda checks: bool(checks.manager.hook.effective_settings.get_hookimpls()),
+    ),
     Step("resources", "core", estimate_memory, describe_memory, when=local_model),
-    Step("trackers", "core", check_effective_trackers, describe_effective_trackers,
-         when=engine_adds_trackers),
+    Step(
+        "trackers",
+        "core",
+        check_effective_trackers,
+        describe_effective_trackers,
+        when=engine_adds_trackers,
+    ),
 )

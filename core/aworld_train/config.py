@@ -33,12 +33,25 @@ SEED_MAX = 2**32 - 1  # numpy's and CUDA's generators take 32-bit seeds
 REWARD_TIMEOUT_MAX = 600.0
 # The top-level keys of VeRL's own config (its composed ppo_trainer.yaml): named in the hint for
 # a whole VeRL config given to another engine.
-VERL_TOP_LEVEL_KEYS = frozenset({
-    "actor_rollout_ref", "critic", "custom_reward_function", "data", "distillation",
-    "global_profiler", "ray_kwargs", "reward", "reward_model", "sandbox_fusion", "trainer",
-    "transfer_queue",
-})
-_VERL_HINT = "this looks like a whole VeRL config: run it with --engine verl, or put it under 'verl:'"
+VERL_TOP_LEVEL_KEYS = frozenset(
+    {
+        "actor_rollout_ref",
+        "critic",
+        "custom_reward_function",
+        "data",
+        "distillation",
+        "global_profiler",
+        "ray_kwargs",
+        "reward",
+        "reward_model",
+        "sandbox_fusion",
+        "trainer",
+        "transfer_queue",
+    }
+)
+_VERL_HINT = (
+    "this looks like a whole VeRL config: run it with --engine verl, or put it under 'verl:'"
+)
 
 
 def _unknown_key_hint(key: str, engine: str | None) -> str:
@@ -95,10 +108,15 @@ class TrainConfig:
     # The form only: which algorithms an engine trains is the engine's to say (VeRL takes any
     # of its advantage estimators by name), and each engine refuses the rest.
     algorithm: str = config_key(
-        "grpo", "text", "an algorithm name such as " + ", ".join(ALGORITHMS), names=ALGORITHMS,
-        pattern=r"^[a-z][a-z0-9_]*$")
+        "grpo",
+        "text",
+        "an algorithm name such as " + ", ".join(ALGORITHMS),
+        names=ALGORITHMS,
+        pattern=r"^[a-z][a-z0-9_]*$",
+    )
     model: str | None = config_key(
-        None, "text", "a model folder or hub id (a non-empty string)", pattern=r"\S")
+        None, "text", "a model folder or hub id (a non-empty string)", pattern=r"\S"
+    )
     learning_rate: float | None = config_key(None, "number", gt=0)
     max_steps: int | None = config_key(None, "integer", ge=1)
     num_epochs: float | None = config_key(None, "number", gt=0)
@@ -111,8 +129,12 @@ class TrainConfig:
     save_steps: int | None = config_key(None, "integer", ge=1)
     trust_remote_code: bool = config_key(False, "flag")
     reward_timeout: float = config_key(
-        5.0, "number", f"a number of seconds > 0 and <= {REWARD_TIMEOUT_MAX:g}", gt=0,
-        le=REWARD_TIMEOUT_MAX)
+        5.0,
+        "number",
+        f"a number of seconds > 0 and <= {REWARD_TIMEOUT_MAX:g}",
+        gt=0,
+        le=REWARD_TIMEOUT_MAX,
+    )
     precision: str = config_key("auto", "choice", names=PRECISIONS)
     lora: Lora | None = None  # its keys' rules: LORA_RULES
     report_to: tuple[str, ...] = config_key((), "choices", names=TRACKERS)
@@ -190,7 +212,9 @@ class TrainConfig:
 
 
 COMMON_KEYS = tuple(
-    f.name for f in fields(TrainConfig) if f.name not in ("resources", "sections", "engine", "explicit")
+    f.name
+    for f in fields(TrainConfig)
+    if f.name not in ("resources", "sections", "engine", "explicit")
 )
 RESOURCE_KEYS = tuple(f.name for f in fields(Resources))
 # The ``lora:`` keys' rules; their defaults are :class:`Lora`'s.
@@ -313,15 +337,23 @@ def load_config(
                 f"known keys: {', '.join(sorted(allowed))}{hint}"
             )
     lora = values.pop("lora", None)
-    common = checked("TrainConfigKeys", rules_of(TrainConfig), values, where, "", sources,
-                     _verl_algorithm_hint)
+    common = checked(
+        "TrainConfigKeys", rules_of(TrainConfig), values, where, "", sources, _verl_algorithm_hint
+    )
     explicit = frozenset(common) | ({"lora"} if lora is not None else frozenset())
-    return TrainConfig(**common, lora=lora, resources=resources, sections=sections,
-                       engine=engine, explicit=explicit)
+    return TrainConfig(
+        **common,
+        lora=lora,
+        resources=resources,
+        sections=sections,
+        engine=engine,
+        explicit=explicit,
+    )
 
 
-def read_config(config: dict[str, Any] | str | Path | TrainConfig | None,
-                base_dir: Path | None = None) -> tuple[dict[str, Any], str]:
+def read_config(
+    config: dict[str, Any] | str | Path | TrainConfig | None, base_dir: Path | None = None
+) -> tuple[dict[str, Any], str]:
     """A config as the mapping the user wrote, and how error lines name it (its file, or
     ``config``): what :func:`load_config` reads before any check.
 
@@ -339,8 +371,7 @@ def read_config(config: dict[str, Any] | str | Path | TrainConfig | None,
     raise ConfigError(f"config must be a mapping or a YAML/JSON path, not {type(config).__name__}")
 
 
-def without_section_key(section: dict[str, Any],
-                        dotted: str) -> tuple[bool, Any, dict[str, Any]]:
+def without_section_key(section: dict[str, Any], dotted: str) -> tuple[bool, Any, dict[str, Any]]:
     """Find the key ``dotted`` (``a.b.c``) in an engine's section, written nested
     (``{a: {b: {c: 1}}}``), as one dotted key (``{"a.b.c": 1}``) or mixed (``{a: {"b.c": 1}}``).
 
@@ -353,8 +384,11 @@ def without_section_key(section: dict[str, Any],
         if head not in section:
             continue
         if end == len(parts):
-            return True, section[head], {key: value for key, value in section.items()
-                                         if key != head}
+            return (
+                True,
+                section[head],
+                {key: value for key, value in section.items() if key != head},
+            )
         if isinstance(section[head], dict):
             found, value, inner = without_section_key(section[head], ".".join(parts[end:]))
             if found:
@@ -375,8 +409,10 @@ def _verl_algorithm_hint(key: str, value: Any) -> str:
 
 def _check_name(where: str, prefix: str, key: Any) -> None:
     if not isinstance(key, str):
-        raise ConfigError(f"{where}: config key {prefix}{key!r} is not a name (a string); "
-                          "write the key's name, in quotes if YAML reads it as something else")
+        raise ConfigError(
+            f"{where}: config key {prefix}{key!r} is not a name (a string); "
+            "write the key's name, in quotes if YAML reads it as something else"
+        )
 
 
 def _resources(where: str, value: Any, sources: dict[str, str]) -> Resources:
@@ -387,13 +423,13 @@ def _resources(where: str, value: Any, sources: dict[str, str]) -> Resources:
         _check_name(where, "resources.", key)
         if key not in RESOURCE_KEYS:
             raise ConfigError(
-                f"{where}: unknown config key 'resources.{key}'"
-                f"{did_you_mean(key, RESOURCE_KEYS)}"
+                f"{where}: unknown config key 'resources.{key}'{did_you_mean(key, RESOURCE_KEYS)}"
             )
         if item is not None:  # null keeps the default
             items[key] = item
-    return Resources(**checked("ResourceKeys", rules_of(Resources), items, where, "resources.",
-                               sources))
+    return Resources(
+        **checked("ResourceKeys", rules_of(Resources), items, where, "resources.", sources)
+    )
 
 
 def _lora(where: str, value: Any, sources: dict[str, str]) -> Lora:
@@ -407,15 +443,21 @@ def _lora(where: str, value: Any, sources: dict[str, str]) -> Lora:
     origin = sources.get("lora", None if where == "config" else where)
     prefix = f"{origin}: " if origin else ""
     if not isinstance(value, dict):
-        raise ConfigError(f"{prefix}config 'lora' must be a mapping of {', '.join(LORA_KEYS)} "
-                          f"(for example lora: {{rank: 8}}), got {describe_value(value)}")
+        raise ConfigError(
+            f"{prefix}config 'lora' must be a mapping of {', '.join(LORA_KEYS)} "
+            f"(for example lora: {{rank: 8}}), got {describe_value(value)}"
+        )
     for key in value:
         _check_name(where, "lora.", key)
         if key not in LORA_KEYS:
-            raise ConfigError(f"{prefix}unknown config key 'lora.{key}'"
-                              f"{did_you_mean(key, LORA_KEYS)}; known keys: {', '.join(LORA_KEYS)}")
+            raise ConfigError(
+                f"{prefix}unknown config key 'lora.{key}'"
+                f"{did_you_mean(key, LORA_KEYS)}; known keys: {', '.join(LORA_KEYS)}"
+            )
     items = {key: item for key, item in value.items() if item is not None}
     if "rank" not in items:
-        raise ConfigError(f"{prefix}config 'lora.rank' is missing: give the adapter's rank, an "
-                          "integer >= 1 (for example lora: {rank: 8})")
+        raise ConfigError(
+            f"{prefix}config 'lora.rank' is missing: give the adapter's rank, an "
+            "integer >= 1 (for example lora: {rank: 8})"
+        )
     return Lora(**checked("LoraKeys", LORA_RULES, items, where, "lora.", sources))

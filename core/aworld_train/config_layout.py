@@ -44,8 +44,14 @@ class ConfigLayout:
         return self.takes_any or key.lstrip("+") in self.section_keys
 
 
-def claim(data: dict[str, Any], engine: str, known: set[str], commons: tuple[str, ...],
-          layout: ConfigLayout, where: str) -> dict[str, Any]:
+def claim(
+    data: dict[str, Any],
+    engine: str,
+    known: set[str],
+    commons: tuple[str, ...],
+    layout: ConfigLayout,
+    where: str,
+) -> dict[str, Any]:
     """``data`` with the top-level keys ``layout`` claims moved into ``engine``'s section.
 
     :param known: the top-level keys that stay where they are (the common keys but
@@ -53,8 +59,11 @@ def claim(data: dict[str, Any], engine: str, known: set[str], commons: tuple[str
     :param commons: the common keys (and ``resources``) a claimed key must not be a near miss of.
     :raises ConfigError: for a key given at the top and in the section with different values.
     """
-    claimed = {key: value for key, value in data.items()
-               if isinstance(key, str) and key not in known and layout.claims(key, value)}
+    claimed = {
+        key: value
+        for key, value in data.items()
+        if isinstance(key, str) and key not in known and layout.claims(key, value)
+    }
     if not claimed:
         return data
     for key in claimed:
@@ -62,9 +71,11 @@ def claim(data: dict[str, Any], engine: str, known: set[str], commons: tuple[str
         # takes any key (a processor) may be a common key misspelt, which would do nothing.
         near = None if key.lstrip("+") in layout.section_keys else near_miss(key, commons)
         if near is not None:
-            raise ConfigError(f"{where}: unknown config key '{key}' (did you mean '{near}'?); "
-                              f"engine '{engine}' takes keys of its own, but not one this close "
-                              "to a common key")
+            raise ConfigError(
+                f"{where}: unknown config key '{key}' (did you mean '{near}'?); "
+                f"engine '{engine}' takes keys of its own, but not one this close "
+                "to a common key"
+            )
     section = data.get(engine, {})
     if not isinstance(section, dict):
         raise not_a_section(where, engine)
@@ -88,7 +99,7 @@ def near_miss(key: str, commons: tuple[str, ...]) -> str | None:
     word, words = _key_letters(key), key.lstrip("+").lower().replace("-", "_").split("_")
     for common in commons:
         letters, common_words = _key_letters(common), common.split("_")
-        if len(words) > len(common_words) and words[:len(common_words)] == common_words:
+        if len(words) > len(common_words) and words[: len(common_words)] == common_words:
             continue
         allowed = 2 if len(letters) >= 10 else 1 if len(letters) >= 6 else 0
         if word == letters or _swapped(word, letters) or _edit_distance(word, letters) <= allowed:
@@ -104,8 +115,13 @@ def _key_letters(key: str) -> str:
 def _swapped(word: str, other: str) -> bool:
     """Whether ``word`` is ``other`` with two adjacent letters swapped."""
     differ = [i for i, (a, b) in enumerate(zip(word, other)) if a != b]
-    return (len(word) == len(other) and len(differ) == 2 and differ[1] == differ[0] + 1
-            and word[differ[0]] == other[differ[1]] and word[differ[1]] == other[differ[0]])
+    return (
+        len(word) == len(other)
+        and len(differ) == 2
+        and differ[1] == differ[0] + 1
+        and word[differ[0]] == other[differ[1]]
+        and word[differ[1]] == other[differ[0]]
+    )
 
 
 def _edit_distance(word: str, other: str) -> int:
@@ -119,8 +135,9 @@ def _edit_distance(word: str, other: str) -> int:
     return previous[-1]
 
 
-def _merge_once(top: dict[str, Any], section: dict[str, Any], where: str, engine: str,
-                prefix: str) -> dict[str, Any]:
+def _merge_once(
+    top: dict[str, Any], section: dict[str, Any], where: str, engine: str, prefix: str
+) -> dict[str, Any]:
     """``top`` deep-merged into a copy of ``section``; a key in both must hold one value."""
     merged = dict(section)
     for key, value in top.items():

@@ -45,14 +45,14 @@ class KeyRule:
     names: tuple[str, ...] = ()
 
 
-def rule(kind: Kind, description: str = "", names: tuple[str, ...] = (),
-         **bounds: Any) -> KeyRule:
+def rule(kind: Kind, description: str = "", names: tuple[str, ...] = (), **bounds: Any) -> KeyRule:
     """A :class:`KeyRule`, its description worded from the kind and bounds when not given."""
     return KeyRule(kind, description or _describe(kind, bounds, names), bounds, names)
 
 
-def config_key(default: Any, kind: Kind, description: str = "", names: tuple[str, ...] = (),
-        **bounds: Any) -> Any:
+def config_key(
+    default: Any, kind: Kind, description: str = "", names: tuple[str, ...] = (), **bounds: Any
+) -> Any:
     """A dataclass field holding a config key: its default and its :class:`KeyRule`."""
     return field(default=default, metadata={"rule": rule(kind, description, names, **bounds)})
 
@@ -95,9 +95,15 @@ def first_non_finite(value: Any) -> float | None:
     return None
 
 
-def checked(name: str, rules: Mapping[str, KeyRule], values: dict[str, Any], where: str,
-            prefix: str, sources: dict[str, str],
-            hint: Callable[[str, Any], str] | None = None) -> dict[str, Any]:
+def checked(
+    name: str,
+    rules: Mapping[str, KeyRule],
+    values: dict[str, Any],
+    where: str,
+    prefix: str,
+    sources: dict[str, str],
+    hint: Callable[[str, Any], str] | None = None,
+) -> dict[str, Any]:
     """``values`` (keys of ``rules``, none ``None``) checked and converted by their rules.
 
     :param name: the rules' model name, under which its pydantic model is kept.
@@ -144,9 +150,13 @@ def _model(name: str, rules: Mapping[str, KeyRule]) -> Any:
         from pydantic import ConfigDict, Field, create_model
 
         _MODELS[name] = create_model(  # type: ignore[call-overload]
-            name, __config__=ConfigDict(strict=True, extra="forbid"),
-            **{item: (_pydantic_type(rule), Field(None, description=rule.description))
-               for item, rule in rules.items()})
+            name,
+            __config__=ConfigDict(strict=True, extra="forbid"),
+            **{
+                item: (_pydantic_type(rule), Field(None, description=rule.description))
+                for item, rule in rules.items()
+            },
+        )
     return _MODELS[name]
 
 
@@ -157,8 +167,9 @@ def _pydantic_type(rule: KeyRule) -> Any:
     if rule.kind == "integer":
         return Annotated[StrictInt, bounds]
     if rule.kind == "number":
-        return Annotated[float, BeforeValidator(_read_number),
-                         Field(strict=True, allow_inf_nan=False), bounds]
+        return Annotated[
+            float, BeforeValidator(_read_number), Field(strict=True, allow_inf_nan=False), bounds
+        ]
     if rule.kind == "flag":
         return StrictBool
     if rule.kind == "text":

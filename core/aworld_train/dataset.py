@@ -45,7 +45,11 @@ TOO_DEEP = f"a value is nested deeper than {MAX_DEPTH} levels"
 def quiet_progress_bars() -> Iterator[None]:
     """Keep the progress bars ``datasets`` draws (``Map``, ``Filter``) off the terminal for the
     block: an engine's check converts datasets while ``check`` prints its table."""
-    from datasets.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+    from datasets.utils import (
+        are_progress_bars_disabled,
+        disable_progress_bars,
+        enable_progress_bars,
+    )
 
     was_disabled = are_progress_bars_disabled()
     disable_progress_bars()
@@ -107,8 +111,12 @@ def _open(source: Any, base_dir: Path | None, role: str) -> _Rows:
         path = resolve_path(source, base_dir)
         require_file(path, DatasetError, role)
         suffix = path.suffix.lower()
-        readers = {".jsonl": _read_jsonl, ".json": _read_json, ".csv": _read_csv,
-                   ".parquet": _read_parquet}
+        readers = {
+            ".jsonl": _read_jsonl,
+            ".json": _read_json,
+            ".csv": _read_csv,
+            ".parquet": _read_parquet,
+        }
         if suffix not in readers:
             raise DatasetError(
                 f"{path}: unsupported dataset format '{suffix}' (use .jsonl, .json, .csv or .parquet)"
@@ -143,8 +151,10 @@ def _read_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
         lines = iter(partial(handle.readline, MAX_LINE_CHARS + 1), "")
         for number, line in enumerate(lines, start=1):
             if len(line.rstrip("\n")) > MAX_LINE_CHARS:
-                raise DatasetError(f"{path}:{number}: line longer than {MAX_LINE_CHARS:,} "
-                                   "characters; split the row or shorten its values")
+                raise DatasetError(
+                    f"{path}:{number}: line longer than {MAX_LINE_CHARS:,} "
+                    "characters; split the row or shorten its values"
+                )
             if not line.strip():
                 continue
             try:
@@ -170,8 +180,9 @@ def _read_json(path: Path) -> Iterator[tuple[int, Any]]:
 def _read_csv(path: Path) -> Iterator[tuple[int, Any]]:
     import pandas
 
-    chunks = pandas.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig",
-                             chunksize=BATCH_ROWS)
+    chunks = pandas.read_csv(
+        path, dtype=str, keep_default_na=False, encoding="utf-8-sig", chunksize=BATCH_ROWS
+    )
     index = 0
     for chunk in chunks:
         for row in chunk.to_dict(orient="records"):
@@ -205,9 +216,7 @@ def _list_rows(rows: list[Any], role: str) -> Iterator[tuple[int, Any]]:
         yield index, row
 
 
-def _canonical_rows(
-    source: _Rows, mapping: dict[str, str]
-) -> Iterator[tuple[int, dict[str, Any]]]:
+def _canonical_rows(source: _Rows, mapping: dict[str, str]) -> Iterator[tuple[int, dict[str, Any]]]:
     """The source's rows, each checked and made canonical as it is read."""
     first_is_text: bool | None = None
     for index, (position, raw) in enumerate(source.rows):
@@ -277,8 +286,10 @@ def _batch_table(
             raise DatasetError(_type_clash(batch, before, source))
         if first is None and kinds:
             columns[column] = next(
-                (type(value), position) for (position, _), value in zip(batch, values)
-                if value is not None)
+                (type(value), position)
+                for (position, _), value in zip(batch, values)
+                if value is not None
+            )
         arrays[column] = values
     try:
         table = pyarrow.table({column: pyarrow.array(values) for column, values in arrays.items()})
@@ -319,16 +330,22 @@ def _type_clash(
                 continue
             kind, first_position = known[column]
             if type(value) is not kind and not {type(value), kind} <= {int, float}:
-                return (f"{source.where(position)}: column '{column}' holds "
-                        f"{type(value).__name__} but {kind.__name__} at "
-                        f"{source.where(first_position)}; use one type per column")
+                return (
+                    f"{source.where(position)}: column '{column}' holds "
+                    f"{type(value).__name__} but {kind.__name__} at "
+                    f"{source.where(first_position)}; use one type per column"
+                )
     raise AssertionError("a batch whose column types clash has a row that shows it")
 
 
 #: The format a canonical copy of a dataset file is written in, by the user file's suffix: the
 #: same format, except CSV, which cannot hold a message list or ``extra_info``'s object.
-CANONICAL_SUFFIXES = {".jsonl": ".jsonl", ".json": ".json", ".parquet": ".parquet",
-                      ".csv": ".jsonl"}
+CANONICAL_SUFFIXES = {
+    ".jsonl": ".jsonl",
+    ".json": ".json",
+    ".parquet": ".parquet",
+    ".csv": ".jsonl",
+}
 
 
 def write_canonical(dataset: datasets.Dataset, folder: Path, name: str, like: str | Path) -> Path:

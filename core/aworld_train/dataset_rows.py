@@ -19,8 +19,10 @@ def column_mapping(columns: dict[str, str] | None) -> dict[str, str]:
     if not isinstance(columns, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in columns.items()
     ):
-        raise DatasetError("columns must map canonical names to your column names, "
-                           "e.g. {prompt: question, ground_truth: answer}")
+        raise DatasetError(
+            "columns must map canonical names to your column names, "
+            "e.g. {prompt: question, ground_truth: answer}"
+        )
     for key in columns:
         if key not in CANONICAL_COLUMNS:
             raise DatasetError(
@@ -108,8 +110,9 @@ def _renamed(row: dict[str, Any], columns: dict[str, str]) -> dict[str, Any]:
     return renamed
 
 
-def _missing(canonical: str, columns: dict[str, str], row: dict[str, Any],
-             reason: str | None) -> str:
+def _missing(
+    canonical: str, columns: dict[str, str], row: dict[str, Any], reason: str | None
+) -> str:
     """``missing column 'ground_truth' (mapped from 'answer')[: why]; map your column ...``.
 
     :param row: the row as read, before the mapping.
@@ -121,8 +124,9 @@ def _missing(canonical: str, columns: dict[str, str], row: dict[str, Any],
     elif canonical in mapping:
         named += f" (read from '{mapping[canonical]}', as in VeRL's layout)"
     why = f": {reason}" if reason else ""
-    return (f"missing column {named}{why}; map your column with "
-            f"columns: {{{canonical}: <your column>}}")
+    return (
+        f"missing column {named}{why}; map your column with columns: {{{canonical}: <your column>}}"
+    )
 
 
 class _PathMissing(Exception):
@@ -158,11 +162,15 @@ def _check_mapped(row: dict[str, Any], canonical: str, source: str) -> None:
     try:
         _follow(row, source)
     except _PathMissing:
-        raise RowError(f"columns: {{{canonical}: {source}}} but the row has no column "
-                        f"'{source}' (it has '{canonical}' itself); drop the mapping or fix the "
-                        "name") from None
-    raise RowError(f"columns: {{{canonical}: {source}}} but the row has both '{source}' "
-                    f"and '{canonical}'; rename one of them")
+        raise RowError(
+            f"columns: {{{canonical}: {source}}} but the row has no column "
+            f"'{source}' (it has '{canonical}' itself); drop the mapping or fix the "
+            "name"
+        ) from None
+    raise RowError(
+        f"columns: {{{canonical}: {source}}} but the row has both '{source}' "
+        f"and '{canonical}'; rename one of them"
+    )
 
 
 _ROLES = ("system", "user", "assistant", "tool")

@@ -63,35 +63,56 @@ ENGINE_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
         "model": ("model",),
     },
     "verl": {
-        "precision": ("actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype",
-                      "actor_rollout_ref.actor.fsdp_config.mixed_precision",
-                      "actor_rollout_ref.ref.fsdp_config.mixed_precision", "critic.fsdp.mixed_precision",
-                      "actor_rollout_ref.actor.fsdp_config.dtype", "actor_rollout_ref.ref.fsdp_config.dtype",
-                      "critic.fsdp.dtype", "actor_rollout_ref.rollout.dtype"),
+        "precision": (
+            "actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype",
+            "actor_rollout_ref.actor.fsdp_config.mixed_precision",
+            "actor_rollout_ref.ref.fsdp_config.mixed_precision",
+            "critic.fsdp.mixed_precision",
+            "actor_rollout_ref.actor.fsdp_config.dtype",
+            "actor_rollout_ref.ref.fsdp_config.dtype",
+            "critic.fsdp.dtype",
+            "actor_rollout_ref.rollout.dtype",
+        ),
         "kl_coef": ("actor_rollout_ref.actor.kl_loss_coef", "actor_rollout_ref.actor.use_kl_loss"),
-        "lr_scheduler": ("actor_rollout_ref.actor.optim.lr_scheduler_type",
-                         "actor_rollout_ref.actor.optim.warmup_style"),
-        "warmup_ratio": ("actor_rollout_ref.actor.optim.lr_warmup_steps_ratio",
-                         "actor_rollout_ref.actor.optim.lr_warmup_steps"),
+        "lr_scheduler": (
+            "actor_rollout_ref.actor.optim.lr_scheduler_type",
+            "actor_rollout_ref.actor.optim.warmup_style",
+        ),
+        "warmup_ratio": (
+            "actor_rollout_ref.actor.optim.lr_warmup_steps_ratio",
+            "actor_rollout_ref.actor.optim.lr_warmup_steps",
+        ),
         "loss_aggregation": ("actor_rollout_ref.actor.loss_agg_mode",),
-        "clip_ratio": ("actor_rollout_ref.actor.clip_ratio", "actor_rollout_ref.actor.clip_ratio_low",
-                       "actor_rollout_ref.actor.clip_ratio_high"),
+        "clip_ratio": (
+            "actor_rollout_ref.actor.clip_ratio",
+            "actor_rollout_ref.actor.clip_ratio_low",
+            "actor_rollout_ref.actor.clip_ratio_high",
+        ),
         "entropy_coef": ("actor_rollout_ref.actor.entropy_coeff",),
-        "lora": ("actor_rollout_ref.model.lora_rank", "actor_rollout_ref.model.lora_alpha",
-                 "actor_rollout_ref.model.target_modules"),
+        "lora": (
+            "actor_rollout_ref.model.lora_rank",
+            "actor_rollout_ref.model.lora_alpha",
+            "actor_rollout_ref.model.target_modules",
+        ),
         "report_to": ("trainer.logger",),
         "eval_steps": ("trainer.test_freq",),
         "log_samples": ("trainer.rollout_data_dir",),
         "learning_rate": ("actor_rollout_ref.actor.optim.lr",),
         "max_steps": ("trainer.total_training_steps",),
         "num_epochs": ("trainer.total_epochs",),
-        "batch_size": ("data.train_batch_size", "actor_rollout_ref.actor.ppo_mini_batch_size",
-                       "critic.ppo_mini_batch_size"),
+        "batch_size": (
+            "data.train_batch_size",
+            "actor_rollout_ref.actor.ppo_mini_batch_size",
+            "critic.ppo_mini_batch_size",
+        ),
         "num_generations": ("actor_rollout_ref.rollout.n",),
         "max_prompt_length": ("data.max_prompt_length",),
         "max_completion_length": ("data.max_response_length",),
-        "seed": ("data.seed", "actor_rollout_ref.actor.data_loader_seed",
-                 "actor_rollout_ref.rollout.seed"),
+        "seed": (
+            "data.seed",
+            "actor_rollout_ref.actor.data_loader_seed",
+            "actor_rollout_ref.rollout.seed",
+        ),
         "save_steps": ("trainer.save_freq",),
         "model": ("actor_rollout_ref.model.path", "critic.model.path"),
     },
@@ -103,19 +124,32 @@ def common_name(engine: str, key: str) -> str | None:
     ``precision``), or ``None`` when :data:`ENGINE_KEYS` maps no common name to it. A dotted key
     inside a mapped one is carried by the same name (VeRL's ``...mixed_precision.reduce_dtype``
     by ``precision``)."""
-    return next((name for name, keys in ENGINE_KEYS.get(engine, {}).items()
-                 if any(key == own or key.startswith(f"{own}.") for own in keys)), None)
+    return next(
+        (
+            name
+            for name, keys in ENGINE_KEYS.get(engine, {}).items()
+            if any(key == own or key.startswith(f"{own}.") for own in keys)
+        ),
+        None,
+    )
 
 
 # The loss_type of the trainers built on transformers (TRL's, ms-swift's GRPO) for each common
 # loss_aggregation they have: grpo averages each sequence's tokens then the sequences, dapo
 # every token of the batch alike, dr_grpo sums each sequence over max_completion_length.
 # seq-mean-token-sum has none.
-TRAINER_LOSS_TYPES = {"token-mean": "dapo", "seq-mean-token-mean": "grpo",
-                      "seq-mean-token-sum-norm": "dr_grpo"}
+TRAINER_LOSS_TYPES = {
+    "token-mean": "dapo",
+    "seq-mean-token-mean": "grpo",
+    "seq-mean-token-sum-norm": "dr_grpo",
+}
 # The common lr_scheduler of each of transformers' lr_scheduler_type names that has one.
-TRAINER_SCHEDULERS = {"constant": "constant", "constant_with_warmup": "constant",
-                      "linear": "linear", "cosine": "cosine"}
+TRAINER_SCHEDULERS = {
+    "constant": "constant",
+    "constant_with_warmup": "constant",
+    "linear": "linear",
+    "cosine": "cosine",
+}
 
 
 def plain_value(value: Any) -> Any:
@@ -154,8 +188,9 @@ def disagreement(name: str, value: Any, key: str, given: Any, engine_value: Any)
     """
     own = key.split(".", 1)[-1]
     sets = "" if own == name else f" ({name} sets {own} to {_shown(engine_value)})"
-    return ConfigError(f"config {name}: {_shown(value)} and {key}: {_shown(given)} disagree{sets}: "
-                       "set one of them")
+    return ConfigError(
+        f"config {name}: {_shown(value)} and {key}: {_shown(given)} disagree{sets}: set one of them"
+    )
 
 
 class CommonKeys:
@@ -165,8 +200,12 @@ class CommonKeys:
     :ivar arguments: the engine's keys the common keys set, in order.
     """
 
-    def __init__(self, section_name: str, section: Mapping[str, Any],
-                 same: Callable[[Any, Any], bool] = same_value) -> None:
+    def __init__(
+        self,
+        section_name: str,
+        section: Mapping[str, Any],
+        same: Callable[[Any, Any], bool] = same_value,
+    ) -> None:
         """:param section_name: the section's name, as the job writes it (``trl``).
         :param section: the section's keys; a null one counts as unset.
         :param same: when the section's value (first) says what the engine's value does."""
@@ -175,8 +214,14 @@ class CommonKeys:
         self.arguments: dict[str, Any] = {}
         self._same = same
 
-    def check(self, name: str, value: Any, key: str, engine_value: Any,
-              agrees: Callable[[Any], bool] | None = None) -> None:
+    def check(
+        self,
+        name: str,
+        value: Any,
+        key: str,
+        engine_value: Any,
+        agrees: Callable[[Any], bool] | None = None,
+    ) -> None:
         """Refuse the section's ``key`` when it disagrees with the common key ``name``.
 
         :param agrees: whether a section value agrees, where equality to ``engine_value`` is
@@ -188,8 +233,14 @@ class CommonKeys:
             return
         raise disagreement(name, value, f"{self.section_name}.{key}", given, engine_value)
 
-    def carry(self, name: str, value: Any, key: str, engine_value: Any,
-              agrees: Callable[[Any], bool] | None = None) -> Any:
+    def carry(
+        self,
+        name: str,
+        value: Any,
+        key: str,
+        engine_value: Any,
+        agrees: Callable[[Any], bool] | None = None,
+    ) -> Any:
         """Set the engine's ``key`` to ``engine_value`` for the common key ``name`` (whose
         value is ``value``), after :meth:`check`; returns ``engine_value``."""
         self.check(name, value, key, engine_value, agrees)
@@ -197,8 +248,9 @@ class CommonKeys:
         return engine_value
 
 
-def trainer_scheduler(common: CommonKeys, lr_scheduler: str, warmup: str | None,
-                      engine: str) -> str:
+def trainer_scheduler(
+    common: CommonKeys, lr_scheduler: str, warmup: str | None, engine: str
+) -> str:
     """transformers' ``lr_scheduler_type`` for the common ``lr_scheduler``: ``constant`` with a
     warmup is ``constant_with_warmup`` (transformers' ``constant`` ignores the warmup).
 
@@ -212,7 +264,8 @@ def trainer_scheduler(common: CommonKeys, lr_scheduler: str, warmup: str | None,
     if plain_value(common.section.get("lr_scheduler_type")) == "constant":
         raise ConfigError(
             f"config lr_scheduler: constant with {warmup} is {engine}'s constant_with_warmup, but "
-            f"{common.section_name}.lr_scheduler_type is constant (no warmup): set one of them")
+            f"{common.section_name}.lr_scheduler_type is constant (no warmup): set one of them"
+        )
     return "constant_with_warmup"
 
 
@@ -233,5 +286,7 @@ def refuse_grpo_only(algorithm: str, values: Mapping[str, Any], engine: str) -> 
     for name in GRPO_ONLY:
         value = values.get(name)
         if value is not None and not (name in ("entropy_coef", "log_samples") and value == 0):
-            raise ConfigError(f"config {name}: the {engine} engine uses it for grpo only, not for "
-                              f"{algorithm}: leave it out")
+            raise ConfigError(
+                f"config {name}: the {engine} engine uses it for grpo only, not for "
+                f"{algorithm}: leave it out"
+            )

@@ -107,8 +107,11 @@ def _is_own(frame: _Frame, own_packages: Collection[str]) -> bool:
 def _library_roots() -> set[str]:
     """The folders of the standard library and of installed packages."""
     paths = sysconfig.get_paths()
-    return {os.path.realpath(paths[key]) for key in ("stdlib", "platstdlib", "purelib", "platlib")
-            if key in paths}
+    return {
+        os.path.realpath(paths[key])
+        for key in ("stdlib", "platstdlib", "purelib", "platlib")
+        if key in paths
+    }
 
 
 def _label(filename: str, line: int, module: str) -> str:
@@ -121,9 +124,9 @@ def _label(filename: str, line: int, module: str) -> str:
     path = Path(filename)
     if path.name == "__init__.py":
         parts.append("__init__")
-    tail = path.with_suffix("").parts[-len(parts):] if parts else ()
+    tail = path.with_suffix("").parts[-len(parts) :] if parts else ()
     if parts and list(tail) == parts:
-        return f"{'/'.join(path.parts[-len(parts):])}:{line}"
+        return f"{'/'.join(path.parts[-len(parts) :])}:{line}"
     return f"{short_path(filename)}:{line}"
 
 
@@ -132,7 +135,7 @@ def short_path(filename: str) -> str:
     there (``trl/trainer/grpo_trainer.py``); else its path, relative to the working folder
     when it lies inside it."""
     if filename.startswith("<frozen ") and filename.endswith(">"):  # a module frozen in Python
-        return filename[len("<frozen "):-1].replace(".", "/") + ".py"
+        return filename[len("<frozen ") : -1].replace(".", "/") + ".py"
     path = os.path.realpath(filename)
     roots = [root for root in _library_roots() if path.startswith(root + os.sep)]
     if roots:

@@ -52,8 +52,9 @@ def read_mapping(path: Path, error: type[AWorldTrainError], what: str) -> dict[s
     return data
 
 
-def read_text(path: Path, error: type[AWorldTrainError], what: str,
-              max_bytes: int = MAX_BYTES) -> str:
+def read_text(
+    path: Path, error: type[AWorldTrainError], what: str, max_bytes: int = MAX_BYTES
+) -> str:
     """A regular file's UTF-8 text (a leading byte-order mark dropped), at most ``max_bytes``.
 
     :raises error: for a missing file, a folder, a device or pipe (reading one may never end),
@@ -70,8 +71,9 @@ def read_text(path: Path, error: type[AWorldTrainError], what: str,
     if not stat.S_ISREG(info.st_mode):
         raise error(f"{what} {path} is not a regular file")
     if info.st_size > max_bytes:
-        raise error(f"{path}: the {what} is {_size(info.st_size)}, over the "
-                    f"{_size(max_bytes)} limit")
+        raise error(
+            f"{path}: the {what} is {_size(info.st_size)}, over the {_size(max_bytes)} limit"
+        )
     try:
         with open(path, "rb") as handle:
             raw = handle.read(max_bytes + 1)  # the file may have grown since stat
@@ -85,8 +87,9 @@ def read_text(path: Path, error: type[AWorldTrainError], what: str,
         raise error(f"cannot read {what} {path}: not UTF-8 text (byte {exc.start})") from None
 
 
-def load_yaml_text(text: str, where: str, error: type[AWorldTrainError],
-                   max_chars: int | None = MAX_BYTES) -> Any:
+def load_yaml_text(
+    text: str, where: str, error: type[AWorldTrainError], max_chars: int | None = MAX_BYTES
+) -> Any:
     """Parse YAML text with the guards of :func:`read_mapping`.
 
     :param where: how messages name the text (a file name, ``data.jsonl:3``).
@@ -108,8 +111,9 @@ def load_yaml_text(text: str, where: str, error: type[AWorldTrainError],
         raise error(f"{where}{line}: invalid YAML: {problem}") from None
 
 
-def parse_json_text(text: str, where: str, error: type[AWorldTrainError],
-                    max_chars: int | None = MAX_BYTES) -> Any:
+def parse_json_text(
+    text: str, where: str, error: type[AWorldTrainError], max_chars: int | None = MAX_BYTES
+) -> Any:
     """Parse JSON text, refusing nesting deeper than :data:`MAX_DEPTH`.
 
     :param where: how messages name the text (a file name, ``data.jsonl:3``).
@@ -220,8 +224,10 @@ def _too_deep(where: str) -> str:
 
 def _not_a_string(key: Any) -> str:
     if isinstance(key, bool) or key is None:  # YAML 1.1 reads yes/no/on/off/~ as these
-        return (f"key {key!r} is not a string (YAML reads yes, no, on, off and ~ as "
-                "true, false or null); put the key in quotes")
+        return (
+            f"key {key!r} is not a string (YAML reads yes, no, on, off and ~ as "
+            "true, false or null); put the key in quotes"
+        )
     return f"key {key!r} is not a string; put the key in quotes"
 
 
@@ -240,15 +246,21 @@ def _expanded_size(node: Any, depth: int, seen: dict[int, tuple[int, int]]) -> t
     if id(node) not in seen:
         if depth > MAX_DEPTH:
             raise _Refused(_ALIAS_NESTING, node.start_mark.line + 1)
-        children = node.value if isinstance(node, yaml.SequenceNode) else [
-            child for pair in node.value for child in pair]
+        children = (
+            node.value
+            if isinstance(node, yaml.SequenceNode)
+            else [child for pair in node.value for child in pair]
+        )
         size, height = 1, 1
         for child in children:
             child_size, child_height = _expanded_size(child, depth + 1, seen)
             size, height = size + child_size, max(height, child_height + 1)
         if size > MAX_VALUES:
-            raise _Refused(f"its aliases expand to more than {MAX_VALUES:,} values; write the "
-                           "values out or use fewer aliases", node.start_mark.line + 1)
+            raise _Refused(
+                f"its aliases expand to more than {MAX_VALUES:,} values; write the "
+                "values out or use fewer aliases",
+                node.start_mark.line + 1,
+            )
         seen[id(node)] = size, height
     size, height = seen[id(node)]
     if depth - 1 + height > MAX_DEPTH:  # a shared node reached deeper than where it was counted
@@ -271,8 +283,9 @@ def deeper_than(data: Any, limit: int) -> bool:
     return False
 
 
-def _check_length(text: str, where: str, error: type[AWorldTrainError],
-                  max_chars: int | None) -> None:
+def _check_length(
+    text: str, where: str, error: type[AWorldTrainError], max_chars: int | None
+) -> None:
     if max_chars is not None and len(text) > max_chars:
         raise error(f"{where}: {len(text):,} characters, over the {max_chars:,} limit")
 

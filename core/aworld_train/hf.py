@@ -45,8 +45,9 @@ def trainer_callback(base: type, on_start: StartFn, on_log: LogFn) -> type:
             if state.is_world_process_zero:
                 on_start(state.max_steps, state.global_step)
 
-        def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None,
-                   **kwargs: Any) -> None:
+        def on_log(
+            self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any
+        ) -> None:
             if state.is_world_process_zero and logs:
                 on_log(state.global_step, dict(logs))
 
@@ -95,8 +96,13 @@ def score_evaluations(
         prefix = kwargs.get("metric_key_prefix", "eval")
         tokenizer = getattr(trainer, "processing_class", None) or trainer.tokenizer
         result = generate_and_score(
-            trainer.model, tokenizer, rows, agent=agent, reward=reward,
-            max_new_tokens=max_new_tokens or DEFAULT_MAX_NEW_TOKENS)
+            trainer.model,
+            tokenizer,
+            rows,
+            agent=agent,
+            reward=reward,
+            max_new_tokens=max_new_tokens or DEFAULT_MAX_NEW_TOKENS,
+        )
         output.metrics[f"{prefix}_reward"] = result.mean_reward
         for name, value in result.rewards.items():
             output.metrics[f"{prefix}_{renamed.get(name, name)}"] = value
@@ -192,9 +198,11 @@ def argument_names(cls: type) -> frozenset[str]:
     return frozenset(item.name for item in dataclasses.fields(cls) if item.init)
 
 
-def all_argument_names(library: str, classes: Mapping[str, str],
-                       quiet: Callable[[], AbstractContextManager[Any]] = nullcontext,
-                       ) -> frozenset[str]:
+def all_argument_names(
+    library: str,
+    classes: Mapping[str, str],
+    quiet: Callable[[], AbstractContextManager[Any]] = nullcontext,
+) -> frozenset[str]:
     """The arguments of every class in ``classes`` (see :func:`arguments_class`): what a trainer
     engine's section keys (:class:`~aworld_train.config.ConfigLayout`) are made of.
 
@@ -207,8 +215,9 @@ def all_argument_names(library: str, classes: Mapping[str, str],
 
     def make() -> str:
         with quiet():
-            names = set().union(*(argument_names(arguments_class(classes, algorithm))
-                                  for algorithm in classes))
+            names = set().union(
+                *(argument_names(arguments_class(classes, algorithm)) for algorithm in classes)
+            )
         return json.dumps(sorted(names))
 
     def valid(text: str) -> bool:
@@ -222,8 +231,9 @@ def all_argument_names(library: str, classes: Mapping[str, str],
     return frozenset(json.loads(cached("section-keys.json", make, valid, key=key)))
 
 
-def merge_adapter(base_model: str, adapter: Path, target: Path, *,
-                  trust_remote_code: bool = False) -> None:
+def merge_adapter(
+    base_model: str, adapter: Path, target: Path, *, trust_remote_code: bool = False
+) -> None:
     """Merge a LoRA adapter into its base model and save a plain Hugging Face folder (weights,
     config, tokenizer with its chat template) that loads without peft.
 
@@ -242,8 +252,7 @@ def merge_adapter(base_model: str, adapter: Path, target: Path, *,
 
     adapter, target = Path(adapter), Path(target)
     if not (adapter / "adapter_config.json").is_file():
-        raise TrainingError(f"no LoRA adapter to merge in {adapter}: it has no "
-                            "adapter_config.json")
+        raise TrainingError(f"no LoRA adapter to merge in {adapter}: it has no adapter_config.json")
     try:
         from peft import PeftModel
     except ImportError:
@@ -251,12 +260,14 @@ def merge_adapter(base_model: str, adapter: Path, target: Path, *,
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     # The base's own dtype: the merged weights keep the precision the model ships in.
-    model = AutoModelForCausalLM.from_pretrained(base_model, dtype="auto",
-                                                 trust_remote_code=trust_remote_code)
+    model = AutoModelForCausalLM.from_pretrained(
+        base_model, dtype="auto", trust_remote_code=trust_remote_code
+    )
     merged = PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
     has_tokenizer = (adapter / "tokenizer_config.json").is_file()
-    tokenizer = AutoTokenizer.from_pretrained(str(adapter) if has_tokenizer else base_model,
-                                              trust_remote_code=trust_remote_code)
+    tokenizer = AutoTokenizer.from_pretrained(
+        str(adapter) if has_tokenizer else base_model, trust_remote_code=trust_remote_code
+    )
     partial = target.with_name(f"{target.name}.partial")
     shutil.rmtree(partial, ignore_errors=True)
     merged.save_pretrained(partial)
@@ -290,7 +301,7 @@ def probe_response_template(tokenizer: Any) -> dict[str, Any] | None:
             continue
         tokenizer.response_template = template
         try:
-            parsed = tokenizer.parse_response(full_ids[len(prefix_ids):], prefix=prefix_ids)
+            parsed = tokenizer.parse_response(full_ids[len(prefix_ids) :], prefix=prefix_ids)
         except Exception:  # a template that does not fit this output fails in its own way
             continue
         if isinstance(parsed, dict) and parsed.get("tool_calls") == [call]:

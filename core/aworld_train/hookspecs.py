@@ -82,8 +82,9 @@ def config_layout() -> ConfigLayout | None:
 
 
 @hookspec(firstresult=True)
-def check_agent(agent: AgentSpec, config: TrainConfig, tools: ToolSet,
-                ctx: RunContext) -> Any | None:
+def check_agent(
+    agent: AgentSpec, config: TrainConfig, tools: ToolSet, ctx: RunContext
+) -> Any | None:
     """Check the agent and turn it into the engine's form.
 
     Called first, after the core has read the config, normalised the user's agent (an AWorld
@@ -109,8 +110,11 @@ def check_agent(agent: AgentSpec, config: TrainConfig, tools: ToolSet,
 
 @hookspec(firstresult=True)
 def check_dataset(
-    train_dataset: datasets.Dataset | None, test_dataset: datasets.Dataset | None, agent: Any,
-    config: TrainConfig, ctx: RunContext
+    train_dataset: datasets.Dataset | None,
+    test_dataset: datasets.Dataset | None,
+    agent: Any,
+    config: TrainConfig,
+    ctx: RunContext,
 ) -> Any | None:
     """Check the datasets and convert them to the engine's format.
 
@@ -132,8 +136,9 @@ def check_dataset(
 
 
 @hookspec(firstresult=True)
-def check_reward(reward: RewardSpec | None, agent: Any, dataset: Any, config: TrainConfig,
-                 ctx: RunContext) -> Any | None:
+def check_reward(
+    reward: RewardSpec | None, agent: Any, dataset: Any, config: TrainConfig, ctx: RunContext
+) -> Any | None:
     """Check the reward and wrap it in the engine's reward interface.
 
     Called third. The core has already resolved every reward function, checked its signature
@@ -154,8 +159,9 @@ def check_reward(reward: RewardSpec | None, agent: Any, dataset: Any, config: Tr
 
 
 @hookspec(firstresult=True)
-def check_config(config: TrainConfig, agent: Any, dataset: Any, reward: Any,
-                 ctx: RunContext) -> Any | None:
+def check_config(
+    config: TrainConfig, agent: Any, dataset: Any, reward: Any, ctx: RunContext
+) -> Any | None:
     """Map the common config onto the engine's own and validate it with the engine's schema.
 
     Called fourth, so that the engine's config assembles from what the other three checks
@@ -215,8 +221,9 @@ def memory_plan(config: Any, default: MemoryPlan, ctx: RunContext) -> MemoryPlan
 
 
 @hookspec(firstresult=True)
-def train(agent: Any, dataset: Any, reward: Any, config: Any,
-          ctx: RunContext) -> dict[str, Any] | None:
+def train(
+    agent: Any, dataset: Any, reward: Any, config: Any, ctx: RunContext
+) -> dict[str, Any] | None:
     """Train, reporting each logged step through ``ctx.metrics.log(step, metrics)``.
 
     Called only after every check passed and the trainer marked itself initialised; never in a

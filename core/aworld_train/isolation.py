@@ -107,8 +107,9 @@ def call_isolated(
         # Wait on the pipe and on the process: a child that dies without sending leaves the
         # pipe open while another child forked meanwhile holds a copy of its write end.
         while outcome is None and process.exitcode is None:
-            deadline = (started + timeout if heartbeat is None
-                        else heartbeat.deadline(timeout, started))
+            deadline = (
+                started + timeout if heartbeat is None else heartbeat.deadline(timeout, started)
+            )
             left = deadline - time.monotonic()
             if left <= 0:
                 after = f" ({hint})" if hint else ""
@@ -189,8 +190,7 @@ def _unpack(outcome: Outcome, what: str, error: type[AWorldTrainError]) -> Any:
         raise error(f"{what} called sys.exit({code})")
     if kind == "raised":
         raise error(f"{what} raised {outcome[1]}")
-    raise error(f"{what} returned a value that cannot be sent back from its process: "
-                f"{outcome[1]}")
+    raise error(f"{what} returned a value that cannot be sent back from its process: {outcome[1]}")
 
 
 def _ending(exitcode: int | None) -> str:

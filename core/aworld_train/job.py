@@ -74,30 +74,42 @@ def _is_reward(value: Any) -> bool:
 
 def _is_columns(value: Any) -> bool:
     return isinstance(value, dict) and all(
-        isinstance(key, str) and isinstance(name, str) for key, name in value.items())
+        isinstance(key, str) and isinstance(name, str) for key, name in value.items()
+    )
 
 
 # What each field accepts in a job file, and how an error line words it.
 _FIELD_TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "engine": (_is_text, "an engine name (a string)"),
-    "agent": (lambda v: _is_text(v) or isinstance(v, dict),
-              "an agent file, a module:factory or file.py:factory reference, or a mapping"),
-    "train_dataset": (lambda v: _is_text(v) or _is_rows(v),
-                      "a dataset file path or a list of rows (mappings)"),
-    "test_dataset": (lambda v: _is_text(v) or _is_rows(v),
-                     "a dataset file path or a list of rows (mappings)"),
-    "reward": (lambda v: _is_reward(v) or (isinstance(v, list) and all(map(_is_reward, v))),
-               "a reward name, a file.py[:function] or module:function reference, a mapping "
-               "{name, weight}, or a list of these"),
+    "agent": (
+        lambda v: _is_text(v) or isinstance(v, dict),
+        "an agent file, a module:factory or file.py:factory reference, or a mapping",
+    ),
+    "train_dataset": (
+        lambda v: _is_text(v) or _is_rows(v),
+        "a dataset file path or a list of rows (mappings)",
+    ),
+    "test_dataset": (
+        lambda v: _is_text(v) or _is_rows(v),
+        "a dataset file path or a list of rows (mappings)",
+    ),
+    "reward": (
+        lambda v: _is_reward(v) or (isinstance(v, list) and all(map(_is_reward, v))),
+        "a reward name, a file.py[:function] or module:function reference, a mapping "
+        "{name, weight}, or a list of these",
+    ),
     "columns": (_is_columns, "a mapping of column names to column names (strings)"),
-    "config": (lambda v: _is_text(v) or isinstance(v, dict),
-               "a mapping of config keys or a config file path"),
+    "config": (
+        lambda v: _is_text(v) or isinstance(v, dict),
+        "a mapping of config keys or a config file path",
+    ),
     "run_path": (_is_text, "a string path"),
 }
 
 
-def load_job(path: str | Path | None, overrides: tuple[str, ...] | list[str] = (),
-             **flags: Any) -> Job:
+def load_job(
+    path: str | Path | None, overrides: tuple[str, ...] | list[str] = (), **flags: Any
+) -> Job:
     """Read a job file (or none) and apply the CLI flags that replace its fields and the
     ``-o`` config overrides.
 

@@ -67,19 +67,24 @@ def run_process(
         stopped.
     """
     with log_path.open("a", encoding="utf-8") as log, _forwarded_signals() as events:
-        group = _Group(subprocess.Popen(
-            list(command),
-            cwd=cwd,
-            # Every process an engine starts gets the CPU thread policy (idle threads sleep).
-            env=with_thread_policy(env),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-            start_new_session=True,  # a terminal's Ctrl-C reaches only this process
-            preexec_fn=_dies_with_this_process(),
-        ), events, log, on_line)
+        group = _Group(
+            subprocess.Popen(
+                list(command),
+                cwd=cwd,
+                # Every process an engine starts gets the CPU thread policy (idle threads sleep).
+                env=with_thread_policy(env),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                encoding="utf-8",
+                errors="replace",
+                start_new_session=True,  # a terminal's Ctrl-C reaches only this process
+                preexec_fn=_dies_with_this_process(),
+            ),
+            events,
+            log,
+            on_line,
+        )
         try:
             group.wait()
         except BaseException:
@@ -172,9 +177,14 @@ def _log_lines(log_path: Path) -> list[str]:
 
 def _error_index(lines: list[str]) -> int | None:
     """The index of the line :func:`last_error` names, or ``None`` when none names an error."""
-    opened = next((i for i, line in enumerate(lines)
-                   if _RANK.match(line) and _unmarked(line).startswith("Traceback (most recent")),
-                  None)
+    opened = next(
+        (
+            i
+            for i, line in enumerate(lines)
+            if _RANK.match(line) and _unmarked(line).startswith("Traceback (most recent")
+        ),
+        None,
+    )
     if opened is not None:  # that process's traceback ends at its first unindented error line
         mark = lines[opened][: _RANK.match(lines[opened]).end()]  # type: ignore[union-attr]
         for index in range(opened + 1, len(lines)):
@@ -296,8 +306,11 @@ def _forwarded_signals() -> Iterator[queue.SimpleQueue[Any]]:
         events.put(signum)
 
     # An ignored signal stays ignored; one handled outside Python (None) could not be put back.
-    previous = {sig: handler for sig in _STOP_SIGNALS
-                if (handler := signal.getsignal(sig)) not in (signal.SIG_IGN, None)}
+    previous = {
+        sig: handler
+        for sig in _STOP_SIGNALS
+        if (handler := signal.getsignal(sig)) not in (signal.SIG_IGN, None)
+    }
     for sig in previous:
         signal.signal(sig, forward)
     try:
@@ -329,7 +342,7 @@ def _group_alive(pgid: int) -> bool:
             stat = Path(entry.path, "stat").read_text()
         except OSError:  # it exited while the list was read
             continue
-        state, _ppid, group = stat[stat.rindex(")") + 2:].split()[:3]
+        state, _ppid, group = stat[stat.rindex(")") + 2 :].split()[:3]
         if int(group) == pgid and state not in "ZX":
             return True
     return False

@@ -37,11 +37,15 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
     :raises RunDirectoryError: when the manifest cannot be read or is not a JSON object.
     """
     path = run_dir / MANIFEST
-    data = parse_json_text(read_text(path, RunDirectoryError, "run manifest"),
-                           f"run manifest {path}", RunDirectoryError)
+    data = parse_json_text(
+        read_text(path, RunDirectoryError, "run manifest"),
+        f"run manifest {path}",
+        RunDirectoryError,
+    )
     if not isinstance(data, dict):
-        raise RunDirectoryError(f"run manifest {path}: holds a JSON {type(data).__name__}, "
-                                "not an object")
+        raise RunDirectoryError(
+            f"run manifest {path}: holds a JSON {type(data).__name__}, not an object"
+        )
     if data.get("status") == "running" and not _process_alive(data):
         data["status"] = "crashed"
     return data

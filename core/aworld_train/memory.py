@@ -28,8 +28,13 @@ from aworld_train.errors import ConfigError
 GB = 1e9  # decimal, as GPU vendors and ``resources.gpu_memory_gb`` count
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
 # config.json's dtype names -> the common precision names.
-_CONFIG_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "float": "fp32",
-                  "half": "fp16"}
+_CONFIG_DTYPES = {
+    "float32": "fp32",
+    "bfloat16": "bf16",
+    "float16": "fp16",
+    "float": "fp32",
+    "half": "fp16",
+}
 ADAM_STATES = 2  # AdamW keeps exp_avg and exp_avg_sq, each shaped and typed like its parameter
 # Budgets when neither the job nor the engine bounds the sequence: TRL's old prompt default and
 # a common completion length.
@@ -139,16 +144,22 @@ class MemoryEstimate:
 
     def to_dict(self) -> dict[str, Any]:
         """The manifest's ``memory``: bytes per GPU, the GPU, the verdict and the plan."""
-        return {"per_gpu_bytes": dict(self.parts), "certain_bytes": self.certain,
-                "total_bytes": self.total, "gpu": self.gpu or None,
-                "gpu_memory_bytes": self.capacity, "verdict": self.verdict,
-                "parameters": self.shape.parameters,
-                "trainable_parameters": self.shape.adapter_parameters or self.shape.parameters,
-                "plan": {k: v for k, v in asdict(self.plan).items() if k != "notes"}}
+        return {
+            "per_gpu_bytes": dict(self.parts),
+            "certain_bytes": self.certain,
+            "total_bytes": self.total,
+            "gpu": self.gpu or None,
+            "gpu_memory_bytes": self.capacity,
+            "verdict": self.verdict,
+            "parameters": self.shape.parameters,
+            "trainable_parameters": self.shape.adapter_parameters or self.shape.parameters,
+            "plan": {k: v for k, v in asdict(self.plan).items() if k != "notes"},
+        }
 
 
-def model_shape(folder: str | Path, lora: dict[str, Any] | None,
-                trust_remote_code: bool = False) -> ModelShape | str:
+def model_shape(
+    folder: str | Path, lora: dict[str, Any] | None, trust_remote_code: bool = False
+) -> ModelShape | str:
     """The shape of the model ``config.json`` in ``folder`` describes, built on the meta
     device; or why it could not be built (transformers' one line)."""
     from aworld_train.model.meta import meta_model
@@ -210,8 +221,9 @@ def _config_dtype(folder: Path) -> str:
     return _CONFIG_DTYPES.get(str(name).removeprefix("torch."), "fp32")
 
 
-def estimate(shape: ModelShape, plan: MemoryPlan, capacity: int | None = None,
-             gpu: str = "") -> MemoryEstimate:
+def estimate(
+    shape: ModelShape, plan: MemoryPlan, capacity: int | None = None, gpu: str = ""
+) -> MemoryEstimate:
     """The memory one training step holds on each GPU, part by part (see the module's
     docstring for what is certain).
 
@@ -241,8 +253,12 @@ def estimate(shape: ModelShape, plan: MemoryPlan, capacity: int | None = None,
     reference = 0
     if plan.reference_model:
         reference = shape.parameters * weight_bytes // (degree if stage >= 3 else 1)
-    parts = {"weights": weights, "gradients": gradients, "optimizer": optimizer,
-             "reference": reference}
+    parts = {
+        "weights": weights,
+        "gradients": gradients,
+        "optimizer": optimizer,
+        "reference": reference,
+    }
     rollout = int(plan.rollout_fraction * capacity) if capacity else 0
     if rollout and plan.rollout_alongside is not None:
         generating = rollout + sum(parts[name] for name in plan.rollout_alongside)
@@ -262,8 +278,11 @@ def activation_bytes(shape: ModelShape, plan: MemoryPlan) -> int:
     log-softmax the loss takes).
     """
     tokens = plan.micro_batch * plan.sequence_length
-    value = DTYPE_BYTES[plan.precision] if plan.precision != "fp32" else DTYPE_BYTES[
-        plan.weight_dtype or shape.config_dtype]
+    value = (
+        DTYPE_BYTES[plan.precision]
+        if plan.precision != "fp32"
+        else DTYPE_BYTES[plan.weight_dtype or shape.config_dtype]
+    )
     per_layer = 8 * shape.hidden + 2 * shape.kv_width + 4 * shape.intermediate
     if plan.gradient_checkpointing:
         layers = shape.layers * shape.hidden + per_layer
@@ -273,8 +292,9 @@ def activation_bytes(shape: ModelShape, plan: MemoryPlan) -> int:
     return tokens * (layers * value + logits)
 
 
-def default_plan(config: Any, settings: dict[str, Any], response_budget: int | None = None
-                 ) -> MemoryPlan:
+def default_plan(
+    config: Any, settings: dict[str, Any], response_budget: int | None = None
+) -> MemoryPlan:
     """The plan the common config and the engine's effective settings imply, for an engine
     that does not answer ``memory_plan``: the precision, LoRA and ``kl_coef`` it reported,
     ``batch_size`` sequences of ``max_prompt_length + max_completion_length`` tokens (defaults
@@ -293,8 +313,12 @@ def default_plan(config: Any, settings: dict[str, Any], response_budget: int | N
     kl_coef = settings.get("kl_coef", config.kl_coef) or 0.0
     return MemoryPlan(
         precision=settings.get("precision") or resolve_precision(config.precision, False),
-        lora=lora, micro_batch=config.batch_size or 1, sequence_length=prompt + completion,
-        reference_model=float(kl_coef) > 0 and not lora, notes=tuple(notes))
+        lora=lora,
+        micro_batch=config.batch_size or 1,
+        sequence_length=prompt + completion,
+        reference_model=float(kl_coef) > 0 and not lora,
+        notes=tuple(notes),
+    )
 
 
 def prompt_budget(config: Any) -> int:
@@ -323,19 +347,26 @@ def gpu_capacity(gpu_memory_gb: float | None, device: str | None) -> tuple[int |
 def describe(estimate_: MemoryEstimate) -> str:
     """The ``resources`` row: the breakdown per GPU, the GPU assumed and the verdict."""
     parts = estimate_.parts
-    shown = [f"{name} {gb(parts[name])}" for name in (*CERTAIN_PARTS, "activations")
-             if parts[name] or name in ("weights", "activations")]
+    shown = [
+        f"{name} {gb(parts[name])}"
+        for name in (*CERTAIN_PARTS, "activations")
+        if parts[name] or name in ("weights", "activations")
+    ]
     plan = estimate_.plan
-    how = [f"{plan.lora and 'LoRA' or 'full'} {plan.precision}",
-           f"micro-batch {plan.micro_batch} × {plan.sequence_length} tokens"]
+    how = [
+        f"{plan.lora and 'LoRA' or 'full'} {plan.precision}",
+        f"micro-batch {plan.micro_batch} × {plan.sequence_length} tokens",
+    ]
     if plan.gradient_checkpointing:
         how.append("gradient checkpointing")
     if plan.shard_degree > 1 and plan.zero_stage:
         how.append(f"sharded over {plan.shard_degree} GPUs (stage {plan.zero_stage})")
     how += list(plan.notes)
-    text = (f"{gb(estimate_.total)} per GPU ({', '.join(shown)}; "
-            f"{estimate_.shape.architecture} {_count(estimate_.shape.parameters)} parameters, "
-            f"{', '.join(how)})")
+    text = (
+        f"{gb(estimate_.total)} per GPU ({', '.join(shown)}; "
+        f"{estimate_.shape.architecture} {_count(estimate_.shape.parameters)} parameters, "
+        f"{', '.join(how)})"
+    )
     if estimate_.capacity is None:
         return f"{text}; no GPU to compare with (set resources.gpu_memory_gb)"
     return f"{text}; {estimate_.verdict} on {estimate_.gpu}"
@@ -352,18 +383,23 @@ def refuse_or_warn(estimate_: MemoryEstimate) -> str | None:
     parts = estimate_.parts
     plan = estimate_.plan
     if verdict == "may not fit":
-        return (f"resources: the step may not fit {estimate_.gpu}: "
-                f"{gb(estimate_.certain)} is certain and activations add about "
-                f"{gb(parts['activations'])}: a smaller micro-batch"
-                f"{'' if plan.gradient_checkpointing else ', gradient checkpointing'} or shorter "
-                "sequences would make room")
+        return (
+            f"resources: the step may not fit {estimate_.gpu}: "
+            f"{gb(estimate_.certain)} is certain and activations add about "
+            f"{gb(parts['activations'])}: a smaller micro-batch"
+            f"{'' if plan.gradient_checkpointing else ', gradient checkpointing'} or shorter "
+            "sequences would make room"
+        )
     biggest = sorted(CERTAIN_PARTS, key=lambda name: -parts[name])
     named = ", ".join(f"{name} {gb(parts[name])}" for name in biggest if parts[name])
     fixes = []
     if not plan.lora:
         fixes.append("lora")
-    fixes.append("more GPUs with FSDP/ZeRO sharding" if plan.zero_stage < 3 or
-                 plan.shard_degree == 1 else "more GPUs")
+    fixes.append(
+        "more GPUs with FSDP/ZeRO sharding"
+        if plan.zero_stage < 3 or plan.shard_degree == 1
+        else "more GPUs"
+    )
     if not plan.offload_optimizer and parts["optimizer"]:
         fixes.append("optimizer offload")
     if parts["rollout"]:
@@ -371,7 +407,8 @@ def refuse_or_warn(estimate_: MemoryEstimate) -> str | None:
     raise ConfigError(
         f"resources: the job does not fit {estimate_.gpu}: "
         f"{gb(estimate_.certain)} per GPU before activations ({named}): use "
-        f"{', '.join(fixes[:-1]) + ' or ' + fixes[-1] if len(fixes) > 1 else fixes[0]}")
+        f"{', '.join(fixes[:-1]) + ' or ' + fixes[-1] if len(fixes) > 1 else fixes[0]}"
+    )
 
 
 def trainer_sharding(fsdp: Any, deepspeed: Any) -> tuple[int, bool]:

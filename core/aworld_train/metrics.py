@@ -67,7 +67,8 @@ class MetricsReporter:
         clean = {
             key: float(value)
             for key, value in metrics.items()
-            if isinstance(value, numbers.Real) and not isinstance(value, bool)
+            if isinstance(value, numbers.Real)
+            and not isinstance(value, bool)
             and math.isfinite(value)
         }
         self._take_inherited(up_to=int(step) - 1)
@@ -137,14 +138,20 @@ class _RichBar:
             TimeElapsedColumn,
         )
 
-        self._progress = Progress(TextColumn("[bold]training"), BarColumn(), MofNCompleteColumn(),
-                                  TimeElapsedColumn(), TextColumn("{task.fields[headline]}"))
+        self._progress = Progress(
+            TextColumn("[bold]training"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[headline]}"),
+        )
         self._task: Any = None
 
     def start(self, total: int | None, completed: int) -> None:
         if self._task is None:
-            self._task = self._progress.add_task("train", total=total, completed=completed,
-                                                 headline="")
+            self._task = self._progress.add_task(
+                "train", total=total, completed=completed, headline=""
+            )
             self._progress.start()
         else:
             self._progress.update(self._task, total=total, completed=completed)
@@ -183,8 +190,10 @@ class _ProgressLines:
             return
         self._shown = bucket
         now = time.monotonic()
-        parts = [f"training  step {step}" + (f"/{self._total} ({step * 100 // self._total}%)"
-                                             if self._total else "")]
+        parts = [
+            f"training  step {step}"
+            + (f"/{self._total} ({step * 100 // self._total}%)" if self._total else "")
+        ]
         if metrics_text := _headline(metrics):
             parts.append(metrics_text)
         parts.append(f"elapsed {_clock(now - self._began)}")
@@ -213,8 +222,10 @@ def count_lines(label: str, total: int, unit: str = "row") -> Callable[[int], No
             return
         state["shown"] = bucket
         elapsed = time.monotonic() - began
-        parts = [f"{label}  {unit} {done}/{total} ({done * 100 // max(total, 1)}%)",
-                 f"elapsed {_clock(elapsed)}"]
+        parts = [
+            f"{label}  {unit} {done}/{total} ({done * 100 // max(total, 1)}%)",
+            f"elapsed {_clock(elapsed)}",
+        ]
         if 0 < done < total:
             parts.append(f"ETA {_clock(elapsed / done * (total - done))}")
         print("  ".join(parts), flush=True)
@@ -232,4 +243,3 @@ def _clock(seconds: float) -> str:
 StartFn = Callable[[int, int], None]
 #: Told the global step and the metrics of each logged step.
 LogFn = Callable[[int, dict[str, Any]], None]
-

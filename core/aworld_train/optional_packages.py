@@ -34,5 +34,7 @@ def require_package(module: str, key: str, why: str = "") -> None:
         return
     package = OPTIONAL_PACKAGES.get(module, module)
     what = f" ({why})" if why else ""
-    raise ConfigError(f"config {key}{what} needs {package}, which is not installed here: "
-                      f"pip install {package}, or leave {key} out")
+    raise ConfigError(
+        f"config {key}{what} needs {package}, which is not installed here: "
+        f"pip install {package}, or leave {key} out"
+    )

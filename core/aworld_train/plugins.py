@@ -72,8 +72,13 @@ class EngineInfo:
 
     def as_dict(self) -> dict[str, str]:
         value = self.entry_point.value if self.entry_point is not None else _qualname(self.target)
-        return {"name": self.name, "distribution": self.distribution, "version": self.version,
-                "status": self.status, "object": value}
+        return {
+            "name": self.name,
+            "distribution": self.distribution,
+            "version": self.version,
+            "status": self.status,
+            "object": value,
+        }
 
 
 def register_processor(name: str, processor: type) -> None:
@@ -112,8 +117,10 @@ def list_engines() -> list[EngineInfo]:
         providers.setdefault(info.name, []).append(info.distribution)
     for info in engines:
         if len(providers[info.name]) > 1:
-            info.status = (f"conflict: engine '{info.name}' is provided by "
-                           f"{' and '.join(providers[info.name])}")
+            info.status = (
+                f"conflict: engine '{info.name}' is provided by "
+                f"{' and '.join(providers[info.name])}"
+            )
     engines += [EngineInfo(name, REGISTERED, "-", target=cls) for name, cls in _registered.items()]
     return sorted(engines, key=lambda info: info.name)
 
@@ -130,10 +137,13 @@ def find_engine(name: str) -> EngineInfo:
         installed = ", ".join(names) if names else "none (pip install aworld-train-trl, ...)"
         hint = ""
         if name in KNOWN_ENGINES:
-            hint = (f"; install it with pip install aworld-train-{name} (engines may live in "
-                    "separate virtual environments: run aworld-train from the one that has it)")
+            hint = (
+                f"; install it with pip install aworld-train-{name} (engines may live in "
+                "separate virtual environments: run aworld-train from the one that has it)"
+            )
         raise PluginError(
-            f"unknown engine '{name}'{did_you_mean(name, names)}; installed: {installed}{hint}")
+            f"unknown engine '{name}'{did_you_mean(name, names)}; installed: {installed}{hint}"
+        )
     if not matches[0].ok:
         raise PluginError(f"engine '{name}' cannot be used: {matches[0].status}")
     return matches[0]
@@ -155,7 +165,9 @@ def default_engine(requested: str | None) -> str:
     if "verl" in names:
         return "verl"
     listed = ", ".join(names) if names else "none"
-    raise PluginError(f"no engine named: pass --engine or set 'engine' in the job (installed: {listed})")
+    raise PluginError(
+        f"no engine named: pass --engine or set 'engine' in the job (installed: {listed})"
+    )
 
 
 def load_engine(info: EngineInfo) -> Any:
@@ -185,8 +197,10 @@ def create_manager(engine: str, run_dir: Path | None) -> pluggy.PluginManager:
     if isinstance(target, type) and issubclass(target, TrainerProcessor):
         if target.__abstractmethods__:  # instantiating it would raise a bare TypeError
             missing = ", ".join(sorted(target.__abstractmethods__))
-            raise PluginError(f"engine '{info.name}' from {info.distribution}: "
-                              f"{_qualname(target)} does not implement {missing}")
+            raise PluginError(
+                f"engine '{info.name}' from {info.distribution}: "
+                f"{_qualname(target)} does not implement {missing}"
+            )
         target = ProcessorPlugin(target(str(run_dir) if run_dir is not None else ""))
     manager = _new_manager()
     _register_engine(manager, target, info)
@@ -223,8 +237,9 @@ def check_engine(info: EngineInfo) -> EngineInfo:
     return info
 
 
-def hook_failure(manager: pluggy.PluginManager, info: EngineInfo, hook: str,
-                 exc: Exception) -> PluginError:
+def hook_failure(
+    manager: pluggy.PluginManager, info: EngineInfo, hook: str, exc: Exception
+) -> PluginError:
     """The one line for a hook that raised something other than an ``AWorldTrainError``: a
     bug in a plugin, not the user's mistake, so it names the plugin that raised (the engine,
     or an extension plugin wrapping its hook), its distribution and the hook. ``--debug``
@@ -233,8 +248,7 @@ def hook_failure(manager: pluggy.PluginManager, info: EngineInfo, hook: str,
     return PluginError(f"{who} {hook} raised {type(exc).__name__}: {_one_line(exc)}")
 
 
-def raised_by_label(manager: pluggy.PluginManager, info: EngineInfo,
-                    exc: BaseException) -> str:
+def raised_by_label(manager: pluggy.PluginManager, info: EngineInfo, exc: BaseException) -> str:
     """How messages name the plugin whose code raised ``exc``: the engine's label, or
     ``plugin 'x' (dist version)`` for an extension plugin wrapping its hook."""
     name = _raised_by(manager, exc)
@@ -273,8 +287,9 @@ def _raised_by(manager: pluggy.PluginManager, exc: BaseException) -> str | None:
     return culprit
 
 
-def report_metrics(manager: pluggy.PluginManager, engine: str, failed: set[str],
-                   **kwargs: Any) -> None:
+def report_metrics(
+    manager: pluggy.PluginManager, engine: str, failed: set[str], **kwargs: Any
+) -> None:
     """Call each ``report_metrics`` implementation on its own, so that an extension plugin
     that fails is logged, naming it, and never ends the run; the engine's own raises.
 
@@ -287,7 +302,8 @@ def report_metrics(manager: pluggy.PluginManager, engine: str, failed: set[str],
     for owner in owners:
         # Through pluggy, so that tracing sees the call and the plugin's wrappers wrap it.
         call = manager.subset_hook_caller(
-            "report_metrics", remove_plugins=[p for n, p in plugins.items() if n != owner])
+            "report_metrics", remove_plugins=[p for n, p in plugins.items() if n != owner]
+        )
         if owner == engine:
             call(**kwargs)
             continue
@@ -297,8 +313,14 @@ def report_metrics(manager: pluggy.PluginManager, engine: str, failed: set[str],
             name = owner.removeprefix(PLUGIN_PREFIX)
             level = logging.DEBUG if name in failed else logging.WARNING
             failed.add(name)
-            logger.log(level, "plugin '%s' failed in report_metrics at step %s (the run goes on): "
-                       "%s: %s", name, kwargs.get("step"), type(exc).__name__, _one_line(exc))
+            logger.log(
+                level,
+                "plugin '%s' failed in report_metrics at step %s (the run goes on): %s: %s",
+                name,
+                kwargs.get("step"),
+                type(exc).__name__,
+                _one_line(exc),
+            )
 
 
 def _new_manager() -> pluggy.PluginManager:
@@ -343,16 +365,22 @@ def _refuse_engine_answers(manager: pluggy.PluginManager, plugin: Any, where: st
     :raises PluginError: naming the plugin and the hooks, after unregistering it.
     """
     answering = sorted(
-        caller.name for caller in manager.get_hookcallers(plugin) or []
-        if caller.spec is not None and caller.spec.opts.get("firstresult")
-        and any(impl.plugin is plugin and not (impl.wrapper or impl.hookwrapper)
-                for impl in caller.get_hookimpls()))
+        caller.name
+        for caller in manager.get_hookcallers(plugin) or []
+        if caller.spec is not None
+        and caller.spec.opts.get("firstresult")
+        and any(
+            impl.plugin is plugin and not (impl.wrapper or impl.hookwrapper)
+            for impl in caller.get_hookimpls()
+        )
+    )
     if answering:
         manager.unregister(plugin)
         raise PluginError(
             f"{where} implements the engine's hook{'s' if len(answering) > 1 else ''} "
             f"{', '.join(answering)} without wrapping it, which would replace the engine's "
-            "answer: make it a wrapper (@hookimpl(wrapper=True))")
+            "answer: make it a wrapper (@hookimpl(wrapper=True))"
+        )
 
 
 def _entry_point_engines() -> list[EngineInfo]:
@@ -364,12 +392,14 @@ def _entry_point_engines() -> list[EngineInfo]:
         if key in seen:  # one distribution found twice on sys.path
             continue
         seen.add(key)
-        engines.append(EngineInfo(
-            entry_point.name,
-            dist.name if dist else "?",
-            dist.version if dist else "?",
-            entry_point=entry_point,
-        ))
+        engines.append(
+            EngineInfo(
+                entry_point.name,
+                dist.name if dist else "?",
+                dist.version if dist else "?",
+                entry_point=entry_point,
+            )
+        )
     return engines
 
 
@@ -377,8 +407,11 @@ def _selected(entry_points: Any) -> list[metadata.EntryPoint]:
     """The entry points whose distribution the environment allows."""
     load = os.environ.get("AWORLD_TRAIN_LOAD_PLUGINS")
     allowed = None if load is None else {_normalise(n) for n in load.split(",") if n.strip()}
-    blocked = {_normalise(n) for n in os.environ.get("AWORLD_TRAIN_DISABLE_PLUGINS", "").split(",")
-               if n.strip()}
+    blocked = {
+        _normalise(n)
+        for n in os.environ.get("AWORLD_TRAIN_DISABLE_PLUGINS", "").split(",")
+        if n.strip()
+    }
     chosen = []
     for entry_point in entry_points:
         dist = _normalise(entry_point.dist.name) if entry_point.dist else ""
@@ -398,10 +431,13 @@ def _trace(manager: pluggy.PluginManager) -> None:
         args = ", ".join(f"{k}={_short(v)}" for k, v in kwargs.items())
         show(f"{hook_name}({args}) -> [{impls}]")
 
-    def after(outcome: Any, hook_name: str, hook_impls: Sequence[Any],
-              kwargs: Mapping[str, Any]) -> None:
+    def after(
+        outcome: Any, hook_name: str, hook_impls: Sequence[Any], kwargs: Mapping[str, Any]
+    ) -> None:
         exception = outcome.exception
-        result = f"raised {exception!r}" if exception else f"returned {_short(outcome.get_result())}"
+        result = (
+            f"raised {exception!r}" if exception else f"returned {_short(outcome.get_result())}"
+        )
         show(f"{hook_name} {result}")
 
     manager.add_hookcall_monitoring(before, after)

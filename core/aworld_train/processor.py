@@ -100,11 +100,16 @@ class ProcessorPlugin:
         return self.processor.check_agent(agent=ctx.given.agent)
 
     @hookimpl
-    def check_dataset(self, train_dataset: datasets.Dataset | None,
-                      test_dataset: datasets.Dataset | None, ctx: RunContext) -> Any:
+    def check_dataset(
+        self,
+        train_dataset: datasets.Dataset | None,
+        test_dataset: datasets.Dataset | None,
+        ctx: RunContext,
+    ) -> Any:
         return self.processor.check_dataset(
             dataset=_meant_dataset(ctx, ctx.given.train_dataset, train_dataset, "train"),
-            test_dataset=_meant_dataset(ctx, ctx.given.test_dataset, test_dataset, "test"))
+            test_dataset=_meant_dataset(ctx, ctx.given.test_dataset, test_dataset, "test"),
+        )
 
     @hookimpl
     def check_reward(self, reward: RewardSpec | None, ctx: RunContext) -> Any:
@@ -121,8 +126,7 @@ class ProcessorPlugin:
         return result if isinstance(result, dict) else None
 
 
-def _meant_dataset(ctx: RunContext, given: Any, loaded: datasets.Dataset | None,
-                   name: str) -> Any:
+def _meant_dataset(ctx: RunContext, given: Any, loaded: datasets.Dataset | None, name: str) -> Any:
     """The dataset as the processor receives it: a path given with ``columns`` becomes the
     path of the core's canonical rows written to the run directory (a processor reads files,
     and the user's file lacks the mapped names); anything else as the user gave it."""

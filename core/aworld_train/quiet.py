@@ -36,7 +36,6 @@ def apply_quiet_libraries(environ: MutableMapping[str, str] | None = None) -> di
     child inherits) lacks; return what was added. AWorld reads them when it is imported, so
     this takes effect only before that."""
     environ = os.environ if environ is None else environ
-    added = {name: value for name, value in quiet_library_defaults().items()
-             if name not in environ}
+    added = {name: value for name, value in quiet_library_defaults().items() if name not in environ}
     environ.update(added)
     return added

@@ -26,16 +26,47 @@ REDACTED = "***"
 MIN_SECRET_LENGTH = 4  # a shorter remembered value would blank ordinary words in every line
 
 # Words that name a secret wherever they stand in a key.
-_SECRET_WORDS = {"apikey", "accesskey", "privatekey", "secretkey", "password", "passwd",
-                 "passphrase", "secret", "secrets", "credential", "credentials", "auth",
-                 "authorization", "cookie", "cookies"}
+_SECRET_WORDS = {
+    "apikey",
+    "accesskey",
+    "privatekey",
+    "secretkey",
+    "password",
+    "passwd",
+    "passphrase",
+    "secret",
+    "secrets",
+    "credential",
+    "credentials",
+    "auth",
+    "authorization",
+    "cookie",
+    "cookies",
+}
 # Words that name a secret when they end a key: ``x-api-key`` and ``db_pass`` do, while
 # ``keys``, ``max_tokens`` and the metric ``pass@1`` do not.
 _LAST_WORDS = {"key", "token", "pass", "header", "headers"}
 _SECRET_PAIRS = {("api", "key"), ("private", "key"), ("access", "key")}  # access_key_id
 # "<word>_token" is a tokenizer's token or a count, not a credential, after these words.
-_NOT_CREDENTIAL_TOKENS = {"pad", "eos", "bos", "unk", "sep", "cls", "mask", "start", "end",
-                          "stop", "image", "video", "audio", "special", "max", "min", "num"}
+_NOT_CREDENTIAL_TOKENS = {
+    "pad",
+    "eos",
+    "bos",
+    "unk",
+    "sep",
+    "cls",
+    "mask",
+    "start",
+    "end",
+    "stop",
+    "image",
+    "video",
+    "audio",
+    "special",
+    "max",
+    "min",
+    "num",
+}
 # Every value of these mappings is secret: an MCP server's env holds its keys.
 _ENV_KEYS = {"env", "envs", "environment", "env_vars", "environment_variables"}
 _ENV_SECRET = re.compile(r"(?:^|_)(?:API_KEY|ACCESS_KEY|SECRET_KEY|TOKEN|SECRET)$|PASSWORD|PASSWD")
@@ -44,7 +75,8 @@ _URL_USER = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^\s/?
 # A value ends where a URL's query value does, or at punctuation that closes the URL in prose.
 _QUERY = re.compile(r"(?P<lead>[?&;](?P<name>[^=&#\s?]+)=)(?P<value>[^&#\s)'\"<>,;]+)")
 _FLAG_VALUE = re.compile(
-    r"(?P<lead>(?<![\w-])--?(?P<name>[A-Za-z][\w.-]*)=)(?P<value>[^\s&\"',;]+)")
+    r"(?P<lead>(?<![\w-])--?(?P<name>[A-Za-z][\w.-]*)=)(?P<value>[^\s&\"',;]+)"
+)
 _FLAG = re.compile(r"--?(?P<name>[A-Za-z][\w.-]*)")
 _PLACEHOLDER = re.compile(r"\$\{\w+\}")  # "${OPENAI_API_KEY}" names a secret, it is not one
 
@@ -144,11 +176,15 @@ def _walk(value: Any, found: set[str], finish: Callable[[str], str]) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         value = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
     if isinstance(value, dict):
-        return {key: _hide(item, found) if is_secret_key(str(key)) else _walk(item, found, finish)
-                for key, item in value.items()}
+        return {
+            key: _hide(item, found) if is_secret_key(str(key)) else _walk(item, found, finish)
+            for key, item in value.items()
+        }
     if isinstance(value, (list, tuple)):
-        return [_hide(item, found) if _follows_secret_flag(value, index)
-                else _walk(item, found, finish) for index, item in enumerate(value)]
+        return [
+            _hide(item, found) if _follows_secret_flag(value, index) else _walk(item, found, finish)
+            for index, item in enumerate(value)
+        ]
     if isinstance(value, str):
         return finish(_scrub(value, found))
     return value
@@ -180,6 +216,7 @@ def _hide(value: Any, found: set[str]) -> Any:
 def _scrub(text: str, found: set[str]) -> str:
     """``text`` with URL credentials and secret query or flag values replaced, each added to
     ``found``."""
+
     def user(match: re.Match[str]) -> str:
         found.add(match["user"].partition(":")[2] or match["user"])
         return f"{match['scheme']}{REDACTED}@"
@@ -200,8 +237,11 @@ def _secrets_in(value: Any) -> set[str]:
 
 
 def _env_secrets() -> set[str]:
-    return {value for name, value in os.environ.items()
-            if _ENV_SECRET.search(name.upper()) and len(value) >= MIN_SECRET_LENGTH}
+    return {
+        value
+        for name, value in os.environ.items()
+        if _ENV_SECRET.search(name.upper()) and len(value) >= MIN_SECRET_LENGTH
+    }
 
 
 def _known() -> set[str]:

@@ -33,7 +33,9 @@ def import_object(
     """
     target, name = split_reference(reference)
     if not target or not name:
-        raise error(f"{what} '{reference}' must look like path/to/file.py:name or package.module:name")
+        raise error(
+            f"{what} '{reference}' must look like path/to/file.py:name or package.module:name"
+        )
     if target.endswith(".py"):
         module = load_file(resolve_path(target, base_dir), error, what)
     else:
@@ -116,8 +118,12 @@ def load_file(path: Path, error: type[AWorldTrainError], what: str) -> Any:
     module_name = f"aworld_train_user_{abs(hash(str(path)))}"
     if module_name in sys.modules:
         return sys.modules[module_name]
-    call_isolated(lambda: bool(_execute(path, module_name, error, what)),
-                  timeout=IMPORT_SECONDS, what=f"{what} file {path}, on import,", error=error)
+    call_isolated(
+        lambda: bool(_execute(path, module_name, error, what)),
+        timeout=IMPORT_SECONDS,
+        what=f"{what} file {path}, on import,",
+        error=error,
+    )
     return _execute(path, module_name, error, what)
 
 

@@ -39,9 +39,11 @@ def resolve_resume(run: str | Path, run_path: str | Path) -> Path:
         raise RunDirectoryError(already_resumed(path))
     status = data.get("status")
     if status == "checked":
-        raise RunDirectoryError(f"run {path} passed its checks but never trained: nothing to "
-                                f"resume; train its job instead: aworld-train train "
-                                f"{shlex.quote(str(path / JOB_FILE))}")
+        raise RunDirectoryError(
+            f"run {path} passed its checks but never trained: nothing to "
+            f"resume; train its job instead: aworld-train train "
+            f"{shlex.quote(str(path / JOB_FILE))}"
+        )
     if status == "completed":
         raise RunDirectoryError(f"run {path} already completed; nothing to resume")
     if status == "running":

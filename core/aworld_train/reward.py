@@ -91,12 +91,13 @@ class RewardSpec:
         :raises RewardError: when a function raises or returns neither a number nor a dict with
             a numeric ``score``, naming the function, the row and the exception.
         """
-        return self.total(lambda function: call_checked(
-            function, row, data_source, solution_str, ground_truth, extra_info))
+        return self.total(
+            lambda function: call_checked(
+                function, row, data_source, solution_str, ground_truth, extra_info
+            )
+        )
 
-    def total(
-        self, value_of: Callable[[RewardFunction], float | dict[str, Any]]
-    ) -> RewardResult:
+    def total(self, value_of: Callable[[RewardFunction], float | dict[str, Any]]) -> RewardResult:
         """The weighted total of ``value_of(function)`` (a checked result) over the functions."""
         total = 0.0
         metrics: dict[str, float] = {}
@@ -124,8 +125,10 @@ def resolve_reward(reward: Any, base_dir: Path | None = None) -> RewardSpec:
     if isinstance(reward, RewardSpec):
         return reward
     if reward is None or reward == []:
-        raise RewardError("no reward given: name a built-in (exact_match, answer_match), "
-                          "a file.py[:function] or a package.module:function")
+        raise RewardError(
+            "no reward given: name a built-in (exact_match, answer_match), "
+            "a file.py[:function] or a package.module:function"
+        )
     items = reward if isinstance(reward, list) else [reward]
     return RewardSpec([_resolve_one(item, base_dir) for item in items])
 
@@ -138,8 +141,10 @@ CANONICAL_SIGNATURE = "reward(data_source, solution_str, ground_truth, extra_inf
 #: managers need a number for every completion), so one job would train differently per
 #: engine. A ``None`` is also far more often a reward that fell off the end of its ``if``
 #: chain than a deliberate choice, and ``check`` can then name the row.
-NONE_REFUSED = ("a reward scores every completion with a number (return 0.0 for a completion "
-                "it does not apply to)")
+NONE_REFUSED = (
+    "a reward scores every completion with a number (return 0.0 for a completion "
+    "it does not apply to)"
+)
 
 
 def _resolve_one(item: Any, base_dir: Path | None) -> RewardFunction:
@@ -147,9 +152,7 @@ def _resolve_one(item: Any, base_dir: Path | None) -> RewardFunction:
     if isinstance(item, dict):
         unknown = set(item) - {"name", "weight"}
         if "name" not in item or unknown:
-            raise RewardError(
-                f"reward entry {item!r} must be {{name: <reward>, weight: <number>}}"
-            )
+            raise RewardError(f"reward entry {item!r} must be {{name: <reward>, weight: <number>}}")
         weight = item.get("weight", 1.0)
         if not is_number(weight):
             raise RewardError(
@@ -161,7 +164,9 @@ def _resolve_one(item: Any, base_dir: Path | None) -> RewardFunction:
         module = getattr(item, "__module__", None)
         qualname = getattr(item, "__qualname__", "")
         importable = module not in (None, "__main__") and "<" not in qualname
-        function = RewardFunction(name, item, float(weight), f"{module}:{qualname}" if importable else None)
+        function = RewardFunction(
+            name, item, float(weight), f"{module}:{qualname}" if importable else None
+        )
     elif isinstance(item, str) and _engine_reference(item) is not None:
         engine, name = _engine_reference(item)  # type: ignore[misc]
         return engine_reward(engine, name, float(weight))
@@ -206,10 +211,16 @@ def engine_reward(engine: str, name: str, weight: float = 1.0) -> RewardFunction
     in the core can, so its function refuses to score in one line."""
     reference = f"{engine}:{name}"
 
-    def scored_by_the_engine(data_source: str, solution_str: str, ground_truth: str,
-                             extra_info: dict[str, Any] | None = None) -> float:
-        raise RewardError(f"reward '{reference}' is engine {engine}'s own reward: only that "
-                          "engine scores it, while training")
+    def scored_by_the_engine(
+        data_source: str,
+        solution_str: str,
+        ground_truth: str,
+        extra_info: dict[str, Any] | None = None,
+    ) -> float:
+        raise RewardError(
+            f"reward '{reference}' is engine {engine}'s own reward: only that "
+            "engine scores it, while training"
+        )
 
     return RewardFunction(name, scored_by_the_engine, weight, reference, engine=engine)
 
@@ -243,27 +254,35 @@ def _sole_reward(path: str, base_dir: Path | None) -> str:
     module = load_file(resolve_path(path, base_dir), RewardError, "reward")
     defined: dict[str, Callable[..., Any]] = {}
     for name, value in vars(module).items():
-        if (inspect.isfunction(value) and value.__module__ == module.__name__
-                and not name.startswith("_") and value not in defined.values()):
+        if (
+            inspect.isfunction(value)
+            and value.__module__ == module.__name__
+            and not name.startswith("_")
+            and value not in defined.values()
+        ):
             defined[name] = value
     candidates = [name for name, fn in defined.items() if _takes_reward_arguments(fn)]
     if len(candidates) == 1:
         return candidates[0]
     if candidates:
         listed = f"{', '.join(candidates[:-1])} and {candidates[-1]}"
-        raise RewardError(f"reward file {path} defines {listed}: name one, "
-                          f"e.g. {path}:{candidates[0]}")
+        raise RewardError(
+            f"reward file {path} defines {listed}: name one, e.g. {path}:{candidates[0]}"
+        )
     others = ", ".join(f"{name}{inspect.signature(fn)}" for name, fn in defined.items())
-    raise RewardError(f"reward file {path} defines no function {CANONICAL_SIGNATURE}"
-                      + (f" (it defines {others})" if others else "")
-                      + f"; define one, or name one as {path}:function")
+    raise RewardError(
+        f"reward file {path} defines no function {CANONICAL_SIGNATURE}"
+        + (f" (it defines {others})" if others else "")
+        + f"; define one, or name one as {path}:function"
+    )
 
 
 def _takes_reward_arguments(fn: Callable[..., Any]) -> bool:
     """Whether ``fn`` can be called with the canonical reward arguments by name."""
     try:
-        inspect.signature(fn).bind(data_source="", solution_str="", ground_truth="",
-                                   extra_info=None)
+        inspect.signature(fn).bind(
+            data_source="", solution_str="", ground_truth="", extra_info=None
+        )
     except TypeError:
         return False
     return True
@@ -308,8 +327,9 @@ def call_checked(
         if "score" in value and value["score"] is None:
             raise RewardError(f"{where} returned a dict whose 'score' is None; {NONE_REFUSED}")
         if not is_number(value.get("score")):
-            raise RewardError(f"{where} returned a dict without a finite numeric 'score': "
-                              f"{value!r}")
+            raise RewardError(
+                f"{where} returned a dict without a finite numeric 'score': {value!r}"
+            )
         return value
     if value is None:
         raise RewardError(f"{where} returned None; {NONE_REFUSED}")

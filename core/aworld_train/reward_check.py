@@ -57,13 +57,19 @@ class GroundTruthScores:
 
     def below_high(self) -> list[tuple[int, float]]:
         """The rows whose ground truth scores below the highest score seen, by row."""
-        return sorted((row, score) for row, score in zip(self.rows, self.scores)
-                      if score < self.high - _SAME_SCORE)
+        return sorted(
+            (row, score)
+            for row, score in zip(self.rows, self.scores)
+            if score < self.high - _SAME_SCORE
+        )
 
     def describe(self) -> str:
         """The check table's text: the range on the ground truth, over how many rows."""
-        span = f"{self.low:.3g}" if self.low >= self.high - _SAME_SCORE else \
-            f"{self.low:.3g} to {self.high:.3g}"
+        span = (
+            f"{self.low:.3g}"
+            if self.low >= self.high - _SAME_SCORE
+            else f"{self.low:.3g} to {self.high:.3g}"
+        )
         below = len(self.below_high())
         share = "all" if len(self.rows) == self.dataset_rows else f"{len(self.rows):,} of"
         text = f"the ground truth scores {span} on {share} {self.dataset_rows:,} rows"
@@ -79,10 +85,12 @@ class GroundTruthScores:
         shown = ", ".join(f"{row} ({score:.3g})" for row, score in below[:5])
         more = f" and {len(below) - 5} more" if len(below) > 5 else ""
         rows = "row" if len(below) == 1 else "rows"
-        return (f"reward: the ground truth, scored as the completion, gets less than "
-                f"{self.high:.3g} on {len(below)} of {len(self.rows)} rows checked ({rows} "
-                f"{shown}{more}): a right answer should get the reward's maximum; check how "
-                "the reward reads these rows' answers")
+        return (
+            f"reward: the ground truth, scored as the completion, gets less than "
+            f"{self.high:.3g} on {len(below)} of {len(self.rows)} rows checked ({rows} "
+            f"{shown}{more}): a right answer should get the reward's maximum; check how "
+            "the reward reads these rows' answers"
+        )
 
 
 def sample_rows(count: int, budget: int = CHECK_ROWS) -> list[int]:
@@ -130,8 +138,9 @@ def check_reward_on_rows(
     order = sample_rows(len(dataset), rows)
     if not order:
         raise RewardError("the training dataset has no rows to score the reward on")
-    return _score_rows(spec, lambda: _read_rows(dataset, order), order, len(dataset), timeout,
-                       seconds)
+    return _score_rows(
+        spec, lambda: _read_rows(dataset, order), order, len(dataset), timeout, seconds
+    )
 
 
 def check_reward_on_row(
@@ -184,11 +193,17 @@ def _score_rows(
                 metrics = result.metrics
         return scores, metrics
 
-    scores, metrics = call_isolated(score_all, timeout=timeout, what=running,
-                                    error=RewardError, heartbeat=heartbeat,
-                                    hint="set config reward_timeout to allow more")
-    return GroundTruthScores(order[:len(scores)], scores, dataset_rows,
-                             RewardResult(scores[0], metrics))
+    scores, metrics = call_isolated(
+        score_all,
+        timeout=timeout,
+        what=running,
+        error=RewardError,
+        heartbeat=heartbeat,
+        hint="set config reward_timeout to allow more",
+    )
+    return GroundTruthScores(
+        order[: len(scores)], scores, dataset_rows, RewardResult(scores[0], metrics)
+    )
 
 
 def _beating(
@@ -196,8 +211,12 @@ def _beating(
 ) -> Callable[[RewardFunction], float | dict[str, float]]:
     """Score ``row`` (its ground truth as the completion) with one function, a heartbeat step
     each: what :meth:`RewardSpec._total` calls for each function."""
-    arguments = (row.get("data_source", ""), str(row["ground_truth"]), row["ground_truth"],
-                 row.get("extra_info"))
+    arguments = (
+        row.get("data_source", ""),
+        str(row["ground_truth"]),
+        row["ground_truth"],
+        row.get("extra_info"),
+    )
     step = first_step
 
     def value_of(function: RewardFunction) -> float | dict[str, float]:

@@ -42,7 +42,6 @@ from aworld_train.run_files import ERROR_LOG, JOB_FILE, METRICS_FILE
 logger = logging.getLogger("aworld_train")
 
 
-
 class RunDirectory:
     """One run's directory and its manifest."""
 
@@ -146,8 +145,9 @@ class RunDirectory:
     def temporary(cls, rank: int = 0) -> RunDirectory:
         """A temporary directory for a check-only run on node ``rank``, removed by
         :meth:`discard`."""
-        return cls(Path(tempfile.mkdtemp(prefix="aworld-train-check-")), scratch=True,
-                   node_rank=rank)
+        return cls(
+            Path(tempfile.mkdtemp(prefix="aworld-train-check-")), scratch=True, node_rank=rank
+        )
 
     @property
     def metrics_path(self) -> Path:
@@ -156,7 +156,6 @@ class RunDirectory:
     def write_job(self, job: dict[str, Any]) -> None:
         """Write the job as ``job.yaml``, secrets redacted."""
         import yaml
-
 
         text = yaml.safe_dump(redact(job), sort_keys=False, allow_unicode=True)
         (self.path / JOB_FILE).write_text(text, encoding="utf-8")
@@ -181,8 +180,9 @@ class RunDirectory:
         resumed_from = self.manifest.get("resumed_from")
         if resumed_from:
             link_continuation(Path(resumed_from), self.path)
-        self.manifest.update(status="running", started_at=now(), pid=os.getpid(),
-                             host=socket.gethostname())
+        self.manifest.update(
+            status="running", started_at=now(), pid=os.getpid(), host=socket.gethostname()
+        )
         self.write_manifest()
 
     @property
@@ -271,8 +271,7 @@ def probe_run_path(root: Path) -> None:
         os.close(handle)
         os.unlink(probe)
     except OSError as exc:
-        raise RunDirectoryError(f"run path {root} is not writable: {exc.strerror or exc}") \
-            from None
+        raise RunDirectoryError(f"run path {root} is not writable: {exc.strerror or exc}") from None
     finally:
         for created in made:
             try:

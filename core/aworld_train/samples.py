@@ -25,8 +25,13 @@ def append_samples(run_dir: Path, step: int, rows: list[dict[str, Any]]) -> None
     lines = []
     for row in rows:
         rewards = {str(name): _score(score) for name, score in (row.get("rewards") or {}).items()}
-        sample = {"step": int(step), "prompt": row["prompt"], "completion": row["completion"],
-                  "reward": _score(row["reward"]), "rewards": rewards}
+        sample = {
+            "step": int(step),
+            "prompt": row["prompt"],
+            "completion": row["completion"],
+            "reward": _score(row["reward"]),
+            "rewards": rewards,
+        }
         lines.append(json.dumps(sample, ensure_ascii=False) + "\n")
     if lines:
         # One write per call keeps a step's lines together.

@@ -39,8 +39,10 @@ def _saved_agent(agent: Any, spec: Any, base_dir: Path | None) -> Any:
     if isinstance(agent, (str, Path)) and Path(agent).suffix not in (".yaml", ".yml", ".json"):
         return str(agent)  # a module:factory
     data = spec.to_dict()
-    data["tools"] = [absolute_reference(tool, base_dir) if isinstance(tool, str)
-                     else describe_source(tool) for tool in data.get("tools", [])]
+    data["tools"] = [
+        absolute_reference(tool, base_dir) if isinstance(tool, str) else describe_source(tool)
+        for tool in data.get("tools", [])
+    ]
     if "mcp_config" in data:
         data["mcp_config"] = _pinned_servers(data["mcp_config"], base_dir)
     return {key: value for key, value in data.items() if value != []}
@@ -106,5 +108,6 @@ def _lived_in_memory(value: Any) -> bool:
         return any(_lived_in_memory(item) for item in value)
     if isinstance(value, dict):
         return _lived_in_memory(value.get("name"))
-    return isinstance(value, str) and (value.startswith(("<", "__main__:")) or ":<" in value
-                                       or value.endswith(":?"))
+    return isinstance(value, str) and (
+        value.startswith(("<", "__main__:")) or ":<" in value or value.endswith(":?")
+    )

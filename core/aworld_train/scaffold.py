@@ -23,7 +23,7 @@ MAX_LINES = 70
 
 # The templates are string.Template text: $name and $package are filled in, $$ is a dollar.
 
-_PYPROJECT = '''[build-system]
+_PYPROJECT = """[build-system]
 requires = ["setuptools>=68"]
 build-backend = "setuptools.build_meta"
 
@@ -43,12 +43,12 @@ $name = "$package.engine"
 
 [tool.setuptools]
 packages = ["$package"]
-'''
+"""
 
 _INIT = '''"""The $name engine for aworld-train."""
 '''
 
-_ENGINE = '''\"\"\"The $name engine's hooks, in the order aworld-train calls them.\"\"\"
+_ENGINE = """\"\"\"The $name engine's hooks, in the order aworld-train calls them.\"\"\"
 
 from typing import Any
 
@@ -87,9 +87,9 @@ def train(agent: AgentSpec, dataset: Any, config: Settings, ctx: RunContext) -> 
 @hookimpl
 def engine_versions() -> dict[str, str]:
     return installed_versions("torch", "transformers")
-'''
+"""
 
-_CONFIG = '''\"\"\"check_config: the engine's own `$name:` config section, as Settings.\"\"\"
+_CONFIG = """\"\"\"check_config: the engine's own `$name:` config section, as Settings.\"\"\"
 
 from dataclasses import dataclass, fields
 from typing import Any
@@ -110,9 +110,9 @@ def settings_from(algorithm: str, section: dict[str, Any]) -> Settings:
     for key in sorted(section.keys() - set(known)):  # the first unknown key, if any
         raise ConfigError(f"config: unknown $name key '{key}'{did_you_mean(key, known)}")
     return Settings(**section)
-'''
+"""
 
-_TRAINING = '''\"\"\"train: supervised fine-tuning on prompt + ground_truth with transformers' Trainer.\"\"\"
+_TRAINING = """\"\"\"train: supervised fine-tuning on prompt + ground_truth with transformers' Trainer.\"\"\"
 
 from typing import Any
 
@@ -150,9 +150,9 @@ def run_training(agent: AgentSpec, dataset: Any, settings: Settings, ctx: RunCon
     checkpoint = ctx.resume_from and str(resume_checkpoint(ctx.resume_from))
     trainer.train(resume_from_checkpoint=checkpoint)
     trainer.save_model(str(ctx.run_dir / "model"))
-'''
+"""
 
-_TEST = '''from aworld_train.testing.conformance import EngineConformance
+_TEST = """from aworld_train.testing.conformance import EngineConformance
 
 
 class TestConformance(EngineConformance):
@@ -160,9 +160,9 @@ class TestConformance(EngineConformance):
     engine_section = {"max_length": 64}
     sft_section = {"max_length": 64}
     common_config = {**EngineConformance.common_config, "algorithm": "sft"}
-'''
+"""
 
-_README = '''# aworld-train-$name
+_README = """# aworld-train-$name
 
 The `$name` engine for [aworld-train](https://pypi.org/project/aworld-train/).
 
@@ -176,7 +176,7 @@ aworld-train train job.yaml --engine $name
 `$package/engine.py` holds the hooks, `config.py` the `$name:` config section, `training.py`
 the training: replace it with your engine's and keep the hooks. The guide for engine authors
 is aworld-train's `docs/engines.md`.
-'''
+"""
 
 
 def scaffold_engine(name: str, directory: Path | None = None) -> Path:
@@ -203,6 +203,5 @@ def scaffold_engine(name: str, directory: Path | None = None) -> Path:
     for relative, template in files.items():
         path = target / relative
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(Template(template).substitute(name=name, package=package),
-                        encoding="utf-8")
+        path.write_text(Template(template).substitute(name=name, package=package), encoding="utf-8")
     return target

@@ -18,8 +18,12 @@ from typing import Any
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 LR_SCHEDULERS = ("constant", "linear", "cosine")
 # VeRL's names for how a batch's token losses become one loss (its loss_agg_mode).
-LOSS_AGGREGATIONS = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum",
-                     "seq-mean-token-sum-norm")
+LOSS_AGGREGATIONS = (
+    "token-mean",
+    "seq-mean-token-mean",
+    "seq-mean-token-sum",
+    "seq-mean-token-sum-norm",
+)
 TRACKERS = ("tensorboard", "wandb", "mlflow", "swanlab", "trackio")
 DEFAULT_LOG_SAMPLES = 4  # rollout samples per logged step when log_samples is unset
 ALL_LINEAR = "all-linear"  # PEFT's name for every linear layer but the output head
@@ -48,8 +52,12 @@ class Lora:
     def to_dict(self) -> dict[str, Any]:
         """The setting as plain data: a job file's form, and the manifest's."""
         modules = self.target_modules
-        return {"rank": self.rank, "alpha": self.alpha, "dropout": self.dropout,
-                "target_modules": modules if isinstance(modules, str) else list(modules)}
+        return {
+            "rank": self.rank,
+            "alpha": self.alpha,
+            "dropout": self.dropout,
+            "target_modules": modules if isinstance(modules, str) else list(modules),
+        }
 
 
 @dataclass(frozen=True)

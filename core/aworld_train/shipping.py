@@ -95,7 +95,8 @@ def secret_loads(data: bytes, environment: Mapping[str, str] | None = None, wher
                 raise TrainingError(
                     f"{name} is not set: it carries a secret of the job (an MCP server's env or "
                     f"header, a key argument, URL credentials) that aworld-train passes to the "
-                    f"training processes{'; set it ' + where if where else ''}")
+                    f"training processes{'; set it ' + where if where else ''}"
+                )
             return env[name]
 
     return Unpickler(io.BytesIO(data)).load()
@@ -132,7 +133,8 @@ def ship_agent(agent: AgentSpec, tools: ToolSet | None, path: Path, secrets: Sec
     except Exception as error:  # noqa: BLE001 - pickling fails in many ways
         raise AgentError(
             f"agent '{agent.name}' cannot be sent to the job's other training processes: "
-            f"{error}; give it and its Python tools as 'file.py:function' references") from error
+            f"{error}; give it and its Python tools as 'file.py:function' references"
+        ) from error
     path.touch(mode=0o600)
     # The folders first: the functions shipped by value import the modules beside them.
     path.write_bytes(pickle.dumps((folders, payload)))
@@ -152,8 +154,9 @@ def unship_agent(path: Path) -> Shipped:
     return shipped
 
 
-def refuse_sharded_episodes(agent: str, section: str, fsdp: Any, deepspeed: Any,
-                            processes: int) -> None:
+def refuse_sharded_episodes(
+    agent: str, section: str, fsdp: Any, deepspeed: Any, processes: int
+) -> None:
     """Refuse an agent the runtime runs in several processes whose weights are sharded over
     them (FSDP, DeepSpeed ZeRO-3): each process generates for its own episodes, as many model
     calls as they need, and each call would gather the weights from every process at once, so
@@ -173,4 +176,5 @@ def refuse_sharded_episodes(agent: str, section: str, fsdp: Any, deepspeed: Any,
         f"config {section}.{key}: agent '{agent}' runs its episodes in each of the {processes} "
         f"processes, each making the model calls its own episodes need, which weights sharded "
         f"over the processes ({what}) cannot answer (every call gathers them from all of them "
-        f"at once): use DDP or ZeRO stage 1 or 2, or one process")
+        f"at once): use DDP or ZeRO stage 1 or 2, or one process"
+    )

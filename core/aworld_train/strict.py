@@ -24,8 +24,15 @@ from aworld_train.errors import ConfigError
 _RANGE_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}
 
 
-def check_value(hint: Any, value: Any, where: str, *, because: str = "",
-                bounds: Mapping[str, float] | None = None, readings: Iterable[Any] = ()) -> Any:
+def check_value(
+    hint: Any,
+    value: Any,
+    where: str,
+    *,
+    because: str = "",
+    bounds: Mapping[str, float] | None = None,
+    readings: Iterable[Any] = (),
+) -> Any:
     """``value`` as a field typed ``hint`` holds it, checked strictly.
 
     :param where: what the error names first (``config trl.beta``, ``config key 'swift.x'``).
@@ -123,8 +130,13 @@ def describe_type(hint: Any) -> str:
     if origin is dict and arguments and arguments[-1] is not Any:
         return f"a mapping, each value {describe_type(arguments[-1])}"
     names = {
-        type(None): "null", bool: "true or false", int: "an integer", float: "a number",
-        str: "a string", dict: "a mapping", Any: "anything",
+        type(None): "null",
+        bool: "true or false",
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+        dict: "a mapping",
+        Any: "anything",
     }
     if origin in names:
         return names[origin]

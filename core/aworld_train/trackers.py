@@ -18,8 +18,13 @@ if TYPE_CHECKING:
     from aworld_train.settings import Setting
 
 # The package each tracker needs, as pip names it.
-_TRACKER_PACKAGES = {"tensorboard": "tensorboard", "wandb": "wandb", "mlflow": "mlflow",
-                     "swanlab": "swanlab", "trackio": "trackio"}
+_TRACKER_PACKAGES = {
+    "tensorboard": "tensorboard",
+    "wandb": "wandb",
+    "mlflow": "mlflow",
+    "swanlab": "swanlab",
+    "trackio": "trackio",
+}
 _WANDB_HOST = "api.wandb.ai"
 
 
@@ -39,17 +44,20 @@ def check_trackers(report_to: tuple[str, ...] | list[str], key: str = "report_to
         if tracker == "all":
             raise ConfigError(
                 f"config {key}: 'all' turns on every tracker installed here, with their files "
-                f"outside the run directory: name the trackers ({', '.join(TRACKERS)})")
+                f"outside the run directory: name the trackers ({', '.join(TRACKERS)})"
+            )
         if package is None:
             raise ConfigError(
                 f"config {key}: {tracker} is not a tracker AWorld Train supports: name the "
-                f"trackers among {', '.join(TRACKERS)}")
+                f"trackers among {', '.join(TRACKERS)}"
+            )
         if importlib.util.find_spec(package) is None:
             raise ConfigError(f"config {key}: {tracker} is not installed: pip install {package}")
         if tracker == "wandb" and not _wandb_can_log():
             raise ConfigError(
                 f"config {key}: wandb has no API key: set WANDB_API_KEY, run `wandb login`, "
-                "or set WANDB_MODE=offline to keep the logs in the run directory only")
+                "or set WANDB_MODE=offline to keep the logs in the run directory only"
+            )
 
 
 # The names an engine's own logger key takes that are not trackers (VeRL's trainer.logger),
@@ -64,8 +72,11 @@ def effective_trackers(setting: Setting) -> tuple[str, ...]:
     repeats dropped."""
     names: list[str] = []
     for value in (setting.value, setting.engine_value):
-        items = [value] if isinstance(value, str) else (
-            value if isinstance(value, (list, tuple)) else [])
+        items = (
+            [value]
+            if isinstance(value, str)
+            else (value if isinstance(value, (list, tuple)) else [])
+        )
         names += [str(item) for item in items if str(item) not in NOT_TRACKERS]
     return tuple(dict.fromkeys(names))
 
@@ -94,7 +105,8 @@ def tracker_environment(report_to: tuple[str, ...] | list[str], run_dir: Path) -
         environment["WANDB_DIR"] = str(run_dir)
     if "mlflow" in report_to:
         environment["MLFLOW_TRACKING_URI"] = os.environ.get(
-            "MLFLOW_TRACKING_URI", f"file:{run_dir / 'mlruns'}")
+            "MLFLOW_TRACKING_URI", f"file:{run_dir / 'mlruns'}"
+        )
     if "swanlab" in report_to:
         environment["SWANLAB_LOG_DIR"] = str(run_dir / "swanlog")
     if "trackio" in report_to:

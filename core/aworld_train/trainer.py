@@ -87,10 +87,18 @@ class AgentTrainer:
         on_check: Callable[[CheckResult], None] | None = None,
     ) -> None:
         # AWorld Train's argument names meet the job's here, and nowhere else.
-        job = Job(engine=train_engine_name, agent=agent, train_dataset=train_dataset,
-                  test_dataset=test_dataset, reward=reward_func, columns=columns, config=config,
-                  run_path=run_path if run_path is not None else "runs",
-                  overrides=tuple(overrides), base_dir=base_dir)
+        job = Job(
+            engine=train_engine_name,
+            agent=agent,
+            train_dataset=train_dataset,
+            test_dataset=test_dataset,
+            reward=reward_func,
+            columns=columns,
+            config=config,
+            run_path=run_path if run_path is not None else "runs",
+            overrides=tuple(overrides),
+            base_dir=base_dir,
+        )
         self._check(job, resume, check_only, show_progress, on_check)
 
     @classmethod
@@ -140,11 +148,19 @@ class AgentTrainer:
         self._progress = progress
         with _in_one_line(self._check_crash), _signals_interrupt("checks"):
             resume_from = resolve_resume(resume, self.run_path) if resume is not None else None
-            self.run_dir = RunDirectory.for_checks(self.run_path, self.train_engine_name,
-                                                   check_only)
+            self.run_dir = RunDirectory.for_checks(
+                self.run_path, self.train_engine_name, check_only
+            )
             with self.run_dir.checking():
-                checks = CheckRun(self.job, self.engine_info, self.run_dir, check_only,
-                                  resume_from, progress, record=self._record)
+                checks = CheckRun(
+                    self.job,
+                    self.engine_info,
+                    self.run_dir,
+                    check_only,
+                    resume_from,
+                    progress,
+                    record=self._record,
+                )
                 try:
                     checks.run(CHECKS)
                 finally:  # where a crash was raised is told by the plugins' packages
@@ -154,10 +170,13 @@ class AgentTrainer:
                 # check refuses what train would: a node rank the job has no room for.
                 self.run_dir.require_nodes(self.context.config.resources.nnodes)
                 if not check_only:
-                    self.run_dir.start(checks.rerunnable_job(),
-                                       engine=self.train_engine_name,
-                                       versions=checks.versions(), **checks.settings_fields(),
-                                       resumed_from=str(resume_from) if resume_from else None)
+                    self.run_dir.start(
+                        checks.rerunnable_job(),
+                        engine=self.train_engine_name,
+                        versions=checks.versions(),
+                        **checks.settings_fields(),
+                        resumed_from=str(resume_from) if resume_from else None,
+                    )
         self.initialized = True
 
     def train(self) -> dict[str, Any]:
@@ -182,13 +201,17 @@ class AgentTrainer:
         from aworld_train.errors import JobError
 
         if self.check_only:
-            raise JobError("this trainer was made with check_only=True: it ran the checks only; "
-                           "create AgentTrainer(...) without check_only to train")
+            raise JobError(
+                "this trainer was made with check_only=True: it ran the checks only; "
+                "create AgentTrainer(...) without check_only to train"
+            )
         if not self.initialized:  # as AWorld Train's API raises it
             raise TrainerStateError(f"Train engine {self.train_engine_name} is not initialized")
         if self.run_dir.status != "checked":  # a run directory is never reused
-            raise TrainerStateError(f"run {self.run_dir.path} already ended ({self.run_dir.status}); "
-                           "create a new AgentTrainer to train again, or resume this run")
+            raise TrainerStateError(
+                f"run {self.run_dir.path} already ended ({self.run_dir.status}); "
+                "create a new AgentTrainer to train again, or resume this run"
+            )
         with _in_one_line(None):
             self.run_dir.begin()
         self._announce()
@@ -197,8 +220,12 @@ class AgentTrainer:
             with _signals_interrupt("training"):
                 self.metrics.start(None)
                 result = self.manager.hook.train(
-                    agent=hand_off.agent, dataset=hand_off.dataset, reward=hand_off.reward,
-                    config=hand_off.config, ctx=self.context)
+                    agent=hand_off.agent,
+                    dataset=hand_off.dataset,
+                    reward=hand_off.reward,
+                    config=hand_off.config,
+                    ctx=self.context,
+                )
         except BaseException as exc:
             self._close(exc)
             crash = self._crash(exc)
@@ -211,8 +238,14 @@ class AgentTrainer:
         self._close(None, final)
         return final
 
-    def evaluate(self, model: str = "final", dataset: str = "test", *, limit: int | None = None,
-                 samples: int = 1) -> EvalResult:
+    def evaluate(
+        self,
+        model: str = "final",
+        dataset: str = "test",
+        *,
+        limit: int | None = None,
+        samples: int = 1,
+    ) -> EvalResult:
         """Score a model of this run on a dataset with the job's reward, as ``aworld-train
         eval`` does, and write ``<run>/eval/<model>-<dataset>.json`` and ``.samples.jsonl``.
 
@@ -226,10 +259,15 @@ class AgentTrainer:
         from aworld_train.evaluation import evaluate
 
         if self.check_only:
-            raise JobError("this trainer was made with check_only=True: it has no run to "
-                           "evaluate")
-        return evaluate(self.run_dir.path, model=model, dataset=dataset, limit=limit,
-                        samples=samples, progress=True)
+            raise JobError("this trainer was made with check_only=True: it has no run to evaluate")
+        return evaluate(
+            self.run_dir.path,
+            model=model,
+            dataset=dataset,
+            limit=limit,
+            samples=samples,
+            progress=True,
+        )
 
     #: AWorld Train's name for :meth:`evaluate`.
     inference = evaluate
@@ -260,8 +298,7 @@ class AgentTrainer:
         who = plugins.raised_by_label(self.manager, self.engine_info, error)
         where = raised_at(error, plugins.plugin_packages(self.manager))
         log = self.run_dir.error_log
-        return TrainingCrash(crash_line(who, "train", error, where,
-                                        log if log.is_file() else None))
+        return TrainingCrash(crash_line(who, "train", error, where, log if log.is_file() else None))
 
     def _check_crash(self, error: Exception) -> AWorldTrainError:
         """The one line for an exception that ended the checks without saying what is wrong:

@@ -68,26 +68,41 @@ def start_engine(folder: str | Path, *, seed: int = 0, trust_remote_code: bool =
 
     # Log-probs of the distribution tokens are sampled from (after temperature and top-p), as
     # a rollout records them for training.
-    return LLM(model=str(folder), seed=seed, trust_remote_code=trust_remote_code,
-               max_model_len=min(_max_positions(Path(folder)), MAX_MODEL_LEN),
-               logprobs_mode="processed_logprobs", use_tqdm_on_load=False, **settings)
+    return LLM(
+        model=str(folder),
+        seed=seed,
+        trust_remote_code=trust_remote_code,
+        max_model_len=min(_max_positions(Path(folder)), MAX_MODEL_LEN),
+        logprobs_mode="processed_logprobs",
+        use_tqdm_on_load=False,
+        **settings,
+    )
 
 
-def generate(llm: Any, prompts: list[list[int]], max_tokens: int, *, n: int = 1,
-             temperature: float = 1.0, top_p: float = 1.0, seed: int | None = None
-             ) -> list[list[Generated]]:
+def generate(
+    llm: Any,
+    prompts: list[list[int]],
+    max_tokens: int,
+    *,
+    n: int = 1,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+    seed: int | None = None,
+) -> list[list[Generated]]:
     """Per prompt, ``n`` continuations with each sampled token's log-prob (after temperature
     and top-p, as the sampler drew it); ``temperature`` 0 is greedy."""
     from vllm import SamplingParams
 
     from aworld_train.runtime import Generated
 
-    params = SamplingParams(n=n, max_tokens=max_tokens, temperature=temperature, top_p=top_p,
-                            seed=seed, logprobs=0)
-    outputs = llm.generate([{"prompt_token_ids": ids} for ids in prompts], params,
-                           use_tqdm=False)
-    return [[Generated(list(c.token_ids), _chosen_logprobs(c)) for c in output.outputs]
-            for output in outputs]
+    params = SamplingParams(
+        n=n, max_tokens=max_tokens, temperature=temperature, top_p=top_p, seed=seed, logprobs=0
+    )
+    outputs = llm.generate([{"prompt_token_ids": ids} for ids in prompts], params, use_tqdm=False)
+    return [
+        [Generated(list(c.token_ids), _chosen_logprobs(c)) for c in output.outputs]
+        for output in outputs
+    ]
 
 
 def _chosen_logprobs(completion: Any) -> list[float]:
@@ -95,8 +110,10 @@ def _chosen_logprobs(completion: Any) -> list[float]:
     among its top-0 entries)."""
     if completion.logprobs is None:
         return [0.0] * len(completion.token_ids)
-    return [float(entries[token].logprob)
-            for token, entries in zip(completion.token_ids, completion.logprobs, strict=True)]
+    return [
+        float(entries[token].logprob)
+        for token, entries in zip(completion.token_ids, completion.logprobs, strict=True)
+    ]
 
 
 def sync_weights(llm: Any, model: Any, scratch: Path) -> None:
@@ -108,8 +125,9 @@ def sync_weights(llm: Any, model: Any, scratch: Path) -> None:
     from safetensors.torch import save_file
 
     scratch.mkdir(parents=True, exist_ok=True)
-    state = {name: tensor.detach().to("cpu").contiguous()
-             for name, tensor in model.state_dict().items()}
+    state = {
+        name: tensor.detach().to("cpu").contiguous() for name, tensor in model.state_dict().items()
+    }
     # A tied lm_head shares the embedding's storage, which safetensors will not save twice.
     if getattr(model.config, "tie_word_embeddings", False):
         state.pop("lm_head.weight", None)
@@ -152,5 +170,7 @@ def check_cpu_model(folder: Path) -> None:
     heads, hidden = config.get("num_attention_heads"), config.get("hidden_size")
     width = config.get("head_dim") or (hidden // heads if heads and hidden else None)
     if width is not None and not 32 <= width <= 512:
-        raise ValueError(f"vLLM's CPU attention takes heads 32 to 512 wide; the model's are "
-                         f"{width} (hidden_size {hidden} / {heads} heads)")
+        raise ValueError(
+            f"vLLM's CPU attention takes heads 32 to 512 wide; the model's are "
+            f"{width} (hidden_size {hidden} / {heads} heads)"
+        )

@@ -83,8 +83,14 @@ def reward_references(spec: RewardSpec) -> list[dict[str, Any]]:
                 "path/to/file.py:function or package.module:function to train with several "
                 "processes"
             )
-        references.append({"name": function.name, "ref": function.ref, "weight": function.weight,
-                           "engine": function.engine})
+        references.append(
+            {
+                "name": function.name,
+                "ref": function.ref,
+                "weight": function.weight,
+                "engine": function.engine,
+            }
+        )
     return references
 
 
@@ -94,11 +100,16 @@ def load_rewards(references: list[dict[str, Any]]) -> RewardSpec:
     from aworld_train.reward import RewardFunction, RewardSpec, engine_reward
 
     # An engine's own reward (swift:accuracy) is a name in the engine's registry, not an import.
-    return RewardSpec([
-        engine_reward(r["engine"], r["name"], r["weight"]) if r.get("engine") else
-        RewardFunction(r["name"], import_object(r["ref"], RewardError, "reward"), r["weight"], r["ref"])
-        for r in references
-    ])
+    return RewardSpec(
+        [
+            engine_reward(r["engine"], r["name"], r["weight"])
+            if r.get("engine")
+            else RewardFunction(
+                r["name"], import_object(r["ref"], RewardError, "reward"), r["weight"], r["ref"]
+            )
+            for r in references
+        ]
+    )
 
 
 def rendezvous(nnodes: int) -> dict[str, str]:
@@ -126,8 +137,10 @@ def join_timeout() -> int:
     if not value:
         return DEFAULT_JOIN_TIMEOUT_S
     if not value.isdigit() or int(value) < 1:
-        raise TrainingError(f"{JOIN_TIMEOUT_VARIABLE} is {value!r}: give the seconds a node "
-                            "waits for the others to join, a whole number above 0")
+        raise TrainingError(
+            f"{JOIN_TIMEOUT_VARIABLE} is {value!r}: give the seconds a node "
+            "waits for the others to join, a whole number above 0"
+        )
     return int(value)
 
 
@@ -140,20 +153,23 @@ def node_failure(log_path: Path, nnodes: int) -> str | None:
     text = log_path.read_text(encoding="utf-8", errors="replace")
     address = f"{os.environ.get('MASTER_ADDR', '?')}:{os.environ.get('MASTER_PORT', '?')}"
     if any(sign in text for sign in _NEVER_JOINED):
-        return (f"the {nnodes} nodes did not all join at {address} within {join_timeout()} s "
-                f"({JOIN_TIMEOUT_VARIABLE}): start every node with the same MASTER_ADDR and "
-                f"MASTER_PORT and its own NODE_RANK from 0 to {nnodes - 1} (full output in "
-                f"{log_path})")
+        return (
+            f"the {nnodes} nodes did not all join at {address} within {join_timeout()} s "
+            f"({JOIN_TIMEOUT_VARIABLE}): start every node with the same MASTER_ADDR and "
+            f"MASTER_PORT and its own NODE_RANK from 0 to {nnodes - 1} (full output in "
+            f"{log_path})"
+        )
     if any(sign in text for sign in _PEER_LEFT):
-        return (f"another node of the {nnodes} stopped while training (the connection to it "
-                f"closed); see that node's output (full output in {log_path})")
+        return (
+            f"another node of the {nnodes} stopped while training (the connection to it "
+            f"closed); see that node's output (full output in {log_path})"
+        )
     return None
 
 
 # What torch prints when a node waited for the others in vain (the main node's store, or a
 # node that could not reach it), and when a node it trains with went away.
-_NEVER_JOINED = ("waiting for clients", "The client socket has timed out",
-                 "RendezvousTimeoutError")
+_NEVER_JOINED = ("waiting for clients", "The client socket has timed out", "RendezvousTimeoutError")
 _PEER_LEFT = ("Connection closed by peer", "Connection reset by peer", "Broken pipe")
 
 
@@ -180,7 +196,7 @@ def run_workers(
     def forward(line: str) -> None:
         if not line.startswith(EVENT_MARKER):
             return
-        event = json.loads(line[len(EVENT_MARKER):])
+        event = json.loads(line[len(EVENT_MARKER) :])
         if event["event"] == "start":
             ctx.metrics.start(event["total"], completed=event["done"])
         elif event["event"] == "log":

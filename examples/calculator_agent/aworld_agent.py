@@ -30,7 +30,11 @@ def calculator_agent() -> Agent:
             "calculator tools for every step, then give the final number as <answer>NUMBER</answer>."
         ),
         # AWorld starts the server itself: an absolute path, run by this interpreter.
-        mcp_config={"mcpServers": {"calculator": {"command": sys.executable, "args": [str(HERE / "server.py")]}}},
+        mcp_config={
+            "mcpServers": {
+                "calculator": {"command": sys.executable, "args": [str(HERE / "server.py")]}
+            }
+        },
         mcp_servers=["calculator"],
         max_loop_steps=4,
     )

@@ -25,8 +25,11 @@ def write_dataset(path: Path, rows: int, seed: int) -> None:
     with path.open("w", encoding="utf-8") as handle:
         for _ in range(rows):
             a, b = rng.randrange(100, 10000), rng.randrange(100, 1000)
-            row = {"prompt": QUESTION.format(a=a, b=b), "ground_truth": str(a * b),
-                   "data_source": "calculator"}
+            row = {
+                "prompt": QUESTION.format(a=a, b=b),
+                "ground_truth": str(a * b),
+                "data_source": "calculator",
+            }
             handle.write(json.dumps(row) + "\n")
 
 
@@ -36,7 +39,9 @@ def main() -> None:
     if not (MODEL / "config.json").is_file():
         # 4096 positions: its byte-level tokens make a prompt with the three tools' schemas
         # ~1200 tokens, and an episode adds turns and tool results to it.
-        build_tiny_model(MODEL, extra_tokens=("<answer>", "</answer>"), max_positions=4096, tools=True)
+        build_tiny_model(
+            MODEL, extra_tokens=("<answer>", "</answer>"), max_positions=4096, tools=True
+        )
     for name, rows, seed in (("train", 256, 0), ("test", 32, 1)):
         path = HERE / "data" / f"{name}.jsonl"
         if not path.is_file():

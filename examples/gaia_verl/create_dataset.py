@@ -22,17 +22,37 @@ DATA = HERE / "data"
 # Each question needs the MCP server's facts (server.py) and, for most, its calculator.
 # (question, answer, GAIA level)
 TRAIN = [
-    ("How many years passed between the completion of the Eiffel Tower and the opening of the "
-     "Golden Gate Bridge?", "48", 1),
-    ("What is the combined height in metres of the Eiffel Tower and the Statue of Liberty?", "423", 1),
+    (
+        "How many years passed between the completion of the Eiffel Tower and the opening of the "
+        "Golden Gate Bridge?",
+        "48",
+        1,
+    ),
+    (
+        "What is the combined height in metres of the Eiffel Tower and the Statue of Liberty?",
+        "423",
+        1,
+    ),
     ("Which is taller, Big Ben or the Statue of Liberty? Answer with its name.", "Big Ben", 1),
     ("How many years older is Big Ben than the Sydney Opera House?", "114", 1),
-    ("In which cities are the Eiffel Tower and Big Ben? Answer as a comma-separated list in that "
-     "order.", "Paris, London", 2),
-    ("How many times the height of Big Ben is the Burj Khalifa? Round to one decimal place.", "8.6", 2),
+    (
+        "In which cities are the Eiffel Tower and Big Ben? Answer as a comma-separated list in that "
+        "order.",
+        "Paris, London",
+        2,
+    ),
+    (
+        "How many times the height of Big Ben is the Burj Khalifa? Round to one decimal place.",
+        "8.6",
+        2,
+    ),
 ]
 TEST = [
-    ("How many years after the Statue of Liberty was completed did the Burj Khalifa open?", "124", 1),
+    (
+        "How many years after the Statue of Liberty was completed did the Burj Khalifa open?",
+        "124",
+        1,
+    ),
     ("By how many metres is the Burj Khalifa taller than the Eiffel Tower?", "498", 1),
 ]
 
@@ -47,7 +67,11 @@ def rows(questions: list[tuple[str, str, int]], split: str) -> list[dict]:
             "data_source": "gaia",
             "ability": "tool_use",
             "reward_model": {"style": "rule", "ground_truth": answer},
-            "extra_info": {"index": index, "task_id": f"landmarks-{split}-{index:03d}", "level": level},
+            "extra_info": {
+                "index": index,
+                "task_id": f"landmarks-{split}-{index:03d}",
+                "level": level,
+            },
             "agent_name": AGENT_NAME,
         }
         for index, (question, answer, level) in enumerate(questions)
@@ -68,7 +92,9 @@ def main() -> None:
         # A chat template that renders the tools (check refuses a model that would never see
         # them); 4096 positions hold the prompt with the tools' schemas (the byte-level
         # tokenizer spends a token per character) and a few turns.
-        build_tiny_model(MODEL, extra_tokens=("<answer>", "</answer>"), max_positions=4096, tools=True)
+        build_tiny_model(
+            MODEL, extra_tokens=("<answer>", "</answer>"), max_positions=4096, tools=True
+        )
     print(f"data: {DATA}\nmodel: {MODEL}")
 
 

@@ -62,12 +62,14 @@ def main() -> None:
     os.chdir(HERE)
     agent = build_agent()
 
-    trainer = AgentTrainer(agent=agent,
-                           config="grpo_trainer.yaml",
-                           reward_func=gaia_reward_func,
-                           train_dataset="data/train.parquet",
-                           test_dataset="data/test.parquet",
-                           train_engine_name="verl")
+    trainer = AgentTrainer(
+        agent=agent,
+        config="grpo_trainer.yaml",
+        reward_func=gaia_reward_func,
+        train_dataset="data/train.parquet",
+        test_dataset="data/test.parquet",
+        train_engine_name="verl",
+    )
     trainer.train()
 
 
@@ -76,6 +78,8 @@ if __name__ == "__main__":
 
     try:
         main()
-    except AWorldTrainError as error:  # a mistake in the job, or no GPU: one line, as the CLI says it
+    except (
+        AWorldTrainError
+    ) as error:  # a mistake in the job, or no GPU: one line, as the CLI says it
         print(f"error: {error}", file=sys.stderr)
         sys.exit(2)

@@ -29,8 +29,13 @@ LANDMARKS: dict[str, dict[str, str | int]] = {
     "burj khalifa": {"city": "Dubai", "completed": 2010, "height_m": 828},
 }
 
-OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-             ast.Div: operator.truediv, ast.USub: operator.neg}
+OPERATORS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.USub: operator.neg,
+}
 
 
 @server.tool()

@@ -10,21 +10,25 @@ import json
 
 from openai import AsyncOpenAI
 
-TOOLS = [{
-    "type": "function",
-    "function": {
-        "name": "multiply",
-        "description": "Multiply two integers exactly.",
-        "parameters": {
-            "type": "object",
-            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
-            "required": ["a", "b"],
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "multiply",
+            "description": "Multiply two integers exactly.",
+            "parameters": {
+                "type": "object",
+                "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                "required": ["a", "b"],
+            },
         },
-    },
-}]
+    }
+]
 
-SYSTEM = ("Never do arithmetic in your head: call multiply, then give the final number as "
-          "<answer>NUMBER</answer>.")
+SYSTEM = (
+    "Never do arithmetic in your head: call multiply, then give the final number as "
+    "<answer>NUMBER</answer>."
+)
 
 
 def multiply(a: int, b: int) -> int:
@@ -36,7 +40,8 @@ async def run(row, llm):
     messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": row["prompt"]}]
     for _ in range(4):
         reply = await client.chat.completions.create(
-            model=llm.model, messages=messages, tools=TOOLS, max_tokens=128)
+            model=llm.model, messages=messages, tools=TOOLS, max_tokens=128
+        )
         message = reply.choices[0].message
         messages.append(message.model_dump(exclude_none=True))
         if not message.tool_calls:

@@ -34,8 +34,11 @@ def write_dataset(path: Path, digits: list[int]) -> None:
     """One row per digit: the prompt ``Repeat: <digit>`` whose answer is the digit."""
     with path.open("w", encoding="utf-8") as handle:
         for digit in digits:
-            row = {"prompt": f"Repeat: {digit}", "ground_truth": str(digit),
-                   "data_source": "repeat_digit"}
+            row = {
+                "prompt": f"Repeat: {digit}",
+                "ground_truth": str(digit),
+                "data_source": "repeat_digit",
+            }
             handle.write(json.dumps(row) + "\n")
 
 

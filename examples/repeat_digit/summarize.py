@@ -20,8 +20,10 @@ MAX_NEW_TOKENS = 8
 
 def newest_run(runs: Path = RUNS) -> Path:
     """The run directory under ``runs`` whose metrics were written last."""
-    found = sorted((p for p in runs.glob("*") if (p / "metrics.jsonl").is_file()),
-                   key=lambda p: p.stat().st_mtime)
+    found = sorted(
+        (p for p in runs.glob("*") if (p / "metrics.jsonl").is_file()),
+        key=lambda p: p.stat().st_mtime,
+    )
     if not found:
         raise SystemExit(f"no run with metrics under {runs}")
     return found[-1]
@@ -57,7 +59,9 @@ def greedy_answers(model_dir: Path) -> list[tuple[int, str]]:
         )
         with torch.no_grad():
             output = model.generate(**inputs, max_new_tokens=MAX_NEW_TOKENS, do_sample=False)
-        answer = tokenizer.decode(output[0, inputs["input_ids"].shape[1]:], skip_special_tokens=True)
+        answer = tokenizer.decode(
+            output[0, inputs["input_ids"].shape[1] :], skip_special_tokens=True
+        )
         answers.append((digit, answer))
     return answers
 
@@ -71,8 +75,10 @@ def main() -> None:
     print("$ aworld-train eval", run, "--compare", flush=True)
     subprocess.run(command, check=True)
     records = map(json.loads, (run / "eval" / "final-test.samples.jsonl").read_text().splitlines())
-    print("trained model's greedy answers:",
-          "  ".join(f"{r['ground_truth']}->{r['completion']!r}" for r in records))
+    print(
+        "trained model's greedy answers:",
+        "  ".join(f"{r['ground_truth']}->{r['completion']!r}" for r in records),
+    )
 
 
 if __name__ == "__main__":

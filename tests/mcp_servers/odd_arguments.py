@@ -20,10 +20,14 @@ TOOLS = {
 
 async def list_tools() -> list[types.Tool]:
     # inputSchema, the wire's name, is the field's name in mcp 1 and its alias in mcp 2.
-    return [types.Tool(name=name, description=f"The {name} tool.",
-                       inputSchema={"type": "object", "properties": props,
-                                    "required": list(props)})
-            for name, props in TOOLS.items()]
+    return [
+        types.Tool(
+            name=name,
+            description=f"The {name} tool.",
+            inputSchema={"type": "object", "properties": props, "required": list(props)},
+        )
+        for name, props in TOOLS.items()
+    ]
 
 
 async def call_tool(name: str, arguments: dict[str, Any]) -> list[types.TextContent]:

@@ -19,24 +19,45 @@ def test_generated_engine_installs_and_passes_conformance(tmp_path: Path) -> Non
     subprocess.run([*cli, "new-engine", "scaffolded", str(source)], check=True)
     site = tmp_path / "site"
     # Offline: no index, and the build backend (setuptools) taken from this environment.
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
-                    "--no-build-isolation", "--target", str(site), str(source)], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-index",
+            "--no-build-isolation",
+            "--target",
+            str(site),
+            str(source),
+        ],
+        check=True,
+    )
     env = {**os.environ, "PYTHONPATH": str(site)}
 
     listed = subprocess.run([*cli, "engines"], env=env, capture_output=True, text=True, check=True)
     assert "scaffolded" in listed.stdout and "aworld-train-scaffolded" in listed.stdout
 
-    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                             str(source / "tests")], env=env, capture_output=True, text=True,
-                            cwd=tmp_path)
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(source / "tests")],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stdout[-3000:]
     assert "8 passed" in result.stdout
 
 
 def test_new_engine_refuses_a_non_empty_folder(tmp_path: Path) -> None:
     (tmp_path / "keep.txt").write_text("mine")
-    result = subprocess.run([sys.executable, "-m", "aworld_train.cli", "new-engine", "x",
-                             str(tmp_path)], capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "aworld_train.cli", "new-engine", "x", str(tmp_path)],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 2
     assert "already exists and is not empty" in result.stderr
     assert (tmp_path / "keep.txt").read_text() == "mine"

@@ -22,12 +22,18 @@ def make_agent() -> Any:
 
     return Agent(
         name="solver",
-        conf=AgentConfig(llm_provider="openai", llm_model_name="tiny-policy",
-                         llm_base_url="http://127.0.0.1:9/v1", llm_api_key="sk-do-not-log",
-                         llm_temperature=0.6),
+        conf=AgentConfig(
+            llm_provider="openai",
+            llm_model_name="tiny-policy",
+            llm_base_url="http://127.0.0.1:9/v1",
+            llm_api_key="sk-do-not-log",
+            llm_temperature=0.6,
+        ),
         system_prompt="Solve the task; answer in <answer></answer>.",
         mcp_servers=["calculator"],
-        mcp_config={"mcpServers": {"calculator": {"command": sys.executable, "args": [str(CALCULATOR)]}}},
+        mcp_config={
+            "mcpServers": {"calculator": {"command": sys.executable, "args": [str(CALCULATOR)]}}
+        },
     )
 
 
@@ -79,9 +85,13 @@ class Capture(TrainerProcessor):
 def test_an_aworld_agent_trains_through_a_processor_and_its_key_is_redacted(tmp_path: Path) -> None:
     AgentTrainer.register_processor("capture", Capture)
     try:
-        trainer = AgentTrainer(agent=make_agent(), reward_func="exact_match",
-                               train_dataset=[{"prompt": "2+2?", "ground_truth": "4"}],
-                               run_path=tmp_path, train_engine_name="capture")
+        trainer = AgentTrainer(
+            agent=make_agent(),
+            reward_func="exact_match",
+            train_dataset=[{"prompt": "2+2?", "ground_truth": "4"}],
+            run_path=tmp_path,
+            train_engine_name="capture",
+        )
         trainer.train()
     finally:
         AgentTrainer.unregister_processor("capture")
@@ -97,16 +107,21 @@ def test_an_aworld_agent_trains_through_a_processor_and_its_key_is_redacted(tmp_
 
 @pytest.mark.parametrize("config_model", [None, "org/policy"])
 def test_an_aworld_agents_llm_model_name_is_the_policy_only_when_nothing_else_names_one(
-        tmp_path: Path, config_model: str | None) -> None:
+    tmp_path: Path, config_model: str | None
+) -> None:
     """AWorld Train sets an agent's llm_model_name aside when it trains (it is the name the
     agent calls its server by), so a config model beside it is no disagreement; an agent file's
     ``model`` beside another is (tests/test_config.py)."""
     AgentTrainer.register_processor("capture", Capture)
     try:
-        trainer = AgentTrainer(agent=make_agent(), reward_func="exact_match",
-                               train_dataset=[{"prompt": "2+2?", "ground_truth": "4"}],
-                               config={"model": config_model} if config_model else None,
-                               train_engine_name="capture", check_only=True)
+        trainer = AgentTrainer(
+            agent=make_agent(),
+            reward_func="exact_match",
+            train_dataset=[{"prompt": "2+2?", "ground_truth": "4"}],
+            config={"model": config_model} if config_model else None,
+            train_engine_name="capture",
+            check_only=True,
+        )
     finally:
         AgentTrainer.unregister_processor("capture")
     assert trainer.context.config.model == (config_model or "tiny-policy")

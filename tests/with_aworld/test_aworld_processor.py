@@ -50,8 +50,9 @@ trainer:
 """
 
 
-def gaia_style_reward(data_source: str, solution_str: str, ground_truth: str,
-                      extra_info: dict[str, Any] | None = None) -> float:
+def gaia_style_reward(
+    data_source: str, solution_str: str, ground_truth: str, extra_info: dict[str, Any] | None = None
+) -> float:
     """1.0 when the text inside the last ``<answer>`` tags is the ground truth."""
     answers = re.findall(r"<answer>(.*?)</answer>", solution_str, re.DOTALL)
     answer = answers[-1] if answers else solution_str
@@ -67,11 +68,14 @@ class AWorldStyleVerlTrainer(TrainerProcessor):
         for key in ("llm_provider", "llm_model_name", "llm_base_url", "llm_api_key", "params"):
             settings.pop(key, None)
         loop = Path(self.run_path) / f"{agent.name()}.py"
-        loop.write_text(f"SYSTEM_PROMPT = {agent.system_prompt!r}\n"
-                        f"MCP_CONFIG = {agent.mcp_config!r}\nSETTINGS = {settings!r}\n")
+        loop.write_text(
+            f"SYSTEM_PROMPT = {agent.system_prompt!r}\n"
+            f"MCP_CONFIG = {agent.mcp_config!r}\nSETTINGS = {settings!r}\n"
+        )
         self.agent_yaml = f"{self.run_path}/agent.yaml"
-        Path(self.agent_yaml).write_text(f"- name: {agent.name()}\n"
-                                         f"  _target_: {agent.name()}.AgentLoop\n")
+        Path(self.agent_yaml).write_text(
+            f"- name: {agent.name()}\n  _target_: {agent.name()}.AgentLoop\n"
+        )
         return self.agent_yaml
 
     def check_dataset(self, dataset: Any, test_dataset: Any = None) -> None:
@@ -91,15 +95,17 @@ class AWorldStyleVerlTrainer(TrainerProcessor):
         with open(config) as handle:
             data = yaml.safe_load(handle)
         rollout = data["actor_rollout_ref"]["rollout"]
-        rollout["agent"]["agent_loop_config_path"] = (rollout["agent"]["agent_loop_config_path"]
-                                                      or self.agent_yaml)
+        rollout["agent"]["agent_loop_config_path"] = (
+            rollout["agent"]["agent_loop_config_path"] or self.agent_yaml
+        )
         reward = data["custom_reward_function"]
         reward["name"] = reward["name"] or self.reward_func_name
         reward["path"] = reward["path"] or self.reward_file_path
         data["data"]["train_files"] = data["data"]["train_files"] or [self.train_dataset_path]
         data["data"]["val_files"] = data["data"]["val_files"] or [self.test_dataset_path]
-        data["trainer"]["default_local_dir"] = (data["trainer"]["default_local_dir"]
-                                                or f"{self.run_path}/checkpoints")
+        data["trainer"]["default_local_dir"] = (
+            data["trainer"]["default_local_dir"] or f"{self.run_path}/checkpoints"
+        )
         with open(f"{self.run_path}/final_trainer.yaml", "w") as handle:
             yaml.safe_dump(data, handle)
         self.config = data
@@ -125,17 +131,23 @@ def make_agent() -> Any:
         conf=AgentConfig(llm_provider="verl", top_k=80),
         system_prompt="Use the tools; answer in <answer></answer>.",
         mcp_servers=["calculator"],
-        mcp_config={"mcpServers": {"calculator": {"command": sys.executable,
-                                                  "args": [str(CALCULATOR)]}}},
+        mcp_config={
+            "mcpServers": {"calculator": {"command": sys.executable, "args": [str(CALCULATOR)]}}
+        },
     )
 
 
 def write_parquet(path: Path) -> Path:
     import datasets
 
-    rows = [{"prompt": [{"role": "user", "content": f"What is {a} * {b}?"}],
-             "ground_truth": str(a * b), "data_source": "gaia_style"}
-            for a, b in ((2, 3), (4, 5), (6, 7))]
+    rows = [
+        {
+            "prompt": [{"role": "user", "content": f"What is {a} * {b}?"}],
+            "ground_truth": str(a * b),
+            "data_source": "gaia_style",
+        }
+        for a, b in ((2, 3), (4, 5), (6, 7))
+    ]
     datasets.Dataset.from_list(rows).to_parquet(path)
     return path
 
@@ -155,10 +167,16 @@ def test_an_aworld_train_processor_runs_unchanged_on_what_the_user_passed(
     (tmp_path / "grpo_trainer.yaml").write_text(VERL_STYLE_CONFIG)
     data = write_parquet(tmp_path / "train.parquet")
     agent = make_agent()
-    trainer = AgentTrainer(agent=agent, config="grpo_trainer.yaml", reward_func=gaia_style_reward,
-                           train_dataset="train.parquet", test_dataset="train.parquet",
-                           run_path=tmp_path / "runs", train_engine_name="aworld_verl",
-                           base_dir=tmp_path)
+    trainer = AgentTrainer(
+        agent=agent,
+        config="grpo_trainer.yaml",
+        reward_func=gaia_style_reward,
+        train_dataset="train.parquet",
+        test_dataset="train.parquet",
+        run_path=tmp_path / "runs",
+        train_engine_name="aworld_verl",
+        base_dir=tmp_path,
+    )
     run = trainer.run_dir.path
     processor = trainer.manager.get_plugin("aworld_verl").processor
     assert processor.initialized is False, "train() marks it"
@@ -168,7 +186,8 @@ def test_an_aworld_train_processor_runs_unchanged_on_what_the_user_passed(
     assert final["data"]["train_files"] == [str(data)]
     assert final["data"]["val_files"] == [str(data)]
     assert final["actor_rollout_ref"]["rollout"]["agent"]["agent_loop_config_path"] == str(
-        run / "agent.yaml")
+        run / "agent.yaml"
+    )
     assert final["custom_reward_function"] == {"path": __file__, "name": "gaia_style_reward"}
     assert final["trainer"]["default_local_dir"] == f"{run}/checkpoints"
     loop = (run / "gaia_agent.py").read_text()
@@ -178,14 +197,24 @@ def test_an_aworld_train_processor_runs_unchanged_on_what_the_user_passed(
     assert json.loads((run / "manifest.json").read_text())["status"] == "completed"
     # The core's own checks ran on the same inputs before the processor's.
     assert [c.module for c in trainer.checks if c.by == "core"] == [
-        "config", "agent", "model", "tools", "dataset", "test dataset", "reward"]
+        "config",
+        "agent",
+        "model",
+        "tools",
+        "dataset",
+        "test dataset",
+        "reward",
+    ]
     assert trainer.context.tools.names == ["add", "multiply", "divide"]
 
 
 WHOLE_VERL_CONFIG = {
     "data": {"train_files": None, "val_files": None, "train_batch_size": 8},
-    "actor_rollout_ref": {"model": {"path": None}, "actor": {"optim": {"lr": 1e-6}},
-                          "rollout": {"n": 4, "agent": {"agent_loop_config_path": None}}},
+    "actor_rollout_ref": {
+        "model": {"path": None},
+        "actor": {"optim": {"lr": 1e-6}},
+        "rollout": {"n": 4, "agent": {"agent_loop_config_path": None}},
+    },
     "critic": {"enable": False},
     "reward_model": {"enable": False},
     "custom_reward_function": {"path": None, "name": None},
@@ -207,9 +236,16 @@ def test_a_whole_verl_config_is_the_processors_own_format(tmp_path: Path) -> Non
     try:
         (tmp_path / "ppo_trainer.yaml").write_text(yaml.safe_dump(WHOLE_VERL_CONFIG))
         write_parquet(tmp_path / "train.parquet")
-        job = dict(agent=make_agent(), config="ppo_trainer.yaml", reward_func=gaia_style_reward,
-                   train_dataset="train.parquet", run_path=tmp_path / "runs",
-                   train_engine_name="keeps", base_dir=tmp_path, check_only=True)
+        job = dict(
+            agent=make_agent(),
+            config="ppo_trainer.yaml",
+            reward_func=gaia_style_reward,
+            train_dataset="train.parquet",
+            run_path=tmp_path / "runs",
+            train_engine_name="keeps",
+            base_dir=tmp_path,
+            check_only=True,
+        )
         trainer = AgentTrainer(**job)
         processor = trainer.manager.get_plugin("keeps").processor
         assert processor.given_config == str(tmp_path / "ppo_trainer.yaml")

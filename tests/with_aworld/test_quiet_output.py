@@ -17,7 +17,7 @@ pytest.importorskip("aworld", reason="needs the aworld extra: pip install aworld
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from helpers import engine_source, lay_out_engine, write_model_folder  # noqa: E402
 
-AGENT = '''
+AGENT = """
 from aworld.agents.llm_agent import Agent
 from aworld.config.conf import AgentConfig
 
@@ -26,7 +26,7 @@ def build():
     return Agent(name="solver", system_prompt="Answer.", conf=AgentConfig(
         llm_provider="openai", llm_model_name="tiny-policy", llm_base_url="http://127.0.0.1:9/v1",
         llm_api_key="sk-x"))
-'''
+"""
 
 
 def check(folder: Path, job: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -42,9 +42,14 @@ def check(folder: Path, job: str, **env: str) -> subprocess.CompletedProcess[str
     cwd = folder / "cwd"
     cwd.mkdir(exist_ok=True)
     base = {k: v for k, v in os.environ.items() if not k.startswith("AWORLD_")}
-    return subprocess.run([str(Path(sys.executable).parent / "aworld-train"), "check", "../job.yaml"],
-                          cwd=cwd, env={**base, "PYTHONPATH": str(site), **env},
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "aworld-train"), "check", "../job.yaml"],
+        cwd=cwd,
+        env={**base, "PYTHONPATH": str(site), **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 JOB = "engine: idle\nagent: agent.py:build\ntrain_dataset: train.jsonl\nreward: exact_match\n"

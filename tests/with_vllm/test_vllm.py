@@ -19,8 +19,10 @@ from aworld_train.testing.eval_reference import TEST_ROWS, varied_model  # noqa:
 from aworld_train.testing.fixtures import read_jsonl  # noqa: E402
 
 SYSTEM_PROMPT = "Answer with the digit."
-REWARD = ("def score(data_source, solution_str, ground_truth, extra_info=None):\n"
-          "    return 1.0 if ground_truth in solution_str else 0.0\n")
+REWARD = (
+    "def score(data_source, solution_str, ground_truth, extra_info=None):\n"
+    "    return 1.0 if ground_truth in solution_str else 0.0\n"
+)
 
 
 @pytest.fixture(scope="module")
@@ -37,14 +39,27 @@ def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _job(folder: Path, model: Path, **section: Any) -> Path:
     (folder / "rewards.py").write_text(REWARD)
     (folder / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in TEST_ROWS))
-    job = {"engine": "trl", "agent": {"name": "tiny", "system_prompt": SYSTEM_PROMPT},
-           "train_dataset": "test.jsonl", "test_dataset": "test.jsonl",
-           "reward": "rewards.py:score",
-           "config": {"algorithm": "grpo", "model": str(model), "max_steps": 3, "batch_size": 8,
-                      "num_generations": 4, "learning_rate": 0.05, "max_completion_length": 8,
-                      "logging_steps": 1, "save_steps": 3, "seed": 0,
-                      "trl": {"beta": 0.0, **section}},
-           "run_path": "runs"}
+    job = {
+        "engine": "trl",
+        "agent": {"name": "tiny", "system_prompt": SYSTEM_PROMPT},
+        "train_dataset": "test.jsonl",
+        "test_dataset": "test.jsonl",
+        "reward": "rewards.py:score",
+        "config": {
+            "algorithm": "grpo",
+            "model": str(model),
+            "max_steps": 3,
+            "batch_size": 8,
+            "num_generations": 4,
+            "learning_rate": 0.05,
+            "max_completion_length": 8,
+            "logging_steps": 1,
+            "save_steps": 3,
+            "seed": 0,
+            "trl": {"beta": 0.0, **section},
+        },
+        "run_path": "runs",
+    }
     path = folder / "job.yaml"
     path.write_text(json.dumps(job))
     return path
@@ -82,23 +97,34 @@ def test_the_agent_runtime_through_vllm_records_the_exact_tokens(model: Path) ->
         from openai import AsyncOpenAI
 
         client = AsyncOpenAI(base_url=llm.base_url, api_key=llm.api_key)
-        messages = [{"role": "system", "content": SYSTEM_PROMPT},
-                    {"role": "user", "content": row["prompt"]}]
-        first = await client.chat.completions.create(model=llm.model, messages=messages,
-                                                     max_tokens=6)
-        messages += [{"role": "assistant", "content": first.choices[0].message.content},
-                     {"role": "tool", "name": "echo", "content": "echoed"}]
-        second = await client.chat.completions.create(model=llm.model, messages=messages,
-                                                      max_tokens=6)
+        messages = [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": row["prompt"]},
+        ]
+        first = await client.chat.completions.create(
+            model=llm.model, messages=messages, max_tokens=6
+        )
+        messages += [
+            {"role": "assistant", "content": first.choices[0].message.content},
+            {"role": "tool", "name": "echo", "content": "echoed"},
+        ]
+        second = await client.chat.completions.create(
+            model=llm.model, messages=messages, max_tokens=6
+        )
         return second.choices[0].message.content or ""
 
     tokenizer = AutoTokenizer.from_pretrained(model)
     llm = vllm_generation.start_engine(model, seed=0)
-    generate = BatchedGenerate(lambda prompts, budget: [
-        row[0] for row in vllm_generation.generate(llm, prompts, budget, temperature=1.0, seed=3)])
+    generate = BatchedGenerate(
+        lambda prompts, budget: [
+            row[0]
+            for row in vllm_generation.generate(llm, prompts, budget, temperature=1.0, seed=3)
+        ]
+    )
     renderer = ChatRenderer(tokenizer)
-    runtime = AgentRuntime(load_agent(agent), None, renderer, generate,
-                           Limits(max_turns=2, max_tokens=64))
+    runtime = AgentRuntime(
+        load_agent(agent), None, renderer, generate, Limits(max_turns=2, max_tokens=64)
+    )
     generate.runtime = runtime
     [episode] = runtime.run([{"prompt": "Repeat: 4", "ground_truth": "4"}])
     trajectory = episode.trajectory
@@ -108,16 +134,22 @@ def test_the_agent_runtime_through_vllm_records_the_exact_tokens(model: Path) ->
     context_end = first_end + trajectory.mask[first_end:].index(1)
     turn_ended = trajectory.response_ids[first_end - 1] == tokenizer.eos_token_id
     assert trajectory.response_ids[first_end:context_end] == renderer.context_ids(
-        [{"role": "tool", "name": "echo", "content": "echoed"}], None, turn_ended=turn_ended)
+        [{"role": "tool", "name": "echo", "content": "echoed"}], None, turn_ended=turn_ended
+    )
 
     policy = AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32).eval()
     ids = trajectory.prompt_ids + trajectory.response_ids
     with torch.no_grad():
-        logits = policy(torch.tensor([ids])).logits[0, len(trajectory.prompt_ids) - 1:-1]
-    recomputed = torch.log_softmax(logits.float(), -1).gather(
-        -1, torch.tensor(trajectory.response_ids).unsqueeze(-1)).squeeze(-1).tolist()
-    gaps = [abs(a - b) for a, b, kept in zip(recomputed, trajectory.logprobs, trajectory.mask)
-            if kept]
+        logits = policy(torch.tensor([ids])).logits[0, len(trajectory.prompt_ids) - 1 : -1]
+    recomputed = (
+        torch.log_softmax(logits.float(), -1)
+        .gather(-1, torch.tensor(trajectory.response_ids).unsqueeze(-1))
+        .squeeze(-1)
+        .tolist()
+    )
+    gaps = [
+        abs(a - b) for a, b, kept in zip(recomputed, trajectory.logprobs, trajectory.mask) if kept
+    ]
     assert len(gaps) == sum(trajectory.mask) and max(gaps) < 1e-4
 
 
@@ -150,7 +182,8 @@ def test_grpo_rollouts_come_from_vllm_and_follow_the_trained_weights(
     # so every step moves the weights.
     (tmp_path / "rewards.py").write_text(
         "def score(data_source, solution_str, ground_truth, extra_info=None):\n"
-        "    return sum(map(ord, solution_str)) % 7 / 7\n")
+        "    return sum(map(ord, solution_str)) % 7 / 7\n"
+    )
     trainer = AgentTrainer(**_trainer_arguments(job))
     assert trainer.hand_off.config.vllm_rollouts
     trainer.train()
@@ -163,9 +196,15 @@ def test_grpo_rollouts_come_from_vllm_and_follow_the_trained_weights(
 
 def _trainer_arguments(job: Path) -> dict[str, Any]:
     spec = json.loads(job.read_text())
-    return {"agent": spec["agent"], "train_dataset": spec["train_dataset"],
-            "reward_func": spec["reward"], "config": spec["config"],
-            "train_engine_name": "trl", "run_path": job.parent / "runs", "base_dir": job.parent}
+    return {
+        "agent": spec["agent"],
+        "train_dataset": spec["train_dataset"],
+        "reward_func": spec["reward"],
+        "config": spec["config"],
+        "train_engine_name": "trl",
+        "run_path": job.parent / "runs",
+        "base_dir": job.parent,
+    }
 
 
 def _gap(model: Any, output: dict[str, list[Any]]) -> float:
@@ -173,27 +212,45 @@ def _gap(model: Any, output: dict[str, list[Any]]) -> float:
     import torch
 
     worst = 0.0
-    for prompt, completion, logprobs, mask in zip(output["prompt_ids"], output["completion_ids"],
-                                                  output["logprobs"], output["env_mask"]):
+    for prompt, completion, logprobs, mask in zip(
+        output["prompt_ids"], output["completion_ids"], output["logprobs"], output["env_mask"]
+    ):
         with torch.no_grad():
-            logits = model(torch.tensor([prompt + completion])).logits[0, len(prompt) - 1:-1]
-        recomputed = torch.log_softmax(logits.float(), -1).gather(
-            -1, torch.tensor(completion).unsqueeze(-1)).squeeze(-1).tolist()
-        worst = max([worst, *(abs(a - b) for a, b, kept in zip(recomputed, logprobs, mask)
-                              if kept)])
+            logits = model(torch.tensor([prompt + completion])).logits[0, len(prompt) - 1 : -1]
+        recomputed = (
+            torch.log_softmax(logits.float(), -1)
+            .gather(-1, torch.tensor(completion).unsqueeze(-1))
+            .squeeze(-1)
+            .tolist()
+        )
+        worst = max(
+            [worst, *(abs(a - b) for a, b, kept in zip(recomputed, logprobs, mask) if kept)]
+        )
     return worst
 
 
-@pytest.mark.parametrize(("section", "model_options", "message"), [
-    ({"use_vllm": True, "vllm_mode": "server"}, {},
-     "config trl.vllm_mode: on a CPU the engine runs vLLM beside the trainer (colocate), not as a "
-     "server"),
-    ({"use_vllm": True}, {"hidden_size": 64},
-     "vLLM's CPU attention takes heads 32 to 512 wide; the model's are 16"),
-])
+@pytest.mark.parametrize(
+    ("section", "model_options", "message"),
+    [
+        (
+            {"use_vllm": True, "vllm_mode": "server"},
+            {},
+            "config trl.vllm_mode: on a CPU the engine runs vLLM beside the trainer (colocate), not as a "
+            "server",
+        ),
+        (
+            {"use_vllm": True},
+            {"hidden_size": 64},
+            "vLLM's CPU attention takes heads 32 to 512 wide; the model's are 16",
+        ),
+    ],
+)
 def test_check_refuses_a_vllm_setting_that_cannot_work_on_a_cpu(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], section: dict[str, Any],
-    model_options: dict[str, Any], message: str
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    section: dict[str, Any],
+    model_options: dict[str, Any],
+    message: str,
 ) -> None:
     from aworld_train.testing import build_tiny_model
     from aworld_train.testing.fixtures import run_cli

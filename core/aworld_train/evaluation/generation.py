@@ -83,35 +83,56 @@ def generate_and_score(
     """
     started = time.perf_counter()
     schemas = tools.schemas() if tools is not None and len(tools) else None
-    sampling = _Sampling(samples, agent.llm_temperature, agent.llm_top_p, seed,
-                         greedy=samples == 1)
+    sampling = _Sampling(samples, agent.llm_temperature, agent.llm_top_p, seed, greedy=samples == 1)
     with _progress_bar(progress, len(rows)) as advance:
         if agent.runs_itself or schemas:
-            episodes = _agent_episodes(model, tokenizer, rows, agent, tools, max_new_tokens,
-                                       sampling, batch_size)
+            episodes = _agent_episodes(
+                model, tokenizer, rows, agent, tools, max_new_tokens, sampling, batch_size
+            )
             advance(len(rows))
             result = score_completions(
-                rows, [[episode.answer for episode in row] for row in episodes], reward,
-                failed=[[episode.failure is not None for episode in row] for row in episodes])
+                rows,
+                [[episode.answer for episode in row] for row in episodes],
+                reward,
+                failed=[[episode.failure is not None for episode in row] for row in episodes],
+            )
             for record, row in zip(result.records, episodes, strict=True):
                 record.update(_episode_record(row))
         else:
-            prompts = [render_prompt(tokenizer, row["prompt"], agent.system_prompt, index)
-                       for index, row in enumerate(rows)]
-            completions = _generate(model, tokenizer, prompts, max_new_tokens, sampling,
-                                    batch_size, advance)
+            prompts = [
+                render_prompt(tokenizer, row["prompt"], agent.system_prompt, index)
+                for index, row in enumerate(rows)
+            ]
+            completions = _generate(
+                model, tokenizer, prompts, max_new_tokens, sampling, batch_size, advance
+            )
             eos = tokenizer.eos_token_id
-            result = score_completions(rows, [
-                [tokenizer.decode(_until_eos(ids, eos), skip_special_tokens=True) for ids in row]
-                for row in completions], reward)
+            result = score_completions(
+                rows,
+                [
+                    [
+                        tokenizer.decode(_until_eos(ids, eos), skip_special_tokens=True)
+                        for ids in row
+                    ]
+                    for row in completions
+                ],
+                reward,
+            )
     result.model = _model_name(model)
     result.seconds = time.perf_counter() - started
     return result
 
 
-def _agent_episodes(model: Any, tokenizer: Any, rows: list[dict[str, Any]], agent: AgentSpec,
-                    tools: ToolSet | None, max_new_tokens: int, sampling: _Sampling,
-                    batch_size: int) -> list[list[EpisodeResult]]:
+def _agent_episodes(
+    model: Any,
+    tokenizer: Any,
+    rows: list[dict[str, Any]],
+    agent: AgentSpec,
+    tools: ToolSet | None,
+    max_new_tokens: int,
+    sampling: _Sampling,
+    batch_size: int,
+) -> list[list[EpisodeResult]]:
     """Per row, ``sampling.samples`` episodes of the agent with ``model`` as its policy."""
     from aworld_train.runtime import (
         AgentRuntime,
@@ -125,49 +146,67 @@ def _agent_episodes(model: Any, tokenizer: Any, rows: list[dict[str, Any]], agen
 
     def generate_batch(prompts: list[list[int]], max_tokens: int) -> list[Generated]:
         eos = tokenizer.eos_token_id
-        generated = _generate(model, tokenizer, prompts, max_tokens, turn, batch_size,
-                              lambda _: None)
-        return [Generated(ids, [0.0] * len(ids))
-                for ids in (_through_eos(row[0], eos) for row in generated)]
+        generated = _generate(
+            model, tokenizer, prompts, max_tokens, turn, batch_size, lambda _: None
+        )
+        return [
+            Generated(ids, [0.0] * len(ids))
+            for ids in (_through_eos(row[0], eos) for row in generated)
+        ]
 
     generate = BatchedGenerate(generate_batch)
-    runtime = AgentRuntime(agent, tools, ChatRenderer(tokenizer), generate,
-                           Limits(max_turns=agent.max_turns, max_tokens=max_new_tokens),
-                           model=_model_name(model))
+    runtime = AgentRuntime(
+        agent,
+        tools,
+        ChatRenderer(tokenizer),
+        generate,
+        Limits(max_turns=agent.max_turns, max_tokens=max_new_tokens),
+        model=_model_name(model),
+    )
     generate.runtime = runtime
     results = runtime.run([row for row in rows for _ in range(sampling.samples)])
-    return [results[i:i + sampling.samples] for i in range(0, len(results), sampling.samples)]
+    return [results[i : i + sampling.samples] for i in range(0, len(results), sampling.samples)]
 
 
 def _episode_record(episodes: list[EpisodeResult]) -> dict[str, Any]:
     """What ``.samples.jsonl`` keeps of a row's episodes: the conversation after the prompt,
     and why an episode failed."""
-    kept = [{"messages": e.messages, **({"failure": e.failure} if e.failure else {})}
-            for e in episodes]
+    kept = [
+        {"messages": e.messages, **({"failure": e.failure} if e.failure else {})} for e in episodes
+    ]
     if len(kept) == 1:
-        return {"episode": kept[0]["messages"],
-                **({"failure": kept[0]["failure"]} if "failure" in kept[0] else {})}
+        return {
+            "episode": kept[0]["messages"],
+            **({"failure": kept[0]["failure"]} if "failure" in kept[0] else {}),
+        }
     return {"episodes": kept}
 
 
-def render_prompt(tokenizer: Any, prompt: Any, system_prompt: str | None,
-                  row: int = 0) -> list[int]:
+def render_prompt(
+    tokenizer: Any, prompt: Any, system_prompt: str | None, row: int = 0
+) -> list[int]:
     """The token ids of one prompt as training renders it for generation.
 
     :param prompt: a string, or a list of ``{role, content}`` messages.
     :raises DatasetError: for chat messages and a tokenizer without a chat template.
     """
     if getattr(tokenizer, "chat_template", None):
-        messages = ([{"role": "user", "content": prompt}] if isinstance(prompt, str)
-                    else [{"role": m["role"], "content": m["content"]} for m in prompt])
+        messages = (
+            [{"role": "user", "content": prompt}]
+            if isinstance(prompt, str)
+            else [{"role": m["role"], "content": m["content"]} for m in prompt]
+        )
         if system_prompt and messages[0]["role"] != "system":
             messages.insert(0, {"role": "system", "content": system_prompt})
-        encoded = tokenizer.apply_chat_template(messages, add_generation_prompt=True,
-                                                tokenize=True, return_dict=True)
+        encoded = tokenizer.apply_chat_template(
+            messages, add_generation_prompt=True, tokenize=True, return_dict=True
+        )
         return list(encoded["input_ids"])
     if not isinstance(prompt, str):
-        raise DatasetError(f"row {row}: the prompt is a list of chat messages but the model has "
-                           "no chat template: give prompts as plain strings")
+        raise DatasetError(
+            f"row {row}: the prompt is a list of chat messages but the model has "
+            "no chat template: give prompts as plain strings"
+        )
     text = f"{system_prompt}\n\n{prompt}" if system_prompt else prompt
     return list(tokenizer(text)["input_ids"])
 
@@ -184,24 +223,37 @@ class _Sampling:
     greedy: bool
 
 
-def _generate(model: Any, tokenizer: Any, prompts: list[list[int]], max_new_tokens: int,
-              sampling: _Sampling, batch_size: int,
-              advance: Callable[[int], None]) -> list[list[list[int]]]:
+def _generate(
+    model: Any,
+    tokenizer: Any,
+    prompts: list[list[int]],
+    max_new_tokens: int,
+    sampling: _Sampling,
+    batch_size: int,
+    advance: Callable[[int], None],
+) -> list[list[list[int]]]:
     """Each prompt's completions' token ids, by vLLM or ``transformers``."""
     if _is_vllm(model):
         return _generate_vllm(model, prompts, max_new_tokens, sampling, advance)
-    return _generate_transformers(model, tokenizer, prompts, max_new_tokens, sampling,
-                                  batch_size, advance)
+    return _generate_transformers(
+        model, tokenizer, prompts, max_new_tokens, sampling, batch_size, advance
+    )
 
 
 def _through_eos(ids: list[int], eos: int | None) -> list[int]:
     """A turn's tokens through its end-of-sequence token, which the trajectory keeps."""
-    return ids[:ids.index(eos) + 1] if eos is not None and eos in ids else ids
+    return ids[: ids.index(eos) + 1] if eos is not None and eos in ids else ids
 
 
-def _generate_transformers(model: Any, tokenizer: Any, prompts: list[list[int]],
-                           max_new_tokens: int, sampling: _Sampling, batch_size: int,
-                           advance: Callable[[int], None]) -> list[list[list[int]]]:
+def _generate_transformers(
+    model: Any,
+    tokenizer: Any,
+    prompts: list[list[int]],
+    max_new_tokens: int,
+    sampling: _Sampling,
+    batch_size: int,
+    advance: Callable[[int], None],
+) -> list[list[list[int]]]:
     """Each prompt's completions' token ids, prompts of similar length batched together
     (less padding), left-padded, as TRL generates without vLLM.
 
@@ -213,52 +265,72 @@ def _generate_transformers(model: Any, tokenizer: Any, prompts: list[list[int]],
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     settings: dict[str, Any] = {"do_sample": False}
     if not sampling.greedy:
-        settings = {"do_sample": True, "num_return_sequences": sampling.samples,
-                    "temperature": sampling.temperature or DEFAULT_TEMPERATURE,
-                    "top_p": 1.0 if sampling.top_p is None else sampling.top_p, "top_k": 0}
+        settings = {
+            "do_sample": True,
+            "num_return_sequences": sampling.samples,
+            "temperature": sampling.temperature or DEFAULT_TEMPERATURE,
+            "top_p": 1.0 if sampling.top_p is None else sampling.top_p,
+            "top_k": 0,
+        }
     # A config of its own: the folder's generation_config.json (a repetition penalty, sampling
     # defaults) shapes neither training's generations nor these.
-    config = GenerationConfig(max_new_tokens=max_new_tokens, pad_token_id=pad,
-                              eos_token_id=tokenizer.eos_token_id, **settings)
+    config = GenerationConfig(
+        max_new_tokens=max_new_tokens,
+        pad_token_id=pad,
+        eos_token_id=tokenizer.eos_token_id,
+        **settings,
+    )
     device = next(model.parameters()).device
     order = sorted(range(len(prompts)), key=lambda index: len(prompts[index]))
     completions: list[list[list[int]]] = [[] for _ in prompts]
     training = model.training
     model.eval()
-    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []), \
-            torch.no_grad():
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []), torch.no_grad():
         torch.manual_seed(sampling.seed)
         for start in range(0, len(order), batch_size):
-            batch = order[start:start + batch_size]
+            batch = order[start : start + batch_size]
             width = max(len(prompts[index]) for index in batch)
             ids = [[pad] * (width - len(prompts[i])) + prompts[i] for i in batch]
             mask = [[0] * (width - len(prompts[i])) + [1] * len(prompts[i]) for i in batch]
-            generated = model.generate(input_ids=torch.tensor(ids, device=device),
-                                       attention_mask=torch.tensor(mask, device=device),
-                                       generation_config=config)
+            generated = model.generate(
+                input_ids=torch.tensor(ids, device=device),
+                attention_mask=torch.tensor(mask, device=device),
+                generation_config=config,
+            )
             new = generated[:, width:].tolist()
             for position, index in enumerate(batch):
-                completions[index] = new[position * sampling.samples:
-                                         (position + 1) * sampling.samples]
+                completions[index] = new[
+                    position * sampling.samples : (position + 1) * sampling.samples
+                ]
             advance(len(batch))
     model.train(training)
     return completions
 
 
-def _generate_vllm(llm: Any, prompts: list[list[int]], max_new_tokens: int, sampling: _Sampling,
-                   advance: Callable[[int], None]) -> list[list[list[int]]]:
+def _generate_vllm(
+    llm: Any,
+    prompts: list[list[int]],
+    max_new_tokens: int,
+    sampling: _Sampling,
+    advance: Callable[[int], None],
+) -> list[list[list[int]]]:
 
     generated = vllm_generation.generate(
-        llm, prompts, max_new_tokens, n=sampling.samples, seed=sampling.seed,
+        llm,
+        prompts,
+        max_new_tokens,
+        n=sampling.samples,
+        seed=sampling.seed,
         temperature=0.0 if sampling.greedy else sampling.temperature or DEFAULT_TEMPERATURE,
-        top_p=1.0 if sampling.greedy or sampling.top_p is None else sampling.top_p)
+        top_p=1.0 if sampling.greedy or sampling.top_p is None else sampling.top_p,
+    )
     advance(len(prompts))
     return [[completion.token_ids for completion in row] for row in generated]
 
 
 def _until_eos(ids: list[int], eos: int | None) -> list[int]:
     """A completion's tokens up to its end-of-sequence token: what follows is padding."""
-    return ids[:ids.index(eos)] if eos is not None and eos in ids else ids
+    return ids[: ids.index(eos)] if eos is not None and eos in ids else ids
 
 
 def _is_vllm(model: Any) -> bool:
@@ -278,7 +350,6 @@ def _progress_bar(enabled: bool, total: int) -> Iterator[Callable[[int], None]]:
         yield lambda rows: None
         return
     if not sys.stderr.isatty():
-
         yield count_lines("evaluating", total)
         return
     from rich.console import Console

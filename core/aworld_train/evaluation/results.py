@@ -40,6 +40,7 @@ class EvalResult:
         ``rewards`` (one completion) or ``completions``, ``scores``, ``rewards``, ``passed``
         (K of them).
     """
+
     model: str
     dataset: str
     rows: int
@@ -53,14 +54,25 @@ class EvalResult:
 
     def summary(self) -> dict[str, Any]:
         """Everything but the records, as plain data (``eval/<model>-<dataset>.json``)."""
-        return {"model": self.model, "dataset": self.dataset, "rows": self.rows,
-                "mean_reward": self.mean_reward, "rewards": dict(self.rewards),
-                "pass_at_k": self.pass_at_k, "samples": self.samples, "seconds": self.seconds,
-                "backend": self.backend}
+        return {
+            "model": self.model,
+            "dataset": self.dataset,
+            "rows": self.rows,
+            "mean_reward": self.mean_reward,
+            "rewards": dict(self.rewards),
+            "pass_at_k": self.pass_at_k,
+            "samples": self.samples,
+            "seconds": self.seconds,
+            "backend": self.backend,
+        }
 
 
-def score_completions(rows: list[dict[str, Any]], completions: list[list[str]],
-                      reward: RewardSpec, failed: list[list[bool]] | None = None) -> EvalResult:
+def score_completions(
+    rows: list[dict[str, Any]],
+    completions: list[list[str]],
+    reward: RewardSpec,
+    failed: list[list[bool]] | None = None,
+) -> EvalResult:
     """Score each row's completions with the job's reward (weights included) and summarise.
 
     :param completions: per row, its completions' text (one, or K).
@@ -73,10 +85,18 @@ def score_completions(rows: list[dict[str, Any]], completions: list[list[str]],
     passed = 0
     for index, (row, texts) in enumerate(zip(rows, completions, strict=True)):
         lost = failed[index] if failed is not None else [False] * len(texts)
-        results = [RewardResult(0.0, {f"rewards/{name}": 0.0 for name in names}) if failure else
-                   reward.score(row.get("data_source") or "", text, row["ground_truth"],
-                                row.get("extra_info"), row=index)
-                   for text, failure in zip(texts, lost, strict=True)]
+        results = [
+            RewardResult(0.0, {f"rewards/{name}": 0.0 for name in names})
+            if failure
+            else reward.score(
+                row.get("data_source") or "",
+                text,
+                row["ground_truth"],
+                row.get("extra_info"),
+                row=index,
+            )
+            for text, failure in zip(texts, lost, strict=True)
+        ]
         each = [{name: result.metrics[f"rewards/{name}"] for name in names} for result in results]
         scores.extend(result.score for result in results)
         for values in each:
@@ -88,15 +108,25 @@ def score_completions(rows: list[dict[str, Any]], completions: list[list[str]],
         if len(texts) == 1:
             record.update(completion=texts[0], score=results[0].score, rewards=each[0])
         else:
-            record.update(completions=texts, scores=[r.score for r in results], rewards=each,
-                          passed=row_passed)
+            record.update(
+                completions=texts,
+                scores=[r.score for r in results],
+                rewards=each,
+                passed=row_passed,
+            )
         records.append(record)
     samples = len(completions[0]) if completions else 1
     return EvalResult(
-        model="", dataset="", rows=len(rows), mean_reward=_mean(scores),
+        model="",
+        dataset="",
+        rows=len(rows),
+        mean_reward=_mean(scores),
         rewards={name: _mean(values) for name, values in per_reward.items()},
         pass_at_k=passed / len(rows) if samples > 1 and rows else None,
-        samples=samples, seconds=0.0, records=records)
+        samples=samples,
+        seconds=0.0,
+        records=records,
+    )
 
 
 def _mean(values: list[float]) -> float:
@@ -120,7 +150,8 @@ def write_result(result: EvalResult, out_dir: Path) -> Path:
     summary.write_text(json.dumps(result.summary(), indent=2) + "\n", encoding="utf-8")
     (out_dir / f"{stem}.samples.jsonl").write_text(
         "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in result.records),
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     return summary
 
 
@@ -128,8 +159,14 @@ def difference(base: EvalResult, final: EvalResult) -> dict[str, Any]:
     """Final minus base, for each figure both have."""
     return {
         "mean_reward": final.mean_reward - base.mean_reward,
-        "rewards": {name: final.rewards[name] - base.rewards[name]
-                    for name in final.rewards if name in base.rewards},
-        "pass_at_k": (final.pass_at_k - base.pass_at_k
-                      if final.pass_at_k is not None and base.pass_at_k is not None else None),
+        "rewards": {
+            name: final.rewards[name] - base.rewards[name]
+            for name in final.rewards
+            if name in base.rewards
+        },
+        "pass_at_k": (
+            final.pass_at_k - base.pass_at_k
+            if final.pass_at_k is not None and base.pass_at_k is not None
+            else None
+        ),
     }

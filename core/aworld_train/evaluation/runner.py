@@ -15,9 +15,17 @@ from aworld_train.evaluation.results import EvalResult, write_result
 from aworld_train.evaluation.target import EvalTarget, load_rows, open_target, resolve_model
 
 
-def evaluate(target: str | Path | EvalTarget, *, model: str | None = None, dataset: str = "test",
-             limit: int | None = None, samples: int = 1, progress: bool = False,
-             batch_size: int = 16, backend: str = "auto") -> EvalResult:
+def evaluate(
+    target: str | Path | EvalTarget,
+    *,
+    model: str | None = None,
+    dataset: str = "test",
+    limit: int | None = None,
+    samples: int = 1,
+    progress: bool = False,
+    batch_size: int = 16,
+    backend: str = "auto",
+) -> EvalResult:
     """Score ``model`` of ``target`` on ``dataset`` with the job's reward; write
     ``eval/<model>-<dataset>.json`` (:meth:`EvalResult.summary`) and ``.samples.jsonl`` (the
     records) into the run directory, or beside a job file.
@@ -47,9 +55,18 @@ def evaluate(target: str | Path | EvalTarget, *, model: str | None = None, datas
         loaded, tokenizer = load_model(model_path, opened, use_vllm)
         try:
             result = generate_and_score(
-                loaded, tokenizer, rows, agent=opened.agent, reward=opened.reward,
-                max_new_tokens=opened.max_new_tokens, samples=samples, batch_size=batch_size,
-                tools=tools, progress=progress, seed=opened.config.seed)
+                loaded,
+                tokenizer,
+                rows,
+                agent=opened.agent,
+                reward=opened.reward,
+                max_new_tokens=opened.max_new_tokens,
+                samples=samples,
+                batch_size=batch_size,
+                tools=tools,
+                progress=progress,
+                seed=opened.config.seed,
+            )
         finally:
             del loaded
             free_gpu(use_vllm)

@@ -45,6 +45,7 @@ class EvalTarget:
     :ivar reward: the job's reward.
     :ivar out_dir: where results go: ``<run>/eval``, or ``eval/`` beside the job file.
     """
+
     path: Path
     run_dir: Path | None
     job: Job
@@ -57,8 +58,9 @@ class EvalTarget:
     def max_new_tokens(self) -> int:
         """The job's completion budget: ``max_completion_length``, else the agent's
         ``llm_max_tokens``, as the engines take it."""
-        return (self.config.max_completion_length or self.agent.llm_max_tokens
-                or DEFAULT_MAX_NEW_TOKENS)
+        return (
+            self.config.max_completion_length or self.agent.llm_max_tokens or DEFAULT_MAX_NEW_TOKENS
+        )
 
     @property
     def base_model(self) -> str:
@@ -68,8 +70,10 @@ class EvalTarget:
         """
         model = self.config.model or self.agent.model
         if not model:
-            raise JobError(f"{self.path}: the job names no model (config key 'model' or the "
-                           "agent's model): give --model PATH")
+            raise JobError(
+                f"{self.path}: the job names no model (config key 'model' or the "
+                "agent's model): give --model PATH"
+            )
         return model
 
 
@@ -89,14 +93,22 @@ def open_target(target: str | Path) -> EvalTarget:
         job = load_job(path)
         out_dir = path.resolve().parent / EVAL_DIR  # the job file's folder
     else:
-        raise JobError(f"{target} is neither a run directory (one holding {MANIFEST} and "
-                       f"{JOB_FILE}) nor a job file (.yaml, .yml or .json)")
+        raise JobError(
+            f"{target} is neither a run directory (one holding {MANIFEST} and "
+            f"{JOB_FILE}) nor a job file (.yaml, .yml or .json)"
+        )
     agent = load_agent(job.agent, job.base_dir)
     if job.reward is None:
         raise JobError(f"{path}: the job names no reward; eval scores with the job's reward")
-    return EvalTarget(path=path, run_dir=run_dir, job=job, agent=agent,
-                      config=_job_config(job), reward=resolve_reward(job.reward, job.base_dir),
-                      out_dir=out_dir)
+    return EvalTarget(
+        path=path,
+        run_dir=run_dir,
+        job=job,
+        agent=agent,
+        config=_job_config(job),
+        reward=resolve_reward(job.reward, job.base_dir),
+        out_dir=out_dir,
+    )
 
 
 def _job_config(job: Job) -> TrainConfig:
@@ -129,9 +141,11 @@ def resolve_model(target: EvalTarget, model: str | None) -> tuple[str, str]:
         path = model_path(model, None, trust, given=True)
         return f"{Path(path).name or 'model'}@{_digest(path)}", path
     if target.run_dir is None:
-        raise JobError(f"{target.path} is a job file: it has a base model only; evaluate a run "
-                       "directory for its final model, or give --model PATH (with --compare, "
-                       "it is compared with base)")
+        raise JobError(
+            f"{target.path} is a job file: it has a base model only; evaluate a run "
+            "directory for its final model, or give --model PATH (with --compare, "
+            "it is compared with base)"
+        )
     final = target.run_dir / MODEL_DIR
     if not (final / "config.json").is_file():
         raise RunDirectoryError(_no_final_model(target.run_dir))
@@ -152,9 +166,11 @@ def load_rows(target: EvalTarget, dataset: str, limit: int | None) -> tuple[str,
     if dataset in ("test", "train"):
         source = getattr(job, f"{dataset}_dataset")
         if source is None:
-            raise DatasetError(f"{target.path}: the job has no {dataset}_dataset; evaluate on "
-                               f"--dataset {'train' if dataset == 'test' else 'test'} or "
-                               "--dataset PATH")
+            raise DatasetError(
+                f"{target.path}: the job has no {dataset}_dataset; evaluate on "
+                f"--dataset {'train' if dataset == 'test' else 'test'} or "
+                "--dataset PATH"
+            )
         name, role, base_dir = dataset, f"{dataset}_dataset", job.base_dir
     else:
         name = f"{Path(dataset).stem}@{_digest(Path(dataset).resolve())}"
@@ -179,11 +195,12 @@ def _no_final_model(run_dir: Path) -> str:
     if checkpoint is not None:
         return f"{said}; its last checkpoint is {checkpoint}: evaluate it with --model {checkpoint}"
     if verl is not None:
-        return (f"{said}; its last checkpoint is VeRL's sharded {verl}: convert it into "
-                f"{MODEL_DIR}/ with python -m aworld_train_verl.export {run_dir}, then evaluate "
-                "the run")
-    return (f"{said} and saved no checkpoint: only its base model can be evaluated "
-            "(--model base)")
+        return (
+            f"{said}; its last checkpoint is VeRL's sharded {verl}: convert it into "
+            f"{MODEL_DIR}/ with python -m aworld_train_verl.export {run_dir}, then evaluate "
+            "the run"
+        )
+    return f"{said} and saved no checkpoint: only its base model can be evaluated (--model base)"
 
 
 def _last_checkpoint(run_dir: Path) -> tuple[Path | None, str | None]:
@@ -208,6 +225,8 @@ def eval_hint(run_dir: Path) -> str:
     if checkpoint is not None:
         return f"aworld-train eval {run_dir} --model {checkpoint}"
     if verl is not None:
-        return (f"no {MODEL_DIR}/: python -m aworld_train_verl.export {run_dir} converts {verl},"
-                f" then aworld-train eval {run_dir}")
+        return (
+            f"no {MODEL_DIR}/: python -m aworld_train_verl.export {run_dir} converts {verl},"
+            f" then aworld-train eval {run_dir}"
+        )
     return f"no {MODEL_DIR}/ nor checkpoint: aworld-train eval {run_dir} --model base"

@@ -12,13 +12,22 @@ from aworld_train.files import parse_json_text, read_text
 
 
 #: The JSON files of a model folder whose ``auto_map`` makes transformers import the folder's code.
-REMOTE_CODE_FILES = ("config.json", "tokenizer_config.json", "processor_config.json",
-                     "preprocessor_config.json")
+REMOTE_CODE_FILES = (
+    "config.json",
+    "tokenizer_config.json",
+    "processor_config.json",
+    "preprocessor_config.json",
+)
 
 
 # The weights transformers' from_pretrained loads: a single file, or an index naming its shards.
-WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "tf_model.h5", "flax_model.msgpack",
-                 "model.ckpt.index")
+WEIGHT_FILES = (
+    "model.safetensors",
+    "pytorch_model.bin",
+    "tf_model.h5",
+    "flax_model.msgpack",
+    "model.ckpt.index",
+)
 
 
 WEIGHT_INDEXES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
@@ -36,6 +45,7 @@ FIRST_FEW = 3
 
 class ModelFiles:
     """The JSON files of a model folder, each read once, as data."""
+
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self._read: dict[str, dict[str, Any] | None] = {}
@@ -46,8 +56,10 @@ class ModelFiles:
         if config is None:
             raise ModelError(f"model folder {self.folder} has no config.json: {FIX}")
         if not isinstance(config.get("model_type"), str) or not config["model_type"]:
-            raise ModelError(f"model {self.folder}: config.json has no model_type, so "
-                             f"transformers cannot tell which model it is: {RESAVE}")
+            raise ModelError(
+                f"model {self.folder}: config.json has no model_type, so "
+                f"transformers cannot tell which model it is: {RESAVE}"
+            )
         return config
 
     def json(self, name: str) -> dict[str, Any] | None:
@@ -69,8 +81,10 @@ class ModelFiles:
         except ModelError as exc:
             raise ModelError(f"model {self.folder}: {exc}; {RESAVE}") from None
         if not isinstance(data, dict):
-            raise ModelError(f"model {self.folder}: {name} holds a JSON {type(data).__name__}, "
-                             f"not an object: {RESAVE}")
+            raise ModelError(
+                f"model {self.folder}: {name} holds a JSON {type(data).__name__}, "
+                f"not an object: {RESAVE}"
+            )
         return data
 
 

@@ -39,8 +39,11 @@ _HUB_ID = re.compile(r"^(?:[A-Za-z0-9][\w.-]{0,95}/)?[A-Za-z0-9][\w.-]{0,95}$")
 _TYPO_CUTOFF = 0.8
 
 
-def preflight_model(model: str | os.PathLike[str] | None, base_dir: Path | None = None,
-                    trust_remote_code: bool = False) -> str | None:
+def preflight_model(
+    model: str | os.PathLike[str] | None,
+    base_dir: Path | None = None,
+    trust_remote_code: bool = False,
+) -> str | None:
     """Check the model before any engine loads it, without running code from its folder.
 
     A local folder (absolute, or relative to ``base_dir``, then to the current directory) must
@@ -64,8 +67,10 @@ def preflight_model(model: str | os.PathLike[str] | None, base_dir: Path | None 
     if model is None or model == "":
         return None
     if not isinstance(model, (str, os.PathLike)):
-        raise ModelError(f"model must be a local folder or a hub id 'organisation/name', not "
-                         f"{type(model).__name__} {model!r}")
+        raise ModelError(
+            f"model must be a local folder or a hub id 'organisation/name', not "
+            f"{type(model).__name__} {model!r}"
+        )
     given = os.fspath(model)
     folder = _local_folder(given, base_dir)
     if folder is None:
@@ -99,24 +104,28 @@ def _local_folder(model: str, base_dir: Path | None) -> Path | None:
             if candidate.is_dir():
                 return candidate.resolve()
             if candidate.exists():
-                raise ModelError(f"model {model} is a file ({candidate}), not a model folder: "
-                                 f"{FIX}")
+                raise ModelError(
+                    f"model {model} is a file ({candidate}), not a model folder: {FIX}"
+                )
         local = path.is_absolute() or _looks_local(model, roots)
     except OSError as exc:  # a name too long for the file system, a loop of links
-        raise ModelError(f"model {model!r} cannot be looked up as a folder: "
-                         f"{exc.strerror or exc}") from None
+        raise ModelError(
+            f"model {model!r} cannot be looked up as a folder: {exc.strerror or exc}"
+        ) from None
     if not local and _is_hub_id(model):
         return None
     if not local:
-        raise ModelError(f"model {model!r} is neither a local folder nor a hub id "
-                         f"'organisation/name': {FIX}")
+        raise ModelError(
+            f"model {model!r} is neither a local folder nor a hub id 'organisation/name': {FIX}"
+        )
     places = " or ".join(str(root) for root in roots)
     where = "" if path.is_absolute() else f" in {places}"
     suggestion = _suggest(path, roots)
     if suggestion:
         hint = " (a hub id is written 'organisation/name')" if "/" not in model else ""
-        raise ModelError(f"model folder {model} not found{where} (did you mean {suggestion}?)"
-                         f"{hint}")
+        raise ModelError(
+            f"model folder {model} not found{where} (did you mean {suggestion}?){hint}"
+        )
     raise ModelError(f"model folder {model} not found{where}: {FIX}")
 
 
@@ -139,8 +148,12 @@ def _looks_local(model: str, roots: list[Path]) -> bool:
 
 
 def _is_hub_id(model: str) -> bool:
-    return bool(_HUB_ID.match(model)) and "--" not in model and ".." not in model \
+    return (
+        bool(_HUB_ID.match(model))
+        and "--" not in model
+        and ".." not in model
         and not model.endswith(".git")
+    )
 
 
 def _suggest(path: Path, roots: list[Path], cutoff: float = 0.6) -> str | None:
@@ -175,8 +188,14 @@ def _subfolders(folder: Path) -> list[str]:
 
 
 # What tokenizer.save_pretrained writes, for the tokenizer kinds transformers loads.
-_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "vocab.txt",
-                    "tokenizer.model", "spiece.model")
+_TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "vocab.json",
+    "vocab.txt",
+    "tokenizer.model",
+    "spiece.model",
+)
 
 
 def _check_tokenizer_files(folder: Path) -> None:
@@ -186,8 +205,10 @@ def _check_tokenizer_files(folder: Path) -> None:
     :raises ModelError: naming the folder and the files looked for.
     """
     if not any((folder / name).is_file() for name in _TOKENIZER_FILES):
-        raise ModelError(f"model folder {folder} has no tokenizer ({', '.join(_TOKENIZER_FILES)}): "
-                         "save it there with tokenizer.save_pretrained")
+        raise ModelError(
+            f"model folder {folder} has no tokenizer ({', '.join(_TOKENIZER_FILES)}): "
+            "save it there with tokenizer.save_pretrained"
+        )
 
 
 def _check_remote_code(folder: Path, files: ModelFiles, trust_remote_code: bool) -> bool:
@@ -202,14 +223,18 @@ def _check_remote_code(folder: Path, files: ModelFiles, trust_remote_code: bool)
         if not auto_map:
             continue
         if not trust_remote_code:
-            raise ModelError(f"model {folder} needs code from its own folder (auto_map in {name}); "
-                             "aworld-train does not run it unless you set config "
-                             "trust_remote_code: true")
+            raise ModelError(
+                f"model {folder} needs code from its own folder (auto_map in {name}); "
+                "aworld-train does not run it unless you set config "
+                "trust_remote_code: true"
+            )
         remote = True
         for module in _modules(auto_map):
             if not (folder / f"{module}.py").is_file():
-                raise ModelError(f"model {folder}: auto_map in {name} names {module}.py, which "
-                                 f"the folder lacks: {RESAVE}")
+                raise ModelError(
+                    f"model {folder}: auto_map in {name} names {module}.py, which "
+                    f"the folder lacks: {RESAVE}"
+                )
     return remote
 
 
@@ -219,8 +244,11 @@ def _modules(auto_map: Any) -> set[str]:
     left to transformers."""
     values = auto_map.values() if isinstance(auto_map, dict) else [auto_map]
     references = [v for value in values for v in (value if isinstance(value, list) else [value])]
-    return {reference.rsplit(".", 1)[0] for reference in references
-            if isinstance(reference, str) and "." in reference and "--" not in reference}
+    return {
+        reference.rsplit(".", 1)[0]
+        for reference in references
+        if isinstance(reference, str) and "." in reference and "--" not in reference
+    }
 
 
 def _check_model_type(folder: Path, config: dict[str, Any]) -> None:
@@ -230,6 +258,8 @@ def _check_model_type(folder: Path, config: dict[str, Any]) -> None:
     if model_type not in CONFIG_MAPPING_NAMES:
         import transformers
 
-        raise ModelError(f"model {folder}: config.json has model_type '{model_type}', which "
-                         f"transformers {transformers.__version__} does not know: upgrade "
-                         "transformers, or fix model_type")
+        raise ModelError(
+            f"model {folder}: config.json has model_type '{model_type}', which "
+            f"transformers {transformers.__version__} does not know: upgrade "
+            "transformers, or fix model_type"
+        )

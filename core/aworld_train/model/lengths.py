@@ -22,8 +22,14 @@ if TYPE_CHECKING:
 
 
 # Where config.json gives the longest sequence, by model family; multimodal models nest it.
-_POSITION_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length",
-                  "max_sequence_length", "n_ctx")
+_POSITION_KEYS = (
+    "max_position_embeddings",
+    "n_positions",
+    "max_seq_len",
+    "seq_length",
+    "max_sequence_length",
+    "n_ctx",
+)
 
 
 def check_lengths(
@@ -81,10 +87,13 @@ def check_lengths(
     budget = max_completion_length or 0
     where = f"{key} in {folder / 'config.json'}"
     if budget >= positions:
-        raise ModelError(f"max_completion_length {budget} leaves no room for a prompt within the "
-                         f"model's {positions} positions ({where}): lower max_completion_length")
-    renderer = _Renderer(checked_tokenizer(folder, trust_remote_code), system_prompt,
-                         tool_schemas, str(folder))
+        raise ModelError(
+            f"max_completion_length {budget} leaves no room for a prompt within the "
+            f"model's {positions} positions ({where}): lower max_completion_length"
+        )
+    renderer = _Renderer(
+        checked_tokenizer(folder, trust_remote_code), system_prompt, tool_schemas, str(folder)
+    )
     for role, dataset in datasets.items():
         if dataset is None or "prompt" not in dataset.column_names or not len(dataset):
             continue
@@ -98,8 +107,10 @@ def check_lengths(
             fix = "shorten the prompt or max_completion_length"
         else:
             total, fix = "", "shorten the prompt"
-        raise ModelError(f"{role} row {row}: the prompt ({renderer.describe()}) is {tokens} tokens"
-                         f"{total}, past the model's {positions} positions ({where}): {fix}")
+        raise ModelError(
+            f"{role} row {row}: the prompt ({renderer.describe()}) is {tokens} tokens"
+            f"{total}, past the model's {positions} positions ({where}): {fix}"
+        )
 
 
 def max_positions(folder: Path) -> tuple[int, str] | None:
@@ -143,11 +154,20 @@ class _Renderer:
         the tool schemas and the generation prompt."""
         if not self.chat:
             text = _text(prompt)
-            return len(self.tokenizer(f"{self.system_prompt}\n\n{text}" if self.system_prompt
-                                      else text)["input_ids"])
-        return len(self.tokenizer.apply_chat_template(
-            self._messages(prompt), tools=self.tools or None, add_generation_prompt=True,
-            tokenize=True, return_dict=True)["input_ids"])
+            return len(
+                self.tokenizer(f"{self.system_prompt}\n\n{text}" if self.system_prompt else text)[
+                    "input_ids"
+                ]
+            )
+        return len(
+            self.tokenizer.apply_chat_template(
+                self._messages(prompt),
+                tools=self.tools or None,
+                add_generation_prompt=True,
+                tokenize=True,
+                return_dict=True,
+            )["input_ids"]
+        )
 
     def framing(self) -> tuple[int, int]:
         """The tokens a prompt has besides its text: those of a one-message prompt with empty
@@ -155,8 +175,9 @@ class _Renderer:
         message adds (the first message's, when the template renders no pair of messages)."""
         first = self.count("")
         try:
-            pair = self.count([{"role": "user", "content": ""},
-                               {"role": "assistant", "content": ""}])
+            pair = self.count(
+                [{"role": "user", "content": ""}, {"role": "assistant", "content": ""}]
+            )
         except Exception:  # a template that wants other roles or order: a generous figure
             return first, first
         return first, max(pair - first, 1)
@@ -167,8 +188,11 @@ class _Renderer:
         return [len(ids) for ids in encoded["input_ids"]]
 
     def _messages(self, prompt: Any) -> list[dict[str, Any]]:
-        messages = ([{"role": "user", "content": prompt}] if isinstance(prompt, str)
-                    else [{"role": m["role"], "content": m["content"]} for m in prompt])
+        messages = (
+            [{"role": "user", "content": prompt}]
+            if isinstance(prompt, str)
+            else [{"role": m["role"], "content": m["content"]} for m in prompt]
+        )
         if self.system_prompt and (not messages or messages[0]["role"] != "system"):
             messages.insert(0, {"role": "system", "content": self.system_prompt})
         return messages
@@ -184,8 +208,9 @@ def _text(prompt: Any) -> str:
 _BATCH_ROWS = 8192
 
 
-def _first_too_long(dataset: datasets.Dataset, renderer: _Renderer, room: int,
-                    role: str) -> tuple[int, int] | None:
+def _first_too_long(
+    dataset: datasets.Dataset, renderer: _Renderer, room: int, role: str
+) -> tuple[int, int] | None:
     """A row whose rendered prompt passes ``room`` tokens (the longest of the first batch of
     rows that has one), and its exact count; ``None`` when every prompt fits. See
     :func:`check_lengths`."""
@@ -207,8 +232,11 @@ def _first_too_long(dataset: datasets.Dataset, renderer: _Renderer, room: int,
                     break
                 row = offset + int(doubtful[at])
                 prompt = prompts[at]
-                tokens = _rendered(lambda: renderer.count(prompt), renderer,  # noqa: B023 - called at once
-                                   f"{role} row {row}: the prompt")
+                tokens = _rendered(
+                    lambda: renderer.count(prompt),  # noqa: B023 - called at once
+                    renderer,
+                    f"{role} row {row}: the prompt",
+                )
                 if tokens > room:
                     return row, tokens
         offset += len(table)
@@ -221,8 +249,10 @@ def _rendered(count: Callable[[], Any], renderer: _Renderer, what: str) -> Any:
     try:
         return count()
     except Exception as exc:  # jinja2 and transformers raise many kinds
-        raise ModelError(f"{what} cannot be rendered with the chat template of "
-                         f"{renderer.folder}: {first_line(exc)}") from None
+        raise ModelError(
+            f"{what} cannot be rendered with the chat template of "
+            f"{renderer.folder}: {first_line(exc)}"
+        ) from None
 
 
 def _prompt_sizes(column: Any) -> tuple[np.ndarray, np.ndarray]:

@@ -16,8 +16,11 @@ from aworld_train.model.meta import meta_model
 from aworld_train.settings import ALL_LINEAR
 
 
-def check_lora_targets(folder: str | os.PathLike[str], target_modules: str | tuple[str, ...],
-                       trust_remote_code: bool = False) -> str | None:
+def check_lora_targets(
+    folder: str | os.PathLike[str],
+    target_modules: str | tuple[str, ...],
+    trust_remote_code: bool = False,
+) -> str | None:
     """Check that LoRA's ``target_modules`` name modules of the model in ``folder``.
 
     The model is built from its ``config.json`` on torch's meta device: no weights are read and
@@ -41,17 +44,22 @@ def check_lora_targets(folder: str | os.PathLike[str], target_modules: str | tup
         return names
     modules, linear = names
     if isinstance(target_modules, str):
-        bad = [] if any(re.fullmatch(target_modules, name) for name in modules) else [
-            target_modules]
+        bad = (
+            [] if any(re.fullmatch(target_modules, name) for name in modules) else [target_modules]
+        )
     else:
-        bad = [target for target in target_modules
-               if not any(name == target or name.endswith(f".{target}") for name in modules)]
+        bad = [
+            target
+            for target in target_modules
+            if not any(name == target or name.endswith(f".{target}") for name in modules)
+        ]
     if bad:
         valid = ", ".join(linear[:8]) or "none"
         raise ConfigError(
             f"config lora.target_modules: {', '.join(bad)} match{'es' if len(bad) == 1 else ''} "
             f"no module of the model {folder}; its linear layers include {valid} "
-            f"(or use {ALL_LINEAR})")
+            f"(or use {ALL_LINEAR})"
+        )
     return None
 
 
@@ -65,7 +73,11 @@ def _module_names(folder: str, trust_remote_code: bool) -> tuple[list[str], list
         return f"not checked: {model}"
     modules = [name for name, _ in model.named_modules() if name]
     output = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
-    linear = list(dict.fromkeys(
-        name.rsplit(".", 1)[-1] for name, module in model.named_modules()
-        if isinstance(module, torch.nn.Linear) and module is not output))
+    linear = list(
+        dict.fromkeys(
+            name.rsplit(".", 1)[-1]
+            for name, module in model.named_modules()
+            if isinstance(module, torch.nn.Linear) and module is not output
+        )
+    )
     return modules, linear

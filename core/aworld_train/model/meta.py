@@ -19,9 +19,11 @@ def meta_model(folder: str, trust_remote_code: bool) -> Any:
 
     try:
         config = transformers.AutoConfig.from_pretrained(
-            folder, trust_remote_code=trust_remote_code, local_files_only=True)
+            folder, trust_remote_code=trust_remote_code, local_files_only=True
+        )
         with torch.device("meta"):
             return transformers.AutoModelForCausalLM.from_config(
-                config, trust_remote_code=trust_remote_code)
+                config, trust_remote_code=trust_remote_code
+            )
     except Exception as exc:  # noqa: BLE001 (the engine reports it when it loads the model)
         return f"transformers cannot build the model from its config: {first_line(exc)}"

@@ -30,16 +30,18 @@ def checked_tokenizer(folder: Path, trust_remote_code: bool) -> Any:
     try:
         return load_tokenizer(folder, trust_remote_code)
     except Exception as exc:  # transformers and tokenizers raise many kinds
-        raise ModelError(f"model {folder}: its tokenizer does not load offline: "
-                         f"{first_line(exc)}") from None
+        raise ModelError(
+            f"model {folder}: its tokenizer does not load offline: {first_line(exc)}"
+        ) from None
 
 
 @functools.lru_cache(maxsize=8)
 def _cached_tokenizer(folder: str, trust_remote_code: bool) -> Any:
     from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(folder, trust_remote_code=trust_remote_code,
-                                         local_files_only=True)
+    return AutoTokenizer.from_pretrained(
+        folder, trust_remote_code=trust_remote_code, local_files_only=True
+    )
 
 
 # The special-token ids config.json and generation_config.json may name, each an int or a list.
@@ -58,17 +60,19 @@ def check_config_ids(folder: Path, files: ModelFiles, vocab_size: tuple[int, str
     beyond = _config_ids_beyond(files, rows)
     if beyond:
         needed = max(i for _, ids in beyond for i in ids) + 1
-        shown = ", ".join(f"{name} {ids[0] if len(ids) == 1 else ids}"
-                          for name, ids in beyond[:FIRST_FEW])
+        shown = ", ".join(
+            f"{name} {ids[0] if len(ids) == 1 else ids}" for name, ids in beyond[:FIRST_FEW]
+        )
         shown += f" and {len(beyond) - FIRST_FEW} more" if len(beyond) > FIRST_FEW else ""
-        raise ModelError(f"model {folder}: config.json {key} {rows} leaves no row in the "
-                         f"embeddings for {shown}: set {key} to the embeddings' rows (at least "
-                         f"{needed}), or resize them (model.resize_token_embeddings(len("
-                         "tokenizer))) and save the model again")
+        raise ModelError(
+            f"model {folder}: config.json {key} {rows} leaves no row in the "
+            f"embeddings for {shown}: set {key} to the embeddings' rows (at least "
+            f"{needed}), or resize them (model.resize_token_embeddings(len("
+            "tokenizer))) and save the model again"
+        )
 
 
-def check_tokenizer_fits(folder: Path, tokenizer: Any, vocab_size: tuple[int, str] | None
-                          ) -> None:
+def check_tokenizer_fits(folder: Path, tokenizer: Any, vocab_size: tuple[int, str] | None) -> None:
     """The tokens the engines need, each a row of the model's embeddings.
 
     An eos token: generation stops at it, SFT ends every completion with it, and the engines
@@ -84,10 +88,12 @@ def check_tokenizer_fits(folder: Path, tokenizer: Any, vocab_size: tuple[int, st
     """
     if getattr(tokenizer, "eos_token_id", None) is None:
         pad = " (nor a pad token)" if getattr(tokenizer, "pad_token_id", None) is None else ""
-        raise ModelError(f"model {folder}: its tokenizer has no eos token{pad}, which the engines "
-                         "stop generation at, end SFT completions with and pad with when there is "
-                         f"no pad token: set eos_token in {folder / 'tokenizer_config.json'} to "
-                         "the token that ends the model's turn")
+        raise ModelError(
+            f"model {folder}: its tokenizer has no eos token{pad}, which the engines "
+            "stop generation at, end SFT completions with and pad with when there is "
+            f"no pad token: set eos_token in {folder / 'tokenizer_config.json'} to "
+            "the token that ends the model's turn"
+        )
     if vocab_size is None:
         return
     size, key = vocab_size
@@ -95,11 +101,13 @@ def check_tokenizer_fits(folder: Path, tokenizer: Any, vocab_size: tuple[int, st
     beyond = _tokens_beyond(tokenizer, size)
     if beyond:
         shown = ", ".join(beyond[:FIRST_FEW]) + (", ..." if len(beyond) > FIRST_FEW else "")
-        raise ModelError(f"model {folder}: config.json {key} {size} is smaller than its "
-                         f"tokenizer ({rows} token ids): these have no row in the embeddings: "
-                         f"{shown}: set {key} to the embeddings' rows, at least {rows}, or resize "
-                         "them (model.resize_token_embeddings(len(tokenizer))) and save the "
-                         "model again")
+        raise ModelError(
+            f"model {folder}: config.json {key} {size} is smaller than its "
+            f"tokenizer ({rows} token ids): these have no row in the embeddings: "
+            f"{shown}: set {key} to the embeddings' rows, at least {rows}, or resize "
+            "them (model.resize_token_embeddings(len(tokenizer))) and save the "
+            "model again"
+        )
 
 
 def _largest_id(tokenizer: Any) -> int:
@@ -111,8 +119,10 @@ def _largest_id(tokenizer: Any) -> int:
 def _tokens_beyond(tokenizer: Any, vocab_size: int) -> list[str]:
     """The tokenizer's ids from ``vocab_size`` on, described: its added tokens by name (the
     special tokens are usually the last ids), the rest of its vocabulary as a range."""
-    added = {int(index): str(token) for index, token in
-             (getattr(tokenizer, "added_tokens_decoder", None) or {}).items()}
+    added = {
+        int(index): str(token)
+        for index, token in (getattr(tokenizer, "added_tokens_decoder", None) or {}).items()
+    }
     named = [f"{token} {index}" for index, token in sorted(added.items()) if index >= vocab_size]
     plain = [index for index in range(vocab_size, len(tokenizer)) if index not in added]
     if plain:
@@ -125,16 +135,22 @@ def _config_ids_beyond(files: ModelFiles, vocab_size: int) -> list[tuple[str, li
     """The special-token ids ``config.json`` (and its ``text_config``) and
     ``generation_config.json`` give from ``vocab_size`` on, each under its file and key."""
     config = files.config()
-    places = [("config.json ", config), ("config.json text_config.", config.get("text_config")),
-              ("generation_config.json ", files.json("generation_config.json"))]
+    places = [
+        ("config.json ", config),
+        ("config.json text_config.", config.get("text_config")),
+        ("generation_config.json ", files.json("generation_config.json")),
+    ]
     beyond = []
     for place, section in places:
         if not isinstance(section, dict):
             continue
         for key in _SPECIAL_ID_KEYS:
             value = section.get(key)
-            ids = [i for i in (value if isinstance(value, list) else [value])
-                   if isinstance(i, int) and not isinstance(i, bool)]
+            ids = [
+                i
+                for i in (value if isinstance(value, list) else [value])
+                if isinstance(i, int) and not isinstance(i, bool)
+            ]
             if any(i >= vocab_size for i in ids):
                 beyond.append((f"{place}{key}", ids))
     return beyond

@@ -42,15 +42,19 @@ def check_weight_files(folder: Path, files: ModelFiles) -> None:
         shards = sorted({str(shard) for shard in weight_map.values()})
         missing = [shard for shard in shards if not (folder / shard).is_file()]
         if missing:
-            raise ModelError(f"model {folder}: {index_name} names {len(shards)} weight files, "
-                             f"{len(missing)} missing ({', '.join(missing[:3])}"
-                             f"{', ...' if len(missing) > 3 else ''}): finish the download")
+            raise ModelError(
+                f"model {folder}: {index_name} names {len(shards)} weight files, "
+                f"{len(missing)} missing ({', '.join(missing[:3])}"
+                f"{', ...' if len(missing) > 3 else ''}): finish the download"
+            )
         _check_files(folder, [folder / shard for shard in shards])
         return
     present = [folder / name for name in WEIGHT_FILES if (folder / name).is_file()]
     if not present:
-        raise ModelError(f"model folder {folder} has no weights (model.safetensors, "
-                         f"pytorch_model.bin, or a *.index.json and its shards): {RESAVE}")
+        raise ModelError(
+            f"model folder {folder} has no weights (model.safetensors, "
+            f"pytorch_model.bin, or a *.index.json and its shards): {RESAVE}"
+        )
     _check_files(folder, present)
 
 
@@ -129,20 +133,27 @@ def check_weights(folder: str | os.PathLike[str]) -> str:
     mismatched, missing, unexpected = _compare_weights(model, stored)
     architecture = type(model).__name__
     if mismatched or missing or unexpected:
-        found = [f"{len(items)} {what} ({'; '.join(items[:FIRST_FEW])}"
-                 f"{f'; {len(items) - FIRST_FEW} more' if len(items) > FIRST_FEW else ''})"
-                 for items, what in ((mismatched, "of another shape"), (missing, "missing"),
-                                     (unexpected, "unexpected")) if items]
-        raise ModelError(f"model {folder}: its weights do not match the {architecture} that "
-                         f"config.json describes: tensors {', '.join(found)}: fix config.json, "
-                         "or write the folder again with save_pretrained")
+        found = [
+            f"{len(items)} {what} ({'; '.join(items[:FIRST_FEW])}"
+            f"{f'; {len(items) - FIRST_FEW} more' if len(items) > FIRST_FEW else ''})"
+            for items, what in (
+                (mismatched, "of another shape"),
+                (missing, "missing"),
+                (unexpected, "unexpected"),
+            )
+            if items
+        ]
+        raise ModelError(
+            f"model {folder}: its weights do not match the {architecture} that "
+            f"config.json describes: tensors {', '.join(found)}: fix config.json, "
+            "or write the folder again with save_pretrained"
+        )
     shards = {file for _, file in stored.values()}
     where = shards.pop() if len(shards) == 1 else f"{len(shards)} safetensors shards"
     return f"{len(stored)} tensors in {where} match the {architecture} of config.json"
 
 
-def _stored_shapes(folder: Path, files: ModelFiles
-                   ) -> dict[str, tuple[tuple[int, ...], str]] | str:
+def _stored_shapes(folder: Path, files: ModelFiles) -> dict[str, tuple[tuple[int, ...], str]] | str:
     """Each stored tensor's shape and file, from the safetensors headers transformers would
     load; or why they are not read."""
     single = folder / "model.safetensors"
@@ -153,8 +164,10 @@ def _stored_shapes(folder: Path, files: ModelFiles
         paths = [folder / shard for shard in sorted({str(s) for s in weight_map.values()})]
     else:
         present = [name for name in (*WEIGHT_FILES, *WEIGHT_INDEXES) if (folder / name).is_file()]
-        return (f"not compared: the weights are {', '.join(present) or 'not safetensors'}, whose "
-                "tensors are not listed without unpickling them")
+        return (
+            f"not compared: the weights are {', '.join(present) or 'not safetensors'}, whose "
+            "tensors are not listed without unpickling them"
+        )
     shapes: dict[str, tuple[tuple[int, ...], str]] = {}
     for path in paths:
         for name, shape in _header_shapes(path).items():
@@ -168,15 +181,20 @@ def _header_shapes(path: Path) -> dict[str, tuple[int, ...]]:
         with open(path, "rb") as handle:
             (header_size,) = struct.unpack("<Q", handle.read(8))
             header = json.loads(handle.read(header_size))
-        return {name: tuple(int(size) for size in entry["shape"])
-                for name, entry in header.items() if name != "__metadata__"}
+        return {
+            name: tuple(int(size) for size in entry["shape"])
+            for name, entry in header.items()
+            if name != "__metadata__"
+        }
     except (OSError, ValueError, TypeError, KeyError, AttributeError, struct.error):
-        raise ModelError(f"model {path.parent}: {path.name} has a damaged header: "
-                         f"{RESAVE}") from None
+        raise ModelError(
+            f"model {path.parent}: {path.name} has a damaged header: {RESAVE}"
+        ) from None
 
 
-def _compare_weights(model: Any, stored: dict[str, tuple[tuple[int, ...], str]]
-                     ) -> tuple[list[str], list[str], list[str]]:
+def _compare_weights(
+    model: Any, stored: dict[str, tuple[tuple[int, ...], str]]
+) -> tuple[list[str], list[str], list[str]]:
     """The stored tensors of another shape than the model's (with file and both shapes), the
     model's parameters nothing stored fills, and the stored tensors the model has no place
     for; see :func:`check_weights`."""
@@ -192,8 +210,9 @@ def _compare_weights(model: Any, stored: dict[str, tuple[tuple[int, ...], str]]
             continue
         found.add(name)
         if not converted and shape != expected[name]:
-            mismatched.append(f"{key} is {list(shape)} in {file}, {list(expected[name])} by "
-                              "config.json")
+            mismatched.append(
+                f"{key} is {list(shape)} in {file}, {list(expected[name])} by config.json"
+            )
     # A tied parameter is one tensor under several names, stored under one of them.
     names_of: dict[int, list[str]] = {}
     for name, tensor in parameters.items():
@@ -207,10 +226,18 @@ def _compare_weights(model: Any, stored: dict[str, tuple[tuple[int, ...], str]]
     buffers = {name for name, _ in model.named_buffers()}
     ignore_missing = _any_of(getattr(model, "_keys_to_ignore_on_load_missing", None))
     # Old checkpoints stored buffers that are not persistent any more (transformers' own list).
-    ignore_unexpected = _any_of([*(getattr(model, "_keys_to_ignore_on_load_unexpected", None)
-                                   or ()), r"rotary_emb\.inv_freq", r"(^|\.)position_ids$"])
-    missing = [name for name in expected
-               if name not in found and name not in buffers and not ignore_missing(name)]
+    ignore_unexpected = _any_of(
+        [
+            *(getattr(model, "_keys_to_ignore_on_load_unexpected", None) or ()),
+            r"rotary_emb\.inv_freq",
+            r"(^|\.)position_ids$",
+        ]
+    )
+    missing = [
+        name
+        for name in expected
+        if name not in found and name not in buffers and not ignore_missing(name)
+    ]
     unexpected = [key for key in unexpected if not ignore_unexpected(key)]
     return mismatched, missing, unexpected
 
@@ -221,8 +248,9 @@ def _any_of(patterns: Iterable[str] | None) -> Callable[[str], bool]:
     return lambda name: any(pattern.search(name) for pattern in compiled)
 
 
-def _stored_name_in_model(model: Any, expected: dict[str, tuple[int, ...]]
-                          ) -> Callable[[str], tuple[str, bool]]:
+def _stored_name_in_model(
+    model: Any, expected: dict[str, tuple[int, ...]]
+) -> Callable[[str], tuple[str, bool]]:
     """How transformers' loading names a stored tensor in the model, and whether a conversion
     (which may reshape it) applies: the model type's renamings and conversions (transformers
     5), then the base model's prefix (``model.``) added or taken away."""
@@ -231,8 +259,8 @@ def _stored_name_in_model(model: Any, expected: dict[str, tuple[int, ...]]
     def by_prefix(key: str) -> str:
         if key in expected or not prefix:
             return key
-        if key.startswith(f"{prefix}.") and key[len(prefix) + 1:] in expected:
-            return key[len(prefix) + 1:]
+        if key.startswith(f"{prefix}.") and key[len(prefix) + 1 :] in expected:
+            return key[len(prefix) + 1 :]
         return f"{prefix}.{key}" if f"{prefix}.{key}" in expected else key
 
     try:

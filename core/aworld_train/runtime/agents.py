@@ -51,8 +51,9 @@ class Answer:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-async def run_agent(spec: AgentSpec, row: dict[str, Any], llm: LLM, tools: ToolSet | None
-                    ) -> Answer:
+async def run_agent(
+    spec: AgentSpec, row: dict[str, Any], llm: LLM, tools: ToolSet | None
+) -> Answer:
     """Run the agent ``spec`` describes on ``row`` with its model at ``llm``."""
     if spec.run is not None:
         return await _run_python(spec, row, llm)
@@ -65,7 +66,8 @@ async def _run_python(spec: AgentSpec, row: dict[str, Any], llm: LLM) -> Answer:
     function = getattr(spec.run, "function", spec.run)  # a function loaded from a reference
     # An async function, or an object whose __call__ is one.
     if inspect.iscoroutinefunction(function) or (
-            callable(function) and inspect.iscoroutinefunction(function.__call__)):
+        callable(function) and inspect.iscoroutinefunction(function.__call__)
+    ):
         result = await function(row, llm)
     else:  # a sync agent blocks: it runs in a thread, so that other episodes go on
         result = await asyncio.to_thread(function, row, llm)
@@ -83,8 +85,10 @@ def as_answer(result: Any, spec: AgentSpec) -> Answer:
         return Answer(result)
     if isinstance(result, dict) and isinstance(result.get("answer"), str):
         return Answer(result["answer"], {k: v for k, v in result.items() if k != "answer"})
-    raise TypeError(f"{spec.name}() returned {type(result).__name__}: a Python agent returns the "
-                    "final answer as a string, or a dict with a string 'answer' and extra fields")
+    raise TypeError(
+        f"{spec.name}() returned {type(result).__name__}: a Python agent returns the "
+        "final answer as a string, or a dict with a string 'answer' and extra fields"
+    )
 
 
 async def _run_aworld(agent: Any, row: dict[str, Any], llm: LLM) -> Answer:
@@ -96,10 +100,13 @@ async def _run_aworld(agent: Any, row: dict[str, Any], llm: LLM) -> Answer:
     apply_quiet_libraries()
     # Each run gets a session of its own: AWorld's default session id is a timestamp to the
     # second, and episodes that share one share their memory.
-    response = await Runners.run(input=last_user_text(row["prompt"]), agent=copy_,
-                                 session_id=f"aworld-train-{uuid4().hex}")
+    response = await Runners.run(
+        input=last_user_text(row["prompt"]), agent=copy_, session_id=f"aworld-train-{uuid4().hex}"
+    )
     if response is None or not getattr(response, "success", True):
-        raise RuntimeError(f"the agent's task failed: {getattr(response, 'msg', None) or 'no message'}")
+        raise RuntimeError(
+            f"the agent's task failed: {getattr(response, 'msg', None) or 'no message'}"
+        )
     return Answer(str(getattr(response, "answer", "") or ""))
 
 
@@ -128,8 +135,18 @@ async def _no_failed_request_file(*_: Any, **__: Any) -> None:
 
 
 #: What an AWorld sandbox is built from (its constructor's keywords, read back as properties).
-SANDBOX_SETTINGS = ("mcp_servers", "mcp_config", "black_tool_actions", "skill_configs", "tools",
-                    "custom_env_tools", "agents", "env_content_name", "env_content", "workspaces")
+SANDBOX_SETTINGS = (
+    "mcp_servers",
+    "mcp_config",
+    "black_tool_actions",
+    "skill_configs",
+    "tools",
+    "custom_env_tools",
+    "agents",
+    "env_content_name",
+    "env_content",
+    "workspaces",
+)
 
 
 def aworld_pickler(base: type[pickle.Pickler] = pickle.Pickler) -> type[pickle.Pickler]:
@@ -144,7 +161,10 @@ def aworld_pickler(base: type[pickle.Pickler] = pickle.Pickler) -> type[pickle.P
     class AgentPickler(base):  # type: ignore[misc, valid-type]
         def reducer_override(self, obj: Any) -> Any:
             if isinstance(obj, Sandbox):
-                return rebuild_sandbox, (type(obj), {key: getattr(obj, key) for key in SANDBOX_SETTINGS})
+                return rebuild_sandbox, (
+                    type(obj),
+                    {key: getattr(obj, key) for key in SANDBOX_SETTINGS},
+                )
             parent = getattr(super(), "reducer_override", None)
             return parent(obj) if parent is not None else NotImplemented
 
@@ -186,15 +206,19 @@ def last_user_text(prompt: Any) -> str:
 
 def prompt_messages(prompt: Any, system_prompt: str | None) -> list[dict[str, Any]]:
     """A row's prompt as chat messages, the agent's system prompt first unless the row has one."""
-    messages = ([{"role": "user", "content": prompt}] if isinstance(prompt, str)
-                else [dict(message) for message in prompt])
+    messages = (
+        [{"role": "user", "content": prompt}]
+        if isinstance(prompt, str)
+        else [dict(message) for message in prompt]
+    )
     if system_prompt and not any(message.get("role") == "system" for message in messages):
         messages.insert(0, {"role": "system", "content": system_prompt})
     return messages
 
 
-async def run_spec_agent(spec: AgentSpec, row: dict[str, Any], llm: LLM, tools: ToolSet | None
-                         ) -> Answer:
+async def run_spec_agent(
+    spec: AgentSpec, row: dict[str, Any], llm: LLM, tools: ToolSet | None
+) -> Answer:
     """The spec form's agent: ask the model, run the tools it calls, give it their results, up
     to ``max_turns`` turns; the last turn's text is the answer."""
     import aiohttp
@@ -221,8 +245,14 @@ async def run_spec_agent(spec: AgentSpec, row: dict[str, Any], llm: LLM, tools: 
             for call in calls:
                 function = call["function"]
                 result = await _call_tool(tools, function["name"], function.get("arguments"))
-                messages.append({"role": "tool", "name": function["name"], "content": result,
-                                 "tool_call_id": call.get("id")})
+                messages.append(
+                    {
+                        "role": "tool",
+                        "name": function["name"],
+                        "content": result,
+                        "tool_call_id": call.get("id"),
+                    }
+                )
     return Answer(content)
 
 
@@ -239,7 +269,9 @@ async def _call_tool(tools: ToolSet | None, name: str, arguments: Any) -> str:
 
     try:
         tool = tools.get(name)
-        timeout = max(TOOL_TIMEOUT, tool.server.timeout) if isinstance(tool, MCPTool) else TOOL_TIMEOUT
+        timeout = (
+            max(TOOL_TIMEOUT, tool.server.timeout) if isinstance(tool, MCPTool) else TOOL_TIMEOUT
+        )
     except Exception:  # noqa: BLE001 - an unknown name is answered by acall's own error text
         timeout = TOOL_TIMEOUT
     try:
@@ -255,6 +287,10 @@ def takes_row(function: Any) -> bool:
         parameters = inspect.signature(function).parameters.values()
     except (TypeError, ValueError):
         return False
-    required = [p for p in parameters if p.default is inspect.Parameter.empty
-                and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = [
+        p
+        for p in parameters
+        if p.default is inspect.Parameter.empty
+        and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
     return len(required) >= 1

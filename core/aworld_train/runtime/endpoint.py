@@ -90,8 +90,11 @@ class ChatEndpoint:
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
             return _error(400, "a chat-completions request needs a 'messages' list")
         if body.get("stream"):
-            return _error(400, "streaming is not supported by the training endpoint: call the model "
-                               "without stream=True (AWorld: unset llm_stream_call)")
+            return _error(
+                400,
+                "streaming is not supported by the training endpoint: call the model "
+                "without stream=True (AWorld: unset llm_stream_call)",
+            )
         try:
             return _json(await handler(body))
         except Exception as error:  # noqa: BLE001 - the episode records the failure; the agent sees a 500
@@ -106,7 +109,9 @@ def _json(body: dict[str, Any], status: int = 200) -> Any:
 
 
 def _error(status: int, message: str) -> Any:
-    return _json({"error": {"message": message, "type": "invalid_request_error", "code": status}}, status)
+    return _json(
+        {"error": {"message": message, "type": "invalid_request_error", "code": status}}, status
+    )
 
 
 # One endpoint per event loop: an engine runs a worker's episodes in one loop, tests run several.

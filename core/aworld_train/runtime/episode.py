@@ -72,8 +72,9 @@ class Episode:
     :param model: the model name the answers carry.
     """
 
-    def __init__(self, renderer: ChatRenderer, generate: Generate, limits: Limits,
-                 model: str = "policy") -> None:
+    def __init__(
+        self, renderer: ChatRenderer, generate: Generate, limits: Limits, model: str = "policy"
+    ) -> None:
         self.renderer = renderer
         self.generate = generate
         self.limits = limits
@@ -91,7 +92,10 @@ class Episode:
 
     @property
     def full(self) -> bool:
-        return self.trajectory is not None and len(self.trajectory.response_ids) >= self.limits.max_tokens
+        return (
+            self.trajectory is not None
+            and len(self.trajectory.response_ids) >= self.limits.max_tokens
+        )
 
     async def chat(self, request: dict[str, Any]) -> dict[str, Any]:
         """Answer one chat-completions request body. Requests are answered one at a time, in
@@ -119,13 +123,16 @@ class Episode:
             self.prompt_messages = len(messages)
             self.trajectory = Trajectory(self.renderer.prompt_ids(messages, self.tools))
         elif messages[: len(self.messages)] != self.messages:
-            self.fail("the agent rewrote the conversation it had sent, so the episode is not one "
-                      "token sequence (keep the agent's memory whole while training)")
+            self.fail(
+                "the agent rewrote the conversation it had sent, so the episode is not one "
+                "token sequence (keep the agent's memory whole while training)"
+            )
             return self._completion("", [], "length")
         else:
-            added = messages[len(self.messages):]
+            added = messages[len(self.messages) :]
             self.trajectory.add_context(
-                self.renderer.context_ids(added, self.tools, turn_ended=self._turn_ended))
+                self.renderer.context_ids(added, self.tools, turn_ended=self._turn_ended)
+            )
             self.tool_messages += sum(message["role"] == "tool" for message in added)
         budget = self.limits.max_tokens - len(self.trajectory.response_ids)
         asked = request.get("max_completion_tokens") or request.get("max_tokens")
@@ -145,16 +152,23 @@ class Episode:
         content = self.renderer.strip_special(content)
         self.ended = self.full or self.turns >= self.limits.max_turns
         self.messages = [*messages, assistant_message(content, calls)]
-        finish = "length" if self.full or not self._turn_ended else (
-            "tool_calls" if calls else "stop")
+        finish = (
+            "length" if self.full or not self._turn_ended else ("tool_calls" if calls else "stop")
+        )
         return self._completion(content, calls, finish, len(generated.token_ids))
 
-    def _completion(self, content: str, calls: list[dict[str, Any]], finish: str,
-                    completion_tokens: int = 0) -> dict[str, Any]:
+    def _completion(
+        self, content: str, calls: list[dict[str, Any]], finish: str, completion_tokens: int = 0
+    ) -> dict[str, Any]:
         total = len(self.trajectory.ids) if self.trajectory is not None else 0
-        return completion(content, calls, finish, model=self.model,
-                          prompt_tokens=total - completion_tokens,
-                          completion_tokens=completion_tokens)
+        return completion(
+            content,
+            calls,
+            finish,
+            model=self.model,
+            prompt_tokens=total - completion_tokens,
+            completion_tokens=completion_tokens,
+        )
 
 
 def chat_message(message: dict[str, Any]) -> dict[str, Any]:
@@ -169,9 +183,13 @@ def chat_message(message: dict[str, Any]) -> dict[str, Any]:
         return kept
     if role != "assistant":
         return {"role": role, "content": content}
-    calls = [{"name": call["function"]["name"],
-              "arguments": _arguments(call["function"].get("arguments"))}
-             for call in message.get("tool_calls") or []]
+    calls = [
+        {
+            "name": call["function"]["name"],
+            "arguments": _arguments(call["function"].get("arguments")),
+        }
+        for call in message.get("tool_calls") or []
+    ]
     return assistant_message(content.strip(), calls)
 
 
@@ -193,14 +211,24 @@ def _arguments(arguments: Any) -> Any:
     return {} if arguments is None else arguments
 
 
-def completion(content: str, calls: list[dict[str, Any]], finish_reason: str, *, model: str,
-               prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:
+def completion(
+    content: str,
+    calls: list[dict[str, Any]],
+    finish_reason: str,
+    *,
+    model: str,
+    prompt_tokens: int,
+    completion_tokens: int,
+) -> dict[str, Any]:
     """An OpenAI chat-completion response body."""
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if calls:
         message["tool_calls"] = [
-            {"id": f"call_{uuid4().hex[:24]}", "type": "function",
-             "function": {"name": call["name"], "arguments": json.dumps(call["arguments"])}}
+            {
+                "id": f"call_{uuid4().hex[:24]}",
+                "type": "function",
+                "function": {"name": call["name"], "arguments": json.dumps(call["arguments"])},
+            }
             for call in calls
         ]
     return {
@@ -208,8 +236,12 @@ def completion(content: str, calls: list[dict[str, Any]], finish_reason: str, *,
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason,
-                     "logprobs": None}],
-        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                  "total_tokens": prompt_tokens + completion_tokens},
+        "choices": [
+            {"index": 0, "message": message, "finish_reason": finish_reason, "logprobs": None}
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
     }

@@ -75,9 +75,16 @@ class AgentRuntime:
         the failure itself, as ``check`` does, passes ``False``).
     """
 
-    def __init__(self, spec: AgentSpec, tools: ToolSet | None, renderer: ChatRenderer,
-                 generate: Generate, limits: Limits, model: str = "policy",
-                 log_failure: bool = True) -> None:
+    def __init__(
+        self,
+        spec: AgentSpec,
+        tools: ToolSet | None,
+        renderer: ChatRenderer,
+        generate: Generate,
+        limits: Limits,
+        model: str = "policy",
+        log_failure: bool = True,
+    ) -> None:
         self.spec = spec
         self.tools = tools
         self.renderer = renderer
@@ -97,9 +104,12 @@ class AgentRuntime:
             with endpoint.serve(episode.chat) as base_url:
                 llm = LLM(base_url=base_url, model=self.model)
                 running = asyncio.run_coroutine_threadsafe(
-                    run_agent(self.spec, row, llm, self.tools), agents_loop())
+                    run_agent(self.spec, row, llm, self.tools), agents_loop()
+                )
                 try:
-                    answer = await asyncio.wait_for(asyncio.wrap_future(running), self.limits.timeout)
+                    answer = await asyncio.wait_for(
+                        asyncio.wrap_future(running), self.limits.timeout
+                    )
                 except asyncio.TimeoutError:
                     running.cancel()
                     episode.fail(f"the agent did not finish within {self.limits.timeout:g} s")
@@ -123,8 +133,11 @@ class AgentRuntime:
             episode.fail("the agent finished without calling its model")
             from aworld_train.runtime.agents import prompt_messages
 
-            trajectory = Trajectory(self.renderer.prompt_ids(
-                prompt_messages(row["prompt"], self.spec.system_prompt), None))
+            trajectory = Trajectory(
+                self.renderer.prompt_ids(
+                    prompt_messages(row["prompt"], self.spec.system_prompt), None
+                )
+            )
         else:
             trajectory = episode.trajectory.cut(self.limits.max_tokens)
         if not trajectory.response_ids and self.renderer.eos_token_id is not None:
@@ -132,8 +145,12 @@ class AgentRuntime:
             trajectory.add_context([self.renderer.eos_token_id])
         if episode.failure is not None and not self._logged_failure:
             self._logged_failure = True  # once per run: one broken agent fails every episode
-            logger.warning("agent '%s' failed an episode after %d turn(s): %s (scored 0)",
-                           self.spec.name, episode.turns, episode.failure)
+            logger.warning(
+                "agent '%s' failed an episode after %d turn(s): %s (scored 0)",
+                self.spec.name,
+                episode.turns,
+                episode.failure,
+            )
         failed = episode.failure is not None
         return EpisodeResult(
             trajectory=trajectory,
@@ -142,7 +159,7 @@ class AgentRuntime:
             failure=episode.failure,
             turns=episode.turns,
             tool_messages=episode.tool_messages,
-            messages=episode.messages[episode.prompt_messages:],
+            messages=episode.messages[episode.prompt_messages :],
         )
 
 
@@ -161,8 +178,12 @@ class BatchedGenerate:
     :ivar runtime: the runtime whose running episodes a batch waits for (set by the engine).
     """
 
-    def __init__(self, generate_batch: Callable[[list[list[int]], int], list[Generated]],
-                 window: float = 0.05, max_wait: float = 0.5) -> None:
+    def __init__(
+        self,
+        generate_batch: Callable[[list[list[int]], int], list[Generated]],
+        window: float = 0.05,
+        max_wait: float = 0.5,
+    ) -> None:
         self.generate_batch = generate_batch
         self.window = window
         self.max_wait = max_wait
@@ -201,7 +222,8 @@ class BatchedGenerate:
         budget = max(tokens for _, tokens, _ in batch)
         try:
             results = await asyncio.get_running_loop().run_in_executor(
-                self._executor, self.generate_batch, prompts, budget)
+                self._executor, self.generate_batch, prompts, budget
+            )
         except Exception as error:  # noqa: BLE001 - each waiting episode fails with it
             for _, _, future in batch:
                 if not future.done():

@@ -36,9 +36,15 @@ class CheckedEpisode:
     score: float | None
 
 
-def check_agent_once(spec: AgentSpec, row: dict[str, Any], tokenizer: Any,
-                     reward: RewardSpec | None, *, where: str,
-                     timeout: float | None = None) -> CheckedEpisode:
+def check_agent_once(
+    spec: AgentSpec,
+    row: dict[str, Any],
+    tokenizer: Any,
+    reward: RewardSpec | None,
+    *,
+    where: str,
+    timeout: float | None = None,
+) -> CheckedEpisode:
     """Run ``spec`` on ``row`` against the stand-in policy and score its answer.
 
     :param where: how errors name the row, e.g. ``"train.jsonl row 0"``.
@@ -56,15 +62,20 @@ def check_agent_once(spec: AgentSpec, row: dict[str, Any], tokenizer: Any,
         # runs in this process, where the episode's time limit still stops a hung one.
         checked = _episode(spec, row, tokenizer, reward, timeout)
     else:
-        checked = call_isolated(lambda: _episode(spec, row, tokenizer, reward, timeout),
-                                timeout=timeout + 10, what=what, error=AgentError)
+        checked = call_isolated(
+            lambda: _episode(spec, row, tokenizer, reward, timeout),
+            timeout=timeout + 10,
+            what=what,
+            error=AgentError,
+        )
     if isinstance(checked, str):
         raise AgentError(f"{what}: {checked}")
     return checked
 
 
-def _episode(spec: AgentSpec, row: dict[str, Any], tokenizer: Any,
-             reward: RewardSpec | None, timeout: float) -> CheckedEpisode | str:
+def _episode(
+    spec: AgentSpec, row: dict[str, Any], tokenizer: Any, reward: RewardSpec | None, timeout: float
+) -> CheckedEpisode | str:
     """The episode, then the reward; the failure's text, if any."""
     from aworld_train.runtime import rollout
     from aworld_train.runtime.episode import Generated, Limits
@@ -82,9 +93,14 @@ def _episode(spec: AgentSpec, row: dict[str, Any], tokenizer: Any,
         return Generated(reply, [0.0] * len(reply))
 
     # The failure is check's one error line: the runtime does not log it as well.
-    runtime = AgentRuntime(spec, None, renderer, standin,
-                           Limits(max_turns=spec.max_turns, max_tokens=1 << 20, timeout=timeout),
-                           log_failure=False)
+    runtime = AgentRuntime(
+        spec,
+        None,
+        renderer,
+        standin,
+        Limits(max_turns=spec.max_turns, max_tokens=1 << 20, timeout=timeout),
+        log_failure=False,
+    )
     result = runtime.run([row])[0]
     if result.failure is not None:
         return result.failure
@@ -92,8 +108,13 @@ def _episode(spec: AgentSpec, row: dict[str, Any], tokenizer: Any,
     if reward is not None:
         info = dict(row.get("extra_info") or {}, **result.extra)
         try:
-            score = reward.score(str(row.get("data_source") or ""), result.answer,
-                                 str(row.get("ground_truth")), info, row=0).score
+            score = reward.score(
+                str(row.get("data_source") or ""),
+                result.answer,
+                str(row.get("ground_truth")),
+                info,
+                row=0,
+            ).score
         except Exception as error:  # noqa: BLE001 - told as the agent's answer's problem
             return f"the reward cannot score the agent's answer {result.answer!r}: {error}"
     return CheckedEpisode(turns=result.turns, answer=result.answer, score=score)

@@ -43,12 +43,22 @@ def parse_tool_calls(text: str) -> tuple[str, list[dict[str, Any]]]:
         try:
             call = json.loads(match.group(1))
         except json.JSONDecodeError as error:
-            calls.append({"name": "", "arguments": {},
-                          "error": f"the tool call is not valid JSON: {error.msg}"})
+            calls.append(
+                {
+                    "name": "",
+                    "arguments": {},
+                    "error": f"the tool call is not valid JSON: {error.msg}",
+                }
+            )
             continue
         if not isinstance(call, dict) or not isinstance(call.get("name"), str):
-            calls.append({"name": "", "arguments": {},
-                          "error": 'a tool call needs {"name": ..., "arguments": {...}}'})
+            calls.append(
+                {
+                    "name": "",
+                    "arguments": {},
+                    "error": 'a tool call needs {"name": ..., "arguments": {...}}',
+                }
+            )
             continue
         arguments = call.get("arguments")
         calls.append({"name": call["name"], "arguments": {} if arguments is None else arguments})
@@ -78,14 +88,16 @@ class ChatRenderer:
         base = self._text(_BASE, None, generation_prompt=False)
         eos = tokenizer.eos_token or ""
         # What the template writes after the model's end-of-turn token (ChatML: a newline).
-        self.turn_end = base[base.rindex(eos) + len(eos):] if eos and eos in base else ""
+        self.turn_end = base[base.rindex(eos) + len(eos) :] if eos and eos in base else ""
         # Rendering and tokenizing a prompt costs more than the rest of a one-turn request; a
         # template that renders the date (strftime_now) is rendered every time.
         self._prompts: dict[str, list[int]] | None = (
-            None if "strftime_now" in str(getattr(tokenizer, "chat_template", None)) else {})
+            None if "strftime_now" in str(getattr(tokenizer, "chat_template", None)) else {}
+        )
 
-    def prompt_ids(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
-                   ) -> list[int]:
+    def prompt_ids(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+    ) -> list[int]:
         """The episode's prompt: ``messages`` and ``tools`` with the generation prompt."""
         cache = self._prompts
         key = None if cache is None else _cache_key(messages, tools)
@@ -98,8 +110,9 @@ class ChatRenderer:
             ids = cache[key] = self._ids(self._text(messages, tools, generation_prompt=True))
         return list(ids)  # the caller's own list: trajectories extend theirs
 
-    def context_ids(self, added: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
-                    *, turn_ended: bool) -> list[int]:
+    def context_ids(
+        self, added: list[dict[str, Any]], tools: list[dict[str, Any]] | None, *, turn_ended: bool
+    ) -> list[int]:
         """The tokens that follow a model turn when ``added`` messages come after it.
 
         :param turn_ended: whether the model's turn ended with its end-of-turn token; when it
@@ -108,9 +121,11 @@ class ChatRenderer:
         base = self._text(_BASE, tools, generation_prompt=False)
         longer = self._text([*_BASE, *added], tools, generation_prompt=True)
         if not longer.startswith(base):
-            raise ValueError("the chat template does not render a conversation append-only, so "
-                             "an episode cannot be one token sequence")
-        ids = self._ids(self.turn_end + longer[len(base):])
+            raise ValueError(
+                "the chat template does not render a conversation append-only, so "
+                "an episode cannot be one token sequence"
+            )
+        ids = self._ids(self.turn_end + longer[len(base) :])
         if not turn_ended and self.eos_token_id is not None:
             ids.insert(0, self.eos_token_id)
         return ids
@@ -124,10 +139,16 @@ class ChatRenderer:
             text = text.replace(token, "")
         return text.strip()
 
-    def _text(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, *,
-              generation_prompt: bool) -> str:
+    def _text(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        *,
+        generation_prompt: bool,
+    ) -> str:
         return self.tokenizer.apply_chat_template(
-            messages, tools=tools or None, tokenize=False, add_generation_prompt=generation_prompt)
+            messages, tools=tools or None, tokenize=False, add_generation_prompt=generation_prompt
+        )
 
     def _ids(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
@@ -179,5 +200,6 @@ class Trajectory:
 
     def cut(self, length: int) -> Trajectory:
         """The trajectory with at most ``length`` response tokens."""
-        return Trajectory(self.prompt_ids, self.response_ids[:length], self.mask[:length],
-                          self.logprobs[:length])
+        return Trajectory(
+            self.prompt_ids, self.response_ids[:length], self.mask[:length], self.logprobs[:length]
+        )

@@ -30,15 +30,25 @@ from aworld_train.testing.fixtures import read_jsonl, run_cli
 SYSTEM = "Answer with the digit."
 
 #: The one tool of :data:`AGENT_FILE` (its ``TOOLS``), as a chat template renders it in the prompt.
-SHOUT_TOOLS: list[dict[str, Any]] = [{"type": "function", "function": {
-    "name": "shout", "description": "Upper-case a text.",
-    "parameters": {"type": "object", "properties": {"text": {"type": "string"}},
-                   "required": ["text"]}}}]
+SHOUT_TOOLS: list[dict[str, Any]] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "shout",
+            "description": "Upper-case a text.",
+            "parameters": {
+                "type": "object",
+                "properties": {"text": {"type": "string"}},
+                "required": ["text"],
+            },
+        },
+    }
+]
 
 # A hand-written agent loop with one tool, as a user writes one with the OpenAI SDK: it asks the
 # model, calls its tool (the model's answer is the tool's argument), shows the model the
 # result, and answers with the model's second turn. It fails on purpose on the rows that say so.
-AGENT_FILE = '''
+AGENT_FILE = """
 import json
 from openai import AsyncOpenAI
 
@@ -61,11 +71,11 @@ async def run(row, llm):
     messages.append({"role": "tool", "name": "shout", "content": said.upper()})
     second = await client.chat.completions.create(model=llm.model, messages=messages, tools=TOOLS)
     return {"answer": second.choices[0].message.content or "", "turns": 2}
-'''
+"""
 
 # Agents that break, one way each: ``check --agent bad_agents.py:NAME`` must refuse each in one
 # line (``hangs`` at the check's time limit).
-BAD_AGENTS = '''
+BAD_AGENTS = """
 import time
 
 def raises(row, llm):
@@ -97,14 +107,15 @@ def streams(row, llm):
 
 def wrong_signature(row):
     return "7"
-'''
+"""
 
 #: The rows of :func:`write_agent_job`'s dataset that the agent fails on.
 FAILING_ROWS = (3,)
 
 
-def write_agent_job(folder: Path, model: Path, engine: str, section: dict[str, Any],
-                    **config: Any) -> Path:
+def write_agent_job(
+    folder: Path, model: Path, engine: str, section: dict[str, Any], **config: Any
+) -> Path:
     """A job file in ``folder`` training ``my_agent.py:run`` (:data:`AGENT_FILE`) with GRPO on
     ``engine``: 8 "Repeat: <digit>" rows (the agent fails on :data:`FAILING_ROWS`), a reward
     scoring 1 where the digit is in the answer, and ``bad_agents.py`` (:data:`BAD_AGENTS`) beside
@@ -113,9 +124,11 @@ def write_agent_job(folder: Path, model: Path, engine: str, section: dict[str, A
     (folder / "bad_agents.py").write_text(BAD_AGENTS)
     (folder / "rewards.py").write_text(
         "def score(data_source, solution_str, ground_truth, extra_info=None):\n"
-        "    return 1.0 if ground_truth in solution_str else 0.0\n")
-    rows: list[dict[str, Any]] = [{"prompt": f"Repeat: {d}", "ground_truth": str(d)}
-                                  for d in range(8)]
+        "    return 1.0 if ground_truth in solution_str else 0.0\n"
+    )
+    rows: list[dict[str, Any]] = [
+        {"prompt": f"Repeat: {d}", "ground_truth": str(d)} for d in range(8)
+    ]
     for row in FAILING_ROWS:
         rows[row]["fail"] = True  # an agent that fails on some episodes
     (folder / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -124,10 +137,20 @@ def write_agent_job(folder: Path, model: Path, engine: str, section: dict[str, A
         "agent": "my_agent.py:run",
         "train_dataset": "train.jsonl",
         "reward": "rewards.py:score",
-        "config": {"algorithm": "grpo", "model": str(model), "max_steps": 4,
-                   "batch_size": 8, "num_generations": 2, "learning_rate": 1e-3,
-                   "max_completion_length": 24, "logging_steps": 1, "save_steps": 4,
-                   "seed": 0, **config, engine: section},
+        "config": {
+            "algorithm": "grpo",
+            "model": str(model),
+            "max_steps": 4,
+            "batch_size": 8,
+            "num_generations": 2,
+            "learning_rate": 1e-3,
+            "max_completion_length": 24,
+            "logging_steps": 1,
+            "save_steps": 4,
+            "seed": 0,
+            **config,
+            engine: section,
+        },
         "run_path": "runs",
     }
     path = folder / "job.yaml"
@@ -135,8 +158,9 @@ def write_agent_job(folder: Path, model: Path, engine: str, section: dict[str, A
     return path
 
 
-def assert_agent_trains(capsys: pytest.CaptureFixture[str], job: Path,
-                        steps: int) -> tuple[Path, list[dict[str, Any]]]:
+def assert_agent_trains(
+    capsys: pytest.CaptureFixture[str], job: Path, steps: int
+) -> tuple[Path, list[dict[str, Any]]]:
     """``check`` then ``train`` on a :func:`write_agent_job` job: check answers the agent's 2
     model calls with its stand-in, the run completes ``steps`` steps and saves the model, and the
     failing row's episodes are counted (``agent_failed`` above 0 on some step, at most 1 in 4).

@@ -52,8 +52,20 @@ from aworld_train.testing.job_edits import (
 from aworld_train.testing.tiny_model import build_tiny_model
 
 # What an engine's own bad-job tests import from here, with the suite.
-__all__ = ["BadJob", "BadJobSuite", "CASES", "Edit", "JobFolder", "MODEL_CASES", "override",
-           "set_agent", "set_config", "set_job", "set_section", "without"]
+__all__ = [
+    "BadJob",
+    "BadJobSuite",
+    "CASES",
+    "Edit",
+    "JobFolder",
+    "MODEL_CASES",
+    "override",
+    "set_agent",
+    "set_config",
+    "set_job",
+    "set_section",
+    "without",
+]
 
 #: The id of an engine's case that asks for vLLM where it is not installed.
 USE_VLLM_CASE = "use_vllm_without_vllm"
@@ -106,16 +118,23 @@ class BadJobSuite:
             config["model"] = str(valid_model)
         if self.engine_section:
             config[self.engine_name] = json.loads(json.dumps(self.engine_section))
-        job = JobFolder(tmp_path, {
-            "engine": self.engine_name,
-            "agent": {"name": "bad-jobs", "system_prompt": "Answer with the digit."},
-            "train_dataset": "train.jsonl",
-            "reward": "rewards.py:score",
-            "config": config,
-            "run_path": "runs",
-        })
-        job.rows([{"prompt": [{"role": "user", "content": f"Repeat: {d}"}],
-                   "ground_truth": str(d)} for d in range(8)])
+        job = JobFolder(
+            tmp_path,
+            {
+                "engine": self.engine_name,
+                "agent": {"name": "bad-jobs", "system_prompt": "Answer with the digit."},
+                "train_dataset": "train.jsonl",
+                "reward": "rewards.py:score",
+                "config": config,
+                "run_path": "runs",
+            },
+        )
+        job.rows(
+            [
+                {"prompt": [{"role": "user", "content": f"Repeat: {d}"}], "ground_truth": str(d)}
+                for d in range(8)
+            ]
+        )
         job.write("rewards.py", REWARDS)
         return job
 
@@ -131,13 +150,15 @@ class BadJobSuite:
             code = exit_.code if isinstance(exit_.code, int) else 1
         return code, capsys.readouterr().err
 
-    def test_valid_job_passes(self, job_folder: JobFolder,
-                              capsys: pytest.CaptureFixture[str]) -> None:
+    def test_valid_job_passes(
+        self, job_folder: JobFolder, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         code, err = self.run_check(job_folder, capsys)
         assert code == 0, err
 
-    def assert_refused(self, case: BadJob, job: JobFolder,
-                       capsys: pytest.CaptureFixture[str]) -> None:
+    def assert_refused(
+        self, case: BadJob, job: JobFolder, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         """Break ``job`` as ``case`` says and assert ``check`` refuses it as the README promises:
         exit 2, stderr exactly one ``error:`` line matching the case, no run directory, no code
         from the model folder run. An engine's own cases call this too."""
@@ -150,8 +171,9 @@ class BadJobSuite:
         assert not (job.root / "model" / "EXECUTED").exists(), "check ran model code"
 
     @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
-    def test_bad_job_fails_check_in_one_line(self, case: BadJob, job_folder: JobFolder,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+    def test_bad_job_fails_check_in_one_line(
+        self, case: BadJob, job_folder: JobFolder, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         self.assert_refused(case, job_folder, capsys)
 
     def test_engine_bad_job_fails_check_in_one_line(

@@ -66,8 +66,9 @@ def assert_trains_in_bf16(job: dict[str, Any]) -> Path:
 def assert_tensorboard_holds_the_reward(run_dir: Path) -> list[tuple[int, float]]:
     """Each logged step's reward, which varies from step to step, is TensorBoard's
     ``train/reward`` at that step; returns the ``(step, reward)`` pairs."""
-    logged = [(m["step"], m["reward"]) for m in read_jsonl(run_dir / "metrics.jsonl")
-              if "reward" in m]
+    logged = [
+        (m["step"], m["reward"]) for m in read_jsonl(run_dir / "metrics.jsonl") if "reward" in m
+    ]
     assert len({reward for _, reward in logged}) > 1, "a reward that varies step to step"
     scalars = tensorboard_scalars(run_dir / "tensorboard")
     assert [(step, pytest.approx(value)) for step, value in scalars["train/reward"]] == logged
@@ -78,8 +79,9 @@ def assert_rollout_samples(run_dir: Path, steps: int, per_step: int) -> list[dic
     """``samples.jsonl`` holds ``per_step`` rollouts of each of ``steps`` steps, each scored by
     the ``score`` and ``length`` rewards, its reward their sum; returns the samples."""
     samples = read_jsonl(run_dir / "samples.jsonl")
-    assert [s["step"] for s in samples] == [step for step in range(1, steps + 1)
-                                            for _ in range(per_step)]
+    assert [s["step"] for s in samples] == [
+        step for step in range(1, steps + 1) for _ in range(per_step)
+    ]
     for sample in samples:
         assert "Repeat: " in sample["prompt"]
         assert set(sample["rewards"]) == {"score", "length"}

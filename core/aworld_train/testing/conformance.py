@@ -28,14 +28,14 @@ import pytest
 
 from aworld_train.errors import ConfigError, DatasetError, RewardError
 
-_REWARD_FILE = '''
+_REWARD_FILE = """
 def score(data_source, solution_str, ground_truth, extra_info=None):
     return 1.0 if ground_truth in solution_str else 0.0
 
 
 def broken(data_source, solution_str, ground_truth, extra_info=None):
     raise RuntimeError("planted failure")
-'''
+"""
 
 
 class EngineConformance:
@@ -73,8 +73,10 @@ class EngineConformance:
     @pytest.fixture
     def job(self, tmp_path: Path, tiny_model: Path) -> dict[str, Any]:
         """``AgentTrainer`` keyword arguments for a valid tiny job."""
-        rows = [{"prompt": [{"role": "user", "content": f"Repeat: {d}"}], "ground_truth": str(d)}
-                for d in range(8)]
+        rows = [
+            {"prompt": [{"role": "user", "content": f"Repeat: {d}"}], "ground_truth": str(d)}
+            for d in range(8)
+        ]
         data = tmp_path / "train.jsonl"
         data.write_text("".join(json.dumps(row) + "\n" for row in rows))
         (tmp_path / "rewards.py").write_text(_REWARD_FILE)
@@ -100,8 +102,9 @@ class EngineConformance:
             "print(json.dumps({'found': [i.as_dict() for i in info],\n"
             "                  'imported': module.split('.')[0] in sys.modules}))\n"
         )
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                             check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        )
         result = json.loads(out.stdout)
         assert [row["status"] for row in result["found"]] == ["ok"]
         assert not result["imported"], "listing engines imported the engine"
@@ -175,8 +178,11 @@ class EngineConformance:
 
         if self.sft_section is None:
             pytest.skip(f"engine {self.engine_name} trains no SFT")
-        config = {key: value for key, value in job["config"].items()
-                  if key not in ("num_generations", self.engine_name)}
+        config = {
+            key: value
+            for key, value in job["config"].items()
+            if key not in ("num_generations", self.engine_name)
+        }
         config.update(algorithm="sft", max_steps=1, save_steps=1)
         if self.sft_section:
             config[self.engine_name] = dict(self.sft_section)
@@ -187,7 +193,8 @@ class EngineConformance:
             return
         trainer.train()
         assert json.loads((trainer.run_dir.path / "manifest.json").read_text())["status"] == (
-            "completed")
+            "completed"
+        )
 
     @pytest.mark.slow
     def test_train_runs_a_tiny_job(self, job: dict[str, Any]) -> None:
@@ -206,8 +213,12 @@ class EngineConformance:
         if trainer.settings is not None:
             reported = {setting.name: setting.value for setting in trainer.settings}
             assert manifest["settings"] == reported
-            assert (manifest["device"], manifest["precision"]) == (reported["device"],
-                                                                   reported["precision"])
-        records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+            assert (manifest["device"], manifest["precision"]) == (
+                reported["device"],
+                reported["precision"],
+            )
+        records = [
+            json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()
+        ]
         assert records and all("step" in r for r in records)
         assert any(key not in ("step", "time") for r in records for key in r)

@@ -40,8 +40,9 @@ def varied_model(tiny_model: Path, folder: Path) -> Path:
     return folder
 
 
-def greedy_loop(model_folder: str | Path, rows: list[dict[str, Any]], system_prompt: str,
-                max_new_tokens: int) -> list[str]:
+def greedy_loop(
+    model_folder: str | Path, rows: list[dict[str, Any]], system_prompt: str, max_new_tokens: int
+) -> list[str]:
     """One prompt at a time: the chat template with the system prompt and the generation
     prompt, greedy generation, the new tokens decoded without special tokens."""
     import torch
@@ -51,10 +52,13 @@ def greedy_loop(model_folder: str | Path, rows: list[dict[str, Any]], system_pro
     model = AutoModelForCausalLM.from_pretrained(model_folder, dtype=torch.float32)
     completions = []
     for row in rows:
-        messages = [{"role": "system", "content": system_prompt},
-                    {"role": "user", "content": row["prompt"]}]
-        inputs = tokenizer.apply_chat_template(messages, add_generation_prompt=True,
-                                               return_tensors="pt", return_dict=True)
+        messages = [
+            {"role": "system", "content": system_prompt},
+            {"role": "user", "content": row["prompt"]},
+        ]
+        inputs = tokenizer.apply_chat_template(
+            messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
+        )
         with torch.no_grad():
             output = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False)
         prompt_tokens = inputs["input_ids"].shape[1]
@@ -62,8 +66,9 @@ def greedy_loop(model_folder: str | Path, rows: list[dict[str, Any]], system_pro
     return completions
 
 
-def reference_scores(folder: Path, rows: list[dict[str, Any]],
-                     completions: list[str]) -> dict[str, list[float]]:
+def reference_scores(
+    folder: Path, rows: list[dict[str, Any]], completions: list[str]
+) -> dict[str, list[float]]:
     """Each completion scored by the job's reward file (``folder/rewards.py``) directly, the
     weights of :data:`EVAL_REWARD` applied by hand."""
     spec = importlib.util.spec_from_file_location("reference_rewards", folder / "rewards.py")
@@ -71,10 +76,11 @@ def reference_scores(folder: Path, rows: list[dict[str, Any]],
     rewards = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(rewards)
     score = [rewards.score("", text, row["ground_truth"]) for row, text in zip(rows, completions)]
-    length = [rewards.length("", text, row["ground_truth"])["score"]
-              for row, text in zip(rows, completions)]
-    return {"score": score, "length": length,
-            "total": [s + 0.5 * n for s, n in zip(score, length)]}
+    length = [
+        rewards.length("", text, row["ground_truth"])["score"]
+        for row, text in zip(rows, completions)
+    ]
+    return {"score": score, "length": length, "total": [s + 0.5 * n for s, n in zip(score, length)]}
 
 
 def assert_eval_reproduces(run: Path, summary: dict[str, Any]) -> None:
@@ -87,25 +93,29 @@ def assert_eval_reproduces(run: Path, summary: dict[str, Any]) -> None:
     max_new_tokens = job["config"]["max_completion_length"]
     answers = {}
     for name, folder in {"base": job["config"]["model"], "final": run / "model"}.items():
-        completions = greedy_loop(folder, TEST_ROWS, job["agent"]["system_prompt"],
-                                  max_new_tokens)
+        completions = greedy_loop(folder, TEST_ROWS, job["agent"]["system_prompt"], max_new_tokens)
         scores = reference_scores(job_folder, TEST_ROWS, completions)
         result = summary[name]
         assert (result["model"], result["dataset"], result["rows"]) == (name, "test", 10)
         assert result["mean_reward"] == _mean(scores["total"])
-        assert result["rewards"] == {"score": _mean(scores["score"]),
-                                     "length": _mean(scores["length"])}
+        assert result["rewards"] == {
+            "score": _mean(scores["score"]),
+            "length": _mean(scores["length"]),
+        }
         assert result["pass_at_k"] is None and result["samples"] == 1
-        records = [json.loads(line) for line in
-                   (run / "eval" / f"{name}-test.samples.jsonl").read_text().splitlines()]
+        records = [
+            json.loads(line)
+            for line in (run / "eval" / f"{name}-test.samples.jsonl").read_text().splitlines()
+        ]
         assert [r["completion"] for r in records] == completions
         assert [r["score"] for r in records] == scores["total"]
         assert [r["ground_truth"] for r in records] == [row["ground_truth"] for row in TEST_ROWS]
         assert json.loads((run / "eval" / f"{name}-test.json").read_text()) == result
         answers[name] = completions
     assert len(set(answers["base"])) > 1 and answers["final"] != answers["base"]
-    assert summary["difference"]["mean_reward"] == (summary["final"]["mean_reward"]
-                                                    - summary["base"]["mean_reward"])
+    assert summary["difference"]["mean_reward"] == (
+        summary["final"]["mean_reward"] - summary["base"]["mean_reward"]
+    )
 
 
 def _mean(values: list[float]) -> float:

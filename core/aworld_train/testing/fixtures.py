@@ -30,7 +30,7 @@ import pytest
 # beside it and a run has saved checkpoint-2, it removes the file and sends SIGINT to its own
 # process, as a user's Ctrl-C would arrive mid-training. `length` returns a metric beside its
 # score.
-REWARD_FILE = '''
+REWARD_FILE = """
 import json, os, signal
 from pathlib import Path
 
@@ -52,15 +52,21 @@ def score(data_source, solution_str, ground_truth, extra_info=None):
 def length(data_source, solution_str, ground_truth, extra_info=None):
     return {"score": min(len(solution_str), 4) / 4, "chars": float(len(solution_str))}
 
-'''
+"""
 
 # A job's common keys that every engine must honour alike (issue "One job, one meaning"): no KL
 # penalty, a constant rate, fp32 and a rank-8 LoRA adapter with the core's defaults.
-COMMON_KEYS_JOB: dict[str, Any] = {"kl_coef": 0.0, "lr_scheduler": "constant",
-                                   "precision": "fp32", "lora": {"rank": 8}}
+COMMON_KEYS_JOB: dict[str, Any] = {
+    "kl_coef": 0.0,
+    "lr_scheduler": "constant",
+    "precision": "fp32",
+    "lora": {"rank": 8},
+}
 # What the manifest's ``settings`` must show for COMMON_KEYS_JOB, on every engine.
 COMMON_KEYS_EFFECTIVE: dict[str, Any] = {
-    "kl_coef": 0.0, "lr_scheduler": "constant", "precision": "fp32",
+    "kl_coef": 0.0,
+    "lr_scheduler": "constant",
+    "precision": "fp32",
     "lora": {"rank": 8, "alpha": 16.0, "dropout": 0.0, "target_modules": "all-linear"},
 }
 
@@ -88,7 +94,11 @@ def repeat_digit_job(
     :param section: the engine's section of the config.
     """
     rows = [
-        {"prompt": f"Repeat: {digit}", "ground_truth": str(digit), "extra_info": {"digit": str(digit)}}
+        {
+            "prompt": f"Repeat: {digit}",
+            "ground_truth": str(digit),
+            "extra_info": {"digit": str(digit)},
+        }
         for digit in DIGITS
     ]
     (folder / "train.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
@@ -231,7 +241,8 @@ def tensorboard_scalars(folder: Path) -> dict[str, list[tuple[int, float]]]:
         reader.Reload()
         for tag in reader.Tags()["scalars"]:
             scalars.setdefault(tag, []).extend(
-                (event.step, event.value) for event in reader.Scalars(tag))
+                (event.step, event.value) for event in reader.Scalars(tag)
+            )
     return {tag: sorted(points) for tag, points in scalars.items()}
 
 
@@ -266,8 +277,12 @@ def assert_loads_without_peft(folder: Path) -> None:
     folder = Path(folder)
     assert not (folder / "adapter_config.json").exists(), f"{folder} is a LoRA adapter, not merged"
     assert (folder / "config.json").is_file(), f"{folder} holds no model (no config.json)"
-    result = subprocess.run([sys.executable, "-c", _LOAD_WITHOUT_PEFT, str(folder)],
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-c", _LOAD_WITHOUT_PEFT, str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     loaded = json.loads(result.stdout.strip().splitlines()[-1])
     assert loaded["new_tokens"] > 0, loaded

@@ -31,10 +31,16 @@ class JobFolder:
     def of_trainer_job(cls, job: dict[str, Any]) -> JobFolder:
         """The conformance suite's ``job`` fixture (``AgentTrainer`` arguments and the folder
         its files are in, ``base_dir``) as a job file in that folder."""
-        return cls(job["base_dir"], {
-            "agent": job["agent"], "train_dataset": job["train_dataset"],
-            "reward": job["reward_func"], "config": job["config"], "run_path": "runs",
-        })
+        return cls(
+            job["base_dir"],
+            {
+                "agent": job["agent"],
+                "train_dataset": job["train_dataset"],
+                "reward": job["reward_func"],
+                "config": job["config"],
+                "run_path": "runs",
+            },
+        )
 
     @property
     def config(self) -> dict[str, Any]:
@@ -55,8 +61,9 @@ class JobFolder:
         (self.root / f"{name}.other").symlink_to(self.root / name)
         return name
 
-    def model_folder(self, config: Any = None, weights: bool = True,
-                     extra: dict[str, str | None] | None = None) -> str:
+    def model_folder(
+        self, config: Any = None, weights: bool = True, extra: dict[str, str | None] | None = None
+    ) -> str:
         """A model folder with the given ``config.json`` (a mapping, or raw text)."""
         folder = self.root / "model"
         folder.mkdir()
@@ -149,6 +156,7 @@ def override(*items: str) -> Edit:
 
 def set_reward(reference: str, **config: Any) -> Edit:
     """Name ``reference`` as the job's reward, and set config keys beside it."""
+
     def edit(job: JobFolder) -> None:
         job.job["reward"] = reference
         job.config.update(config)
@@ -158,6 +166,7 @@ def set_reward(reference: str, **config: Any) -> Edit:
 
 def set_text(text: str) -> Edit:
     """Write the job file as this raw text (``{engine}`` is the engine's name)."""
+
     def edit(job: JobFolder) -> None:
         job.job_text = text
 
@@ -166,6 +175,7 @@ def set_text(text: str) -> Edit:
 
 def set_rows(*rows: Any) -> Edit:
     """Make the training dataset these rows."""
+
     def edit(job: JobFolder) -> None:
         job.rows(list(rows))
 
@@ -174,6 +184,7 @@ def set_rows(*rows: Any) -> Edit:
 
 def new_model_folder(**kwargs: Any) -> Edit:
     """Train a new model folder made by :meth:`JobFolder.model_folder` with ``kwargs``."""
+
     def edit(job: JobFolder) -> None:
         job.config["model"] = job.model_folder(**kwargs)
 
@@ -182,6 +193,7 @@ def new_model_folder(**kwargs: Any) -> Edit:
 
 def add_dataset_line(line: str) -> Edit:
     """Add a raw line at the end of the training JSONL file (its line 9)."""
+
     def edit(job: JobFolder) -> None:
         job.write("train.jsonl", (job.root / "train.jsonl").read_text() + line + "\n")
 
@@ -195,8 +207,12 @@ def edit_model_json(name: str, **changes: Any) -> Edit:
     def edit(job: JobFolder) -> None:
         folder = Path(shutil.copytree(job.config["model"], job.root / "model"))
         data = json.loads((folder / name).read_text(encoding="utf-8"))
-        data.update({key: value(data.get(key)) if callable(value) else value
-                     for key, value in changes.items()})
+        data.update(
+            {
+                key: value(data.get(key)) if callable(value) else value
+                for key, value in changes.items()
+            }
+        )
         (folder / name).write_text(json.dumps(data), encoding="utf-8")
         job.config["model"] = str(folder)
 

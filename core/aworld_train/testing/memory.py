@@ -26,33 +26,53 @@ def allocated_after_one_step(folder: Path, lora: dict[str, Any] | None) -> int:
     if lora:
         import peft
 
-        model = peft.get_peft_model(model, peft.LoraConfig(
-            r=lora["rank"], lora_alpha=2 * lora["rank"], target_modules="all-linear"))
+        model = peft.get_peft_model(
+            model,
+            peft.LoraConfig(
+                r=lora["rank"], lora_alpha=2 * lora["rank"], target_modules="all-linear"
+            ),
+        )
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(trainable, lr=1e-3)
     ids = torch.randint(0, model.config.vocab_size, (2, 16))
     model(input_ids=ids, labels=ids).loss.backward()
     optimizer.step()
     tensors = [*model.parameters(), *(p.grad for p in trainable)]
-    tensors += [state for group in optimizer.state.values() for state in group.values()
-                if torch.is_tensor(state) and state.dim() > 0]  # not the scalar step count
+    tensors += [
+        state
+        for group in optimizer.state.values()
+        for state in group.values()
+        if torch.is_tensor(state) and state.dim() > 0
+    ]  # not the scalar step count
     storages = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in tensors}
     return sum(storages.values())
 
 
-def write_job(folder: Path, engine: str, model: Path, config: dict[str, Any],
-              algorithm: str = "sft") -> Path:
+def write_job(
+    folder: Path, engine: str, model: Path, config: dict[str, Any], algorithm: str = "sft"
+) -> Path:
     """``job.yaml`` in ``folder``: a one-step job of ``algorithm`` on ``engine`` over four
     "Repeat: <digit>" rows, prompts and completions of 512 tokens, and ``config`` on top.
 
     :returns: the job file's path.
     """
     (folder / "train.jsonl").write_text("".join(json.dumps(row) + "\n" for row in ROWS))
-    job = {"engine": engine, "agent": {"name": "repeater"}, "train_dataset": "train.jsonl",
-           "reward": "exact_match", "run_path": str(folder / "runs"),
-           "config": {"algorithm": algorithm, "model": str(model), "max_steps": 1,
-                      "batch_size": 1, "max_prompt_length": 512,
-                      "max_completion_length": 512, **config}}
+    job = {
+        "engine": engine,
+        "agent": {"name": "repeater"},
+        "train_dataset": "train.jsonl",
+        "reward": "exact_match",
+        "run_path": str(folder / "runs"),
+        "config": {
+            "algorithm": algorithm,
+            "model": str(model),
+            "max_steps": 1,
+            "batch_size": 1,
+            "max_prompt_length": 512,
+            "max_completion_length": 512,
+            **config,
+        },
+    }
     path = folder / "job.yaml"
     path.write_text(yaml.safe_dump(job))
     return path
@@ -77,8 +97,9 @@ def check_memory(capsys: Any, job: Path, *overrides: str) -> str:
     when the job passes, else the one ``error:`` line the refusal printed."""
     from aworld_train.testing.fixtures import run_cli
 
-    code, out, err = run_cli(capsys, "check", job, *(
-        part for override in overrides for part in ("-o", override)))
+    code, out, err = run_cli(
+        capsys, "check", job, *(part for override in overrides for part in ("-o", override))
+    )
     if code == 0:
         return resources_row(out)
     lines = [line for line in err.splitlines() if line.strip()]
@@ -96,8 +117,14 @@ def assert_plan_sizes_the_step(plan: Any, folder: Path) -> None:
     assert estimate(shape, plan).certain == allocated_after_one_step(folder, None)
 
 
-def seven_b_on_one_gpu(capsys: Any, monkeypatch: Any, folder: Path, engine: str,
-                       tiny_model: Path, config: dict[str, Any]) -> tuple[str, str]:
+def seven_b_on_one_gpu(
+    capsys: Any,
+    monkeypatch: Any,
+    folder: Path,
+    engine: str,
+    tiny_model: Path,
+    config: dict[str, Any],
+) -> tuple[str, str]:
     """``check`` of a full fine-tune of a Qwen2.5-7B-shaped model (``config`` on top) on one
     80 GB GPU: the refusal line, which must name LoRA and more GPUs as fixes, then the
     ``resources`` row of the same job with ``lora.rank=16``."""

@@ -49,25 +49,35 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def start_node(job: Path, rank: int, port: int, folder: Path,
-               env: dict[str, str] | None = None) -> Node:
+def start_node(
+    job: Path, rank: int, port: int, folder: Path, env: dict[str, str] | None = None
+) -> Node:
     """Start node ``rank`` of ``job`` (a job file whose config says ``resources.nnodes``) in a
     session of its own, its output in ``folder/node<rank>.out``."""
     output = folder / f"node{rank}.out"
-    variables = dict(os.environ, **(env or {}), NODE_RANK=str(rank), MASTER_ADDR="127.0.0.1",
-                     MASTER_PORT=str(port))
+    variables = dict(
+        os.environ,
+        **(env or {}),
+        NODE_RANK=str(rank),
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(port),
+    )
     with output.open("wb") as sink:
         process = subprocess.Popen(
             [sys.executable, "-m", "aworld_train.cli", "train", str(job)],
-            cwd=folder, env=variables, stdout=sink, stderr=subprocess.STDOUT,
+            cwd=folder,
+            env=variables,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
             start_new_session=True,  # killing a node's tree reaches nothing of the test's
         )
     return Node(rank, process, output)
 
 
 @contextlib.contextmanager
-def nodes(job: Path, count: int, folder: Path,
-          env: dict[str, str] | None = None) -> Iterator[list[Node]]:
+def nodes(
+    job: Path, count: int, folder: Path, env: dict[str, str] | None = None
+) -> Iterator[list[Node]]:
     """``count`` nodes of ``job`` started together; whatever is left of them is killed when
     the block ends, so that a failed assertion leaves no process behind."""
     port = free_port()
@@ -92,7 +102,7 @@ def descendants(pid: int) -> list[int]:
             stat = (entry / "stat").read_text()
         except OSError:  # it exited while the list was read
             continue
-        fields = stat[stat.rindex(")") + 2:].split()
+        fields = stat[stat.rindex(")") + 2 :].split()
         if fields[0] not in "ZX":
             children.setdefault(int(fields[1]), []).append(int(entry.name))
     found: list[int] = []
@@ -130,8 +140,13 @@ def write_job_file(job: dict[str, Any], nnodes: int, name: str = "job.yaml") -> 
     ``aworld-train train``; returns its path."""
     import yaml
 
-    keys = {"agent": "agent", "reward_func": "reward", "train_dataset": "train_dataset",
-            "test_dataset": "test_dataset", "train_engine_name": "engine"}
+    keys = {
+        "agent": "agent",
+        "reward_func": "reward",
+        "train_dataset": "train_dataset",
+        "test_dataset": "test_dataset",
+        "train_engine_name": "engine",
+    }
     data = {key: job[given] for given, key in keys.items() if job.get(given) is not None}
     data["config"] = {**job["config"], "resources": {"nnodes": nnodes}}
     data["run_path"] = str(job["run_path"])
@@ -158,4 +173,4 @@ def processes_naming(folder: Path) -> list[int]:
 
 def _alive(entry: Path) -> bool:
     stat = (entry / "stat").read_text()
-    return stat[stat.rindex(")") + 2:].split()[0] not in "ZX"
+    return stat[stat.rindex(")") + 2 :].split()[0] not in "ZX"

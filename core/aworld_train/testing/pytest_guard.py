@@ -21,12 +21,16 @@ import pytest
 
 MARKERS = {
     "slow": "trains a model, builds wheels or starts a server: more than about ten seconds; "
-            "`make test-fast` leaves it out",
+    "`make test-fast` leaves it out",
     "gpu": "needs a CUDA GPU; left out unless selected with -m gpu",
     "network": "reaches another machine; left out unless selected with -m network",
 }
-OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "MODELSCOPE_OFFLINE": "1"}
+OFFLINE = {
+    "HF_HUB_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "MODELSCOPE_OFFLINE": "1",
+}
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -61,17 +65,24 @@ class NetworkRefused(OSError):
 def _guarded(connect: Any) -> Any:
     @functools.wraps(connect)
     def guarded(self: socket.socket, address: Any, *args: Any) -> Any:
-        if (self.family in (socket.AF_INET, socket.AF_INET6) and isinstance(address, tuple)
-                and not _on_this_machine(str(address[0]))):
-            raise NetworkRefused(f"this test reached for {address[0]}:{address[1]}, another "
-                                 f"machine; mark it network (pytest.mark.network) if it must")
+        if (
+            self.family in (socket.AF_INET, socket.AF_INET6)
+            and isinstance(address, tuple)
+            and not _on_this_machine(str(address[0]))
+        ):
+            raise NetworkRefused(
+                f"this test reached for {address[0]}:{address[1]}, another "
+                f"machine; mark it network (pytest.mark.network) if it must"
+            )
         return connect(self, address, *args)
+
     return guarded
 
 
 @pytest.fixture(autouse=True)
-def _stay_on_this_machine(request: pytest.FixtureRequest,
-                          monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def _stay_on_this_machine(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
     if request.node.get_closest_marker("network") is None:
         monkeypatch.setattr(socket.socket, "connect", _guarded(socket.socket.connect))
         monkeypatch.setattr(socket.socket, "connect_ex", _guarded(socket.socket.connect_ex))

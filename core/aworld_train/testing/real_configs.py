@@ -42,12 +42,20 @@ def verdict_of_check(capsys: pytest.CaptureFixture[str], job: Path, *options: st
     code, out, err = run_cli(capsys, "check", job, *options)
     if code == 0:
         return None
-    return next((line for line in err.splitlines() if line.startswith("error:")),
-                err.strip()[-600:] or out[-600:])
+    return next(
+        (line for line in err.splitlines() if line.startswith("error:")),
+        err.strip()[-600:] or out[-600:],
+    )
 
 
-def assert_same_verdict(library: str, own: str | None, check: str | None, expected: str | None,
-                        *, any_case: bool = False) -> None:
+def assert_same_verdict(
+    library: str,
+    own: str | None,
+    check: str | None,
+    expected: str | None,
+    *,
+    any_case: bool = False,
+) -> None:
     """Both verdicts accept, or both refuse; a refusal is expected (its reason and check's line
     both holding ``expected``, in any case where ``any_case``) exactly where ``expected`` is
     given. ``library`` names the library's verdict in the failure message."""

@@ -63,13 +63,18 @@ class SftEvalSuite:
 
     def one_step_sft_with_test_set(self, job: dict[str, Any]) -> None:
         """One SFT step, evaluated after it, on a test set of :data:`TEST_DIGITS`."""
-        rows = [json.dumps({"prompt": f"Repeat: {d}", "ground_truth": str(d)})
-                for d in TEST_DIGITS]
+        rows = [json.dumps({"prompt": f"Repeat: {d}", "ground_truth": str(d)}) for d in TEST_DIGITS]
         (job["base_dir"] / "test.jsonl").write_text("\n".join(rows) + "\n")
         job["test_dataset"] = "test.jsonl"
-        job["config"] = dict(job["config"], algorithm="sft", max_steps=1, eval_steps=1,
-                             save_steps=1, eval_limit=EVAL_LIMIT,
-                             **{self.engine_name: dict(self.engine_section)})
+        job["config"] = dict(
+            job["config"],
+            algorithm="sft",
+            max_steps=1,
+            eval_steps=1,
+            save_steps=1,
+            eval_limit=EVAL_LIMIT,
+            **{self.engine_name: dict(self.engine_section)},
+        )
         job["config"].pop("num_generations")
 
     @pytest.mark.slow
@@ -91,7 +96,8 @@ class SftEvalSuite:
         # The reward scored the first eval_limit test rows, once each.
         calls = scored_ground_truths(tmp_path)
         assert entry["eval_score"] == pytest.approx(
-            sum(call["solution"].strip() == call["ground_truth"] for call in calls) / EVAL_LIMIT)
+            sum(call["solution"].strip() == call["ground_truth"] for call in calls) / EVAL_LIMIT
+        )
 
     @pytest.mark.slow
     def test_sft_without_a_reward_logs_the_loss_only(self, job: dict[str, Any]) -> None:

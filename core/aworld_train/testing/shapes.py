@@ -17,35 +17,66 @@ from pathlib import Path
 from typing import Any
 
 _QWEN2_COMMON: dict[str, Any] = {
-    "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_act": "silu",
-    "attention_dropout": 0.0, "bos_token_id": 151643, "eos_token_id": 151643,
-    "initializer_range": 0.02, "max_position_embeddings": 32768, "rms_norm_eps": 1e-06,
-    "rope_theta": 1000000.0, "sliding_window": 32768, "use_cache": True,
-    "use_sliding_window": False, "torch_dtype": "bfloat16",
+    "architectures": ["Qwen2ForCausalLM"],
+    "model_type": "qwen2",
+    "hidden_act": "silu",
+    "attention_dropout": 0.0,
+    "bos_token_id": 151643,
+    "eos_token_id": 151643,
+    "initializer_range": 0.02,
+    "max_position_embeddings": 32768,
+    "rms_norm_eps": 1e-06,
+    "rope_theta": 1000000.0,
+    "sliding_window": 32768,
+    "use_cache": True,
+    "use_sliding_window": False,
+    "torch_dtype": "bfloat16",
 }
 
 #: name -> config.json of the Qwen2.5 base models (parameters: 494M, 1.54B, 7.62B).
 QWEN25_CONFIGS: dict[str, dict[str, Any]] = {
-    "qwen2.5-0.5b": {**_QWEN2_COMMON, "hidden_size": 896, "intermediate_size": 4864,
-                     "num_hidden_layers": 24, "num_attention_heads": 14,
-                     "num_key_value_heads": 2, "max_window_layers": 24,
-                     "tie_word_embeddings": True, "vocab_size": 151936},
-    "qwen2.5-1.5b": {**_QWEN2_COMMON, "hidden_size": 1536, "intermediate_size": 8960,
-                     "num_hidden_layers": 28, "num_attention_heads": 12,
-                     "num_key_value_heads": 2, "max_window_layers": 28,
-                     "tie_word_embeddings": True, "vocab_size": 151936},
-    "qwen2.5-7b": {**_QWEN2_COMMON, "hidden_size": 3584, "intermediate_size": 18944,
-                   "num_hidden_layers": 28, "num_attention_heads": 28,
-                   "num_key_value_heads": 4, "max_window_layers": 28,
-                   "tie_word_embeddings": False, "vocab_size": 152064},
+    "qwen2.5-0.5b": {
+        **_QWEN2_COMMON,
+        "hidden_size": 896,
+        "intermediate_size": 4864,
+        "num_hidden_layers": 24,
+        "num_attention_heads": 14,
+        "num_key_value_heads": 2,
+        "max_window_layers": 24,
+        "tie_word_embeddings": True,
+        "vocab_size": 151936,
+    },
+    "qwen2.5-1.5b": {
+        **_QWEN2_COMMON,
+        "hidden_size": 1536,
+        "intermediate_size": 8960,
+        "num_hidden_layers": 28,
+        "num_attention_heads": 12,
+        "num_key_value_heads": 2,
+        "max_window_layers": 28,
+        "tie_word_embeddings": True,
+        "vocab_size": 151936,
+    },
+    "qwen2.5-7b": {
+        **_QWEN2_COMMON,
+        "hidden_size": 3584,
+        "intermediate_size": 18944,
+        "num_hidden_layers": 28,
+        "num_attention_heads": 28,
+        "num_key_value_heads": 4,
+        "max_window_layers": 28,
+        "tie_word_embeddings": False,
+        "vocab_size": 152064,
+    },
 }
 
 # The tokenizer files copied from the tiny model (its ids all lie below every vocab_size here).
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja")
 
 
-def write_shaped_model(folder: str | Path, name: str, tokenizer_from: str | Path,
-                       **overrides: Any) -> Path:
+def write_shaped_model(
+    folder: str | Path, name: str, tokenizer_from: str | Path, **overrides: Any
+) -> Path:
     """Write ``folder`` as a model folder of the shape ``name`` (a key of
     :data:`QWEN25_CONFIGS`): its ``config.json`` (with ``overrides``) and the tokenizer of
     ``tokenizer_from`` (the tiny model), no weights.
@@ -77,8 +108,11 @@ def _write_sparse_weights(folder: Path) -> None:
     offset = 0
     for name, parameter in model.named_parameters():  # tied parameters are listed once
         size = parameter.numel() * 2
-        header[name] = {"dtype": "BF16", "shape": list(parameter.shape),
-                        "data_offsets": [offset, offset + size]}
+        header[name] = {
+            "dtype": "BF16",
+            "shape": list(parameter.shape),
+            "data_offsets": [offset, offset + size],
+        }
         offset += size
     encoded = json.dumps(header).encode()
     encoded += b" " * (-len(encoded) % 8)

@@ -33,7 +33,7 @@ TOOL_CHAT_TEMPLATE = (
     "{%- if messages[0].role == 'system' %}{{- messages[0].content + '\\n\\n' }}{%- endif %}"
     "{{- '# Tools\\n\\nYou may call one or more functions. Their signatures:\\n<tools>' }}"
     "{%- for tool in tools %}{{- '\\n' + (tool | tojson) }}{%- endfor %}"
-    "{{- '\\n</tools>\\n\\nCall one as <tool_call>{\"name\": <name>, \"arguments\": <object>}"
+    '{{- \'\\n</tools>\\n\\nCall one as <tool_call>{"name": <name>, "arguments": <object>}'
     "</tool_call>.<|im_end|>\\n' }}"
     "{%- elif messages[0].role == 'system' %}"
     "{{- '<|im_start|>system\\n' + messages[0].content + '<|im_end|>\\n' }}"
@@ -46,7 +46,7 @@ TOOL_CHAT_TEMPLATE = (
     "{{- '<|im_start|>' + message.role + '\\n' + (message.content or '') }}"
     "{%- for call in message.tool_calls or [] %}"
     "{%- set function = call.function if call.function is defined else call %}"
-    "{{- '\\n<tool_call>\\n{\"name\": \"' + function.name + '\", \"arguments\": ' }}"
+    '{{- \'\\n<tool_call>\\n{"name": "\' + function.name + \'", "arguments": \' }}'
     "{{- (function.arguments if function.arguments is string else function.arguments | tojson) }}"
     "{{- '}\\n</tool_call>' }}"
     "{%- endfor %}"
@@ -92,7 +92,12 @@ def build_tiny_model(
     """
     import torch
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
-    from transformers import GenerationConfig, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+    from transformers import (
+        GenerationConfig,
+        PreTrainedTokenizerFast,
+        Qwen2Config,
+        Qwen2ForCausalLM,
+    )
 
     if hidden_size % num_heads:
         raise ValueError(f"hidden_size {hidden_size} is not divisible by num_heads {num_heads}")
@@ -171,17 +176,26 @@ def main(argv: Sequence[str] | None = None) -> None:
     with, where no model hub is at hand (random weights: it trains, it does not know anything)."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m aworld_train.testing.tiny_model",
-                                     description=main.__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m aworld_train.testing.tiny_model", description=main.__doc__
+    )
     parser.add_argument("folder", help="where to write the model (created if needed)")
-    parser.add_argument("--hidden-size", type=int, default=128,
-                        help="the model width (128: heads 32 wide, as vLLM's CPU attention needs)")
-    parser.add_argument("--tools", action="store_true",
-                        help="a chat template that renders tools (4,096 positions)")
+    parser.add_argument(
+        "--hidden-size",
+        type=int,
+        default=128,
+        help="the model width (128: heads 32 wide, as vLLM's CPU attention needs)",
+    )
+    parser.add_argument(
+        "--tools", action="store_true", help="a chat template that renders tools (4,096 positions)"
+    )
     arguments = parser.parse_args(argv)
-    folder = build_tiny_model(arguments.folder, hidden_size=arguments.hidden_size,
-                              tools=arguments.tools,
-                              max_positions=4096 if arguments.tools else 1024)
+    folder = build_tiny_model(
+        arguments.folder,
+        hidden_size=arguments.hidden_size,
+        tools=arguments.tools,
+        max_positions=4096 if arguments.tools else 1024,
+    )
     print(f"model: {folder}")
 
 

@@ -47,8 +47,9 @@ class ToolExchange:
     guess: str
 
 
-def multiplication_exchanges(rows: Sequence[dict[str, Any]], system_prompt: str | None
-                             ) -> list[ToolExchange]:
+def multiplication_exchanges(
+    rows: Sequence[dict[str, Any]], system_prompt: str | None
+) -> list[ToolExchange]:
     """Exchanges for rows whose prompt is "What is A * B?": call ``multiply(a=A, b=B)``, answer
     ``<answer>A*B</answer>``; the guess is the product of A rounded to hundreds and B to tens
     (never the right product)."""
@@ -64,16 +65,28 @@ def multiplication_exchanges(rows: Sequence[dict[str, Any]], system_prompt: str 
         messages = [{"role": "user", "content": row["prompt"]}]
         if system_prompt:
             messages.insert(0, {"role": "system", "content": system_prompt})
-        exchanges.append(ToolExchange(
-            messages=messages, call={"name": "multiply", "arguments": {"a": a, "b": b}},
-            result=str(a * b), answer=f"<answer>{a * b}</answer>", guess=f"<answer>{guess}</answer>"))
+        exchanges.append(
+            ToolExchange(
+                messages=messages,
+                call={"name": "multiply", "arguments": {"a": a, "b": b}},
+                result=str(a * b),
+                answer=f"<answer>{a * b}</answer>",
+                guess=f"<answer>{guess}</answer>",
+            )
+        )
     return exchanges
 
 
-def teach_sometimes_calling(model: str | Path, exchanges: Sequence[ToolExchange],
-                            schemas: list[dict[str, Any]], *, call_share: float = 0.4,
-                            steps: int = 300, learning_rate: float = 3e-3, seed: int = 0
-                            ) -> dict[str, Any]:
+def teach_sometimes_calling(
+    model: str | Path,
+    exchanges: Sequence[ToolExchange],
+    schemas: list[dict[str, Any]],
+    *,
+    call_share: float = 0.4,
+    steps: int = 300,
+    learning_rate: float = 3e-3,
+    seed: int = 0,
+) -> dict[str, Any]:
     """Teach the tool model in ``model`` (saved back in place) to answer each exchange's prompt
     by calling the tool with probability ``call_share``, by guessing otherwise.
 
@@ -90,8 +103,9 @@ def teach_sometimes_calling(model: str | Path, exchanges: Sequence[ToolExchange]
     end = tokenizer.eos_token_id
 
     def render(messages: list[dict[str, Any]]) -> list[int]:
-        text = tokenizer.apply_chat_template(messages, tools=schemas, add_generation_prompt=True,
-                                             tokenize=False)
+        text = tokenizer.apply_chat_template(
+            messages, tools=schemas, add_generation_prompt=True, tokenize=False
+        )
         return list(tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def turn(text: str) -> list[int]:
@@ -102,18 +116,25 @@ def teach_sometimes_calling(model: str | Path, exchanges: Sequence[ToolExchange]
     for exchange in exchanges:
         prompt = render(exchange.messages)
         call = {"type": "function", "function": exchange.call}
-        context = render([*exchange.messages, {"role": "assistant", "content": "", "tool_calls": [call]},
-                          {"role": "tool", "name": exchange.call["name"], "content": exchange.result}])
+        context = render(
+            [
+                *exchange.messages,
+                {"role": "assistant", "content": "", "tool_calls": [call]},
+                {"role": "tool", "name": exchange.call["name"], "content": exchange.result},
+            ]
+        )
         if context[: len(prompt)] != prompt:
             raise ValueError("the chat template renders the prompt differently after a tool call")
         calling = context + turn(exchange.answer)
         call_end = calling.index(end, len(prompt)) + 1
         labels = [-100] * len(calling)
-        labels[len(prompt):call_end] = calling[len(prompt):call_end]
-        labels[len(context):] = calling[len(context):]
+        labels[len(prompt) : call_end] = calling[len(prompt) : call_end]
+        labels[len(context) :] = calling[len(context) :]
         sequences.append((calling, labels, call_share))
         guessing = prompt + turn(exchange.guess)
-        sequences.append((guessing, [-100] * len(prompt) + guessing[len(prompt):], 1.0 - call_share))
+        sequences.append(
+            (guessing, [-100] * len(prompt) + guessing[len(prompt) :], 1.0 - call_share)
+        )
         if calling[len(prompt)] == guessing[len(prompt)]:
             raise ValueError("the call and the guess start with the same token")
         prompts.append(prompt)
@@ -139,8 +160,11 @@ def teach_sometimes_calling(model: str | Path, exchanges: Sequence[ToolExchange]
     for _ in range(steps):
         logits = policy(input_ids=input_ids, attention_mask=attention).logits[:, :-1]
         losses = torch.nn.functional.cross_entropy(
-            logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=-100,
-            reduction="none").view_as(targets)
+            logits.reshape(-1, logits.shape[-1]),
+            targets.reshape(-1),
+            ignore_index=-100,
+            reduction="none",
+        ).view_as(targets)
         loss = (losses * token_weights).sum() / token_weights.sum()
         optimizer.zero_grad()
         loss.backward()
@@ -154,10 +178,15 @@ def teach_sometimes_calling(model: str | Path, exchanges: Sequence[ToolExchange]
     with torch.no_grad():
         probabilities = [
             float(policy(input_ids=torch.tensor([prompt])).logits[0, -1].softmax(-1)[start])
-            for prompt, start in zip(prompts, call_starts)]
+            for prompt, start in zip(prompts, call_starts)
+        ]
     policy.save_pretrained(model)
-    return {"loss": float(loss.item()), "rest_loss": rest_loss, "exact": exact,
-            "call_probability": probabilities}
+    return {
+        "loss": float(loss.item()),
+        "rest_loss": rest_loss,
+        "exact": exact,
+        "call_probability": probabilities,
+    }
 
 
 #: The calculator agent's system prompt in these runs: short, so that the byte-level prompt
@@ -165,9 +194,17 @@ def teach_sometimes_calling(model: str | Path, exchanges: Sequence[ToolExchange]
 SYSTEM_PROMPT = "Use the calculator."
 
 
-def tool_learning_job(folder: str | Path, calculator: str | Path, *, steps: int, seed: int = 0,
-                      rows: int = 4, teaching_steps: int = 200, call_share: float = 0.4,
-                      learning_rate: float = 3e-5) -> tuple[Path, dict[str, Any]]:
+def tool_learning_job(
+    folder: str | Path,
+    calculator: str | Path,
+    *,
+    steps: int,
+    seed: int = 0,
+    rows: int = 4,
+    teaching_steps: int = 200,
+    call_share: float = 0.4,
+    learning_rate: float = 3e-5,
+) -> tuple[Path, dict[str, Any]]:
     """Write a GRPO job that should learn to call the calculator's ``multiply``, and its start.
 
     In ``folder``: ``train.jsonl`` (the first ``rows`` questions of the calculator example at
@@ -194,8 +231,11 @@ def tool_learning_job(folder: str | Path, calculator: str | Path, *, steps: int,
     agent = {
         "name": "calculator-agent",
         "system_prompt": SYSTEM_PROMPT,
-        "mcp_config": {"mcpServers": {"calculator": {
-            "command": "python", "args": [str(calculator / "server.py")]}}},
+        "mcp_config": {
+            "mcpServers": {
+                "calculator": {"command": "python", "args": [str(calculator / "server.py")]}
+            }
+        },
         "tools": ["multiply"],
         "max_turns": 2,
         "llm_temperature": 0.5,
@@ -206,20 +246,35 @@ def tool_learning_job(folder: str | Path, calculator: str | Path, *, steps: int,
         schemas = tools.schemas()
     finally:
         tools.close()
-    model = build_tiny_model(folder / "model", extra_tokens=("<answer>", "</answer>"),
-                             max_positions=2048, tools=True, seed=seed)
+    model = build_tiny_model(
+        folder / "model",
+        extra_tokens=("<answer>", "</answer>"),
+        max_positions=2048,
+        tools=True,
+        seed=seed,
+    )
     exchanges = multiplication_exchanges([json.loads(line) for line in lines], SYSTEM_PROMPT)
-    taught = teach_sometimes_calling(model, exchanges, schemas, call_share=call_share,
-                                     steps=teaching_steps, seed=seed)
+    taught = teach_sometimes_calling(
+        model, exchanges, schemas, call_share=call_share, steps=teaching_steps, seed=seed
+    )
     job = {
         "engine": "trl",
         "agent": agent,
         "train_dataset": "train.jsonl",
         "reward": "answer_match",
-        "config": {"algorithm": "grpo", "model": str(model), "max_steps": steps,
-                   "batch_size": 8, "num_generations": 8, "max_completion_length": 192,
-                   "learning_rate": learning_rate, "logging_steps": 1, "save_steps": 10 ** 6,
-                   "seed": seed, "trl": {"beta": 0.0}},
+        "config": {
+            "algorithm": "grpo",
+            "model": str(model),
+            "max_steps": steps,
+            "batch_size": 8,
+            "num_generations": 8,
+            "max_completion_length": 192,
+            "learning_rate": learning_rate,
+            "logging_steps": 1,
+            "save_steps": 10**6,
+            "seed": seed,
+            "trl": {"beta": 0.0},
+        },
         "run_path": "runs",
     }
     (folder / "job.yaml").write_text(yaml.safe_dump(job))

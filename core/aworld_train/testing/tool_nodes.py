@@ -26,8 +26,9 @@ def multiply(a: int, b: int) -> int:
 '''
 
 
-def assert_tool_agent_trains_on_two_nodes(folder: Path, engine: str, section: dict[str, Any],
-                                          env: dict[str, str], run_s: float) -> None:
+def assert_tool_agent_trains_on_two_nodes(
+    folder: Path, engine: str, section: dict[str, Any], env: dict[str, str], run_s: float
+) -> None:
     """The spec form with the Python tool ``multiply`` trains with GRPO for 2 steps on two
     nodes of one process each (``engine``'s config section ``section``, the nodes' extra
     environment ``env``, at most ``run_s`` seconds): one completed run on node 0, every
@@ -37,20 +38,38 @@ def assert_tool_agent_trains_on_two_nodes(folder: Path, engine: str, section: di
     from aworld_train.runtime import prompt_messages
     from aworld_train.testing import build_tiny_model
 
-    model = build_tiny_model(folder / "caller", extra_tokens=("<answer>", "</answer>"),
-                             max_positions=4096, tools=True)
+    model = build_tiny_model(
+        folder / "caller", extra_tokens=("<answer>", "</answer>"), max_positions=4096, tools=True
+    )
     (folder / "tools.py").write_text(TOOL)
     row = {"prompt": "What is 12 * 34?", "ground_truth": "408"}
     (folder / "train.jsonl").write_text((json.dumps(row) + "\n") * 4)
     job: dict[str, Any] = {
         # Sampling close to the taught turns, so every episode makes the call.
-        "agent": {"name": "calculator", "system_prompt": SYSTEM,
-                  "tools": ["tools.py:multiply"], "max_turns": 2, "llm_temperature": 0.3},
-        "config": {"algorithm": "grpo", "model": str(model), "max_steps": 2, "batch_size": 2,
-                   "num_generations": 2, "max_completion_length": 160, "logging_steps": 1,
-                   "save_steps": 2, "seed": 0, engine: section},
-        "reward_func": "answer_match", "train_dataset": "train.jsonl",
-        "run_path": folder / "runs", "train_engine_name": engine, "base_dir": folder,
+        "agent": {
+            "name": "calculator",
+            "system_prompt": SYSTEM,
+            "tools": ["tools.py:multiply"],
+            "max_turns": 2,
+            "llm_temperature": 0.3,
+        },
+        "config": {
+            "algorithm": "grpo",
+            "model": str(model),
+            "max_steps": 2,
+            "batch_size": 2,
+            "num_generations": 2,
+            "max_completion_length": 160,
+            "logging_steps": 1,
+            "save_steps": 2,
+            "seed": 0,
+            engine: section,
+        },
+        "reward_func": "answer_match",
+        "train_dataset": "train.jsonl",
+        "run_path": folder / "runs",
+        "train_engine_name": engine,
+        "base_dir": folder,
     }
     checked = AgentTrainer(**job, check_only=True).hand_off
     functions = checked.tools.schemas()
@@ -75,8 +94,13 @@ def assert_tool_agent_trains_on_two_nodes(folder: Path, engine: str, section: di
 
 
 def teach_exchange(
-    model: Path, prompt: list[dict[str, str]], functions: list[dict[str, Any]], call: dict[str, Any],
-    result: str, answer: str, steps: int = 200,
+    model: Path,
+    prompt: list[dict[str, str]],
+    functions: list[dict[str, Any]],
+    call: dict[str, Any],
+    result: str,
+    answer: str,
+    steps: int = 200,
 ) -> None:
     """Overfit the model in ``model`` on one exchange: after ``prompt`` it writes ``call`` (a
     tool call in its chat template's format), and after the tool's ``result`` it writes
@@ -88,20 +112,26 @@ def teach_exchange(
     tokenizer = AutoTokenizer.from_pretrained(model)
 
     def render(messages: list[dict[str, Any]]) -> list[int]:
-        text = tokenizer.apply_chat_template(messages, tools=functions,
-                                             add_generation_prompt=True, tokenize=False)
+        text = tokenizer.apply_chat_template(
+            messages, tools=functions, add_generation_prompt=True, tokenize=False
+        )
         return tokenizer(text, add_special_tokens=False)["input_ids"]
 
     prompt_ids = render(prompt)
-    context_ids = render([*prompt, {"role": "assistant", "content": "", "tool_calls": [call]},
-                          {"role": "tool", "name": call["function"]["name"], "content": result}])
+    context_ids = render(
+        [
+            *prompt,
+            {"role": "assistant", "content": "", "tool_calls": [call]},
+            {"role": "tool", "name": call["function"]["name"], "content": result},
+        ]
+    )
     assert context_ids[: len(prompt_ids)] == prompt_ids
     answer_ids = tokenizer(answer + tokenizer.eos_token, add_special_tokens=False)["input_ids"]
     input_ids = context_ids + answer_ids
     call_end = input_ids.index(tokenizer.eos_token_id, len(prompt_ids)) + 1
     labels = [-100] * len(input_ids)
-    labels[len(prompt_ids):call_end] = input_ids[len(prompt_ids):call_end]
-    labels[len(context_ids):] = answer_ids
+    labels[len(prompt_ids) : call_end] = input_ids[len(prompt_ids) : call_end]
+    labels[len(context_ids) :] = answer_ids
 
     torch.manual_seed(0)
     policy = AutoModelForCausalLM.from_pretrained(model)

@@ -34,10 +34,18 @@ def write_job_file(job: dict[str, Any], engine: str, config: dict[str, Any] | No
     """``job`` (``AgentTrainer`` keyword arguments) as ``job.yaml`` in its ``base_dir``, on
     ``engine``, with ``config`` in place of its config where given, runs under ``runs``."""
     path: Path = job["base_dir"] / "job.yaml"
-    path.write_text(yaml.safe_dump({
-        "engine": engine, "agent": job["agent"], "train_dataset": job["train_dataset"],
-        "reward": job["reward_func"], "config": job["config"] if config is None else config,
-        "run_path": "runs"}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "engine": engine,
+                "agent": job["agent"],
+                "train_dataset": job["train_dataset"],
+                "reward": job["reward_func"],
+                "config": job["config"] if config is None else config,
+                "run_path": "runs",
+            }
+        )
+    )
     return path
 
 
@@ -69,8 +77,10 @@ class TrainFailureSuite:
 
     @pytest.mark.slow
     def test_a_checkpoint_the_engine_cannot_write_ends_the_run_in_one_line(
-        self, job: dict[str, Any], capsys: pytest.CaptureFixture[str],
-        monkeypatch: pytest.MonkeyPatch
+        self,
+        job: dict[str, Any],
+        capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch,
     ) -> None:
         """Two steps, a checkpoint due at step 2 and the checkpoints folder blocked
         (:func:`block_checkpoints`): exit 1, one line on stderr naming the engine, the
@@ -91,7 +101,9 @@ class TrainFailureSuite:
             rf"error: engine '{engine}' \(aworld-train-{engine} [\w.]+\) train raised "
             r"FileExistsError: \[Errno 17\] File exists: '.*/checkpoints' at os\.py:\d+ "
             rf"\(from {self.raised_from}:\d+\); "
-            rf"the run failed, traceback in {re.escape(str(log))}", lines[0]), lines[0]
+            rf"the run failed, traceback in {re.escape(str(log))}",
+            lines[0],
+        ), lines[0]
         assert manifest(run_dir)["status"] == "failed"
         traceback = log.read_text()
         assert all(part in traceback for part in self.traceback_holds), traceback

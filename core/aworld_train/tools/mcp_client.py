@@ -32,8 +32,13 @@ def list_tools(server: MCPServer) -> list[Any]:
     return run_sync(lambda: _list_tools(server))
 
 
-def server_error(server: MCPServer, what: str, exc: BaseException, stderr: str = "",
-                 noise: list[str] | None = None) -> AgentError:
+def server_error(
+    server: MCPServer,
+    what: str,
+    exc: BaseException,
+    stderr: str = "",
+    noise: list[str] | None = None,
+) -> AgentError:
     """One line naming the server (and what was being done) and why it failed: it did not
     answer in time, or how its process ended, or the client's error; then its last stderr
     line and what it wrote to stdout that was not an MCP message. Secrets are redacted.
@@ -52,8 +57,11 @@ def server_error(server: MCPServer, what: str, exc: BaseException, stderr: str =
 
 def noise_error(server: MCPServer, noise: str) -> AgentError:
     """The error for a server that sends what is not an MCP message, with the fix."""
-    fix = ("a stdio server keeps stdout for MCP messages: make it log to stderr"
-           if server.transport == "stdio" else "check the URL points at an MCP endpoint")
+    fix = (
+        "a stdio server keeps stdout for MCP messages: make it log to stderr"
+        if server.transport == "stdio"
+        else "check the URL points at an MCP endpoint"
+    )
     return AgentError(f"{server.named()} {redact_text(_noise(server, noise))}; {fix}")
 
 
@@ -70,8 +78,9 @@ async def _list_tools(server: MCPServer) -> list[Any]:
         try:
             with anyio.fail_after(server.timeout):
                 async with open_transport(server, mcp, output.errlog) as streams:
-                    async with mcp.ClientSession(streams[0], streams[1],
-                                                 message_handler=output.on_message) as session:
+                    async with mcp.ClientSession(
+                        streams[0], streams[1], message_handler=output.on_message
+                    ) as session:
                         await session.initialize()
                         tools = await _list_all_tools(session)
         except Exception as exc:
@@ -90,7 +99,9 @@ def open_transport(server: MCPServer, mcp: Any, errlog: Any) -> Any:
         params = mcp.StdioServerParameters(
             command=sys.executable,
             args=["-I", "-c", _REPORT_EXIT, _EXIT_MARK, server.command or "", *server.args],
-            env=dict(server.env) or None, cwd=server.cwd)
+            env=dict(server.env) or None,
+            cwd=server.cwd,
+        )
         return stdio_client(params, errlog=errlog)
     url = server.url or ""  # an HTTP server's entry has a url: the config's parser saw to it
     if server.transport == "sse":
@@ -104,7 +115,8 @@ def open_transport(server: MCPServer, mcp: Any, errlog: Any) -> Any:
         return _owning(client, streamable_http.streamable_http_client(url, http_client=client))
     # mcp 1 before 1.24; mcp 2 has no such name, which the type checker sees there.
     return streamable_http.streamablehttp_client(  # type: ignore[attr-defined,unused-ignore]
-        url, headers=server.headers or None, timeout=server.timeout)
+        url, headers=server.headers or None, timeout=server.timeout
+    )
 
 
 def _http_client(streamable_http: Any, server: MCPServer) -> Any:
@@ -112,8 +124,9 @@ def _http_client(streamable_http: Any, server: MCPServer) -> Any:
     transport module itself imported: ``httpx2`` under mcp 2, ``httpx`` under mcp 1 (both may
     be installed, and each transport accepts only its own library's client)."""
     httpx = getattr(streamable_http, "httpx2", None) or streamable_http.httpx
-    return httpx.AsyncClient(headers=server.headers or None,
-                             timeout=httpx.Timeout(server.timeout), follow_redirects=True)
+    return httpx.AsyncClient(
+        headers=server.headers or None, timeout=httpx.Timeout(server.timeout), follow_redirects=True
+    )
 
 
 _MISSING = object()
@@ -142,10 +155,13 @@ def import_mcp() -> Any:
         import mcp
     except ImportError as exc:
         if exc.name == "mcp":
-            raise AgentError("the agent uses MCP servers, which need the 'mcp' package: "
-                             "pip install 'aworld-train[mcp]'") from None
-        raise AgentError(f"the agent uses MCP servers, but the 'mcp' package fails to import: "
-                         f"{exc}") from None
+            raise AgentError(
+                "the agent uses MCP servers, which need the 'mcp' package: "
+                "pip install 'aworld-train[mcp]'"
+            ) from None
+        raise AgentError(
+            f"the agent uses MCP servers, but the 'mcp' package fails to import: {exc}"
+        ) from None
     return mcp
 
 
@@ -169,8 +185,9 @@ def result_text(result: Any) -> str:
         elif getattr(item, "type", None) == "resource" and hasattr(item.resource, "text"):
             parts.append(item.resource.text)
         else:
-            parts.append(f"[{getattr(item, 'type', 'content')}: "
-                         f"{mcp_field(item, 'mime_type') or 'binary'}]")
+            parts.append(
+                f"[{getattr(item, 'type', 'content')}: {mcp_field(item, 'mime_type') or 'binary'}]"
+            )
     structured = mcp_field(result, "structured_content")
     if not parts and structured is not None:
         parts.append(as_text(structured))
@@ -224,7 +241,7 @@ def _stderr_summary(stderr: str) -> tuple[str, str]:
     ended, lines = "", []
     for line in stderr.splitlines():
         if line.startswith(_EXIT_MARK):
-            ended = line[len(_EXIT_MARK):]
+            ended = line[len(_EXIT_MARK) :]
         elif line.strip():
             lines.append(line.strip())
     return ended, f"; its last stderr line: {lines[-1][:300]}" if lines else ""

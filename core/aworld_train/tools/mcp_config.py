@@ -82,8 +82,10 @@ def mcp_servers(spec: AgentSpec, base_dir: Path | None = None) -> list[MCPServer
     for name in names:
         if name not in defined:
             known = ", ".join(defined) or "none"
-            raise AgentError(f"agent uses MCP server '{name}', which mcp_config does not define"
-                             f"{did_you_mean(name, defined)} (defined: {known})")
+            raise AgentError(
+                f"agent uses MCP server '{name}', which mcp_config does not define"
+                f"{did_you_mean(name, defined)} (defined: {known})"
+            )
         entry = defined[name]
         if not isinstance(entry, dict):
             raise AgentError(f"agent mcp_config: MCP server '{name}' must be a mapping")
@@ -102,11 +104,15 @@ def _parse_server(name: str, entry: dict[str, Any], base_dir: Path | None) -> MC
     if transport is None:
         raise AgentError(f"{where} needs a 'command' (stdio) or a 'type' and 'url'")
     if transport not in _TRANSPORTS:
-        raise AgentError(f"{where}: unsupported type '{transport}'{did_you_mean(transport, _TRANSPORTS)}"
-                         f"; use one of {', '.join(_TRANSPORTS)}")
+        raise AgentError(
+            f"{where}: unsupported type '{transport}'{did_you_mean(transport, _TRANSPORTS)}"
+            f"; use one of {', '.join(_TRANSPORTS)}"
+        )
     timeout = entry.get("timeout", DEFAULT_TIMEOUT)
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-        raise AgentError(f"{where}: 'timeout' must be a positive number of seconds, not {timeout!r}")
+        raise AgentError(
+            f"{where}: 'timeout' must be a positive number of seconds, not {timeout!r}"
+        )
     for key in ("env", "headers"):
         value = entry.get(key) or {}
         if not isinstance(value, dict):
@@ -134,8 +140,13 @@ def _parse_server(name: str, entry: dict[str, Any], base_dir: Path | None) -> MC
     if entry.get("cwd"):
         working_dir = working_dir / Path(str(entry["cwd"])).expanduser()
     return MCPServer(
-        name, "stdio", command=command, args=tuple(str(arg) for arg in args),
-        env=env, cwd=str(working_dir.resolve()), timeout=float(timeout),
+        name,
+        "stdio",
+        command=command,
+        args=tuple(str(arg) for arg in args),
+        env=env,
+        cwd=str(working_dir.resolve()),
+        timeout=float(timeout),
     )
 
 

@@ -31,8 +31,9 @@ class MCPTool(Tool):
         as AWorld 0.3 offers MCP tools).
     """
 
-    def __init__(self, server: MCPServer, remote_name: str, description: str,
-                 parameters: dict[str, Any]) -> None:
+    def __init__(
+        self, server: MCPServer, remote_name: str, description: str, parameters: dict[str, Any]
+    ) -> None:
         self.server = server
         self.remote_name = remote_name
         self.name = remote_name
@@ -52,7 +53,8 @@ class MCPTool(Tool):
 
     async def acall(self, **arguments: Any) -> str:
         return await _SESSIONS.arun(
-            lambda: _SESSIONS.call(self.server, self.remote_name, arguments))
+            lambda: _SESSIONS.call(self.server, self.remote_name, arguments)
+        )
 
 
 class _OpenSession:
@@ -74,8 +76,9 @@ class _OpenSession:
             self.noise = output.noise
             try:
                 async with open_transport(self.server, mcp, output.errlog) as streams:
-                    async with mcp.ClientSession(streams[0], streams[1],
-                                                 message_handler=output.on_message) as session:
+                    async with mcp.ClientSession(
+                        streams[0], streams[1], message_handler=output.on_message
+                    ) as session:
                         with anyio.fail_after(self.server.timeout):
                             await session.initialize()
                         self.ready.set_result(session)
@@ -83,13 +86,15 @@ class _OpenSession:
             except Exception as exc:
                 if not self.ready.done():
                     self.ready.set_exception(
-                        server_error(self.server, "", exc, output.stderr(), output.noise))
+                        server_error(self.server, "", exc, output.stderr(), output.noise)
+                    )
             finally:
                 # Read once the server has stopped, so that its exit status is there too.
                 self.log = output.stderr()
                 if not self.ready.done():
-                    self.ready.set_exception(AgentError(
-                        f"MCP server '{self.server.name}' session was closed"))
+                    self.ready.set_exception(
+                        AgentError(f"MCP server '{self.server.name}' session was closed")
+                    )
 
     async def close(self) -> None:
         self.closing.set()
@@ -113,8 +118,9 @@ class _Sessions:
         with self._lock:
             if self._loop is None or self._pid != os.getpid():  # a forked child starts afresh
                 loop = asyncio.new_event_loop()
-                threading.Thread(target=loop.run_forever, name="aworld-train-mcp",
-                                 daemon=True).start()
+                threading.Thread(
+                    target=loop.run_forever, name="aworld-train-mcp", daemon=True
+                ).start()
                 self._loop, self._pid, self._open = loop, os.getpid(), {}
             return self._loop
 

@@ -23,8 +23,9 @@ class PythonTool(Tool):
         process (a Ray worker) imports it afresh.
     """
 
-    def __init__(self, function: Callable[..., Any], reference: str | None = None,
-                 name: str | None = None) -> None:
+    def __init__(
+        self, function: Callable[..., Any], reference: str | None = None, name: str | None = None
+    ) -> None:
         self.function = function
         self.reference = reference
         self.name = name or getattr(function, "__name__", None) or type(function).__name__
@@ -54,8 +55,9 @@ class PythonTool(Tool):
         return (python_tool_from_reference, (self.reference, self.name))
 
 
-def python_tool_from_reference(reference: str, name: str | None = None,
-                               base_dir: Path | None = None) -> PythonTool:
+def python_tool_from_reference(
+    reference: str, name: str | None = None, base_dir: Path | None = None
+) -> PythonTool:
     """Import the tool ``module:function`` or ``path/to/file.py:function``.
 
     :raises AgentError: for a reference that does not import or is not callable.
@@ -94,8 +96,10 @@ def function_schema(function: Callable[..., Any], name: str = "") -> tuple[str, 
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
         if param.kind is param.POSITIONAL_ONLY:
-            raise AgentError(f"tool '{name}': argument '{param.name}' is positional-only; a model "
-                             "passes arguments by name")
+            raise AgentError(
+                f"tool '{name}': argument '{param.name}' is positional-only; a model "
+                "passes arguments by name"
+            )
         prop = type_schema(hints.get(param.name, Any))
         if param.name in arg_docs:
             prop["description"] = arg_docs[param.name]
@@ -153,8 +157,9 @@ def _tidy(schema: Any, defs: dict[str, Any], inlining: frozenset[str]) -> Any:
         else:
             tidy[key] = value if key in _DATA_KEYWORDS else _tidy(value, defs, inlining)
     options = tidy.get("anyOf") or []
-    if options and all(set(option) == {"type"} and isinstance(option["type"], str)
-                       for option in options):
+    if options and all(
+        set(option) == {"type"} and isinstance(option["type"], str) for option in options
+    ):
         del tidy["anyOf"]
         tidy["type"] = [option["type"] for option in options]
     # "type" first, as people write schemas (and chat templates show them) to read them.

@@ -65,8 +65,14 @@ class Tool(abc.ABC):
             default = inspect.Parameter.empty if name in required else prop.get("default")
             if default is None and annotation is not typing.Any:
                 annotation = typing.Optional[annotation]  # noqa: UP045 (a runtime type object)
-            params.append(inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                                            default=default, annotation=annotation))
+            params.append(
+                inspect.Parameter(
+                    name,
+                    inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                    default=default,
+                    annotation=annotation,
+                )
+            )
             notes.append(f"    {name}: {prop.get('description') or documented.get(name) or name}")
         # Required arguments first, as Python demands.
         params.sort(key=lambda p: p.default is not inspect.Parameter.empty)
@@ -81,7 +87,8 @@ class Tool(abc.ABC):
         function.__signature__ = signature  # type: ignore[attr-defined]
         function.__annotations__ = {p.name: p.annotation for p in params} | {"return": str}
         function.__doc__ = (summary or self.name) + (
-            "\n\nArgs:\n" + "\n".join(notes) if notes else "")
+            "\n\nArgs:\n" + "\n".join(notes) if notes else ""
+        )
         return function
 
     def _check_python_name(self, argument: str) -> None:
@@ -96,7 +103,8 @@ class Tool(abc.ABC):
             f"{self.origin()} takes an argument '{argument}', which is {why}, and this engine "
             "passes tool arguments as Python keyword arguments: leave the tool out by listing "
             "the tools the agent uses in its `tools`, or call it from a Python tool whose "
-            "arguments are plain names")
+            "arguments are plain names"
+        )
 
     def origin(self) -> str:
         """``tool 'x'``, or ``tool 'x' of MCP server 'y'``, for messages."""
@@ -117,8 +125,11 @@ def docstring_parts(doc: str) -> tuple[str, dict[str, str]]:
     except docstring_parser.ParseError:  # a malformed section: the text still describes the tool
         return _one_line(doc), {}
     summary = " ".join(part for part in (parsed.short_description, parsed.long_description) if part)
-    arguments = {param.arg_name: _one_line(param.description or "")
-                 for param in parsed.params if param.args[0] == "param"}
+    arguments = {
+        param.arg_name: _one_line(param.description or "")
+        for param in parsed.params
+        if param.args[0] == "param"
+    }
     return _one_line(summary), arguments
 
 
@@ -126,8 +137,14 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-_ANNOTATIONS = {"string": str, "integer": int, "number": float, "boolean": bool,
-                "array": list, "object": dict}
+_ANNOTATIONS = {
+    "string": str,
+    "integer": int,
+    "number": float,
+    "boolean": bool,
+    "array": list,
+    "object": dict,
+}
 
 
 def _annotation_for(prop: dict[str, Any]) -> Any:

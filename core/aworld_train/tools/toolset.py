@@ -66,8 +66,10 @@ class ToolSet:
         for tool in self.tools:
             if name == tool.name or name == getattr(tool, "qualified_name", None):
                 return tool
-        raise AgentError(f"unknown tool '{name}'{did_you_mean(name, self.names)}; "
-                         f"the agent has: {', '.join(self.names) or 'no tools'}")
+        raise AgentError(
+            f"unknown tool '{name}'{did_you_mean(name, self.names)}; "
+            f"the agent has: {', '.join(self.names) or 'no tools'}"
+        )
 
     def call(self, name: str, arguments: dict[str, Any] | str | None = None) -> str:
         """Call a tool by name with arguments as a mapping or the JSON text a model wrote.
@@ -89,8 +91,9 @@ class ToolSet:
         tool, mapping = found
         return await tool.acall(**mapping)
 
-    def _find(self, name: str, arguments: dict[str, Any] | str | None
-              ) -> tuple[Tool, dict[str, Any]] | str:
+    def _find(
+        self, name: str, arguments: dict[str, Any] | str | None
+    ) -> tuple[Tool, dict[str, Any]] | str:
         """The tool and its arguments, or the error text the model is shown instead."""
         if isinstance(arguments, str):
             try:
@@ -126,29 +129,39 @@ def resolve_tools(spec: AgentSpec, base_dir: Path | None = None) -> ToolSet:
         elif isinstance(entry, str) and entry:
             mcp_names.append(entry)
         else:
-            raise AgentError(f"agent tool {entry!r} is neither a callable, a module:function "
-                             "reference nor the name of an MCP tool")
+            raise AgentError(
+                f"agent tool {entry!r} is neither a callable, a module:function "
+                "reference nor the name of an MCP tool"
+            )
 
     servers = mcp_servers(spec, base_dir)
     if mcp_names and not servers:
-        raise AgentError(f"agent tool '{mcp_names[0]}' is not a module:function reference, and "
-                         "the agent has no MCP servers that could expose it")
+        raise AgentError(
+            f"agent tool '{mcp_names[0]}' is not a module:function reference, and "
+            "the agent has no MCP servers that could expose it"
+        )
     offered = {server.name: _server_tools(server) for server in servers}
     chosen = _choose(offered, mcp_names)
     tools = python_tools + [tool for server in servers for tool in chosen[server.name]]
     seen: dict[str, Tool] = {}
     for tool in tools:
         if tool.name in seen:
-            raise AgentError(f"two agent tools are called '{tool.name}': {_origin(seen[tool.name])} "
-                             f"and {_origin(tool)}; rename one or drop it from the agent")
+            raise AgentError(
+                f"two agent tools are called '{tool.name}': {_origin(seen[tool.name])} "
+                f"and {_origin(tool)}; rename one or drop it from the agent"
+            )
         seen[tool.name] = tool
     return ToolSet(tools=tools, servers=servers)
 
 
 def _server_tools(server: MCPServer) -> list[MCPTool]:
     return [
-        MCPTool(server, tool.name, tool.description or "",
-                dict(mcp_field(tool, "input_schema") or {"type": "object", "properties": {}}))
+        MCPTool(
+            server,
+            tool.name,
+            tool.description or "",
+            dict(mcp_field(tool, "input_schema") or {"type": "object", "properties": {}}),
+        )
         for tool in list_tools(server)
     ]
 
@@ -167,15 +180,21 @@ def _choose(offered: dict[str, list[MCPTool]], names: list[str]) -> dict[str, li
                 server, _, remote = name.partition(QUALIFIER)
                 if remote and server in offered:
                     names_there = [tool.name for tool in offered[server]]
-                    raise AgentError(f"agent tool '{name}': MCP server '{server}' has no tool "
-                                     f"'{remote}'{did_you_mean(remote, names_there)} "
-                                     f"(it has: {', '.join(names_there) or 'none'})")
-                raise AgentError(f"agent tool '{name}' is neither a module:function reference nor "
-                                 f"a tool of the agent's MCP servers{did_you_mean(name, plain)} "
-                                 f"(they have: {', '.join(plain) or 'none'})")
+                    raise AgentError(
+                        f"agent tool '{name}': MCP server '{server}' has no tool "
+                        f"'{remote}'{did_you_mean(remote, names_there)} "
+                        f"(it has: {', '.join(names_there) or 'none'})"
+                    )
+                raise AgentError(
+                    f"agent tool '{name}' is neither a module:function reference nor "
+                    f"a tool of the agent's MCP servers{did_you_mean(name, plain)} "
+                    f"(they have: {', '.join(plain) or 'none'})"
+                )
             if len(matches) > 1:
-                raise AgentError(f"agent tool '{name}' is exposed by several MCP servers; name it "
-                                 f"as {' or '.join(tool.qualified_name for tool in matches)}")
+                raise AgentError(
+                    f"agent tool '{name}' is exposed by several MCP servers; name it "
+                    f"as {' or '.join(tool.qualified_name for tool in matches)}"
+                )
             match = matches[0]
         named.setdefault(match.server.name, [])
         if match not in named[match.server.name]:

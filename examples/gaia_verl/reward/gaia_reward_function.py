@@ -33,7 +33,9 @@ def _matches(answer: str, truth: str) -> bool:
         return _number(answer) == float(truth)
     if any(separator in truth for separator in ",;"):
         got, wanted = re.split(r"[,;]", answer), re.split(r"[,;]", truth)
-        return len(got) == len(wanted) and all(_matches(a.strip(), t.strip()) for a, t in zip(got, wanted))
+        return len(got) == len(wanted) and all(
+            _matches(a.strip(), t.strip()) for a, t in zip(got, wanted)
+        )
     return _text(answer) == _text(truth)
 
 

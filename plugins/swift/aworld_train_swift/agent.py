@@ -54,8 +54,9 @@ class SwiftAgent:
     tools: ToolSet | None = None
 
 
-def agent_to_swift(agent: AgentSpec, config: TrainConfig, tools: ToolSet | None = None
-                   ) -> SwiftAgent:
+def agent_to_swift(
+    agent: AgentSpec, config: TrainConfig, tools: ToolSet | None = None
+) -> SwiftAgent:
     """Resolve the agent's model into what swift needs, reading files only (no hub).
 
     The config's ``model`` and the agent's are the same (the core checked that they agree); ``swift.model_type`` and
@@ -76,8 +77,9 @@ def agent_to_swift(agent: AgentSpec, config: TrainConfig, tools: ToolSet | None 
             f"agent '{agent.name}' {what}, which the swift engine trains with GRPO only (each "
             f"episode runs the agent): set algorithm: grpo, not {config.algorithm}"
         )
-    agent.check_turns("swift", calls_tools=agent.form == "spec" and agent.uses_tools,
-                      runs_episodes=runtime)
+    agent.check_turns(
+        "swift", calls_tools=agent.form == "spec" and agent.uses_tools, runs_episodes=runtime
+    )
     model = policy_model(agent, config)
     # The section names the model type and template: a misspelt key must say so here.
     section = validate_section(config.engine_section(), config.algorithm)
@@ -88,8 +90,10 @@ def agent_to_swift(agent: AgentSpec, config: TrainConfig, tools: ToolSet | None 
     if system is None and local:
         system = no_default_system(model, template, config.trust_remote_code)
     if runtime and local and not has_chat_template(model, config.trust_remote_code):
-        raise AgentError(f"agent '{agent.name}' calls its model with chat messages but model "
-                         f"{model} has no chat template to render them")
+        raise AgentError(
+            f"agent '{agent.name}' calls its model with chat messages but model "
+            f"{model} has no chat template to render them"
+        )
     return SwiftAgent(
         model=model,
         model_type=model_type,
@@ -159,8 +163,9 @@ def resolve_model(
         elif len(meta.candidate_templates) == 1:
             template = meta.candidate_templates[0]
         else:
-            template = _template_like_chat_template(folder, meta.candidate_templates) if local \
-                else None
+            template = (
+                _template_like_chat_template(folder, meta.candidate_templates) if local else None
+            )
         if template is None:
             raise AgentError(
                 f"model '{model}' (swift model type '{meta.model_type}') fits several templates "
@@ -182,8 +187,11 @@ def _template_like_chat_template(folder: Path, candidates: list[str]) -> str | N
     from aworld_train.engine import load_tokenizer
     from swift.template import TEMPLATE_MAPPING
 
-    turns = [{"role": "system", "content": "S"}, {"role": "user", "content": "U"},
-             {"role": "assistant", "content": "A"}]
+    turns = [
+        {"role": "system", "content": "S"},
+        {"role": "user", "content": "U"},
+        {"role": "assistant", "content": "A"},
+    ]
     try:
         own = load_tokenizer(str(folder)).apply_chat_template(turns, tokenize=False)
     except Exception:  # no tokenizer or no chat template: nothing to compare with
@@ -229,7 +237,8 @@ def no_default_system(model: str, template: str, trust_remote_code: bool) -> str
     try:
         tokenizer = load_tokenizer(model, trust_remote_code)
         rendered = tokenizer.apply_chat_template(
-            [{"role": "user", "content": "x"}], tokenize=False, add_generation_prompt=True)
+            [{"role": "user", "content": "x"}], tokenize=False, add_generation_prompt=True
+        )
     except Exception:  # no tokenizer or chat template to compare with: swift's own default
         return None
     return None if default in rendered else ""
@@ -240,4 +249,3 @@ def _read_config(folder: Path) -> dict[str, Any]:
         return json.loads((folder / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         raise AgentError(f"model folder {folder}: cannot read config.json: {error}") from None
-

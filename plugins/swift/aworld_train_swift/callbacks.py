@@ -62,8 +62,9 @@ def run_callback(
     :param log_samples: rollout samples kept per logged training step (0: none).
     :param end_only_eval: evaluate once, after the last step (the job sets no ``eval_steps``).
     """
-    metrics = trainer_callback(base, on_start,
-                               lambda step, logged: on_log(step, common_metrics(logged)))
+    metrics = trainer_callback(
+        base, on_start, lambda step, logged: on_log(step, common_metrics(logged))
+    )
 
     class RunCallback(metrics):  # type: ignore[misc, valid-type]
         """Metrics, rollout samples and the end-only evaluation of one run."""
@@ -76,8 +77,9 @@ def run_callback(
                 # The trainer evaluates every eval_steps and after the last step.
                 state.eval_steps = state.max_steps
 
-        def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None,
-                   **kwargs: Any) -> None:
+        def on_log(
+            self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any
+        ) -> None:
             super().on_log(args, state, control, logs=logs, **kwargs)
             training = logs is not None and "loss" in logs
             if log_samples and training and state.is_world_process_zero:
@@ -92,8 +94,11 @@ def scores_test_set(config: SwiftConfig, reward: SwiftReward | None) -> bool:
     """Whether each evaluation of this run scores the test set with the job's reward through
     :func:`reward_eval_callback`: SFT and DPO with a test set and a reward (GRPO's own
     evaluation already scores it; without a reward, ``eval_loss`` is all there is)."""
-    return (reward is not None and config.algorithm != "grpo"
-            and bool(config.arguments.get("val_dataset")))
+    return (
+        reward is not None
+        and config.algorithm != "grpo"
+        and bool(config.arguments.get("val_dataset"))
+    )
 
 
 def reward_eval_callback(base: type, config: SwiftConfig, reward: SwiftReward) -> type:
@@ -103,8 +108,10 @@ def reward_eval_callback(base: type, config: SwiftConfig, reward: SwiftReward) -
     (:func:`~aworld_train.engine.score_evaluations`)."""
     rows = canonical_test_rows(Path(config.arguments["val_dataset"][0]))
     # swift's GRPO logs each function under its ORM's class name: the same names here.
-    names = {function.name: name[len(ORM_PREFIX):]
-             for function, name in zip(reward.spec.functions, reward.names, strict=True)}
+    names = {
+        function.name: name[len(ORM_PREFIX) :]
+        for function, name in zip(reward.spec.functions, reward.names, strict=True)
+    }
 
     class RewardEvalCallback(base):  # type: ignore[misc, valid-type]
         """Scores the test set with the job's reward at each evaluation."""
@@ -112,10 +119,14 @@ def reward_eval_callback(base: type, config: SwiftConfig, reward: SwiftReward) -
         def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             # swift builds callbacks before its trainer is whole: wrap it once it is.
             if not getattr(self, "wrapped", False):
-                score_evaluations(self.trainer, rows,
-                                  system_prompt=config.arguments.get("system") or None,
-                                  reward=reward.spec, max_new_tokens=config.eval_max_tokens,
-                                  names=names)
+                score_evaluations(
+                    self.trainer,
+                    rows,
+                    system_prompt=config.arguments.get("system") or None,
+                    reward=reward.spec,
+                    max_new_tokens=config.eval_max_tokens,
+                    names=names,
+                )
                 self.wrapped = True
 
     return RewardEvalCallback
@@ -133,12 +144,14 @@ def canonical_test_rows(path: Path) -> list[dict[str, Any]]:
         messages = record["messages"][:-1]
         single = len(messages) == 1 and messages[0]["role"] == "user"
         extra_info = record.get("extra_info")
-        rows.append({
-            "prompt": messages[0]["content"] if single else messages,
-            "ground_truth": record.get("ground_truth", record.get("solution")),
-            "data_source": record.get("data_source") or "",
-            "extra_info": json.loads(extra_info) if isinstance(extra_info, str) else extra_info,
-        })
+        rows.append(
+            {
+                "prompt": messages[0]["content"] if single else messages,
+                "ground_truth": record.get("ground_truth", record.get("solution")),
+                "data_source": record.get("data_source") or "",
+                "extra_info": json.loads(extra_info) if isinstance(extra_info, str) else extra_info,
+            }
+        )
     return rows
 
 
@@ -177,8 +190,7 @@ def user_text(messages: list[dict[str, Any]]) -> str:
         if message.get("role") == "user":
             content = message.get("content")
             if isinstance(content, list):
-                return "".join(part.get("text") or "" for part in content
-                               if isinstance(part, dict))
+                return "".join(part.get("text") or "" for part in content if isinstance(part, dict))
             return str(content or "")
     return ""
 
@@ -191,16 +203,28 @@ def rollout_samples(trainer: Any, count: int) -> list[dict[str, Any]]:
     if not logs or not logs["prompt"]:
         return []
     users = getattr(trainer, _USER_PROMPTS, None)
-    prompts = list(users) if users is not None and len(users) == len(logs["prompt"]) \
+    prompts = (
+        list(users)
+        if users is not None and len(users) == len(logs["prompt"])
         else list(logs["prompt"])
+    )
     names = list(trainer.reward_func_names)
     weights = trainer.reward_weights.tolist()
     rows = []
     for index in range(min(count, len(logs["prompt"]))):
         rewards = {name: float(logs["rewards"][name][index]) for name in names}
         # swift's total: the weighted sum, a function's missing score counting 0.
-        total = sum(weight * score for weight, score in zip(weights, rewards.values())
-                    if not math.isnan(score))
-        rows.append({"prompt": prompts[index], "completion": logs["completion"][index],
-                     "reward": total, "rewards": rewards})
+        total = sum(
+            weight * score
+            for weight, score in zip(weights, rewards.values())
+            if not math.isnan(score)
+        )
+        rows.append(
+            {
+                "prompt": prompts[index],
+                "completion": logs["completion"][index],
+                "reward": total,
+                "rewards": rewards,
+            }
+        )
     return rows

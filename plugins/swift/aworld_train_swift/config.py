@@ -162,8 +162,13 @@ def config_to_swift(
     settings = common_arguments(config, section, run_dir, use_gpu, has_test)
     arguments.update(settings)
     # A section key left null keeps what the common settings made of it.
-    arguments.update({key: value for key, value in section.items()
-                      if key not in SECRETS and not (value is None and key in settings)})
+    arguments.update(
+        {
+            key: value
+            for key, value in section.items()
+            if key not in SECRETS and not (value is None and key in settings)
+        }
+    )
 
     check_trackers(tuple(t for t in arguments["report_to"] if t in TRACKERS))
     if agent.runtime is not None:
@@ -189,8 +194,9 @@ def config_to_swift(
     return swift_config
 
 
-def agent_arguments(name: str, config: TrainConfig, section: dict[str, Any],
-                    arguments: dict[str, Any]) -> dict[str, Any]:
+def agent_arguments(
+    name: str, config: TrainConfig, section: dict[str, Any], arguments: dict[str, Any]
+) -> dict[str, Any]:
     """swift's arguments for agent ``name``, whose episodes run through the agent runtime: the
     scheduler that runs them (registered when training starts) and the template that encodes
     them (registered now, for swift's own checks of its arguments;
@@ -203,9 +209,13 @@ def agent_arguments(name: str, config: TrainConfig, section: dict[str, Any],
     from aworld_train_swift.memory import swift_deepspeed
     from aworld_train_swift.rollout import AGENT_SCHEDULER, agent_template
 
-    refuse_sharded_episodes(name, "swift", arguments.get("fsdp"),
-                            swift_deepspeed(arguments.get("deepspeed")),
-                            (config.resources.gpus_per_node or 1) * config.resources.nnodes)
+    refuse_sharded_episodes(
+        name,
+        "swift",
+        arguments.get("fsdp"),
+        swift_deepspeed(arguments.get("deepspeed")),
+        (config.resources.gpus_per_node or 1) * config.resources.nnodes,
+    )
     for key in ("use_vllm", "multi_turn_scheduler"):
         if section.get(key):
             raise ConfigError(
@@ -213,8 +223,10 @@ def agent_arguments(name: str, config: TrainConfig, section: dict[str, Any],
                 "through aworld-train's agent runtime, which generates with the trainer's "
                 f"model and schedules every turn itself: remove swift.{key}"
             )
-    return {"multi_turn_scheduler": AGENT_SCHEDULER,
-            "template": agent_template(arguments["template"])}
+    return {
+        "multi_turn_scheduler": AGENT_SCHEDULER,
+        "template": agent_template(arguments["template"]),
+    }
 
 
 def check_arguments(config: SwiftConfig) -> None:
@@ -231,13 +243,17 @@ def check_arguments(config: SwiftConfig) -> None:
         name: None for names in SECRETS.values() for name in names
     }
     with world_size(config.nproc_per_node * config.nnodes), own_process_group():
-        build_arguments(dataclasses.replace(config, arguments=arguments),
-                        environment=no_credentials)
+        build_arguments(
+            dataclasses.replace(config, arguments=arguments), environment=no_credentials
+        )
 
 
 # Attention implementations (swift's attn_impl) and the package each loads.
-_ATTENTION_PACKAGES = {"flash_attn": "flash_attn", "flash_attention_2": "flash_attn",
-                       "flash_attention_3": "flash_attn"}
+_ATTENTION_PACKAGES = {
+    "flash_attn": "flash_attn",
+    "flash_attention_2": "flash_attn",
+    "flash_attention_3": "flash_attn",
+}
 
 
 def require_packages(arguments: dict[str, Any]) -> None:
@@ -280,8 +296,9 @@ def secret_environment(section: dict[str, Any], arguments: dict[str, Any]) -> di
     """
     use_hf = arguments.get("use_hf") or os.environ.get("USE_HF", "").lower() in ("1", "true")
     hub = 1 if use_hf else 0
-    return {SECRETS[key][hub]: str(value) for key, value in section.items()
-            if key in SECRETS and value}
+    return {
+        SECRETS[key][hub]: str(value) for key, value in section.items() if key in SECRETS and value
+    }
 
 
 def check_vllm() -> None:
@@ -341,8 +358,10 @@ def build_arguments(
     kwargs = dict(config.arguments, **extra)
     if config.algorithm != "sft":
         kwargs["rlhf_type"] = config.algorithm
-    with swift_environment(config, environment), model_code(config.trust_remote_code,
-                                                            kwargs["model"]):
+    with (
+        swift_environment(config, environment),
+        model_code(config.trust_remote_code, kwargs["model"]),
+    ):
         try:
             return cls(**kwargs)
         except AWorldTrainError:
@@ -350,11 +369,14 @@ def build_arguments(
         except (importlib.metadata.PackageNotFoundError, ModuleNotFoundError) as error:
             # A setting swift honours only with an optional package (deepspeed, ...).
             package = getattr(error, "name", None) or str(error).strip("'\" ")
-            raise ConfigError(f"ms-swift needs {package} for this config, which is not "
-                              f"installed here: pip install {package}") from None
+            raise ConfigError(
+                f"ms-swift needs {package} for this config, which is not "
+                f"installed here: pip install {package}"
+            ) from None
         except (ValueError, AssertionError, TypeError, KeyError) as error:
             message = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
             raise ConfigError(f"ms-swift rejects the config ({cls.__name__}): {message}") from None
+
 
 @contextmanager
 def own_process_group() -> Iterator[None]:

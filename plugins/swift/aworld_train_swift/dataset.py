@@ -117,10 +117,14 @@ def convert_dataset(
     return count
 
 
-def datasets_to_swift(train_dataset: datasets.Dataset | None,
-                      test_dataset: datasets.Dataset | None, algorithm: str,
-                      run_dir: Path, eval_limit: int | None = None,
-                      keep_prompt: bool = False) -> SwiftDatasets:
+def datasets_to_swift(
+    train_dataset: datasets.Dataset | None,
+    test_dataset: datasets.Dataset | None,
+    algorithm: str,
+    run_dir: Path,
+    eval_limit: int | None = None,
+    keep_prompt: bool = False,
+) -> SwiftDatasets:
     """Convert both datasets into ``run_dir/data/{train,test}.jsonl``.
 
     :param eval_limit: keep the first this many rows of the test set (evaluation scores them).
@@ -133,13 +137,15 @@ def datasets_to_swift(train_dataset: datasets.Dataset | None,
             "job (a .jsonl, .json, .csv or .parquet file)"
         )
     folder = run_dir / DATA_DIR
-    rows = convert_dataset(train_dataset, folder / "train.jsonl", algorithm, "train_dataset",
-                           keep_prompt)
+    rows = convert_dataset(
+        train_dataset, folder / "train.jsonl", algorithm, "train_dataset", keep_prompt
+    )
     test, test_rows = None, 0
     if test_dataset is not None:
         if eval_limit is not None and eval_limit < len(test_dataset):
             test_dataset = test_dataset.select(range(eval_limit))
         test = folder / "test.jsonl"
         test_rows = convert_dataset(test_dataset, test, algorithm, "test_dataset", keep_prompt)
-    return SwiftDatasets(train=folder / "train.jsonl", test=test, train_rows=rows,
-                         test_rows=test_rows)
+    return SwiftDatasets(
+        train=folder / "train.jsonl", test=test, train_rows=rows, test_rows=test_rows
+    )

@@ -32,8 +32,9 @@ def config_layout() -> ConfigLayout:
 
 
 @hookimpl
-def check_agent(agent: sdk.AgentSpec, config: sdk.TrainConfig, tools: sdk.ToolSet, ctx: sdk.RunContext
-                ) -> SwiftAgent:
+def check_agent(
+    agent: sdk.AgentSpec, config: sdk.TrainConfig, tools: sdk.ToolSet, ctx: sdk.RunContext
+) -> SwiftAgent:
     from aworld_train_swift.agent import agent_to_swift
     from aworld_train_swift.logs import run_log
 
@@ -42,18 +43,31 @@ def check_agent(agent: sdk.AgentSpec, config: sdk.TrainConfig, tools: sdk.ToolSe
 
 
 @hookimpl
-def check_dataset(train_dataset: Dataset | None, test_dataset: Dataset | None,
-                  agent: SwiftAgent, config: sdk.TrainConfig, ctx: sdk.RunContext) -> SwiftDatasets:
+def check_dataset(
+    train_dataset: Dataset | None,
+    test_dataset: Dataset | None,
+    agent: SwiftAgent,
+    config: sdk.TrainConfig,
+    ctx: sdk.RunContext,
+) -> SwiftDatasets:
     from aworld_train_swift.dataset import datasets_to_swift
 
     # An agent run by the agent runtime gets each row with its prompt as the job gave it.
     keep_prompt = getattr(agent, "runtime", None) is not None
-    return datasets_to_swift(train_dataset, test_dataset, config.algorithm, ctx.run_dir,
-                             config.eval_limit, keep_prompt=keep_prompt)
+    return datasets_to_swift(
+        train_dataset,
+        test_dataset,
+        config.algorithm,
+        ctx.run_dir,
+        config.eval_limit,
+        keep_prompt=keep_prompt,
+    )
 
 
 @hookimpl
-def check_reward(reward: sdk.RewardSpec | None, config: sdk.TrainConfig, ctx: sdk.RunContext) -> Any:
+def check_reward(
+    reward: sdk.RewardSpec | None, config: sdk.TrainConfig, ctx: sdk.RunContext
+) -> Any:
     from aworld_train_swift.logs import run_log
     from aworld_train_swift.reward import reward_to_swift
 
@@ -90,7 +104,9 @@ def effective_settings(config: SwiftConfig, ctx: sdk.RunContext) -> list[sdk.Set
 
 
 @hookimpl
-def memory_plan(config: SwiftConfig, default: sdk.MemoryPlan, ctx: sdk.RunContext) -> sdk.MemoryPlan:
+def memory_plan(
+    config: SwiftConfig, default: sdk.MemoryPlan, ctx: sdk.RunContext
+) -> sdk.MemoryPlan:
     """What one training process holds on its GPU, from swift's arguments."""
     from aworld_train_swift.memory import swift_memory_plan
 
@@ -98,8 +114,9 @@ def memory_plan(config: SwiftConfig, default: sdk.MemoryPlan, ctx: sdk.RunContex
 
 
 @hookimpl
-def train(agent: SwiftAgent, reward: SwiftReward | None, config: SwiftConfig, ctx: sdk.RunContext
-          ) -> dict[str, Any]:
+def train(
+    agent: SwiftAgent, reward: SwiftReward | None, config: SwiftConfig, ctx: sdk.RunContext
+) -> dict[str, Any]:
     from aworld_train_swift.training import run_training
 
     return run_training(config, reward, ctx, agent)

@@ -32,8 +32,11 @@ JOB_FILE = "swift_job.json"
 AGENT_FILE = "swift_agent.pkl"
 WORKER_LOG = "swift_workers.log"
 # torchrun's flag for each variable of the nodes' rendezvous.
-_RENDEZVOUS_FLAGS = {"NODE_RANK": "--node_rank", "MASTER_ADDR": "--master_addr",
-                     "MASTER_PORT": "--master_port"}
+_RENDEZVOUS_FLAGS = {
+    "NODE_RANK": "--node_rank",
+    "MASTER_ADDR": "--master_addr",
+    "MASTER_PORT": "--master_port",
+}
 
 
 def launch(
@@ -55,20 +58,44 @@ def launch(
     from aworld_train.engine import Secrets
 
     secrets = Secrets()  # the secrets of the agent the runtime runs
-    job_file = write_job(ctx.run_dir, checkpoint, config=config, reward=reward, agent=agent,
-                         secrets=secrets)
-    command = [sys.executable, "-m", "torch.distributed.run", *torchrun_args(config),
-               "-m", "aworld_train_swift.worker", str(job_file)]
-    env = dict(os.environ, **environment, **secrets.environment, NPROC_PER_NODE=str(config.nproc_per_node),
-               NNODES=str(config.nnodes))
+    job_file = write_job(
+        ctx.run_dir, checkpoint, config=config, reward=reward, agent=agent, secrets=secrets
+    )
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        *torchrun_args(config),
+        "-m",
+        "aworld_train_swift.worker",
+        str(job_file),
+    ]
+    env = dict(
+        os.environ,
+        **environment,
+        **secrets.environment,
+        NPROC_PER_NODE=str(config.nproc_per_node),
+        NNODES=str(config.nnodes),
+    )
     total = config.world_size
-    return run_workers(command, ctx, ctx.run_dir / WORKER_LOG, env=env, nnodes=config.nnodes,
-                       what=f"torchrun of {total} swift processes")
+    return run_workers(
+        command,
+        ctx,
+        ctx.run_dir / WORKER_LOG,
+        env=env,
+        nnodes=config.nnodes,
+        what=f"torchrun of {total} swift processes",
+    )
 
 
 def write_job(
-    run_dir: Path, checkpoint: Path | None, *, config: SwiftConfig, reward: SwiftReward | None,
-    agent: SwiftAgent | None = None, secrets: Secrets | None = None,
+    run_dir: Path,
+    checkpoint: Path | None,
+    *,
+    config: SwiftConfig,
+    reward: SwiftReward | None,
+    agent: SwiftAgent | None = None,
+    secrets: Secrets | None = None,
 ) -> Path:
     """Write what every worker needs into ``run_dir`` and return the job file: the rewards
     for GRPO, and for SFT or DPO where rank 0 scores the test set with them. An agent the
@@ -83,8 +110,12 @@ def write_job(
     if agent is not None and agent.runtime is not None:
         from aworld_train.engine import Secrets, ship_agent
 
-        agent_file = ship_agent(agent.runtime, agent.tools, run_dir / AGENT_FILE,
-                                secrets if secrets is not None else Secrets())
+        agent_file = ship_agent(
+            agent.runtime,
+            agent.tools,
+            run_dir / AGENT_FILE,
+            secrets if secrets is not None else Secrets(),
+        )
     job = {
         "config": dataclasses.asdict(config),
         "agent_file": str(agent_file) if agent_file is not None else None,

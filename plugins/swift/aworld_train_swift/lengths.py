@@ -27,8 +27,9 @@ if TYPE_CHECKING:
 
 def swift_default(algorithm: str, name: str) -> Any:
     """ms-swift's default for argument ``name`` of the algorithm's argument class."""
-    fields = {f.name: f.default for f in dataclasses.fields(arguments_class(ARGUMENT_CLASSES,
-                                                                            algorithm))}
+    fields = {
+        f.name: f.default for f in dataclasses.fields(arguments_class(ARGUMENT_CLASSES, algorithm))
+    }
     return fields.get(name)
 
 
@@ -43,8 +44,13 @@ def prompts(path: Path | None) -> Any:
     return dataset.select_columns(["messages"]).rename_column("messages", "prompt")
 
 
-def check_swift_lengths(resolved: SwiftConfig, agent: SwiftAgent, data: SwiftDatasets | None,
-                        config: TrainConfig, tool_schemas: list[dict[str, Any]]) -> None:
+def check_swift_lengths(
+    resolved: SwiftConfig,
+    agent: SwiftAgent,
+    data: SwiftDatasets | None,
+    config: TrainConfig,
+    tool_schemas: list[dict[str, Any]],
+) -> None:
     """GRPO: every prompt plus swift's ``max_completion_length`` fits the model's positions;
     SFT and DPO: ``swift.max_length`` is within them.
 
@@ -57,17 +63,26 @@ def check_swift_lengths(resolved: SwiftConfig, agent: SwiftAgent, data: SwiftDat
         return
     section = config.engine_section()
     if resolved.algorithm == "grpo":
-        budget = resolved.arguments.get("max_completion_length",
-                                        swift_default("grpo", "max_completion_length"))
+        budget = resolved.arguments.get(
+            "max_completion_length", swift_default("grpo", "max_completion_length")
+        )
         if budget is None or budget == (config.max_completion_length or agent.max_tokens):
             return
-        origin = ("config key 'swift.max_completion_length'" if "max_completion_length" in section
-                  else "ms-swift's default max_completion_length")
+        origin = (
+            "config key 'swift.max_completion_length'"
+            if "max_completion_length" in section
+            else "ms-swift's default max_completion_length"
+        )
         try:
-            check_lengths(agent.model, {"train_dataset": prompts(data.train),
-                                        "test_dataset": prompts(data.test)},
-                          agent.system or None, tool_schemas, budget, 1,
-                          config.trust_remote_code)
+            check_lengths(
+                agent.model,
+                {"train_dataset": prompts(data.train), "test_dataset": prompts(data.test)},
+                agent.system or None,
+                tool_schemas,
+                budget,
+                1,
+                config.trust_remote_code,
+            )
         except ModelError as error:
             raise ModelError(f"{origin} ({budget} tokens): {error}") from None
         return

@@ -90,8 +90,9 @@ def steps_to_log() -> type:
         """Adds swift's speed and memory figures to each step, as its printer does, appends
         it to ``logging.jsonl`` and logs it to ``swift.log``."""
 
-        def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None,
-                   **kwargs: Any) -> None:
+        def on_log(
+            self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any
+        ) -> None:
             if logs is None:
                 return
             add_train_message(logs, state, self.start_time, self.start_step)

@@ -22,8 +22,7 @@ _DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 _NAMED_DEEPSPEED = re.compile(r"zero\d(_offload)?")
 
 
-def swift_memory_plan(config: SwiftConfig, default: MemoryPlan, common: TrainConfig
-                      ) -> MemoryPlan:
+def swift_memory_plan(config: SwiftConfig, default: MemoryPlan, common: TrainConfig) -> MemoryPlan:
     """The core's ``default`` plan with what swift's arguments decide.
 
     A tuner other than LoRA is sized as a full fine-tune (an upper bound). GRPO's sequences are
@@ -56,14 +55,24 @@ def swift_memory_plan(config: SwiftConfig, default: MemoryPlan, common: TrainCon
             notes.append(f"sequences of {sequence} tokens assumed")
         reference = config.algorithm == "dpo" and not lora
         micro_batch *= 2 if config.algorithm == "dpo" else 1
-    colocated = (bool(args.get("use_vllm")) and args.get("vllm_mode") != "server"
-                 and not args.get("vllm_server_host") and not args.get("vllm_server_base_url")
-                 and not args.get("use_cpu"))
+    colocated = (
+        bool(args.get("use_vllm"))
+        and args.get("vllm_mode") != "server"
+        and not args.get("vllm_server_host")
+        and not args.get("vllm_server_base_url")
+        and not args.get("use_cpu")
+    )
     alongside = None
     if colocated and int(args.get("sleep_level") or 0) > 0:
-        alongside = tuple(part for part, offloaded in (
-            ("weights", args.get("offload_model")), ("reference", args.get("offload_model")),
-            ("optimizer", args.get("offload_optimizer"))) if not offloaded)
+        alongside = tuple(
+            part
+            for part, offloaded in (
+                ("weights", args.get("offload_model")),
+                ("reference", args.get("offload_model")),
+                ("optimizer", args.get("offload_optimizer")),
+            )
+            if not offloaded
+        )
     return dataclasses.replace(
         default,
         weight_dtype=_DTYPES.get(str(args.get("torch_dtype"))),
@@ -75,8 +84,7 @@ def swift_memory_plan(config: SwiftConfig, default: MemoryPlan, common: TrainCon
         zero_stage=stage,
         offload_optimizer=offload,
         reference_model=reference,
-        rollout_fraction=float(args.get("vllm_gpu_memory_utilization") or 0) if colocated
-        else 0.0,
+        rollout_fraction=float(args.get("vllm_gpu_memory_utilization") or 0) if colocated else 0.0,
         rollout_alongside=alongside,
         notes=tuple(notes),
     )

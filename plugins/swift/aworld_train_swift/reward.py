@@ -113,7 +113,7 @@ def register(reward: SwiftReward) -> None:
 
     for function, name in zip(reward.spec.functions, reward.names):
         if function.engine is None:
-            orms[name] = make_orm(function, name[len(ORM_PREFIX):])
+            orms[name] = make_orm(function, name[len(ORM_PREFIX) :])
 
 
 def plugin_files(section: dict[str, Any]) -> list[str]:
@@ -142,22 +142,30 @@ def check_swift_rewards(functions: list[RewardFunction], plugins: list[str]) -> 
         except AWorldTrainError:
             raise
         except Exception as error:  # noqa: BLE001 - the user's file: name it and what it raised
-            raise RewardError(f"config key 'swift.external_plugins': {plugin} failed to load: "
-                              f"{type(error).__name__}: {_first_line(error)}") from None
+            raise RewardError(
+                f"config key 'swift.external_plugins': {plugin} failed to load: "
+                f"{type(error).__name__}: {_first_line(error)}"
+            ) from None
     for function in functions:
         if function.name not in orms:
-            where = " (nor do the external_plugins files)" if plugins else (
-                "; a reward of a plugin file needs swift.external_plugins naming the file")
-            raise RewardError(f"reward '{function.ref}': ms-swift has no reward "
-                              f"'{function.name}'{did_you_mean(function.name, list(orms))}"
-                              f"{where}")
+            where = (
+                " (nor do the external_plugins files)"
+                if plugins
+                else ("; a reward of a plugin file needs swift.external_plugins naming the file")
+            )
+            raise RewardError(
+                f"reward '{function.ref}': ms-swift has no reward "
+                f"'{function.name}'{did_you_mean(function.name, list(orms))}"
+                f"{where}"
+            )
         try:
             orms[function.name]()
         except (ImportError, AssertionError) as error:
             # swift's own rewards check their packages when created (MathAccuracy asserts
             # math_verify is installed), which would otherwise fail only when training starts.
-            raise RewardError(f"reward '{function.ref}': ms-swift cannot create it here: "
-                              f"{_first_line(error)}") from None
+            raise RewardError(
+                f"reward '{function.ref}': ms-swift cannot create it here: {_first_line(error)}"
+            ) from None
         except Exception:  # noqa: BLE001 - a reward that needs swift's arguments: swift's call
             pass
 
@@ -167,8 +175,9 @@ def _first_line(error: BaseException) -> str:
     return text.splitlines()[0] if text else type(error).__name__
 
 
-def reward_to_swift(spec: RewardSpec | None, algorithm: str,
-                    section: dict[str, Any] | None = None) -> SwiftReward | None:
+def reward_to_swift(
+    spec: RewardSpec | None, algorithm: str, section: dict[str, Any] | None = None
+) -> SwiftReward | None:
     """Name each reward function's ORM and register them in swift's ``orms``.
 
     The user's functions are not called here: the core has scored the training rows with

@@ -95,20 +95,27 @@ class AgentRollouts:
 
     def filled(self, result: EpisodeResult) -> bool:
         """Whether the episode's response filled its token budget."""
-        return (self.runtime is not None
-                and len(result.trajectory.response_ids) >= self.runtime.limits.max_tokens)
+        return (
+            self.runtime is not None
+            and len(result.trajectory.response_ids) >= self.runtime.limits.max_tokens
+        )
 
     def _start(self, trainer: Any) -> AgentRuntime:
         """The runtime, its model calls answered by ``trainer``'s model, each episode's
         response bounded by ``max_completion_length``; swift's own first turn, which the
         episodes replace, is cut to one token."""
         trainer.request_config.max_tokens = 1
-        generate = BatchedGenerate(lambda prompts, budget: generate_with_trainer(
-            trainer, prompts, budget))
+        generate = BatchedGenerate(
+            lambda prompts, budget: generate_with_trainer(trainer, prompts, budget)
+        )
         runtime = AgentRuntime(
-            self.spec, self.tools, ChatRenderer(trainer.template.tokenizer), generate,
+            self.spec,
+            self.tools,
+            ChatRenderer(trainer.template.tokenizer),
+            generate,
             Limits(max_turns=self.spec.max_turns, max_tokens=trainer.args.max_completion_length),
-            model=model_name(self.model))
+            model=model_name(self.model),
+        )
         generate.runtime = runtime
         return runtime
 
@@ -130,8 +137,9 @@ def scheduler_class(rollouts: AgentRollouts) -> type:
             results = rollouts.run([agent_row(request) for request in requests])
             self.episodes = {request.uuid: result for request, result in zip(requests, results)}
 
-        async def on_turn_end(self, infer_request: Any, response_choice: Any,
-                              current_turn: int) -> dict[str, Any]:
+        async def on_turn_end(
+            self, infer_request: Any, response_choice: Any, current_turn: int
+        ) -> dict[str, Any]:
             result = self.episodes.pop(infer_request.uuid)
             trajectory = result.trajectory
             text = self.tokenizer.decode(trajectory.response_ids, skip_special_tokens=True)
@@ -139,21 +147,31 @@ def scheduler_class(rollouts: AgentRollouts) -> type:
             # last one's text; a message's values are text or lists, so the episode is JSON)
             # and its finish reason from this turn's choice.
             infer_request.messages[-1] = {
-                "role": "assistant", "content": text,
-                TRAJECTORY_KEY: json.dumps({"prompt_ids": trajectory.prompt_ids,
-                                            "response_ids": trajectory.response_ids,
-                                            "mask": trajectory.mask})}
+                "role": "assistant",
+                "content": text,
+                TRAJECTORY_KEY: json.dumps(
+                    {
+                        "prompt_ids": trajectory.prompt_ids,
+                        "response_ids": trajectory.response_ids,
+                        "mask": trajectory.mask,
+                    }
+                ),
+            }
             response_choice.finish_reason = "length" if rollouts.filled(result) else "stop"
             return {
                 "done": True,
                 "response_token_ids": trajectory.response_ids,
                 "response_loss_mask": trajectory.mask,
                 # swift keeps rollout log-probs only for the tokens it trains on (mask 1).
-                "rollout_logprobs": [logprob for logprob, kept
-                                     in zip(trajectory.logprobs, trajectory.mask) if kept],
-                "rollout_infos": {"agent_answer": result.answer, "agent_extra": result.extra,
-                                  "agent_failure": result.failure,
-                                  "agent_turns": result.turns},
+                "rollout_logprobs": [
+                    logprob for logprob, kept in zip(trajectory.logprobs, trajectory.mask) if kept
+                ],
+                "rollout_infos": {
+                    "agent_answer": result.answer,
+                    "agent_extra": result.extra,
+                    "agent_failure": result.failure,
+                    "agent_turns": result.turns,
+                },
             }
 
     return AgentScheduler
@@ -176,16 +194,26 @@ def trajectory_template(base: type) -> type:
 
     class TrajectoryTemplate(base):  # type: ignore[misc, valid-type]
         def _encode(self, inputs: Any) -> dict[str, Any]:
-            carried = next((message[TRAJECTORY_KEY] for message in inputs.messages
-                            if isinstance(message, dict) and message.get(TRAJECTORY_KEY)), None)
+            carried = next(
+                (
+                    message[TRAJECTORY_KEY]
+                    for message in inputs.messages
+                    if isinstance(message, dict) and message.get(TRAJECTORY_KEY)
+                ),
+                None,
+            )
             if carried is None:
                 return super()._encode(inputs)
             episode = json.loads(carried)
             prompt, response = list(episode["prompt_ids"]), list(episode["response_ids"])
-            labels = [-100] * len(prompt) + [token if kept else -100
-                                             for token, kept in zip(response, episode["mask"])]
-            return {"input_ids": prompt + response,
-                    "labels": labels if self.is_training else None, "loss_scale": None}
+            labels = [-100] * len(prompt) + [
+                token if kept else -100 for token, kept in zip(response, episode["mask"])
+            ]
+            return {
+                "input_ids": prompt + response,
+                "labels": labels if self.is_training else None,
+                "loss_scale": None,
+            }
 
     TrajectoryTemplate.__name__ = f"Trajectory{base.__name__}"
     return TrajectoryTemplate
@@ -223,8 +251,9 @@ def register_rollouts(rollouts: AgentRollouts) -> None:
     callbacks_map[AGENT_CALLBACK] = BindAgent
 
 
-def generate_with_trainer(trainer: Any, prompts: list[list[int]], max_tokens: int
-                          ) -> list[Generated]:
+def generate_with_trainer(
+    trainer: Any, prompts: list[list[int]], max_tokens: int
+) -> list[Generated]:
     """Continue each prompt with the trainer's model and the generation settings swift's own
     rollouts use (temperature, top-p, top-k, repetition penalty, greedy in evaluation), as its
     transformers engine does (left-padded batch, one ``generate`` call), keeping the log-prob of
@@ -249,8 +278,11 @@ def generate_with_trainer(trainer: Any, prompts: list[list[int]], max_tokens: in
     model.eval()
     try:
         with torch.no_grad():
-            output = model.generate(input_ids=ids.to(device), attention_mask=attention.to(device),
-                                    generation_config=config)
+            output = model.generate(
+                input_ids=ids.to(device),
+                attention_mask=attention.to(device),
+                generation_config=config,
+            )
     finally:
         model.train(training)
     completions = output.sequences[:, width:].cpu()

@@ -66,8 +66,22 @@ _UNSAFE = ("swanlab_secret", "swanlab_webhook_url")
 # (an unknown one fails in the first training step), so they are stated here.
 LOSS_TYPES = {
     "grpo": ("grpo", "bnpo", "dr_grpo", "dapo", "cispo", "sapo", "real", "fipo"),
-    "dpo": ("sigmoid", "robust", "exo_pair", "hinge", "ipo", "bco_pair", "sppo_hard", "nca_pair",
-            "aot", "aot_unpaired", "apo_zero", "apo_down", "discopop", "sft"),
+    "dpo": (
+        "sigmoid",
+        "robust",
+        "exo_pair",
+        "hinge",
+        "ipo",
+        "bco_pair",
+        "sppo_hard",
+        "nca_pair",
+        "aot",
+        "aot_unpaired",
+        "apo_zero",
+        "apo_down",
+        "discopop",
+        "sft",
+    ),
 }
 # Keys that make swift import the user's files, which may register more names.
 _PLUGIN_KEYS = ("external_plugins", "custom_register_path")
@@ -112,9 +126,11 @@ def reward_funcs_moved(value: Any) -> str:
     reward as ``swift:<name>``, beside (and weighted like) the job's own functions."""
     names = [value] if isinstance(value, str) else list(value or [])
     written = ", ".join(f"swift:{name}" for name in names) or "swift:accuracy"
-    return (f"config key 'swift.reward_funcs' is {value!r}: name ms-swift's rewards in the job's "
-            f"reward instead, reward: [{written}] (beside the job's own file.py:function, with "
-            "weights as {name: swift:format, weight: 0.5}); leave swift.reward_funcs out")
+    return (
+        f"config key 'swift.reward_funcs' is {value!r}: name ms-swift's rewards in the job's "
+        f"reward instead, reward: [{written}] (beside the job's own file.py:function, with "
+        "weights as {name: swift:format, weight: 0.5}); leave swift.reward_funcs out"
+    )
 
 
 def validate_section(section: dict[str, Any], algorithm: str) -> dict[str, Any]:
@@ -171,8 +187,9 @@ def validate_value(field: Field, value: Any) -> Any:
 
     :raises ConfigError: naming the key and what its type needs.
     """
-    return check_value(field.hint, value, f"config key 'swift.{field.name}'",
-                       readings=_other_readings(value))
+    return check_value(
+        field.hint, value, f"config key 'swift.{field.name}'", readings=_other_readings(value)
+    )
 
 
 @functools.cache
@@ -242,8 +259,11 @@ def _check_choices(field: Field, value: Any) -> None:
     names = value if isinstance(value, list) else [value]
     for name in names:
         if isinstance(name, str) and name not in field.choices:
-            accepted = (f"choose one of {list(field.choices)}" if len(field.choices) <= _LIST_UP_TO
-                        else f"ms-swift knows {len(field.choices)} of them")
+            accepted = (
+                f"choose one of {list(field.choices)}"
+                if len(field.choices) <= _LIST_UP_TO
+                else f"ms-swift knows {len(field.choices)} of them"
+            )
             suggestion = did_you_mean(name, field.choices)
             raise ConfigError(
                 f"config key 'swift.{field.name}': ms-swift has no {field.name} {name!r}"

@@ -45,8 +45,9 @@ _PRECISION_KEYS = ("torch_dtype", "bf16", "fp16")
 _LORA_KEYS = ("tuner_type", "lora_rank", "lora_alpha", "lora_dropout", "target_modules")
 
 
-def common_arguments(config: TrainConfig, section: dict[str, Any], run_dir: Path,
-                     use_gpu: bool, has_test: bool) -> dict[str, Any]:
+def common_arguments(
+    config: TrainConfig, section: dict[str, Any], run_dir: Path, use_gpu: bool, has_test: bool
+) -> dict[str, Any]:
     """swift's arguments for the common settings of ``config``.
 
     :param section: the validated ``swift:`` section; a key of it that carries a common setting
@@ -73,8 +74,12 @@ def common_arguments(config: TrainConfig, section: dict[str, Any], run_dir: Path
         put("lora.alpha", lora.alpha, "lora_alpha", lora.alpha)
         put("lora.dropout", lora.dropout, "lora_dropout", lora.dropout)
         modules = lora.to_dict()["target_modules"]
-        put("lora.target_modules", modules, "target_modules",
-            [modules] if isinstance(modules, str) else modules)
+        put(
+            "lora.target_modules",
+            modules,
+            "target_modules",
+            [modules] if isinstance(modules, str) else modules,
+        )
 
     if config.report_to:
         put("report_to", list(config.report_to), "report_to", list(config.report_to))
@@ -84,8 +89,12 @@ def common_arguments(config: TrainConfig, section: dict[str, Any], run_dir: Path
 
     warmup = _warmup(config, given)
     if config.lr_scheduler is not None:
-        put("lr_scheduler", config.lr_scheduler, "lr_scheduler_type",
-            trainer_scheduler(common, config.lr_scheduler, warmup, "ms-swift"))
+        put(
+            "lr_scheduler",
+            config.lr_scheduler,
+            "lr_scheduler_type",
+            trainer_scheduler(common, config.lr_scheduler, warmup, "ms-swift"),
+        )
     if config.warmup_ratio is not None:
         put("warmup_ratio", config.warmup_ratio, "warmup_ratio", config.warmup_ratio)
 
@@ -96,9 +105,14 @@ def common_arguments(config: TrainConfig, section: dict[str, Any], run_dir: Path
             choices = ", ".join(f"{name} ({loss})" for name, loss in TRAINER_LOSS_TYPES.items())
             raise ConfigError(
                 f"config loss_aggregation: ms-swift has no loss_type for "
-                f"{config.loss_aggregation}; the swift engine takes {choices}")
-        put("loss_aggregation", config.loss_aggregation, "loss_type",
-            TRAINER_LOSS_TYPES[config.loss_aggregation])
+                f"{config.loss_aggregation}; the swift engine takes {choices}"
+            )
+        put(
+            "loss_aggregation",
+            config.loss_aggregation,
+            "loss_type",
+            TRAINER_LOSS_TYPES[config.loss_aggregation],
+        )
     if config.clip_ratio is not None:
         put("clip_ratio", config.clip_ratio, "epsilon", config.clip_ratio)
         if "epsilon_high" in given:  # clip_ratio is both sides
@@ -106,7 +120,8 @@ def common_arguments(config: TrainConfig, section: dict[str, Any], run_dir: Path
     if config.entropy_coef:
         raise ConfigError(
             f"config entropy_coef is {config.entropy_coef:g}: ms-swift's GRPO has no entropy "
-            "bonus; leave it unset or 0 on the swift engine")
+            "bonus; leave it unset or 0 on the swift engine"
+        )
 
     if has_test and config.eval_steps is not None:
         put("eval_steps", config.eval_steps, "eval_strategy", "steps")
@@ -164,12 +179,17 @@ def _precision(config: TrainConfig, common: CommonKeys, use_gpu: bool) -> None:
     if precision == "fp16" and not use_gpu:
         raise ConfigError(
             f"config {where}: fp16 needs a GPU on the swift engine (on a CPU accelerate has no "
-            "float16 autocast and would train in fp32); use bf16 or fp32")
-    wanted = {"torch_dtype": "bfloat16" if precision == "bf16" else "float32",
-              "bf16": precision == "bf16", "fp16": precision == "fp16"}
+            "float16 autocast and would train in fp32); use bf16 or fp32"
+        )
+    wanted = {
+        "torch_dtype": "bfloat16" if precision == "bf16" else "float32",
+        "bf16": precision == "bf16",
+        "fp16": precision == "fp16",
+    }
     if where != "precision":
-        common.arguments.update(wanted, **{key: given[key] for key in _PRECISION_KEYS
-                                           if key in given})
+        common.arguments.update(
+            wanted, **{key: given[key] for key in _PRECISION_KEYS if key in given}
+        )
         return
     for key, value in wanted.items():
         common.carry("precision", precision, key, value)
@@ -181,8 +201,11 @@ def _deciding_key(given: dict[str, Any], precision: str) -> str:
     flag = {"fp16": "fp16", "bf16": "bf16"}.get(precision)
     if flag and given.get(flag):
         return flag
-    return "torch_dtype" if "torch_dtype" in given else next(
-        key for key in _PRECISION_KEYS if key in given)
+    return (
+        "torch_dtype"
+        if "torch_dtype" in given
+        else next(key for key in _PRECISION_KEYS if key in given)
+    )
 
 
 def section_precision(arguments: dict[str, Any]) -> str:
@@ -195,8 +218,9 @@ def section_precision(arguments: dict[str, Any]) -> str:
     return dtypes.get(arguments.get("torch_dtype") or "float32", "fp32")
 
 
-def effective_settings(config: TrainConfig, arguments: dict[str, Any],
-                       section: dict[str, Any]) -> list[Setting]:
+def effective_settings(
+    config: TrainConfig, arguments: dict[str, Any], section: dict[str, Any]
+) -> list[Setting]:
     """One :class:`Setting` per common name, read from swift's final ``arguments``.
 
     :param config: the job's common config (which keys it gives).
@@ -217,51 +241,114 @@ def effective_settings(config: TrainConfig, arguments: dict[str, Any],
 
     use_gpu = not value_of("use_cpu")
     settings = [
-        Setting("device", describe_device(use_gpu), "use_cpu", not use_gpu,
-                "section" if section.get("use_cpu") is not None else "default"),
+        Setting(
+            "device",
+            describe_device(use_gpu),
+            "use_cpu",
+            not use_gpu,
+            "section" if section.get("use_cpu") is not None else "default",
+        ),
         _precision_setting(arguments, source("precision", *_PRECISION_KEYS)),
-        Setting("lora", _lora_value(arguments, defaults), "tuner_type", value_of("tuner_type"),
-                source("lora", *_LORA_KEYS)),
-        Setting("report_to", [t for t in value_of("report_to") if t != "none"], "report_to",
-                value_of("report_to"), source("report_to", "report_to")),
+        Setting(
+            "lora",
+            _lora_value(arguments, defaults),
+            "tuner_type",
+            value_of("tuner_type"),
+            source("lora", *_LORA_KEYS),
+        ),
+        Setting(
+            "report_to",
+            [t for t in value_of("report_to") if t != "none"],
+            "report_to",
+            value_of("report_to"),
+            source("report_to", "report_to"),
+        ),
     ]
     scheduler = plain_value(value_of("lr_scheduler_type"))
     settings += [
-        Setting("lr_scheduler", TRAINER_SCHEDULERS.get(scheduler, scheduler), "lr_scheduler_type",
-                scheduler, source("lr_scheduler", "lr_scheduler_type")),
-        Setting("warmup_ratio", value_of("warmup_ratio"), "warmup_ratio",
-                value_of("warmup_ratio"), source("warmup_ratio", "warmup_ratio")),
+        Setting(
+            "lr_scheduler",
+            TRAINER_SCHEDULERS.get(scheduler, scheduler),
+            "lr_scheduler_type",
+            scheduler,
+            source("lr_scheduler", "lr_scheduler_type"),
+        ),
+        Setting(
+            "warmup_ratio",
+            value_of("warmup_ratio"),
+            "warmup_ratio",
+            value_of("warmup_ratio"),
+            source("warmup_ratio", "warmup_ratio"),
+        ),
     ]
     if config.algorithm == "grpo":
         loss = _plain(value_of("loss_type"))
         losses = {swift: name for name, swift in TRAINER_LOSS_TYPES.items()}
         settings += [
-            Setting("kl_coef", value_of("beta"), "beta", value_of("beta"),
-                    source("kl_coef", "beta")),
-            Setting("loss_aggregation", losses.get(loss, loss), "loss_type", loss,
-                    source("loss_aggregation", "loss_type")),
-            Setting("clip_ratio", value_of("epsilon"), "epsilon", value_of("epsilon"),
-                    source("clip_ratio", "epsilon")),
-            Setting("entropy_coef", 0.0, "", None,
-                    "job" if config.entropy_coef is not None else "default"),
+            Setting(
+                "kl_coef", value_of("beta"), "beta", value_of("beta"), source("kl_coef", "beta")
+            ),
+            Setting(
+                "loss_aggregation",
+                losses.get(loss, loss),
+                "loss_type",
+                loss,
+                source("loss_aggregation", "loss_type"),
+            ),
+            Setting(
+                "clip_ratio",
+                value_of("epsilon"),
+                "epsilon",
+                value_of("epsilon"),
+                source("clip_ratio", "epsilon"),
+            ),
+            Setting(
+                "entropy_coef",
+                0.0,
+                "",
+                None,
+                "job" if config.entropy_coef is not None else "default",
+            ),
         ]
     has_test = bool(arguments.get("val_dataset"))
     if end_only_eval(config, section, has_test):
         # The run's callback puts swift's step-based evaluation on the last step only.
-        settings.append(Setting("eval_steps", "end", "eval_steps",
-                                arguments.get("eval_steps") or "last step", "default"))
+        settings.append(
+            Setting(
+                "eval_steps",
+                "end",
+                "eval_steps",
+                arguments.get("eval_steps") or "last step",
+                "default",
+            )
+        )
     else:
-        eval_steps = (config.eval_steps if config.eval_steps is not None
-                      else section.get("eval_steps"))
-        settings.append(Setting("eval_steps", eval_steps, "eval_steps",
-                                arguments.get("eval_steps"),
-                                source("eval_steps", "eval_steps", "eval_strategy")))
+        eval_steps = (
+            config.eval_steps if config.eval_steps is not None else section.get("eval_steps")
+        )
+        settings.append(
+            Setting(
+                "eval_steps",
+                eval_steps,
+                "eval_steps",
+                arguments.get("eval_steps"),
+                source("eval_steps", "eval_steps", "eval_strategy"),
+            )
+        )
     # No key of swift's: the engine keeps the first eval_limit rows of the test set.
-    settings.append(Setting("eval_limit", config.eval_limit, "", config.eval_limit,
-                            "job" if config.eval_limit is not None else "default"))
+    settings.append(
+        Setting(
+            "eval_limit",
+            config.eval_limit,
+            "",
+            config.eval_limit,
+            "job" if config.eval_limit is not None else "default",
+        )
+    )
     if config.algorithm == "grpo":
-        settings.append(Setting("log_samples", samples_per_step(config), "", None,
-                                source("log_samples")))
+        settings.append(
+            Setting("log_samples", samples_per_step(config), "", None, source("log_samples"))
+        )
     return settings
 
 
@@ -282,9 +369,12 @@ def _lora_value(arguments: dict[str, Any], defaults: dict[str, Any]) -> Any:
         return None if tuner == "full" else tuner
     values = {key: arguments.get(key, defaults[key]) for key in _LORA_KEYS}
     modules = values["target_modules"]
-    return Lora(rank=values["lora_rank"], alpha=float(values["lora_alpha"]),
-                dropout=float(values["lora_dropout"]),
-                target_modules=modules[0] if len(modules) == 1 else tuple(modules)).to_dict()
+    return Lora(
+        rank=values["lora_rank"],
+        alpha=float(values["lora_alpha"]),
+        dropout=float(values["lora_dropout"]),
+        target_modules=modules[0] if len(modules) == 1 else tuple(modules),
+    ).to_dict()
 
 
 def swift_defaults(algorithm: str) -> dict[str, Any]:

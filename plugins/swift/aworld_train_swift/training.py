@@ -46,12 +46,20 @@ if TYPE_CHECKING:
     from aworld_train_swift.reward import SwiftReward
     from aworld_train_swift.rollout import AgentRollouts
 
-_RESUME_ONLY = ("optimizer.pt", "scheduler.pt", "rng_state*.pth", "trainer_state.json",
-                "training_args.bin", "global_step*")
+_RESUME_ONLY = (
+    "optimizer.pt",
+    "scheduler.pt",
+    "rng_state*.pth",
+    "trainer_state.json",
+    "training_args.bin",
+    "global_step*",
+)
 
 
 def run_training(
-    config: SwiftConfig, reward: SwiftReward | None, ctx: RunContext,
+    config: SwiftConfig,
+    reward: SwiftReward | None,
+    ctx: RunContext,
     agent: SwiftAgent | None = None,
 ) -> dict[str, Any]:
     """Train the checked job, resuming from the last checkpoint of ``ctx.resume_from``.
@@ -62,8 +70,10 @@ def run_training(
     checkpoint = resume_checkpoint(ctx.resume_from) if ctx.resume_from is not None else None
     trackers = tuple(t for t in config.arguments["report_to"] if t in TRACKERS)
     # Credentials, and where the trackers keep their files (inside the run directory).
-    environment = {**secret_environment(ctx.config.engine_section(), config.arguments),
-                   **tracker_environment(trackers, ctx.run_dir)}
+    environment = {
+        **secret_environment(ctx.config.engine_section(), config.arguments),
+        **tracker_environment(trackers, ctx.run_dir),
+    }
     if config.distributed:
         from aworld_train_swift.launch import launch
 
@@ -107,8 +117,12 @@ def save_final_model(checkpoint: Path, run_dir: Path, config: SwiftConfig) -> No
         return
     adapter = run_dir / ADAPTER_DIR
     shutil.copytree(checkpoint, adapter, ignore=ignore)
-    merge_adapter(str(config.arguments["model"]), adapter, run_dir / MODEL_DIR,
-                  trust_remote_code=config.trust_remote_code)
+    merge_adapter(
+        str(config.arguments["model"]),
+        adapter,
+        run_dir / MODEL_DIR,
+        trust_remote_code=config.trust_remote_code,
+    )
 
 
 def train_in_process(
@@ -149,14 +163,20 @@ def train_in_process(
             register(reward)
         # swift builds each callback as cls(args, trainer): register the class.
         callbacks_map[CALLBACK] = run_callback(
-            TrainerCallback, on_start, on_log, run_dir=Path(config.run_dir),
-            log_samples=config.log_samples, end_only_eval=config.end_only_eval)
+            TrainerCallback,
+            on_start,
+            on_log,
+            run_dir=Path(config.run_dir),
+            log_samples=config.log_samples,
+            end_only_eval=config.end_only_eval,
+        )
         extra: dict[str, Any] = {
             "callbacks": [*config.arguments.get("callbacks", []), CALLBACK],
         }
         if scores_test_set(config, reward):
-            callbacks_map[REWARD_EVAL_CALLBACK] = reward_eval_callback(TrainerCallback, config,
-                                                                       reward)
+            callbacks_map[REWARD_EVAL_CALLBACK] = reward_eval_callback(
+                TrainerCallback, config, reward
+            )
             extra["callbacks"].append(REWARD_EVAL_CALLBACK)
         if rollouts is not None:
             from aworld_train_swift.rollout import AGENT_CALLBACK, register_rollouts
@@ -172,12 +192,13 @@ def train_in_process(
             from swift import rlhf_main as main
         # A failure inside ms-swift reaches the core as it was raised: the core's line names
         # its type and where it was raised, and the run's error.log keeps its traceback.
-        with model_code(config.trust_remote_code, str(config.arguments["model"])), \
-                own_process_group():
+        with (
+            model_code(config.trust_remote_code, str(config.arguments["model"])),
+            own_process_group(),
+        ):
             result = main(args)
     final: dict[str, Any] = {}
     for entry in result.get("log_history", []):
         final.update(common_metrics(entry))
     final["step"] = result.get("global_step", final.get("step", 0))
     return final
-

@@ -26,8 +26,9 @@ def calculator_job(tmp_path: Path) -> Path:
     a tiny tool model (untaught: a test teaches it what it needs)."""
     from aworld_train.testing import build_tiny_model
 
-    model = build_tiny_model(tmp_path / "model", extra_tokens=("<answer>", "</answer>"),
-                             max_positions=4096, tools=True)
+    model = build_tiny_model(
+        tmp_path / "model", extra_tokens=("<answer>", "</answer>"), max_positions=4096, tools=True
+    )
     rows = read_jsonl(EXAMPLE / "data" / "train.jsonl")[:2]
     (tmp_path / "train.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     job = {
@@ -38,10 +39,19 @@ def calculator_job(tmp_path: Path) -> Path:
         # 2 prompts x 2 generations a step; an episode's call, tool result and answer fit in
         # 160 tokens. Sampling at 0.5 rather than the agent's own 1.0 (the job's setting wins
         # over the agent's) keeps the briefly taught call well formed in most episodes.
-        "config": {"algorithm": "grpo", "model": str(model), "max_steps": 2, "batch_size": 4,
-                   "num_generations": 2, "learning_rate": 1e-5, "max_completion_length": 160,
-                   "logging_steps": 1, "save_steps": 2, "seed": 0,
-                   "swift": {"beta": 0.0, "temperature": 0.5}},
+        "config": {
+            "algorithm": "grpo",
+            "model": str(model),
+            "max_steps": 2,
+            "batch_size": 4,
+            "num_generations": 2,
+            "learning_rate": 1e-5,
+            "max_completion_length": 160,
+            "logging_steps": 1,
+            "save_steps": 2,
+            "seed": 0,
+            "swift": {"beta": 0.0, "temperature": 0.5},
+        },
         "run_path": "runs",
     }
     path = tmp_path / "job.yaml"
@@ -51,8 +61,10 @@ def calculator_job(tmp_path: Path) -> Path:
 
 @pytest.mark.slow
 def test_the_calculator_examples_aworld_agent_trains_unchanged_and_its_tool_results_are_context(
-    calculator_job: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
-    collated: list[tuple[Any, dict[str, Any]]]
+    calculator_job: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    collated: list[tuple[Any, dict[str, Any]]],
 ) -> None:
     """``check`` runs the agent once against the stand-in; the model is then taught to call
     ``multiply`` on most of its episodes, on the prompt exactly as the agent sent it in
@@ -112,8 +124,9 @@ def test_the_calculator_examples_aworld_agent_trains_unchanged_and_its_tool_resu
         prompt, completion, mask = episode["prompt_ids"], episode["response_ids"], episode["mask"]
         assert sample.rollout_infos["agent_failure"] is None
         assert encoded["input_ids"] == prompt + completion
-        assert encoded["labels"][len(prompt):] == [
-            token if kept else -100 for token, kept in zip(completion, mask)]
+        assert encoded["labels"][len(prompt) :] == [
+            token if kept else -100 for token, kept in zip(completion, mask)
+        ]
         segments = mask_segments(mask)
         if len(segments) == 1:  # answered at once
             continue

@@ -53,8 +53,7 @@ def _column(name: str) -> Any:
     """Every row gets a column swift reads itself."""
 
     def edit(job: JobFolder) -> None:
-        job.rows([{"prompt": f"Repeat: {d}", "ground_truth": str(d), name: None}
-                  for d in range(8)])
+        job.rows([{"prompt": f"Repeat: {d}", "ground_truth": str(d), name: None} for d in range(8)])
 
     return edit
 
@@ -66,23 +65,29 @@ SWIFT_CASES: tuple[BadJob, ...] = (
     BadJob("lora_rank_bool", _swift(tuner_type="lora", lora_rank=True), r"swift\.lora_rank"),
     BadJob("beta_text", _swift(beta="hello"), r"swift\.beta"),
     BadJob("beta_nan", _swift(beta=float("nan")), r"swift\.beta"),
-    BadJob("weight_decay_inf_override", override("swift.weight_decay=.inf"),
-           r"swift\.weight_decay"),
+    BadJob(
+        "weight_decay_inf_override", override("swift.weight_decay=.inf"), r"swift\.weight_decay"
+    ),
     BadJob("warmup_ratio_list", _swift(warmup_ratio=[0.1]), r"swift\.warmup_ratio"),
     BadJob("use_vllm_text", _swift(use_vllm="yes"), r"swift\.use_vllm"),
     BadJob("target_modules_numbers", _swift(target_modules=[1, 2]), r"swift\.target_modules"),
-    BadJob("model_kwargs_nan", _swift(model_kwargs={"scale": float("nan")}),
-           r"swift\.model_kwargs"),
-    BadJob("lr_scheduler_kwargs_number", _swift(lr_scheduler_kwargs=5),
-           r"swift\.lr_scheduler_kwargs"),
+    BadJob(
+        "model_kwargs_nan", _swift(model_kwargs={"scale": float("nan")}), r"swift\.model_kwargs"
+    ),
+    BadJob(
+        "lr_scheduler_kwargs_number", _swift(lr_scheduler_kwargs=5), r"swift\.lr_scheduler_kwargs"
+    ),
     BadJob("hub_token_number", _swift(hub_token=12345), r"swift\.hub_token"),
     BadJob("system_number", _swift(system=7), r"swift\.system"),
     # Names ms-swift does not know.
     BadJob("tuner_type_misspelled", _swift(tuner_type="loraa"), r"swift\.tuner_type.*'lora'"),
     BadJob("template_unknown", _swift(template="qwenn"), r"swift\.template.*'qwen'"),
     BadJob("model_type_unknown", _swift(model_type="qwen2x"), r"swift\.model_type"),
-    BadJob("lr_scheduler_type_misspelled", _swift(lr_scheduler_type="cosin"),
-           r"swift\.lr_scheduler_type.*'cosine'"),
+    BadJob(
+        "lr_scheduler_type_misspelled",
+        _swift(lr_scheduler_type="cosin"),
+        r"swift\.lr_scheduler_type.*'cosine'",
+    ),
     BadJob("torch_dtype_unknown", _swift(torch_dtype="fp32"), r"swift\.torch_dtype"),
     BadJob("optim_unknown", _swift(optim="adamw_fancy"), r"swift\.optim"),
     BadJob("grpo_loss_type_misspelled", _swift(loss_type="dapoo"), r"swift\.loss_type.*'dapo'"),
@@ -99,13 +104,15 @@ SWIFT_CASES: tuple[BadJob, ...] = (
     BadJob("reserved_reward_funcs", _swift(reward_funcs=["accuracy"]), r"swift\.reward_funcs"),
     BadJob("reserved_rlhf_type", _swift(rlhf_type="ppo"), r"swift\.rlhf_type"),
     BadJob("section_not_mapping", set_config(swift=5), r"swift"),
-    BadJob("credential_swift_would_write", _swift(swanlab_secret="s3cr3t-value"),
-           r"swift\.swanlab_secret.*credential"),
+    BadJob(
+        "credential_swift_would_write",
+        _swift(swanlab_secret="s3cr3t-value"),
+        r"swift\.swanlab_secret.*credential",
+    ),
     # What one algorithm takes and another does not.
     BadJob("grpo_key_in_sft", _sft(num_generations=4), r"swift\.num_generations.*SftArguments"),
     BadJob("sft_loss_type_misspelled", _sft(loss_type="cross_entropyy"), r"swift\.loss_type"),
-    BadJob("dpo_loss_type_misspelled", _dpo(loss_type="sigmoidd"),
-           r"swift\.loss_type.*'sigmoid'"),
+    BadJob("dpo_loss_type_misspelled", _dpo(loss_type="sigmoidd"), r"swift\.loss_type.*'sigmoid'"),
     BadJob("dpo_without_rejected_column", _dpo(), r"rejected"),
     BadJob("algorithm_swift_does_not_train", set_config(algorithm="ppo"), r"algorithm.*ppo"),
     BadJob("grpo_group_does_not_fit_batch", set_config(batch_size=3), r"ms-swift rejects"),
@@ -124,13 +131,16 @@ class TestSwiftBadJobs(BadJobSuite):
     engine_section = _SECTION
     engine_cases = SWIFT_CASES
 
-    def test_the_valid_job_checks_quietly(self, job_folder: JobFolder,
-                                          capsys: pytest.CaptureFixture[str]) -> None:
+    def test_the_valid_job_checks_quietly(
+        self, job_folder: JobFolder, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         code, err = self.run_check(job_folder, capsys)
         assert (code, err) == (0, "")
 
     def test_a_hub_token_is_checked_without_any_network_call(
-        self, job_folder: JobFolder, capsys: pytest.CaptureFixture[str],
+        self,
+        job_folder: JobFolder,
+        capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch,
     ) -> None:
         """With a token in the job and in the environment, swift would log in to ModelScope
@@ -172,21 +182,31 @@ def test_swift_never_runs_code_from_an_untrusted_model_folder(
         f"from pathlib import Path\nPath({str(marker)!r}).write_text('ran')\n"
         "from transformers import Qwen2Config as EvilConfig\n"
     )
-    (tmp_path / "train.jsonl").write_text(json.dumps(
-        {"messages": [{"role": "user", "content": "Repeat: 1"}], "solution": "1"}) + "\n")
+    (tmp_path / "train.jsonl").write_text(
+        json.dumps({"messages": [{"role": "user", "content": "Repeat: 1"}], "solution": "1"}) + "\n"
+    )
     swift_config = SwiftConfig(
         algorithm="grpo",
-        arguments={"model": str(folder), "model_type": "qwen2", "template": "qwen",
-                   "tuner_type": "full", "dataset": [str(tmp_path / "train.jsonl")],
-                   "output_dir": str(tmp_path / "out"), "report_to": ["none"],
-                   "torch_dtype": "float32", "use_cpu": True, "num_generations": 2,
-                   "per_device_train_batch_size": 2},
+        arguments={
+            "model": str(folder),
+            "model_type": "qwen2",
+            "template": "qwen",
+            "tuner_type": "full",
+            "dataset": [str(tmp_path / "train.jsonl")],
+            "output_dir": str(tmp_path / "out"),
+            "report_to": ["none"],
+            "torch_dtype": "float32",
+            "use_cpu": True,
+            "num_generations": 2,
+            "per_device_train_batch_size": 2,
+        },
         run_dir=str(tmp_path),
         cache_dir=str(tmp_path / "cache"),
         log_file=str(tmp_path / "swift.log"),
         trust_remote_code=False,
     )
-    with pytest.raises(ModelError, match=f"model {folder} needs code from its own folder.*"
-                                         "trust_remote_code: true"):
+    with pytest.raises(
+        ModelError, match=f"model {folder} needs code from its own folder.*trust_remote_code: true"
+    ):
         check_arguments(swift_config)
     assert not marker.exists()

@@ -27,14 +27,27 @@ def _rows(chat: bool = True) -> Any:
 
     second: Any = "Repeat: 8"
     if chat:
-        second = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Repeat: 8"}]
+        second = [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Repeat: 8"},
+        ]
     first: Any = [{"role": "user", "content": "Repeat: 3"}] if chat else "Repeat: 3"
     return datasets.Dataset.from_list(
         [
-            {"prompt": first, "ground_truth": "3", "data_source": "digits",
-             "extra_info": {"index": 0, "digit": "3"}, "difficulty": 1},
-            {"prompt": second, "ground_truth": "8", "data_source": "digits",
-             "extra_info": {"index": 1, "digit": "8"}, "difficulty": 2},
+            {
+                "prompt": first,
+                "ground_truth": "3",
+                "data_source": "digits",
+                "extra_info": {"index": 0, "digit": "3"},
+                "difficulty": 1,
+            },
+            {
+                "prompt": second,
+                "ground_truth": "8",
+                "data_source": "digits",
+                "extra_info": {"index": 1, "digit": "8"},
+                "difficulty": 2,
+            },
         ]
     )
 
@@ -74,7 +87,9 @@ def test_dpo_rows_need_a_rejected_reply(tmp_path: Path) -> None:
 def test_the_orm_batch_scores_each_completion_against_its_own_row() -> None:
     seen: list[tuple[str, str, dict]] = []
 
-    def reward(data_source: str, solution_str: str, ground_truth: str, extra_info: Any = None) -> float:
+    def reward(
+        data_source: str, solution_str: str, ground_truth: str, extra_info: Any = None
+    ) -> float:
         seen.append((solution_str, ground_truth, extra_info))
         return float(solution_str == ground_truth)
 
@@ -91,7 +106,9 @@ def test_the_orm_batch_scores_each_completion_against_its_own_row() -> None:
 
 
 def test_a_reward_failing_in_the_orm_names_the_dataset_row() -> None:
-    def broken(data_source: str, solution_str: str, ground_truth: str, extra_info: Any = None) -> float:
+    def broken(
+        data_source: str, solution_str: str, ground_truth: str, extra_info: Any = None
+    ) -> float:
         raise ZeroDivisionError("planted")
 
     spec = RewardSpec([RewardFunction("broken", broken)])
@@ -108,7 +125,11 @@ def test_check_maps_the_job_onto_swift_arguments(job: dict[str, Any]) -> None:
     assert args["model"] == str(Path(job["config"]["model"]).resolve())
     assert args["check_model"] is False
     assert args["tuner_type"] == "full"
-    assert (args["max_steps"], args["per_device_train_batch_size"], args["num_generations"]) == (4, 4, 2)
+    assert (args["max_steps"], args["per_device_train_batch_size"], args["num_generations"]) == (
+        4,
+        4,
+        2,
+    )
     assert (args["learning_rate"], args["max_completion_length"]) == (1e-3, 4)
     assert (args["temperature"], args["top_p"]) == (0.7, 0.9)
     assert args["system"] == "Answer with the digit."
@@ -124,8 +145,10 @@ def test_check_maps_the_job_onto_swift_arguments(job: dict[str, Any]) -> None:
 def test_weighted_rewards_become_one_swift_reward_each(job: dict[str, Any]) -> None:
     from swift.rewards import orms
 
-    job["reward_func"] = [{"name": "rewards.py:score", "weight": 1.0},
-                          {"name": "rewards.py:length", "weight": 0.5}]
+    job["reward_func"] = [
+        {"name": "rewards.py:score", "weight": 1.0},
+        {"name": "rewards.py:length", "weight": 0.5},
+    ]
     args = _check(job).hand_off.config.arguments
     assert args["reward_funcs"] == ["aworld_score", "aworld_length"]
     assert args["reward_weights"] == [1.0, 0.5]
@@ -135,8 +158,9 @@ def test_weighted_rewards_become_one_swift_reward_each(job: dict[str, Any]) -> N
 def test_the_engine_check_registers_rewards_without_calling_them() -> None:
     calls: list[str] = []
 
-    def reward(data_source: str, solution_str: str, ground_truth: str,
-               extra_info: Any = None) -> float:
+    def reward(
+        data_source: str, solution_str: str, ground_truth: str, extra_info: Any = None
+    ) -> float:
         calls.append(solution_str)
         return 1.0
 
@@ -158,8 +182,7 @@ def test_a_misspelt_swift_key_fails_with_a_suggestion(job: dict[str, Any]) -> No
 
 
 def test_a_swift_value_of_the_wrong_type_fails(job: dict[str, Any]) -> None:
-    with pytest.raises(ConfigError,
-                       match=r"'swift\.lora_rank': expected an integer, got 'eight'"):
+    with pytest.raises(ConfigError, match=r"'swift\.lora_rank': expected an integer, got 'eight'"):
         _check(job, swift={"template": "qwen", "tuner_type": "lora", "lora_rank": "eight"})
 
 
@@ -169,9 +192,14 @@ def test_a_number_yaml_read_as_text_is_taken_as_a_number(job: dict[str, Any]) ->
 
 
 def test_swift_keys_the_job_sets_are_refused(job: dict[str, Any]) -> None:
-    with pytest.raises(ConfigError, match=(r"^config key 'swift\.dataset' is \['other\.jsonl'\], "
-                                           r"but aworld-train sets it from the job's train_dataset; "
-                                           r"leave it out or null$")):
+    with pytest.raises(
+        ConfigError,
+        match=(
+            r"^config key 'swift\.dataset' is \['other\.jsonl'\], "
+            r"but aworld-train sets it from the job's train_dataset; "
+            r"leave it out or null$"
+        ),
+    ):
         _check(job, swift={"template": "qwen", "dataset": ["other.jsonl"]})
 
 
@@ -181,7 +209,7 @@ def test_swift_rejections_of_values_become_config_errors(job: dict[str, Any]) ->
 
 
 def test_an_ambiguous_template_is_the_one_that_renders_the_models_chat_template(
-    job: dict[str, Any]
+    job: dict[str, Any],
 ) -> None:
     # Qwen2 fits several of ms-swift's templates; the tiny model's ChatML is qwen's.
     assert _check(job, swift={}).hand_off.agent.template == "qwen"
@@ -199,8 +227,11 @@ def test_an_ambiguous_template_none_renders_asks_for_swift_template(
     tokenizer.chat_template = "{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}"
     tokenizer.save_pretrained(model)
     job["config"]["model"] = str(model)
-    with pytest.raises(AgentError, match=r"several templates .*'qwen'.*none renders the model "
-                                         r"folder's own chat template.*set swift\.template"):
+    with pytest.raises(
+        AgentError,
+        match=r"several templates .*'qwen'.*none renders the model "
+        r"folder's own chat template.*set swift\.template",
+    ):
         _check(job, swift={})
 
 
@@ -229,8 +260,15 @@ def test_torchrun_runs_one_node_standalone_and_several_at_the_main_node(
     from aworld_train_swift.launch import torchrun_args
 
     def config(nnodes: int) -> SwiftConfig:
-        return SwiftConfig(algorithm="sft", arguments={}, run_dir="run", cache_dir="cache",
-                           log_file="log", nproc_per_node=2, nnodes=nnodes)
+        return SwiftConfig(
+            algorithm="sft",
+            arguments={},
+            run_dir="run",
+            cache_dir="cache",
+            log_file="log",
+            nproc_per_node=2,
+            nnodes=nnodes,
+        )
 
     assert torchrun_args(config(1)) == ["--nproc_per_node", "2", "--nnodes", "1", "--standalone"]
     monkeypatch.setenv("MASTER_ADDR", "10.0.0.1")
@@ -239,5 +277,8 @@ def test_torchrun_runs_one_node_standalone_and_several_at_the_main_node(
     args = torchrun_args(config(2))
     assert "--standalone" not in args
     assert dict(zip(args[4::2], args[5::2])) == {
-        "--node_rank": "1", "--master_addr": "10.0.0.1", "--master_port": "29500",
-        "--rdzv_conf": "timeout=300"}
+        "--node_rank": "1",
+        "--master_addr": "10.0.0.1",
+        "--master_port": "29500",
+        "--rdzv_conf": "timeout=300",
+    }

@@ -44,9 +44,16 @@ def test_the_common_keys_job_trains_resumes_and_leaves_a_merged_model(
     common_keys.assert_common_keys_run(run_dir, tiny_model)
     args = json.loads((run_dir / "checkpoints" / "args.json").read_text())
     assert (args["beta"], args["lr_scheduler_type"], args["torch_dtype"]) == (
-        0.0, "constant", "float32")
+        0.0,
+        "constant",
+        "float32",
+    )
     assert (args["tuner_type"], args["lora_rank"], args["lora_alpha"], args["lora_dropout"]) == (
-        "lora", 8, 16.0, 0.0)
+        "lora",
+        8,
+        16.0,
+        0.0,
+    )
     assert not (run_dir / "adapter" / "optimizer.pt").exists()
 
 
@@ -56,9 +63,15 @@ def test_bf16_on_a_cpu_with_tensorboard_evaluation_and_rollout_samples(
 ) -> None:
     common_keys.write_test_set(job, range(6))
     job["reward_func"] = REWARDS
-    job["config"] = dict(job["config"], precision="bf16", report_to=["tensorboard"],
-                         eval_steps=2, eval_limit=4, log_samples=3,
-                         swift=dict(job["config"]["swift"], use_cpu=True))
+    job["config"] = dict(
+        job["config"],
+        precision="bf16",
+        report_to=["tensorboard"],
+        eval_steps=2,
+        eval_limit=4,
+        log_samples=3,
+        swift=dict(job["config"]["swift"], use_cpu=True),
+    )
     sampled = record_sampling(monkeypatch)
     # bf16 on the CPU: the layers compute in bf16.
     run_dir = common_keys.assert_trains_in_bf16(job)
@@ -76,7 +89,8 @@ def test_bf16_on_a_cpu_with_tensorboard_evaluation_and_rollout_samples(
     assert False in sampled and True in sampled  # greedy evaluation, sampled rollouts
     final = manifest(run_dir)["final_metrics"]
     assert (final["eval_reward"], final["eval_length"]) == pytest.approx(
-        (evaluations[-1]["eval_reward"], evaluations[-1]["eval_length"]))
+        (evaluations[-1]["eval_reward"], evaluations[-1]["eval_length"])
+    )
 
     # log_samples: 3 rollout samples per logged step, their reward the sum of both rewards.
     samples = common_keys.assert_rollout_samples(run_dir, steps=4, per_step=3)
@@ -95,8 +109,9 @@ def test_the_last_evaluation_scores_what_aworld_train_eval_scores(
     (job["base_dir"] / "text.py").write_text(TEXT_REWARD)
     job.update(reward_func=["rewards.py:score", {"name": "text.py:checksum", "weight": 0.5}])
     # fp32 on any device: eval loads the final model in its saved dtype.
-    job["config"] = dict(job["config"], model=str(model), eval_limit=8, max_steps=2,
-                         precision="fp32")
+    job["config"] = dict(
+        job["config"], model=str(model), eval_limit=8, max_steps=2, precision="fp32"
+    )
     trainer = AgentTrainer(**job)
     trainer.train()
     run_dir = trainer.run_dir.path
@@ -111,7 +126,8 @@ def test_the_last_evaluation_scores_what_aworld_train_eval_scores(
     last = evaluations[0]
     assert last["eval_reward"] == pytest.approx(scored["mean_reward"])
     assert (last["eval_score"], last["eval_checksum"]) == pytest.approx(
-        (scored["rewards"]["score"], scored["rewards"]["checksum"]))
+        (scored["rewards"]["score"], scored["rewards"]["checksum"])
+    )
     # The rows score differently, so the agreement is not one of constants.
     records = read_jsonl(run_dir / "eval" / "final-test-first8.samples.jsonl")
     assert len({r["rewards"]["checksum"] for r in records}) > 1

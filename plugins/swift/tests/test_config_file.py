@@ -38,8 +38,12 @@ def test_section_keys_are_every_argument_but_the_jobs_own_fields() -> None:
 
     keys = section_keys()
     assert {"template", "beta", "num_generations", "lora_rank", MODEL_KEY} <= keys
-    arguments = {name for cls in (RLHFArguments, SftArguments)
-                 for name, f in cls.__dataclass_fields__.items() if f.init}
+    arguments = {
+        name
+        for cls in (RLHFArguments, SftArguments)
+        for name, f in cls.__dataclass_fields__.items()
+        if f.init
+    }
     assert keys == arguments - {"columns"}
 
 
@@ -73,8 +77,12 @@ def test_swift_model_disagreeing_with_model_is_one_line(
 ) -> None:
     """A config whose ``swift.model`` names another model than the common ``model``:
     ``check`` refuses it in one line naming both."""
-    code, err = check_config_file(job, capsys, "swift", dict(
-        SWIFT_FILE, model="Qwen/Qwen2.5-0.5B-Instruct", swift={"model": str(tiny_model)}))
+    code, err = check_config_file(
+        job,
+        capsys,
+        "swift",
+        dict(SWIFT_FILE, model="Qwen/Qwen2.5-0.5B-Instruct", swift={"model": str(tiny_model)}),
+    )
     assert code == 2, err
     assert len(err.splitlines()) == 1 and err.startswith("error: "), err
     for named in ("swift.model", str(tiny_model), "Qwen/Qwen2.5-0.5B-Instruct"):
@@ -95,8 +103,11 @@ def test_managed_argument_contradicting_the_engine_names_both() -> None:
     """An ``rlhf_type`` other than the job's algorithm is one line naming both values."""
     from aworld_train_swift.schema import validate_section
 
-    with pytest.raises(ConfigError, match=(
-        r"^config key 'swift\.rlhf_type' is 'dpo', but aworld-train sets it from the config's "
-        r"`algorithm` key \('grpo'\); leave it out or null$"
-    )):
+    with pytest.raises(
+        ConfigError,
+        match=(
+            r"^config key 'swift\.rlhf_type' is 'dpo', but aworld-train sets it from the config's "
+            r"`algorithm` key \('grpo'\); leave it out or null$"
+        ),
+    ):
         validate_section({"rlhf_type": "dpo"}, "grpo")

@@ -22,16 +22,26 @@ from aworld_train.testing.eval_reference import (
 
 
 @pytest.mark.slow
-def test_compare_reproduces_a_plain_greedy_loop(job: dict[str, Any], tiny_model: Path,
-                                                capsys: pytest.CaptureFixture[str],
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_compare_reproduces_a_plain_greedy_loop(
+    job: dict[str, Any],
+    tiny_model: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     folder = job["base_dir"]
     model = varied_model(tiny_model, folder / "varied-model")
     (folder / "test.jsonl").write_text("".join(json.dumps(row) + "\n" for row in TEST_ROWS))
     # fp32 on any device: the reference loop loads the final model in fp32.
     config = dict(job["config"], model=str(model), precision="fp32")
-    trainer = AgentTrainer(**dict(job, config=config, test_dataset="test.jsonl",
-                                  reward_func=EVAL_REWARD, show_progress=False))
+    trainer = AgentTrainer(
+        **dict(
+            job,
+            config=config,
+            test_dataset="test.jsonl",
+            reward_func=EVAL_REWARD,
+            show_progress=False,
+        )
+    )
     trainer.train()
     run = trainer.run_dir.path
     # Eval generates on the CPU, as the reference loop does, on a GPU machine too.

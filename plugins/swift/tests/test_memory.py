@@ -24,7 +24,8 @@ from aworld_train_swift.memory import swift_memory_plan
 
 
 def test_the_planned_certain_part_of_a_full_fine_tune_is_what_torch_allocates(
-        tmp_path: Path, tiny_model: Path) -> None:
+    tmp_path: Path, tiny_model: Path
+) -> None:
     job = write_job(tmp_path, "swift", tiny_model, {"swift": {"template": "qwen"}})
     trainer = checked(job)
     common = trainer.context.config
@@ -35,15 +36,32 @@ def test_the_planned_certain_part_of_a_full_fine_tune_is_what_torch_allocates(
 
 
 def test_a_7b_full_fine_tune_is_refused_on_one_80_gb_gpu_and_passes_with_lora(
-        tmp_path: Path, tiny_model: Path, capsys: pytest.CaptureFixture[str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path,
+    tiny_model: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # fp32 weights (precision fp32), and the reference model GRPO's beta needs.
-    refusal, row = seven_b_on_one_gpu(capsys, monkeypatch, tmp_path, "swift", tiny_model, {
-        "algorithm": "grpo", "kl_coef": 0.04, "num_generations": 2, "batch_size": 2,
-        "precision": "fp32", "swift": {"template": "qwen"}})
+    refusal, row = seven_b_on_one_gpu(
+        capsys,
+        monkeypatch,
+        tmp_path,
+        "swift",
+        tiny_model,
+        {
+            "algorithm": "grpo",
+            "kl_coef": 0.04,
+            "num_generations": 2,
+            "batch_size": 2,
+            "precision": "fp32",
+            "swift": {"template": "qwen"},
+        },
+    )
     # 7.62B parameters × 4 bytes: weights, gradients, reference 30.46 GB each, AdamW twice that.
-    assert "152.31 GB per GPU before activations (optimizer 60.92 GB, weights 30.46 GB, " \
-           "gradients 30.46 GB, reference 30.46 GB)" in refusal
+    assert (
+        "152.31 GB per GPU before activations (optimizer 60.92 GB, weights 30.46 GB, "
+        "gradients 30.46 GB, reference 30.46 GB)" in refusal
+    )
     # LoRA: no reference model (the adapter off is the reference), an fp32 adapter.
     assert "weights 30.62 GB, gradients 0.16 GB, optimizer 0.32 GB, activations" in row, row
     assert "reference" not in row
@@ -51,10 +69,20 @@ def test_a_7b_full_fine_tune_is_refused_on_one_80_gb_gpu_and_passes_with_lora(
 
 
 def test_swift_s_named_deepspeed_configs_and_a_colocated_vllm_shape_the_plan(
-        tmp_path: Path, tiny_model: Path) -> None:
-    job = write_job(tmp_path, "swift", tiny_model, {"algorithm": "grpo", "kl_coef": 0.0,
-                                                    "num_generations": 2, "batch_size": 2,
-                                                    "swift": {"template": "qwen"}})
+    tmp_path: Path, tiny_model: Path
+) -> None:
+    job = write_job(
+        tmp_path,
+        "swift",
+        tiny_model,
+        {
+            "algorithm": "grpo",
+            "kl_coef": 0.0,
+            "num_generations": 2,
+            "batch_size": 2,
+            "swift": {"template": "qwen"},
+        },
+    )
     trainer = checked(job)
     common = trainer.context.config
     config = trainer.hand_off.config
@@ -76,8 +104,13 @@ def test_swift_s_named_deepspeed_configs_and_a_colocated_vllm_shape_the_plan(
     assert awake == 32 * 10**9
     # Asleep through the update, the weights and optimizer offloaded while it generates: the
     # 32 GB it reserves come on top of nothing that stays, less the update's own certain part.
-    asleep = rollout(use_vllm=True, vllm_gpu_memory_utilization=0.4, sleep_level=1,
-                     offload_model=True, offload_optimizer=True)
+    asleep = rollout(
+        use_vllm=True,
+        vllm_gpu_memory_utilization=0.4,
+        sleep_level=1,
+        offload_model=True,
+        offload_optimizer=True,
+    )
     assert asleep == awake - 16 * shape.parameters
 
     # swift's own zero3_offload.json: ZeRO-3 with the optimizer states on the CPU.

@@ -33,13 +33,18 @@ LOSS_TOLERANCE = 1e-5
 def _environment(tmp_path: Path, **extra: str) -> dict[str, str]:
     # CPU processes; node 1's working folder lands under the test's folder.
     (tmp_path / "tmp").mkdir(exist_ok=True)
-    return {"CUDA_VISIBLE_DEVICES": "", "TMPDIR": str(tmp_path / "tmp"),
-            "AWORLD_TRAIN_JOIN_TIMEOUT": "300", **extra}
+    return {
+        "CUDA_VISIBLE_DEVICES": "",
+        "TMPDIR": str(tmp_path / "tmp"),
+        "AWORLD_TRAIN_JOIN_TIMEOUT": "300",
+        **extra,
+    }
 
 
 def _sft(job: dict[str, Any], batch_size: int) -> dict[str, Any]:
-    config = dict(job["config"], algorithm="sft", max_steps=4, batch_size=batch_size,
-                  learning_rate=5e-3)
+    config = dict(
+        job["config"], algorithm="sft", max_steps=4, batch_size=batch_size, learning_rate=5e-3
+    )
     config.pop("num_generations")
     config["swift"] = {"template": "qwen", "use_cpu": True, "torch_dtype": "float32"}
     return dict(job, config=config)
@@ -54,8 +59,9 @@ def test_sft_on_two_nodes_is_one_run_with_the_losses_of_one_node(
     job: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Two nodes of one process, 2 rows each per step: a global batch of 4.
-    with nodes(write_job_file(_sft(job, batch_size=2), nnodes=2), 2, tmp_path,
-               _environment(tmp_path)) as (zero, one):
+    with nodes(
+        write_job_file(_sft(job, batch_size=2), nnodes=2), 2, tmp_path, _environment(tmp_path)
+    ) as (zero, one):
         assert zero.wait(RUN_S) == 0, zero.text()
         assert one.wait(60) == 0, one.text()
     [run] = (tmp_path / "runs").iterdir()  # node 1 wrote no run of its own
@@ -78,8 +84,13 @@ def test_a_node_whose_main_node_never_starts_fails_in_one_line(
     job: dict[str, Any], tmp_path: Path
 ) -> None:
     path = write_job_file(_sft(job, batch_size=2), nnodes=2)
-    one = start_node(path, 1, free_port(), tmp_path,
-                     _environment(tmp_path, AWORLD_TRAIN_JOIN_TIMEOUT=str(JOIN_S)))
+    one = start_node(
+        path,
+        1,
+        free_port(),
+        tmp_path,
+        _environment(tmp_path, AWORLD_TRAIN_JOIN_TIMEOUT=str(JOIN_S)),
+    )
     try:
         status = one.wait(RUN_S)
     finally:
@@ -100,6 +111,9 @@ def test_an_agent_with_a_python_tool_trains_on_two_nodes_each_running_its_own_ep
     tmp_path: Path,
 ) -> None:
     assert_tool_agent_trains_on_two_nodes(
-        tmp_path, "swift", {"template": "qwen", "beta": 0.0, "use_cpu": True,
-                            "torch_dtype": "float32"},
-        _environment(tmp_path), RUN_S)
+        tmp_path,
+        "swift",
+        {"template": "qwen", "beta": 0.0, "use_cpu": True, "torch_dtype": "float32"},
+        _environment(tmp_path),
+        RUN_S,
+    )

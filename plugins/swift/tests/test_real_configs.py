@@ -15,8 +15,13 @@ import yaml
 from aworld_train.testing.fixtures import hide_packages
 
 
-def check(tmp_path: Path, model: Path, swift: dict[str, Any], processes: int,
-          capsys: pytest.CaptureFixture[str]) -> str | None:
+def check(
+    tmp_path: Path,
+    model: Path,
+    swift: dict[str, Any],
+    processes: int,
+    capsys: pytest.CaptureFixture[str],
+) -> str | None:
     """``aworld-train check`` on a GRPO job with ``swift`` as its section: ``None`` when it
     passes, else its one error line."""
     from aworld_train.cli import main
@@ -25,12 +30,20 @@ def check(tmp_path: Path, model: Path, swift: dict[str, Any], processes: int,
     (tmp_path / "train.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     (tmp_path / "rewards.py").write_text(
         "def exact(data_source, solution_str, ground_truth, extra_info=None):\n"
-        "    return float(solution_str.strip() == ground_truth)\n")
-    job = {"engine": "swift", "agent": {"name": "solver", "model": str(model)},
-           "train_dataset": "train.jsonl", "reward": "rewards.py:exact",
-           "config": {"algorithm": "grpo", "max_steps": 1,
-                      "resources": {"gpus_per_node": processes},
-                      "swift": {"template": "qwen", **swift}}}
+        "    return float(solution_str.strip() == ground_truth)\n"
+    )
+    job = {
+        "engine": "swift",
+        "agent": {"name": "solver", "model": str(model)},
+        "train_dataset": "train.jsonl",
+        "reward": "rewards.py:exact",
+        "config": {
+            "algorithm": "grpo",
+            "max_steps": 1,
+            "resources": {"gpus_per_node": processes},
+            "swift": {"template": "qwen", **swift},
+        },
+    }
     (tmp_path / "job.yaml").write_text(yaml.safe_dump(job))
     capsys.readouterr()
     try:
@@ -50,8 +63,11 @@ def cpu_only(monkeypatch: pytest.MonkeyPatch) -> None:
 
 # examples/train/grpo/internal/rloo.sh and reinforce_plus_plus.sh: NPROC_PER_NODE=8,
 # per_device_train_batch_size 2, gradient_accumulation_steps 4, num_generations 16.
-RLOO_BATCH = {"per_device_train_batch_size": 2, "gradient_accumulation_steps": 4,
-              "num_generations": 16}
+RLOO_BATCH = {
+    "per_device_train_batch_size": 2,
+    "gradient_accumulation_steps": 4,
+    "num_generations": 16,
+}
 
 
 def test_the_generation_batch_is_checked_for_the_jobs_world_size(
@@ -64,18 +80,30 @@ def test_the_generation_batch_is_checked_for_the_jobs_world_size(
     assert refused is not None and "num_generations (16)" in refused, refused
 
 
-@pytest.mark.parametrize(("setting", "package"), [
-    ({"deepspeed": "zero2"}, "deepspeed"),
-    ({"attn_impl": "flash_attention_2"}, "flash-attn"),
-    ({"use_liger_kernel": True}, "liger-kernel"),
-])
+@pytest.mark.parametrize(
+    ("setting", "package"),
+    [
+        ({"deepspeed": "zero2"}, "deepspeed"),
+        ({"attn_impl": "flash_attention_2"}, "flash-attn"),
+        ({"use_liger_kernel": True}, "liger-kernel"),
+    ],
+)
 def test_a_setting_whose_package_is_missing_is_one_line_naming_it(
-    setting: dict[str, Any], package: str, tiny_model: Path, tmp_path: Path,
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    setting: dict[str, Any],
+    package: str,
+    tiny_model: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     hide_packages(monkeypatch, package.replace("-", "_"))
-    refused = check(tmp_path, tiny_model, {**setting, "num_generations": 4,
-                                           "per_device_train_batch_size": 4}, 1, capsys)
+    refused = check(
+        tmp_path,
+        tiny_model,
+        {**setting, "num_generations": 4, "per_device_train_batch_size": 4},
+        1,
+        capsys,
+    )
     assert refused is not None and f"pip install {package}" in refused, refused
     assert "PackageNotFoundError" not in refused
 
@@ -89,7 +117,7 @@ CONFIGS = sorted(path.name for path in HERE.iterdir() if path.suffix == ".yaml")
 # accepted by both. This machine has no GPU stack: vLLM, DeepSpeed, flash-attn and math_verify
 # are not installed.
 EXPECTED: dict[str, str] = {
-    "grpo.yaml": "math_verify",            # swift:accuracy needs it
+    "grpo.yaml": "math_verify",  # swift:accuracy needs it
     "grpo_gspo.yaml": "math_verify",
     "grpo_lora.yaml": "math_verify",
     # report_to swanlab (and vLLM, DeepSpeed, flash-attn besides).
@@ -103,7 +131,7 @@ EXPECTED: dict[str, str] = {
 }
 
 # A local stand-in for examples/train/grpo/plugin/plugin.py: the reward names the scripts use.
-PLUGIN_FILE = '''from swift.rewards import ORM, orms
+PLUGIN_FILE = """from swift.rewards import ORM, orms
 
 
 class Match(ORM):
@@ -119,7 +147,7 @@ class Short(ORM):
 orms["external_r1v_acc"] = Match
 orms["external_math_acc"] = Match
 orms["external_math_format"] = Short
-'''
+"""
 # What ms-swift's trainer imports for a setting, beyond what building its arguments checks.
 NEEDS: dict[str, dict[Any, str]] = {
     "use_vllm": {True: "vllm"},
@@ -139,8 +167,9 @@ def read_config(name: str, folder: Path, model: Path) -> dict[str, Any]:
     (folder / "plugin.py").write_text(PLUGIN_FILE)
     (folder / "prompt.txt").write_text("Answer with the digit.\n")
     text = (HERE / name).read_text().replace("MODEL", str(model))
-    text = text.replace("PLUGIN", str(folder / "plugin.py")).replace("PROMPT",
-                                                                       str(folder / "prompt.txt"))
+    text = text.replace("PLUGIN", str(folder / "plugin.py")).replace(
+        "PROMPT", str(folder / "prompt.txt")
+    )
     return yaml.safe_load(text)
 
 
@@ -168,14 +197,28 @@ def swifts_verdict(name: str, model: Path, folder: Path) -> str | None:
 
     config = read_config(name, folder, model)
     environment = config.pop("ENV", None) or {}
-    rows = [{"messages": [{"role": "user", "content": f"Repeat: {i}"},
-                          {"role": "assistant", "content": str(i)}],
-             "solution": str(i), "rejected_response": str((i + 1) % 10)} for i in range(8)]
+    rows = [
+        {
+            "messages": [
+                {"role": "user", "content": f"Repeat: {i}"},
+                {"role": "assistant", "content": str(i)},
+            ],
+            "solution": str(i),
+            "rejected_response": str((i + 1) % 10),
+        }
+        for i in range(8)
+    ]
     data = folder / "swift-data.jsonl"
     data.write_text("".join(json.dumps(row) + "\n" for row in rows))
     given = {key: value for key, value in config.items() if value is not None}
-    given.update(dataset=[str(data)], output_dir=str(folder / "swift-output"), template="qwen",
-                 model_type="qwen2", check_model=False, use_cpu=True)
+    given.update(
+        dataset=[str(data)],
+        output_dir=str(folder / "swift-output"),
+        template="qwen",
+        model_type="qwen2",
+        check_model=False,
+        use_cpu=True,
+    )
     if "model_id_or_path" in given:  # ms-swift 2's name for the model: swift 4 needs `model`
         given["model"] = str(model)
     reasons: list[str] = []
@@ -219,13 +262,19 @@ def write_job(folder: Path, model: Path, name: str) -> tuple[Path, list[str]]:
     rewards = config.pop("reward_funcs", None) or []
     config["template"] = "qwen"
     (folder / name).write_text(yaml.safe_dump(config, sort_keys=False))
-    rows = [{"prompt": f"Repeat: {i}", "ground_truth": str(i), "rejected": str((i + 1) % 10)}
-            for i in range(8)]
+    rows = [
+        {"prompt": f"Repeat: {i}", "ground_truth": str(i), "rejected": str((i + 1) % 10)}
+        for i in range(8)
+    ]
     (folder / "train.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     # The scripts evaluate (eval_steps): the job has a test set, as their datasets do.
-    job: dict[str, Any] = {"engine": "swift", "agent": {"name": "solver"},
-                           "train_dataset": "train.jsonl", "test_dataset": "train.jsonl",
-                           "config": name}
+    job: dict[str, Any] = {
+        "engine": "swift",
+        "agent": {"name": "solver"},
+        "train_dataset": "train.jsonl",
+        "test_dataset": "train.jsonl",
+        "config": name,
+    }
     if rewards:
         job["reward"] = [f"swift:{reward}" for reward in rewards]
     path = folder / "job.yaml"
@@ -236,8 +285,9 @@ def write_job(folder: Path, model: Path, name: str) -> tuple[Path, list[str]]:
     return path, options
 
 
-def checks_verdict(capsys: pytest.CaptureFixture[str], folder: Path, model: Path,
-                   name: str) -> str | None:
+def checks_verdict(
+    capsys: pytest.CaptureFixture[str], folder: Path, model: Path, name: str
+) -> str | None:
     """``aworld-train check`` on the config through the CLI: ``None`` when it passes, else its
     one error line."""
     from aworld_train.testing.fixtures import run_cli
@@ -277,13 +327,20 @@ def test_the_suite_holds_a_dozen_of_swifts_configs() -> None:
     assert set(EXPECTED) <= set(CONFIGS)
 
 
-@pytest.mark.parametrize(("algorithm", "key", "value"), [
-    ("grpo", "max_completion_length", 32768),
-    ("sft", "max_length", 8192),
-])
+@pytest.mark.parametrize(
+    ("algorithm", "key", "value"),
+    [
+        ("grpo", "max_completion_length", 32768),
+        ("sft", "max_length", 8192),
+    ],
+)
 def test_the_swift_sections_length_keys_are_checked_against_the_models_positions(
-    algorithm: str, key: str, value: int, tiny_model: Path, tmp_path: Path,
-    capsys: pytest.CaptureFixture[str]
+    algorithm: str,
+    key: str,
+    value: int,
+    tiny_model: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """``swift.max_completion_length`` (GRPO) and ``swift.max_length`` (SFT) past a model of
     1,024 positions are one line naming the swift key, though the common keys are unset; 512
@@ -293,10 +350,18 @@ def test_the_swift_sections_length_keys_are_checked_against_the_models_positions
     rows = [{"prompt": f"Repeat: {i}", "ground_truth": str(i)} for i in range(4)]
     (tmp_path / "train.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     for size, fits in ((value, False), (512, True)):
-        job = {"engine": "swift", "agent": {"name": "solver"}, "train_dataset": "train.jsonl",
-               "reward": "exact_match",
-               "config": {"algorithm": algorithm, "model": str(tiny_model), "max_steps": 1,
-                          "swift": {"template": "qwen", key: size}}}
+        job = {
+            "engine": "swift",
+            "agent": {"name": "solver"},
+            "train_dataset": "train.jsonl",
+            "reward": "exact_match",
+            "config": {
+                "algorithm": algorithm,
+                "model": str(tiny_model),
+                "max_steps": 1,
+                "swift": {"template": "qwen", key: size},
+            },
+        }
         (tmp_path / "job.yaml").write_text(yaml.safe_dump(job))
         code, _, err = run_cli(capsys, "check", tmp_path / "job.yaml")
         if fits:

@@ -21,5 +21,8 @@ def test_none_on_a_generated_completion_is_refused_naming_the_row() -> None:
     spec = resolve_reward(none_unless_right)
     assert score_batch(spec, ["5", "5"], {"ground_truth": ["5", "5"]}) == [1.0, 1.0]
     with pytest.raises(RewardError, match=re.escape(f"on row 3 returned None; {NONE_REFUSED}")):
-        score_batch(spec, ["5", "6"], {"ground_truth": ["5", "5"],
-                                       "extra_info": [{"index": 2}, {"index": 3}]})
+        score_batch(
+            spec,
+            ["5", "6"],
+            {"ground_truth": ["5", "5"], "extra_info": [{"index": 2}, {"index": 3}]},
+        )

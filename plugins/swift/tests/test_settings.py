@@ -41,18 +41,35 @@ def _with_test_set(job: dict[str, Any], rows: int = 4) -> None:
 
 def test_the_common_keys_become_swift_arguments_that_swift_builds(job: dict[str, Any]) -> None:
     trainer = _check(
-        job, swift={"template": "qwen"}, kl_coef=0.0, lr_scheduler="constant", warmup_ratio=0.1,
-        loss_aggregation="token-mean", clip_ratio=0.3, entropy_coef=0.0, precision="fp32",
-        lora={"rank": 8}, report_to=["tensorboard"])
+        job,
+        swift={"template": "qwen"},
+        kl_coef=0.0,
+        lr_scheduler="constant",
+        warmup_ratio=0.1,
+        loss_aggregation="token-mean",
+        clip_ratio=0.3,
+        entropy_coef=0.0,
+        precision="fp32",
+        lora={"rank": 8},
+        report_to=["tensorboard"],
+    )
     config = trainer.hand_off.config
     args = config.arguments
     run_dir = trainer.context.run_dir
     assert (args["beta"], args["lr_scheduler_type"], args["warmup_ratio"]) == (
-        0.0, "constant_with_warmup", 0.1)
+        0.0,
+        "constant_with_warmup",
+        0.1,
+    )
     assert (args["loss_type"], args["epsilon"]) == ("dapo", 0.3)
     assert (args["torch_dtype"], args["bf16"], args["fp16"]) == ("float32", False, False)
-    assert (args["tuner_type"], args["lora_rank"], args["lora_alpha"], args["lora_dropout"],
-            args["target_modules"]) == ("lora", 8, 16.0, 0.0, ["all-linear"])
+    assert (
+        args["tuner_type"],
+        args["lora_rank"],
+        args["lora_alpha"],
+        args["lora_dropout"],
+        args["target_modules"],
+    ) == ("lora", 8, 16.0, 0.0, ["all-linear"])
     assert args["report_to"] == ["tensorboard"]
     assert args["logging_dir"] == str(run_dir / "tensorboard")
 
@@ -65,14 +82,22 @@ def test_the_common_keys_become_swift_arguments_that_swift_builds(job: dict[str,
 
     settings = _settings(trainer)
     assert settings["kl_coef"] == (0.0, "beta", 0.0, "job")
-    assert settings["lr_scheduler"] == ("constant", "lr_scheduler_type", "constant_with_warmup",
-                                        "job")
+    assert settings["lr_scheduler"] == (
+        "constant",
+        "lr_scheduler_type",
+        "constant_with_warmup",
+        "job",
+    )
     assert settings["loss_aggregation"] == ("token-mean", "loss_type", "dapo", "job")
     assert settings["clip_ratio"] == (0.3, "epsilon", 0.3, "job")
     assert settings["entropy_coef"] == (0.0, "", None, "job")
     assert settings["precision"] == ("fp32", "torch_dtype", "float32", "job")
-    assert settings["lora"] == ({"rank": 8, "alpha": 16.0, "dropout": 0.0,
-                                 "target_modules": "all-linear"}, "tuner_type", "lora", "job")
+    assert settings["lora"] == (
+        {"rank": 8, "alpha": 16.0, "dropout": 0.0, "target_modules": "all-linear"},
+        "tuner_type",
+        "lora",
+        "job",
+    )
     assert settings["report_to"] == (["tensorboard"], "report_to", ["tensorboard"], "job")
 
 
@@ -80,8 +105,11 @@ def test_unset_settings_show_what_swift_itself_uses(job: dict[str, Any]) -> None
     trainer = _check(job, swift={"template": "qwen"})
     settings = _settings(trainer)
     built = build_arguments(trainer.hand_off.config)
-    assert settings["kl_coef"] == (built.beta, "beta", built.beta, "default") == (
-        0.04, "beta", 0.04, "default")
+    assert (
+        settings["kl_coef"]
+        == (built.beta, "beta", built.beta, "default")
+        == (0.04, "beta", 0.04, "default")
+    )
     assert settings["lr_scheduler"][:3] == ("cosine", "lr_scheduler_type", "cosine")
     assert built.training_args.lr_scheduler_type == "cosine"
     assert settings["loss_aggregation"][:3] == ("seq-mean-token-mean", "loss_type", built.loss_type)
@@ -99,40 +127,82 @@ def test_unset_settings_show_what_swift_itself_uses(job: dict[str, Any]) -> None
 
 
 def test_the_section_s_own_keys_show_as_such(job: dict[str, Any]) -> None:
-    section = {"template": "qwen", "beta": 0.1, "loss_type": "dr_grpo", "tuner_type": "lora",
-               "lora_rank": 4, "torch_dtype": "float32", "lr_scheduler_type": "linear"}
+    section = {
+        "template": "qwen",
+        "beta": 0.1,
+        "loss_type": "dr_grpo",
+        "tuner_type": "lora",
+        "lora_rank": 4,
+        "torch_dtype": "float32",
+        "lr_scheduler_type": "linear",
+    }
     settings = _settings(_check(job, swift=section))
     assert settings["kl_coef"] == (0.1, "beta", 0.1, "section")
-    assert settings["loss_aggregation"] == ("seq-mean-token-sum-norm", "loss_type", "dr_grpo",
-                                            "section")
-    assert settings["lora"] == ({"rank": 4, "alpha": 32.0, "dropout": 0.05,
-                                 "target_modules": "all-linear"}, "tuner_type", "lora", "section")
+    assert settings["loss_aggregation"] == (
+        "seq-mean-token-sum-norm",
+        "loss_type",
+        "dr_grpo",
+        "section",
+    )
+    assert settings["lora"] == (
+        {"rank": 4, "alpha": 32.0, "dropout": 0.05, "target_modules": "all-linear"},
+        "tuner_type",
+        "lora",
+        "section",
+    )
     assert settings["precision"] == ("fp32", "torch_dtype", "float32", "section")
     assert settings["lr_scheduler"] == ("linear", "lr_scheduler_type", "linear", "section")
 
 
-@pytest.mark.parametrize(("common", "section", "message"), [
-    ({"kl_coef": 0.1}, {"beta": 0.0},
-     r"^config kl_coef: 0\.1 and swift\.beta: 0\.0 disagree \(kl_coef sets beta to 0\.1\): "
-     r"set one of them$"),
-    ({"lr_scheduler": "linear"}, {"lr_scheduler_type": "cosine"},
-     r"^config lr_scheduler: 'linear' and swift\.lr_scheduler_type: 'cosine' disagree"),
-    ({"loss_aggregation": "token-mean"}, {"loss_type": "grpo"},
-     r"^config loss_aggregation: 'token-mean' and swift\.loss_type: \['grpo'\] disagree "
-     r"\(loss_aggregation sets loss_type to 'dapo'\)"),
-    ({"clip_ratio": 0.3}, {"epsilon_high": 0.28},
-     r"^config clip_ratio: 0\.3 and swift\.epsilon_high: 0\.28 disagree"),
-    ({"precision": "bf16"}, {"torch_dtype": "float32"},
-     r"^config precision: 'bf16' and swift\.torch_dtype: 'float32' disagree \(precision sets "
-     r"torch_dtype to 'bfloat16'\)"),
-    ({"lora": {"rank": 8}}, {"lora_rank": 4},
-     r"^config lora\.rank: 8 and swift\.lora_rank: 4 disagree"),
-    ({"lora": {"rank": 8}}, {"tuner_type": "full"},
-     r"^config lora: .* and swift\.tuner_type: 'full' disagree"),
-    ({"report_to": "tensorboard"}, {"report_to": "none"},
-     r"^config report_to: \['tensorboard'\] and swift\.report_to: \['none'\] disagree: "
-     r"set one of them$"),
-])
+@pytest.mark.parametrize(
+    ("common", "section", "message"),
+    [
+        (
+            {"kl_coef": 0.1},
+            {"beta": 0.0},
+            r"^config kl_coef: 0\.1 and swift\.beta: 0\.0 disagree \(kl_coef sets beta to 0\.1\): "
+            r"set one of them$",
+        ),
+        (
+            {"lr_scheduler": "linear"},
+            {"lr_scheduler_type": "cosine"},
+            r"^config lr_scheduler: 'linear' and swift\.lr_scheduler_type: 'cosine' disagree",
+        ),
+        (
+            {"loss_aggregation": "token-mean"},
+            {"loss_type": "grpo"},
+            r"^config loss_aggregation: 'token-mean' and swift\.loss_type: \['grpo'\] disagree "
+            r"\(loss_aggregation sets loss_type to 'dapo'\)",
+        ),
+        (
+            {"clip_ratio": 0.3},
+            {"epsilon_high": 0.28},
+            r"^config clip_ratio: 0\.3 and swift\.epsilon_high: 0\.28 disagree",
+        ),
+        (
+            {"precision": "bf16"},
+            {"torch_dtype": "float32"},
+            r"^config precision: 'bf16' and swift\.torch_dtype: 'float32' disagree \(precision sets "
+            r"torch_dtype to 'bfloat16'\)",
+        ),
+        (
+            {"lora": {"rank": 8}},
+            {"lora_rank": 4},
+            r"^config lora\.rank: 8 and swift\.lora_rank: 4 disagree",
+        ),
+        (
+            {"lora": {"rank": 8}},
+            {"tuner_type": "full"},
+            r"^config lora: .* and swift\.tuner_type: 'full' disagree",
+        ),
+        (
+            {"report_to": "tensorboard"},
+            {"report_to": "none"},
+            r"^config report_to: \['tensorboard'\] and swift\.report_to: \['none'\] disagree: "
+            r"set one of them$",
+        ),
+    ],
+)
 def test_a_common_key_the_section_contradicts_is_one_line_naming_both(
     job: dict[str, Any], common: dict[str, Any], section: dict[str, Any], message: str
 ) -> None:
@@ -142,25 +212,45 @@ def test_a_common_key_the_section_contradicts_is_one_line_naming_both(
 
 
 def test_a_section_that_agrees_with_the_common_key_passes(job: dict[str, Any]) -> None:
-    args = _check(job, kl_coef=0.0, lora={"rank": 4, "alpha": 8},
-                  swift={"template": "qwen", "beta": 0.0, "lora_rank": 4, "lora_alpha": 8,
-                         "loss_type": "dapo"},
-                  loss_aggregation="token-mean").hand_off.config.arguments
+    args = _check(
+        job,
+        kl_coef=0.0,
+        lora={"rank": 4, "alpha": 8},
+        swift={
+            "template": "qwen",
+            "beta": 0.0,
+            "lora_rank": 4,
+            "lora_alpha": 8,
+            "loss_type": "dapo",
+        },
+        loss_aggregation="token-mean",
+    ).hand_off.config.arguments
     assert (args["beta"], args["lora_rank"], args["lora_alpha"]) == (0.0, 4, 8.0)
 
 
-@pytest.mark.parametrize(("config", "message"), [
-    ({"entropy_coef": 0.01},
-     r"^config entropy_coef is 0\.01: ms-swift's GRPO has no entropy bonus"),
-    ({"loss_aggregation": "seq-mean-token-sum"},
-     r"^config loss_aggregation: ms-swift has no loss_type for seq-mean-token-sum; the swift "
-     r"engine takes token-mean \(dapo\)"),
-    ({"precision": "fp16"}, r"^config precision: fp16 needs a GPU on the swift engine"),
-    ({"swift": {"template": "qwen", "torch_dtype": "float16"}},
-     r"^config swift\.torch_dtype: fp16 needs a GPU"),
-    ({"algorithm": "sft", "kl_coef": 0.1, "swift": {"template": "qwen"}},
-     r"^config kl_coef: the swift engine uses it for grpo only, not for sft: leave it out$"),
-])
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        (
+            {"entropy_coef": 0.01},
+            r"^config entropy_coef is 0\.01: ms-swift's GRPO has no entropy bonus",
+        ),
+        (
+            {"loss_aggregation": "seq-mean-token-sum"},
+            r"^config loss_aggregation: ms-swift has no loss_type for seq-mean-token-sum; the swift "
+            r"engine takes token-mean \(dapo\)",
+        ),
+        ({"precision": "fp16"}, r"^config precision: fp16 needs a GPU on the swift engine"),
+        (
+            {"swift": {"template": "qwen", "torch_dtype": "float16"}},
+            r"^config swift\.torch_dtype: fp16 needs a GPU",
+        ),
+        (
+            {"algorithm": "sft", "kl_coef": 0.1, "swift": {"template": "qwen"}},
+            r"^config kl_coef: the swift engine uses it for grpo only, not for sft: leave it out$",
+        ),
+    ],
+)
 def test_a_value_the_engine_cannot_honour_is_one_line(
     job: dict[str, Any], config: dict[str, Any], message: str
 ) -> None:
@@ -173,21 +263,32 @@ def test_bf16_on_a_cpu_computes_in_bf16(job: dict[str, Any]) -> None:
     trainer = _check(job, precision="bf16")
     args = trainer.hand_off.config.arguments
     assert (args["torch_dtype"], args["bf16"], args["fp16"], args["use_cpu"]) == (
-        "bfloat16", True, False, True)
+        "bfloat16",
+        True,
+        False,
+        True,
+    )
     training = build_arguments(trainer.hand_off.config).training_args
     assert (training.bf16, training.fp16, training.use_cpu) == (True, False, True)
     assert _settings(trainer)["precision"] == ("bf16", "torch_dtype", "bfloat16", "job")
 
 
-def test_a_missing_tracker_fails_the_check(job: dict[str, Any],
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_missing_tracker_fails_the_check(
+    job: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     import importlib.util
 
     find_spec = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "swanlab" else find_spec(name, *a))
-    with pytest.raises(ConfigError, match=r"report_to: swanlab is not installed: pip install "
-                                          r"swanlab"):
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "swanlab" else find_spec(name, *a),
+    )
+    with pytest.raises(
+        ConfigError,
+        match=r"report_to: swanlab is not installed: pip install "
+        r"swanlab",
+    ):
         _check(job, swift={"template": "qwen", "report_to": ["swanlab"]})
 
 
@@ -225,7 +326,10 @@ def test_a_job_that_asks_for_the_cpu_keeps_it_where_a_gpu_is_visible(
     asked = _check(job, swift=dict(job["config"]["swift"], use_cpu=True, torch_dtype="float32"))
     arguments = asked.hand_off.config.arguments
     assert (arguments["use_cpu"], arguments["torch_dtype"], arguments["bf16"]) == (
-        True, "float32", False)
+        True,
+        "float32",
+        False,
+    )
     assert _settings(asked)["device"] == ("cpu", "use_cpu", True, "section")
 
 
@@ -245,7 +349,8 @@ def test_eval_limit_keeps_the_first_rows_of_the_test_set(tmp_path: Any) -> None:
     from aworld_train_swift.dataset import datasets_to_swift
 
     rows = datasets.Dataset.from_list(
-        [{"prompt": f"Repeat: {d}", "ground_truth": str(d)} for d in (5, 6, 7)])
+        [{"prompt": f"Repeat: {d}", "ground_truth": str(d)} for d in (5, 6, 7)]
+    )
     converted = datasets_to_swift(rows, rows, "grpo", tmp_path, eval_limit=2)
     assert converted.test is not None and converted.test_rows == 2
     kept = [json.loads(line)["ground_truth"] for line in converted.test.read_text().splitlines()]
@@ -263,46 +368,74 @@ def test_evaluation_at_the_end_only_falls_on_the_last_step_of_an_epoch_run(
     from aworld_train_swift.callbacks import common_metrics, run_callback
 
     logged: list[tuple[int, dict[str, Any]]] = []
-    callback = run_callback(TrainerCallback, lambda total, done: None,
-                            lambda step, metrics: logged.append((step, metrics)),
-                            run_dir=tmp_path, log_samples=0, end_only_eval=True)(None, None)
+    callback = run_callback(
+        TrainerCallback,
+        lambda total, done: None,
+        lambda step, metrics: logged.append((step, metrics)),
+        run_dir=tmp_path,
+        log_samples=0,
+        end_only_eval=True,
+    )(None, None)
     state = TrainerState(max_steps=7, eval_steps=3, global_step=7)
     callback.on_train_begin(None, state, TrainerControl())
     assert state.eval_steps == 7
-    callback.on_log(None, state, TrainerControl(),
-                    logs={"eval_reward": 0.5, "eval_rewards/score/mean": 0.5,
-                          "eval_rewards/score/std": 0.1})
+    callback.on_log(
+        None,
+        state,
+        TrainerControl(),
+        logs={"eval_reward": 0.5, "eval_rewards/score/mean": 0.5, "eval_rewards/score/std": 0.1},
+    )
     assert logged == [(7, {"eval_reward": 0.5, "eval_score": 0.5, "eval_rewards/score/std": 0.1})]
     assert common_metrics({"rewards/score/mean": 1.0}) == {"rewards/score/mean": 1.0}
 
 
 def test_fp16_from_the_section_without_a_gpu_names_the_key_that_asked_for_it(
-    job: dict[str, Any]
+    job: dict[str, Any],
 ) -> None:
-    with pytest.raises(ConfigError, match=r"^config swift\.fp16: fp16 needs a GPU on the swift "
-                                          r"engine") as error:
+    with pytest.raises(
+        ConfigError,
+        match=r"^config swift\.fp16: fp16 needs a GPU on the swift "
+        r"engine",
+    ) as error:
         _check(job, swift={"template": "qwen", "torch_dtype": "float32", "fp16": True})
     assert "\n" not in str(error.value)
 
 
 def test_constant_with_warmup_against_the_section_s_plain_constant_says_why(
-    job: dict[str, Any]
+    job: dict[str, Any],
 ) -> None:
     # Equal names, different schedules: transformers' constant ignores the warmup.
-    with pytest.raises(ConfigError, match=r"^config lr_scheduler: constant with warmup_ratio 0\.1 "
-                                          r"is ms-swift's constant_with_warmup, but "
-                                          r"swift\.lr_scheduler_type is constant \(no warmup\): "
-                                          r"set one of them$"):
-        _check(job, lr_scheduler="constant", warmup_ratio=0.1,
-               swift={"template": "qwen", "lr_scheduler_type": "constant"})
-    with pytest.raises(ConfigError, match=r"^config lr_scheduler: constant with "
-                                          r"swift\.warmup_steps 3 is ms-swift's "
-                                          r"constant_with_warmup"):
-        _check(job, lr_scheduler="constant", warmup_ratio=None,
-               swift={"template": "qwen", "lr_scheduler_type": "constant", "warmup_steps": 3})
-    args = _check(job, lr_scheduler="constant", warmup_ratio=0.1,
-                  swift={"template": "qwen", "lr_scheduler_type": "constant_with_warmup"}
-                  ).hand_off.config.arguments
+    with pytest.raises(
+        ConfigError,
+        match=r"^config lr_scheduler: constant with warmup_ratio 0\.1 "
+        r"is ms-swift's constant_with_warmup, but "
+        r"swift\.lr_scheduler_type is constant \(no warmup\): "
+        r"set one of them$",
+    ):
+        _check(
+            job,
+            lr_scheduler="constant",
+            warmup_ratio=0.1,
+            swift={"template": "qwen", "lr_scheduler_type": "constant"},
+        )
+    with pytest.raises(
+        ConfigError,
+        match=r"^config lr_scheduler: constant with "
+        r"swift\.warmup_steps 3 is ms-swift's "
+        r"constant_with_warmup",
+    ):
+        _check(
+            job,
+            lr_scheduler="constant",
+            warmup_ratio=None,
+            swift={"template": "qwen", "lr_scheduler_type": "constant", "warmup_steps": 3},
+        )
+    args = _check(
+        job,
+        lr_scheduler="constant",
+        warmup_ratio=0.1,
+        swift={"template": "qwen", "lr_scheduler_type": "constant_with_warmup"},
+    ).hand_off.config.arguments
     assert args["lr_scheduler_type"] == "constant_with_warmup"
 
 
@@ -332,13 +465,18 @@ def test_rollout_samples_keep_the_user_message_not_the_rendered_prompt() -> None
             import torch
 
             self.reward_weights = torch.tensor([1.0])
-            self._logs = {"prompt": deque(maxlen=2), "completion": deque(maxlen=2),
-                          "rewards": {"score": deque(maxlen=2)}}
+            self._logs = {
+                "prompt": deque(maxlen=2),
+                "completion": deque(maxlen=2),
+                "rewards": {"score": deque(maxlen=2)},
+            }
 
         def _apply_chat_template_to_messages_list(self, messages_list: Any) -> list[str]:
-            return ["<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>"
-                    f"user\n{m[-1]['content']}<|im_end|>\n<|im_start|>assistant\n"
-                    for m in messages_list]
+            return [
+                "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>"
+                f"user\n{m[-1]['content']}<|im_end|>\n<|im_start|>assistant\n"
+                for m in messages_list
+            ]
 
         def log_rollout(self, digits: list[int]) -> None:
             messages = [[{"role": "user", "content": f"Repeat: {d}"}] for d in digits]
@@ -351,8 +489,10 @@ def test_rollout_samples_keep_the_user_message_not_the_rendered_prompt() -> None
     trainer.log_rollout([1, 2])
     trainer.log_rollout([3, 4])
     rows = rollout_samples(trainer, 2)
-    assert [(row["prompt"], row["completion"]) for row in rows] == [("Repeat: 3", "3"),
-                                                                    ("Repeat: 4", "4")]
+    assert [(row["prompt"], row["completion"]) for row in rows] == [
+        ("Repeat: 3", "3"),
+        ("Repeat: 4", "4"),
+    ]
 
 
 def test_an_agent_without_a_system_prompt_gets_the_prompt_its_chat_template_renders(
@@ -369,8 +509,9 @@ def test_an_agent_without_a_system_prompt_gets_the_prompt_its_chat_template_rend
     template = built.get_template()
     messages = [{"role": "user", "content": "Repeat: 7"}]
     encoded = template.encode({"messages": messages})
-    expected = load_tokenizer(tiny_model).apply_chat_template(messages, tokenize=False,
-                                                              add_generation_prompt=True)
+    expected = load_tokenizer(tiny_model).apply_chat_template(
+        messages, tokenize=False, add_generation_prompt=True
+    )
     assert template.safe_decode(encoded["input_ids"]) == expected
     assert "system" not in expected
 

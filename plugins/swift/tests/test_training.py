@@ -112,7 +112,11 @@ def test_sft_with_lora_keeps_the_adapter_merges_it_and_evaluates_at_the_end(
 
     assert manifest(run_dir)["status"] == "completed"
     assert manifest(run_dir)["settings"]["lora"] == {
-        "rank": 4, "alpha": 8.0, "dropout": 0.05, "target_modules": "all-linear"}
+        "rank": 4,
+        "alpha": 8.0,
+        "dropout": 0.05,
+        "target_modules": "all-linear",
+    }
     metrics = read_jsonl(run_dir / "metrics.jsonl")
     losses = [m["loss"] for m in metrics if "loss" in m]
     assert len(losses) == 3 and all(loss > 0 for loss in losses)
@@ -169,17 +173,32 @@ def test_grpo_survives_completions_that_end_before_their_first_token(tmp_path: P
 
     model = build_tiny_model(tmp_path / "model", hidden_size=128, alphabet=string.printable)
     rng = random.Random(0)
-    rows = [{"prompt": f"Repeat: {d}", "ground_truth": d}
-            for d in (str(rng.randrange(10)) for _ in range(2000))]
+    rows = [
+        {"prompt": f"Repeat: {d}", "ground_truth": d}
+        for d in (str(rng.randrange(10)) for _ in range(2000))
+    ]
     (tmp_path / "train.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     trainer = AgentTrainer(
         # The prompt as ms-swift's qwen template writes it by default: with the seed below it
         # samples completions that end at their first token.
-        agent={"name": "tiny", "llm_temperature": 1.0,
-               "system_prompt": "You are a helpful assistant."},
-        config={"algorithm": "grpo", "model": str(model), "max_steps": 3, "batch_size": 64,
-                "num_generations": 8, "max_completion_length": 8, "learning_rate": 1e-3,
-                "logging_steps": 1, "save_steps": 3, "seed": 0, "swift": {"template": "qwen"}},
+        agent={
+            "name": "tiny",
+            "llm_temperature": 1.0,
+            "system_prompt": "You are a helpful assistant.",
+        },
+        config={
+            "algorithm": "grpo",
+            "model": str(model),
+            "max_steps": 3,
+            "batch_size": 64,
+            "num_generations": 8,
+            "max_completion_length": 8,
+            "learning_rate": 1e-3,
+            "logging_steps": 1,
+            "save_steps": 3,
+            "seed": 0,
+            "swift": {"template": "qwen"},
+        },
         reward_func="exact_match",
         train_dataset="train.jsonl",
         run_path=tmp_path / "runs",
@@ -196,9 +215,13 @@ def test_grpo_survives_completions_that_end_before_their_first_token(tmp_path: P
 
 
 @pytest.mark.slow
-def test_dpo_prefers_the_ground_truth_over_the_rejected_reply(job: dict[str, Any], tmp_path: Path) -> None:
-    rows = [{"prompt": f"Repeat: {d}", "ground_truth": str(d), "rejected": str((d + 1) % 10)}
-            for d in DIGITS]
+def test_dpo_prefers_the_ground_truth_over_the_rejected_reply(
+    job: dict[str, Any], tmp_path: Path
+) -> None:
+    rows = [
+        {"prompt": f"Repeat: {d}", "ground_truth": str(d), "rejected": str((d + 1) % 10)}
+        for d in DIGITS
+    ]
     (tmp_path / "train.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     job["config"] = dict(job["config"], algorithm="dpo", max_steps=2, save_steps=2)
     trainer = AgentTrainer(**job)

@@ -74,8 +74,10 @@ def agent_to_trl(agent: AgentSpec, config: TrainConfig, tools: ToolSet) -> TrlAg
     folder = Path(model)
     conversational = _has_chat_template(folder) if folder.is_dir() else True
     if runs_episodes and not conversational:
-        raise AgentError(f"agent '{agent.name}' talks to its model in chat messages but model "
-                         f"{model} has no chat template to render them")
+        raise AgentError(
+            f"agent '{agent.name}' talks to its model in chat messages but model "
+            f"{model} has no chat template to render them"
+        )
     if tools and folder.is_dir():
         _check_tool_template(agent.name, model, config.trust_remote_code)
     return TrlAgent(

@@ -101,8 +101,12 @@ def section_keys() -> frozenset[str]:
 
     Read from TRL's config classes once per TRL version (no model, no GPU).
     """
-    return (all_argument_names("trl", ARGUMENT_CLASSES) | {MODEL_KEY} | set(LAUNCHER_KEYS)
-            | set(script_defaults()))
+    return (
+        all_argument_names("trl", ARGUMENT_CLASSES)
+        | {MODEL_KEY}
+        | set(LAUNCHER_KEYS)
+        | set(script_defaults())
+    )
 
 
 def config_to_trl(
@@ -146,8 +150,15 @@ def config_to_trl(
 
     # The section's use_cpu keeps a GPU machine's run on its CPU.
     use_gpu = torch.cuda.is_available() and not section.get("use_cpu")
-    common = resolve_settings(config, section, args_class, use_gpu=use_gpu, has_test=has_test,
-                              run_dir=run_dir, lora=script_lora)
+    common = resolve_settings(
+        config,
+        section,
+        args_class,
+        use_gpu=use_gpu,
+        has_test=has_test,
+        run_dir=run_dir,
+        lora=script_lora,
+    )
     args = _common_args(config, agent, run_dir, use_gpu, fields, logger)
     args.update(common.arguments)
     args.update(section)
@@ -158,8 +169,10 @@ def config_to_trl(
     gpus = config.resources.gpus_per_node
     if processes is not None:
         if gpus is not None and gpus != processes:
-            raise ConfigError(f"config resources.gpus_per_node {gpus} and trl.num_processes "
-                              f"{processes} disagree: set one of them")
+            raise ConfigError(
+                f"config resources.gpus_per_node {gpus} and trl.num_processes "
+                f"{processes} disagree: set one of them"
+            )
         gpus = processes
     num_processes = gpus if gpus is not None else (torch.cuda.device_count() if use_gpu else 1)
     resolved = TrlConfig(
@@ -185,8 +198,9 @@ def config_to_trl(
             f"{world_size}: set gpus_per_node and nnodes to 1"
         )
     if agent.episodes is not None:
-        refuse_sharded_episodes(agent.episodes.name, "trl", args.get("fsdp"),
-                                args.get("deepspeed"), world_size)
+        refuse_sharded_episodes(
+            agent.episodes.name, "trl", args.get("fsdp"), args.get("deepspeed"), world_size
+        )
     if algorithm == "grpo":
         generation_batch = _check_generation_batch(args_class, args, world_size)
         if world_size > 1:
@@ -207,8 +221,9 @@ def _require_packages(section: dict[str, Any]) -> None:
         require_package("deepspeed", "trl.deepspeed")
     attention = (section.get("model_init_kwargs") or {}).get("attn_implementation")
     if isinstance(attention, str) and attention in ATTENTION_PACKAGES:
-        require_package(ATTENTION_PACKAGES[attention], "trl.model_init_kwargs.attn_implementation",
-                        attention)
+        require_package(
+            ATTENTION_PACKAGES[attention], "trl.model_init_kwargs.attn_implementation", attention
+        )
     optim = str(section.get("optim", ""))
     if "bnb" in optim or "8bit" in optim:
         require_package("bitsandbytes", "trl.optim", optim)
@@ -258,7 +273,9 @@ def build_trainer_args(resolved: TrlConfig) -> Any:
         return args_class(**resolved.arguments)
     except (ValueError, TypeError) as error:
         message = " ".join(str(error).split())
-        raise ConfigError(f"config trl: TRL's {args_class.__name__} rejects it: {message}") from None
+        raise ConfigError(
+            f"config trl: TRL's {args_class.__name__} rejects it: {message}"
+        ) from None
 
 
 def _common_args(
@@ -279,7 +296,8 @@ def _common_args(
     if not use_gpu:
         # Checkpointing activations saves GPU memory; on CPU it only costs time.
         checkpointing = (
-            "activation_checkpointing" if "activation_checkpointing" in fields
+            "activation_checkpointing"
+            if "activation_checkpointing" in fields
             else "gradient_checkpointing"
         )
         args.update({"use_cpu": True, checkpointing: False})
@@ -383,8 +401,13 @@ def _check_generation_batch(args_class: type, args: dict[str, Any], world_size: 
     return generation_batch
 
 
-def check_completion_room(resolved: TrlConfig, agent: TrlAgent, dataset: TrlDatasets,
-                          config: TrainConfig, tool_schemas: list[dict[str, Any]]) -> None:
+def check_completion_room(
+    resolved: TrlConfig,
+    agent: TrlAgent,
+    dataset: TrlDatasets,
+    config: TrainConfig,
+    tool_schemas: list[dict[str, Any]],
+) -> None:
     """The core compared each prompt plus the completion budget it knows (config
     ``max_completion_length``, else the agent's ``llm_max_tokens``) with the model's positions;
     GRPO generates up to ``max_completion_length`` as TRL resolved it (the ``trl:`` section's,
@@ -401,11 +424,20 @@ def check_completion_room(resolved: TrlConfig, agent: TrlAgent, dataset: TrlData
     budget = resolved.arguments.get("max_completion_length", default)
     if budget is None or budget == (config.max_completion_length or agent.max_tokens):
         return
-    origin = ("config key 'trl.max_completion_length'"
-              if "max_completion_length" in config.engine_section()
-              else "TRL's default max_completion_length")
+    origin = (
+        "config key 'trl.max_completion_length'"
+        if "max_completion_length" in config.engine_section()
+        else "TRL's default max_completion_length"
+    )
     try:
-        check_lengths(agent.model, {"train_dataset": dataset.train, "test_dataset": dataset.test},
-                      None, tool_schemas, budget, agent.max_turns, agent.trust_remote_code)
+        check_lengths(
+            agent.model,
+            {"train_dataset": dataset.train, "test_dataset": dataset.test},
+            None,
+            tool_schemas,
+            budget,
+            agent.max_turns,
+            agent.trust_remote_code,
+        )
     except ModelError as error:
         raise ModelError(f"{origin} ({budget} tokens): {error}") from None

@@ -32,8 +32,13 @@ class TrlDatasets:
     test_rows: datasets.Dataset | None = None
 
 
-def datasets_to_trl(train: datasets.Dataset | None, test: datasets.Dataset | None,
-                    agent: TrlAgent, algorithm: str, eval_limit: int | None = None) -> TrlDatasets:
+def datasets_to_trl(
+    train: datasets.Dataset | None,
+    test: datasets.Dataset | None,
+    agent: TrlAgent,
+    algorithm: str,
+    eval_limit: int | None = None,
+) -> TrlDatasets:
     """Convert the canonical datasets for ``algorithm`` (``grpo`` or ``sft``).
 
     GRPO keeps every column: ``ground_truth``, ``data_source``, ``extra_info`` and the rest reach
@@ -54,8 +59,11 @@ def datasets_to_trl(train: datasets.Dataset | None, test: datasets.Dataset | Non
     if test is not None and eval_limit is not None and eval_limit < len(test):
         test = test.select(range(eval_limit))
     # SFT's converted test set has lost what the reward reads: keep the canonical rows too.
-    scorable = test is not None and algorithm == "sft" and {"prompt", "ground_truth"} <= set(
-        test.column_names)
+    scorable = (
+        test is not None
+        and algorithm == "sft"
+        and {"prompt", "ground_truth"} <= set(test.column_names)
+    )
     with quiet_progress_bars():
         return TrlDatasets(
             train=convert(train, agent, "train_dataset"),
@@ -85,20 +93,26 @@ def _to_grpo(dataset: datasets.Dataset, agent: TrlAgent, role: str) -> datasets.
 def _to_sft(dataset: datasets.Dataset, agent: TrlAgent, role: str) -> datasets.Dataset:
     columns = dataset.column_names
     if "messages" in columns:
+
         def convert(row: dict[str, Any], index: int) -> dict[str, Any]:
             return {"messages": _with_system(_messages(row["messages"], role, index), agent)}
+
         keep = ["messages"]
     elif "text" in columns:
+
         def convert(row: dict[str, Any], index: int) -> dict[str, Any]:
             return {"text": row["text"]}
+
         keep = ["text"]
     else:
+
         def convert(row: dict[str, Any], index: int) -> dict[str, Any]:
             prompt = _prompt(row["prompt"], agent, role, index)
             answer = str(row["ground_truth"])
             if agent.conversational:
                 return {"prompt": prompt, "completion": [{"role": "assistant", "content": answer}]}
             return {"prompt": prompt, "completion": answer}
+
         keep = ["prompt", "completion"]
     converted = dataset.map(convert, with_indices=True, desc=None)
     return converted.remove_columns([c for c in converted.column_names if c not in keep])
@@ -123,8 +137,10 @@ def _messages(messages: Any, role: str, index: int) -> list[dict[str, str]]:
     if not isinstance(messages, list) or not messages:
         raise DatasetError(f"{role} row {index}: expected a non-empty list of chat messages")
     for message in messages:
-        if not isinstance(message, dict) or not isinstance(message.get("content"), str) or not (
-            isinstance(message.get("role"), str)
+        if (
+            not isinstance(message, dict)
+            or not isinstance(message.get("content"), str)
+            or not (isinstance(message.get("role"), str))
         ):
             raise DatasetError(
                 f"{role} row {index}: every chat message needs a string `role` and `content`, "

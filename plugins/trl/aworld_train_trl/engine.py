@@ -37,12 +37,17 @@ def check_agent(agent: sdk.AgentSpec, config: sdk.TrainConfig, tools: sdk.ToolSe
 
 
 @hookimpl
-def check_dataset(train_dataset: Dataset | None, test_dataset: Dataset | None, agent: TrlAgent,
-                  config: sdk.TrainConfig) -> TrlDatasets:
+def check_dataset(
+    train_dataset: Dataset | None,
+    test_dataset: Dataset | None,
+    agent: TrlAgent,
+    config: sdk.TrainConfig,
+) -> TrlDatasets:
     from aworld_train_trl.dataset import datasets_to_trl
 
-    return datasets_to_trl(train_dataset, test_dataset, agent, config.algorithm,
-                           eval_limit=config.eval_limit)
+    return datasets_to_trl(
+        train_dataset, test_dataset, agent, config.algorithm, eval_limit=config.eval_limit
+    )
 
 
 @hookimpl
@@ -53,16 +58,27 @@ def check_reward(reward: sdk.RewardSpec | None) -> TrlReward | None:
 
 
 @hookimpl
-def check_config(config: sdk.TrainConfig, agent: TrlAgent, dataset: TrlDatasets,
-                 reward: TrlReward | None, ctx: sdk.RunContext) -> TrlConfig:
+def check_config(
+    config: sdk.TrainConfig,
+    agent: TrlAgent,
+    dataset: TrlDatasets,
+    reward: TrlReward | None,
+    ctx: sdk.RunContext,
+) -> TrlConfig:
     from aworld_train_trl.config import check_completion_room, config_to_trl
 
     if ctx.resume_from is not None:
         resume_checkpoint(ctx.resume_from)  # a run without checkpoints fails now, not after loading
-    resolved = config_to_trl(config, agent, ctx.run_dir, ctx.logger,
-                             has_test=dataset.test is not None,
-                             reward_names=[] if reward is None else
-                             [function.name for function in reward.spec.functions])
+    resolved = config_to_trl(
+        config,
+        agent,
+        ctx.run_dir,
+        ctx.logger,
+        has_test=dataset.test is not None,
+        reward_names=[]
+        if reward is None
+        else [function.name for function in reward.spec.functions],
+    )
     check_completion_room(resolved, agent, dataset, config, ctx.tools.schemas())
     return resolved
 
@@ -83,8 +99,11 @@ def memory_plan(config: TrlConfig, default: sdk.MemoryPlan, ctx: sdk.RunContext)
 
 @hookimpl
 def train(
-    agent: TrlAgent, dataset: TrlDatasets, reward: TrlReward | None, config: TrlConfig,
-    ctx: sdk.RunContext
+    agent: TrlAgent,
+    dataset: TrlDatasets,
+    reward: TrlReward | None,
+    config: TrlConfig,
+    ctx: sdk.RunContext,
 ) -> dict[str, Any]:
     from aworld_train_trl.training import run_training
 

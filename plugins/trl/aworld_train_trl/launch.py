@@ -36,7 +36,8 @@ AGENT_FILE = "trl_agent.pkl"
 WORKER_LOG = "trl_workers.log"
 # accelerate launch's flag for each variable of the nodes' rendezvous.
 _RENDEZVOUS_FLAGS = {
-    "NODE_RANK": "--machine_rank", "MASTER_ADDR": "--main_process_ip",
+    "NODE_RANK": "--machine_rank",
+    "MASTER_ADDR": "--main_process_ip",
     "MASTER_PORT": "--main_process_port",
 }
 
@@ -59,17 +60,34 @@ def launch(
     from aworld_train.engine import Secrets
 
     secrets = Secrets()
-    job_file = write_job(ctx.run_dir, checkpoint, agent=agent, data=data, reward=reward,
-                         config=config, tools=ctx.tools, secrets=secrets)
+    job_file = write_job(
+        ctx.run_dir,
+        checkpoint,
+        agent=agent,
+        data=data,
+        reward=reward,
+        config=config,
+        tools=ctx.tools,
+        secrets=secrets,
+    )
     command = [
-        sys.executable, "-m", "accelerate.commands.launch",
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
         *_launcher_args(config),
-        "-m", "aworld_train_trl.worker", str(job_file),
+        "-m",
+        "aworld_train_trl.worker",
+        str(job_file),
     ]
     total = config.world_size
     with scoped_environment(secrets.environment):  # the shipped agent's secrets
-        return run_workers(command, ctx, ctx.run_dir / WORKER_LOG, nnodes=config.nnodes,
-                           what=f"accelerate launch of {total} trl processes")
+        return run_workers(
+            command,
+            ctx,
+            ctx.run_dir / WORKER_LOG,
+            nnodes=config.nnodes,
+            what=f"accelerate launch of {total} trl processes",
+        )
 
 
 def write_job(
@@ -107,8 +125,12 @@ def write_job(
     if agent.episodes is not None:
         from aworld_train.engine import Secrets, ship_agent
 
-        agent_file = ship_agent(agent.episodes, tools, run_dir / AGENT_FILE,
-                                secrets if secrets is not None else Secrets())
+        agent_file = ship_agent(
+            agent.episodes,
+            tools,
+            run_dir / AGENT_FILE,
+            secrets if secrets is not None else Secrets(),
+        )
     job = {
         "run_dir": str(run_dir),
         "agent": dataclasses.asdict(dataclasses.replace(agent, episodes=None)),

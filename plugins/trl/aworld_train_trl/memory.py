@@ -13,9 +13,15 @@ if TYPE_CHECKING:
 
 # TRL's defaults for the keys the plan reads (GRPOConfig / SFTConfig in TRL 1.x), so that no
 # TRL class is imported for a plan.
-_DEFAULTS = {"per_device_train_batch_size": 8, "gradient_checkpointing": True,
-             "max_completion_length": 512, "max_length": 1024, "beta": 0.0,
-             "vllm_mode": "colocate", "vllm_gpu_memory_utilization": 0.3}
+_DEFAULTS = {
+    "per_device_train_batch_size": 8,
+    "gradient_checkpointing": True,
+    "max_completion_length": 512,
+    "max_length": 1024,
+    "beta": 0.0,
+    "vllm_mode": "colocate",
+    "vllm_gpu_memory_utilization": 0.3,
+}
 
 
 def trl_memory_plan(config: TrlConfig, default: MemoryPlan, common: TrainConfig) -> MemoryPlan:
@@ -46,8 +52,9 @@ def trl_memory_plan(config: TrlConfig, default: MemoryPlan, common: TrainConfig)
         shard_degree=config.world_size if stage else 1,
         zero_stage=stage,
         offload_optimizer=offload,
-        reference_model=(config.algorithm == "grpo" and float(args["beta"]) > 0
-                         and not config.lora),
+        reference_model=(
+            config.algorithm == "grpo" and float(args["beta"]) > 0 and not config.lora
+        ),
         rollout_fraction=float(args["vllm_gpu_memory_utilization"]) if colocated else 0.0,
     )
 

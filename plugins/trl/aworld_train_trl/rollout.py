@@ -72,17 +72,29 @@ class AgentRollout:
         ``None`` for TRL's own model generating.
     """
 
-    def __init__(self, spec: AgentSpec, tools: ToolSet | None, tokenizer: Any, model: str,
-                 max_tokens: int, scratch: Path | None = None) -> None:
+    def __init__(
+        self,
+        spec: AgentSpec,
+        tools: ToolSet | None,
+        tokenizer: Any,
+        model: str,
+        max_tokens: int,
+        scratch: Path | None = None,
+    ) -> None:
         self.trainer: Any = None
         self.model = model
         self.scratch = scratch
         self.llm: Any = None
         self._synced_step: int | None = None
         self.generate = BatchedGenerate(self._generate_batch)
-        self.runtime = AgentRuntime(spec, tools, ChatRenderer(tokenizer), self.generate,
-                                    Limits(max_turns=spec.max_turns, max_tokens=max_tokens),
-                                    model=model_name(model))
+        self.runtime = AgentRuntime(
+            spec,
+            tools,
+            ChatRenderer(tokenizer),
+            self.generate,
+            Limits(max_turns=spec.max_turns, max_tokens=max_tokens),
+            model=model_name(model),
+        )
         self.generate.runtime = self.runtime
 
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
@@ -108,8 +120,12 @@ class AgentRollout:
             return generate_with_trainer(self.trainer, prompts, max_tokens)
         greedy = self.trainer.generation_config.do_sample is False
         generated = vllm_generation.generate(
-            self.llm, prompts, max_tokens, temperature=0.0 if greedy else self.trainer.temperature,
-            top_p=self.trainer.top_p)
+            self.llm,
+            prompts,
+            max_tokens,
+            temperature=0.0 if greedy else self.trainer.temperature,
+            top_p=self.trainer.top_p,
+        )
         return [row[0] for row in generated]
 
     def _sync_vllm(self) -> None:
@@ -124,8 +140,9 @@ class AgentRollout:
         self._synced_step = step
 
 
-def generate_with_trainer(trainer: Any, prompts: list[list[int]], max_tokens: int
-                          ) -> list[Generated]:
+def generate_with_trainer(
+    trainer: Any, prompts: list[list[int]], max_tokens: int
+) -> list[Generated]:
     """Continue each prompt with TRL's model and generation settings, as TRL's own
     transformers path does (left-padded batch, one ``generate`` call), keeping the log-prob of
     each sampled token after TRL's logits processing (temperature, top-p, ...)."""
@@ -138,16 +155,24 @@ def generate_with_trainer(trainer: Any, prompts: list[list[int]], max_tokens: in
     width = max(len(prompt) for prompt in prompts)
     ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts])
     attention = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
-    config = GenerationConfig(**{**trainer.generation_config.to_dict(), "max_new_tokens": max_tokens,
-                                 "output_scores": True, "return_dict_in_generate": True})
+    config = GenerationConfig(
+        **{
+            **trainer.generation_config.to_dict(),
+            "max_new_tokens": max_tokens,
+            "output_scores": True,
+            "return_dict_in_generate": True,
+        }
+    )
     device = trainer.accelerator.device
     with (
-        unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator,
-                                    generation_kwargs=trainer.generation_kwargs) as model,
+        unwrap_model_for_generation(
+            trainer.model_wrapped, trainer.accelerator, generation_kwargs=trainer.generation_kwargs
+        ) as model,
         torch.no_grad(),
     ):
-        output = model.generate(input_ids=ids.to(device), attention_mask=attention.to(device),
-                                generation_config=config)
+        output = model.generate(
+            input_ids=ids.to(device), attention_mask=attention.to(device), generation_config=config
+        )
     completions = output.sequences[:, width:].cpu()
     # scores: one (batch, vocab) tensor per generated position, after logits processing.
     logprobs = torch.stack([torch.log_softmax(s.float(), dim=-1) for s in output.scores], dim=1)

@@ -33,7 +33,10 @@ GRPO_CHOICES: dict[str, tuple[Any, ...]] = {
     "vllm_mode": ("server", "colocate"),
     "vllm_model_impl": ("transformers", "vllm"),
     "vllm_importance_sampling_mode": (
-        "token_truncate", "token_mask", "sequence_truncate", "sequence_mask"
+        "token_truncate",
+        "token_mask",
+        "sequence_truncate",
+        "sequence_mask",
     ),
 }
 # The same for a TrainingArguments field (GRPO and SFT) that transformers' Trainer compares.
@@ -48,29 +51,73 @@ _PORT = {"ge": 1, "le": 65535}
 # Where a value outside the range makes TRL fail mid-run or quietly train something else
 # (a count of 0 divides by zero; max_steps -5 trains for epochs instead).
 RANGES: dict[str, dict[str, float]] = {
-    **dict.fromkeys((
-        "per_device_train_batch_size", "per_device_eval_batch_size",
-        "gradient_accumulation_steps", "num_iterations", "generation_batch_size",
-        "steps_per_generation", "num_generations_eval", "max_completion_length", "max_length",
-        "max_steps", "ref_model_sync_steps", "eval_accumulation_steps",
-        "torch_empty_cache_steps", "dataloader_prefetch_factor", "vllm_tensor_parallel_size",
-        "vllm_max_model_length", "ddp_timeout",
-    ), {"ge": 1}),
-    **dict.fromkeys((
-        "dataloader_num_workers", "top_k", "save_total_limit", "max_tool_calling_iterations",
-        "num_completions_to_print", "learning_rate", "weight_decay", "adam_epsilon",
-        "max_grad_norm", "warmup_steps", "beta", "epsilon", "epsilon_high", "eval_delay",
-        "neftune_noise_alpha",
-    ), {"ge": 0}),
-    **dict.fromkeys((
-        "num_train_epochs", "logging_steps", "save_steps", "eval_steps", "temperature",
-        "repetition_penalty", "vllm_server_timeout", "sapo_temperature_neg",
-        "sapo_temperature_pos", "delta",
-    ), {"gt": 0}),
-    **dict.fromkeys((
-        "min_p", "top_entropy_quantile", "ref_model_mixup_alpha", "entropy_coef_min",
-        "entropy_coef_max",
-    ), _PROBABILITY),
+    **dict.fromkeys(
+        (
+            "per_device_train_batch_size",
+            "per_device_eval_batch_size",
+            "gradient_accumulation_steps",
+            "num_iterations",
+            "generation_batch_size",
+            "steps_per_generation",
+            "num_generations_eval",
+            "max_completion_length",
+            "max_length",
+            "max_steps",
+            "ref_model_sync_steps",
+            "eval_accumulation_steps",
+            "torch_empty_cache_steps",
+            "dataloader_prefetch_factor",
+            "vllm_tensor_parallel_size",
+            "vllm_max_model_length",
+            "ddp_timeout",
+        ),
+        {"ge": 1},
+    ),
+    **dict.fromkeys(
+        (
+            "dataloader_num_workers",
+            "top_k",
+            "save_total_limit",
+            "max_tool_calling_iterations",
+            "num_completions_to_print",
+            "learning_rate",
+            "weight_decay",
+            "adam_epsilon",
+            "max_grad_norm",
+            "warmup_steps",
+            "beta",
+            "epsilon",
+            "epsilon_high",
+            "eval_delay",
+            "neftune_noise_alpha",
+        ),
+        {"ge": 0},
+    ),
+    **dict.fromkeys(
+        (
+            "num_train_epochs",
+            "logging_steps",
+            "save_steps",
+            "eval_steps",
+            "temperature",
+            "repetition_penalty",
+            "vllm_server_timeout",
+            "sapo_temperature_neg",
+            "sapo_temperature_pos",
+            "delta",
+        ),
+        {"gt": 0},
+    ),
+    **dict.fromkeys(
+        (
+            "min_p",
+            "top_entropy_quantile",
+            "ref_model_mixup_alpha",
+            "entropy_coef_min",
+            "entropy_coef_max",
+        ),
+        _PROBABILITY,
+    ),
     "top_p": {"gt": 0, "le": 1},
     "vllm_gpu_memory_utilization": {"gt": 0, "le": 1},
     "adam_beta1": {"ge": 0, "lt": 1},
@@ -81,6 +128,7 @@ RANGES: dict[str, dict[str, float]] = {
     "vllm_server_port": _PORT,
     "vllm_group_port": _PORT,
 }
+
 
 def check_value(args_class: type, key: str, value: Any) -> None:
     """Check the value of ``trl.<key>`` against the field ``key`` of ``args_class``.

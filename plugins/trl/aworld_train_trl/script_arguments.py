@@ -23,11 +23,22 @@ MODEL_KEY = "model_name_or_path"
 SCRIPT_CLASSES = ("trl:ScriptArguments", "trl:ModelConfig")
 LAUNCHER_KEYS = ("num_processes", "accelerate_config")
 # accelerate_config presets that TRL ships, and the package each needs.
-_ACCELERATE_PRESETS = {"zero1": "deepspeed", "zero2": "deepspeed", "zero3": "deepspeed",
-                       "fsdp1": None, "fsdp2": None, "multi_gpu": None, "single_gpu": None}
+_ACCELERATE_PRESETS = {
+    "zero1": "deepspeed",
+    "zero2": "deepspeed",
+    "zero3": "deepspeed",
+    "fsdp1": None,
+    "fsdp2": None,
+    "multi_gpu": None,
+    "single_gpu": None,
+}
 # ModelConfig's LoRA keys and the common lora key each becomes.
-_LORA_KEYS = {"lora_r": "rank", "lora_alpha": "alpha", "lora_dropout": "dropout",
-              "lora_target_modules": "target_modules"}
+_LORA_KEYS = {
+    "lora_r": "rank",
+    "lora_alpha": "alpha",
+    "lora_dropout": "dropout",
+    "lora_target_modules": "target_modules",
+}
 # Attention implementations and the package each loads.
 ATTENTION_PACKAGES = {"flash_attention_2": "flash_attn", "flash_attention_3": "flash_attn"}
 
@@ -45,7 +56,9 @@ def script_defaults() -> dict[str, Any]:
     return defaults
 
 
-def script_keys(section: dict[str, Any], config: TrainConfig) -> tuple[dict[str, Any], dict[str, Any] | None, int | None]:
+def script_keys(
+    section: dict[str, Any], config: TrainConfig
+) -> tuple[dict[str, Any], dict[str, Any] | None, int | None]:
     """Take TRL's script, model and launcher keys out of the ``trl:`` section and map them.
 
     ``dataset_*`` keys name TRL's data, which the job's datasets replace: null or TRL's default
@@ -59,10 +72,16 @@ def script_keys(section: dict[str, Any], config: TrainConfig) -> tuple[dict[str,
     :raises ConfigError: one line for a key the engine cannot honour, or a missing package.
     """
     defaults = script_defaults()
-    rest = {key: value for key, value in section.items()
-            if key not in defaults and key not in LAUNCHER_KEYS}
-    given = {key: value for key, value in section.items() if key in defaults
-             and value is not None and value != defaults[key]}
+    rest = {
+        key: value
+        for key, value in section.items()
+        if key not in defaults and key not in LAUNCHER_KEYS
+    }
+    given = {
+        key: value
+        for key, value in section.items()
+        if key in defaults and value is not None and value != defaults[key]
+    }
     model_kwargs = dict(rest.get("model_init_kwargs") or {})
     for key in ("dtype", "attn_implementation"):
         if key in given:
@@ -78,8 +97,9 @@ def script_keys(section: dict[str, Any], config: TrainConfig) -> tuple[dict[str,
     if given.pop("use_peft", False) or section.get("use_peft"):
         require_package("peft", "trl.use_peft", "LoRA")
         if config.lora is not None:
-            raise ConfigError("config trl.use_peft and lora both ask for a LoRA adapter: set one "
-                              "of them")
+            raise ConfigError(
+                "config trl.use_peft and lora both ask for a LoRA adapter: set one of them"
+            )
         lora = {common: section.get(key, defaults[key]) for key, common in _LORA_KEYS.items()}
         for key in _LORA_KEYS:
             given.pop(key, None)
@@ -88,22 +108,32 @@ def script_keys(section: dict[str, Any], config: TrainConfig) -> tuple[dict[str,
             given.pop(key)  # LoRA settings without use_peft: TRL trains no adapter either
     if given:
         key = next(iter(given))
-        fix = ("the job's train_dataset and test_dataset hold the data"
-               if key.startswith("dataset") else "the trl engine does not take it")
-        raise ConfigError(f"config trl.{key}: {given[key]!r} is a key of TRL's script, not of "
-                          f"its trainer config; {fix}: leave it out or null")
+        fix = (
+            "the job's train_dataset and test_dataset hold the data"
+            if key.startswith("dataset")
+            else "the trl engine does not take it"
+        )
+        raise ConfigError(
+            f"config trl.{key}: {given[key]!r} is a key of TRL's script, not of "
+            f"its trainer config; {fix}: leave it out or null"
+        )
     processes = section.get("num_processes")
     preset = section.get("accelerate_config")
     if preset is not None:
         if preset not in _ACCELERATE_PRESETS:
-            raise ConfigError(f"config trl.accelerate_config: {preset!r} is not one of TRL's "
-                              f"presets ({', '.join(_ACCELERATE_PRESETS)})")
+            raise ConfigError(
+                f"config trl.accelerate_config: {preset!r} is not one of TRL's "
+                f"presets ({', '.join(_ACCELERATE_PRESETS)})"
+            )
         if _ACCELERATE_PRESETS[preset]:
             require_package(_ACCELERATE_PRESETS[preset], "trl.accelerate_config", preset)
-            raise ConfigError(f"config trl.accelerate_config: {preset} (DeepSpeed through "
-                              "accelerate) is not launched by the trl engine: set trl.deepspeed "
-                              "to a DeepSpeed config file instead")
+            raise ConfigError(
+                f"config trl.accelerate_config: {preset} (DeepSpeed through "
+                "accelerate) is not launched by the trl engine: set trl.deepspeed "
+                "to a DeepSpeed config file instead"
+            )
     if processes is not None and (not isinstance(processes, int) or processes < 1):
-        raise ConfigError(f"config trl.num_processes: expected a count of at least 1, got "
-                          f"{processes!r}")
+        raise ConfigError(
+            f"config trl.num_processes: expected a count of at least 1, got {processes!r}"
+        )
     return rest, lora, processes

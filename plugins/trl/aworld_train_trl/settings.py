@@ -90,25 +90,56 @@ def resolve_settings(
     common = CommonKeys("trl", section)
     resolved.arguments = common.arguments
     rows = resolved.settings
-    rows.append(Setting("device", describe_device(use_gpu), "use_cpu", not use_gpu,
-                        "section" if "use_cpu" in section else "default"))
+    rows.append(
+        Setting(
+            "device",
+            describe_device(use_gpu),
+            "use_cpu",
+            not use_gpu,
+            "section" if "use_cpu" in section else "default",
+        )
+    )
     rows.append(_precision(config, common, use_gpu))
     rows.append(_lora(config, resolved, lora))
     rows.append(_report_to(config, common, run_dir, resolved))
 
-    warmup = _knob(common, defaults, "warmup_ratio", config.warmup_ratio, "warmup_steps",
-                   _warmup_steps, _warmup_ratio)
-    given = (None if not warmup.engine_value
-             else f"warmup_ratio {config.warmup_ratio:g}" if config.warmup_ratio is not None
-             else f"trl.warmup_steps {warmup.engine_value:g}")
-    rows.append(_knob(common, defaults, "lr_scheduler", config.lr_scheduler, "lr_scheduler_type",
-                      lambda name: trainer_scheduler(common, name, given, "TRL"),
-                      lambda value: TRAINER_SCHEDULERS.get(plain_value(value))))
+    warmup = _knob(
+        common,
+        defaults,
+        "warmup_ratio",
+        config.warmup_ratio,
+        "warmup_steps",
+        _warmup_steps,
+        _warmup_ratio,
+    )
+    given = (
+        None
+        if not warmup.engine_value
+        else f"warmup_ratio {config.warmup_ratio:g}"
+        if config.warmup_ratio is not None
+        else f"trl.warmup_steps {warmup.engine_value:g}"
+    )
+    rows.append(
+        _knob(
+            common,
+            defaults,
+            "lr_scheduler",
+            config.lr_scheduler,
+            "lr_scheduler_type",
+            lambda name: trainer_scheduler(common, name, given, "TRL"),
+            lambda value: TRAINER_SCHEDULERS.get(plain_value(value)),
+        )
+    )
     rows.append(warmup)
     rl_knobs = (
         ("kl_coef", config.kl_coef, "beta", float, float),
-        ("loss_aggregation", config.loss_aggregation, "loss_type", _loss_type,
-         lambda value: {v: k for k, v in TRAINER_LOSS_TYPES.items()}.get(value)),
+        (
+            "loss_aggregation",
+            config.loss_aggregation,
+            "loss_type",
+            _loss_type,
+            lambda value: {v: k for k, v in TRAINER_LOSS_TYPES.items()}.get(value),
+        ),
         ("clip_ratio", config.clip_ratio, "epsilon", float, float),
         ("entropy_coef", config.entropy_coef, "entropy_coef", float, float),
     )
@@ -116,16 +147,31 @@ def resolve_settings(
         rows.append(_knob(common, defaults, name, value, key, to_trl, to_common))
     rows.append(_evaluation(config, common, has_test, resolved))
     # No key of TRL's: the engine keeps the first eval_limit rows of the test set.
-    rows.append(Setting("eval_limit", config.eval_limit, "", config.eval_limit,
-                        "job" if config.eval_limit is not None else "default"))
+    rows.append(
+        Setting(
+            "eval_limit",
+            config.eval_limit,
+            "",
+            config.eval_limit,
+            "job" if config.eval_limit is not None else "default",
+        )
+    )
     if grpo and has_test and "num_generations_eval" not in section:
         # Greedy decoding gives one completion per prompt: more would repeat it.
         resolved.arguments["num_generations_eval"] = 1
     if grpo:
-        resolved.log_samples = (DEFAULT_LOG_SAMPLES if config.log_samples is None
-                                else config.log_samples)
-        rows.append(Setting("log_samples", resolved.log_samples, "", resolved.log_samples,
-                            "default" if config.log_samples is None else "job"))
+        resolved.log_samples = (
+            DEFAULT_LOG_SAMPLES if config.log_samples is None else config.log_samples
+        )
+        rows.append(
+            Setting(
+                "log_samples",
+                resolved.log_samples,
+                "",
+                resolved.log_samples,
+                "default" if config.log_samples is None else "job",
+            )
+        )
     return resolved
 
 
@@ -150,10 +196,12 @@ def _precision(config: TrainConfig, common: CommonKeys, use_gpu: bool) -> Settin
         for key in ("bf16", "fp16"):
             common.carry("precision", used, key, used == key)
     if used == "fp16" and not use_gpu:
-        why = ("trl.use_cpu keeps the run on the CPU" if section.get("use_cpu")
-               else "none is visible")
-        raise ConfigError(f"config {where}: fp16 needs a GPU on the trl engine ({why}): use "
-                          "bf16 or fp32")
+        why = (
+            "trl.use_cpu keeps the run on the CPU" if section.get("use_cpu") else "none is visible"
+        )
+        raise ConfigError(
+            f"config {where}: fp16 needs a GPU on the trl engine ({why}): use bf16 or fp32"
+        )
     key = "fp16" if used == "fp16" else "bf16"
     return Setting("precision", used, key, used == key, source)
 
@@ -167,8 +215,9 @@ def _lora(config: TrainConfig, resolved: Resolved, script_lora: dict[str, Any] |
     if config.lora is None:
         return Setting("lora", None, "peft_config", None, "default")
     if importlib.util.find_spec("peft") is None:
-        raise ConfigError("config lora: peft is not installed: pip install "
-                          "'aworld-train-trl[lora]'")
+        raise ConfigError(
+            "config lora: peft is not installed: pip install 'aworld-train-trl[lora]'"
+        )
     resolved.lora = config.lora.to_dict()
     return Setting("lora", resolved.lora, "peft_config", lora_arguments(resolved.lora), "job")
 
@@ -177,22 +226,27 @@ def lora_arguments(lora: dict[str, Any]) -> dict[str, Any]:
     """The ``peft.LoraConfig`` arguments of a ``Lora.to_dict()``."""
     modules = lora["target_modules"]
     # None: PEFT's own default modules for the architecture, as TRL's get_peft_config leaves it.
-    return {"r": lora["rank"], "lora_alpha": lora["alpha"], "lora_dropout": lora["dropout"],
-            "target_modules": modules if modules is None or isinstance(modules, str)
-            else list(modules),
-            "task_type": "CAUSAL_LM"}
+    return {
+        "r": lora["rank"],
+        "lora_alpha": lora["alpha"],
+        "lora_dropout": lora["dropout"],
+        "target_modules": modules if modules is None or isinstance(modules, str) else list(modules),
+        "task_type": "CAUSAL_LM",
+    }
 
 
-def _report_to(config: TrainConfig, common: CommonKeys, run_dir: Path,
-               resolved: Resolved) -> Setting:
+def _report_to(
+    config: TrainConfig, common: CommonKeys, run_dir: Path, resolved: Resolved
+) -> Setting:
     """``report_to`` as TRL's own, with every tracker's files inside the run directory."""
     chosen = list(config.report_to)
     own = common.section.get("report_to")
     if own is not None:
         own = [] if own in ("none", ["none"]) else [own] if isinstance(own, str) else list(own)
     if chosen:
-        common.check("report_to", chosen, "report_to", chosen,
-                     lambda _: own is None or own == chosen)
+        common.check(
+            "report_to", chosen, "report_to", chosen, lambda _: own is None or own == chosen
+        )
     trackers = chosen or own or []
     source = "job" if chosen else "section" if own is not None else "default"
     check_trackers(tuple(name for name in trackers if name in TRACKERS))
@@ -204,8 +258,9 @@ def _report_to(config: TrainConfig, common: CommonKeys, run_dir: Path,
     return Setting("report_to", trackers, "report_to", trackers or "none", source)
 
 
-def _evaluation(config: TrainConfig, common: CommonKeys, has_test: bool,
-                resolved: Resolved) -> Setting:
+def _evaluation(
+    config: TrainConfig, common: CommonKeys, has_test: bool, resolved: Resolved
+) -> Setting:
     """``eval_steps``: with a test set, TRL's evaluation at that cadence (transformers also
     evaluates after the last step); unset, once after training."""
     steps = config.eval_steps
@@ -214,8 +269,13 @@ def _evaluation(config: TrainConfig, common: CommonKeys, has_test: bool,
     if steps is not None:
         common.check("eval_steps", steps, "eval_steps", steps)
     if not has_test:
-        return Setting("eval_steps", steps, "eval_strategy", section.get("eval_strategy", "no"),
-                       "job" if steps is not None else "default")
+        return Setting(
+            "eval_steps",
+            steps,
+            "eval_strategy",
+            section.get("eval_strategy", "no"),
+            "job" if steps is not None else "default",
+        )
     if steps is not None:
         resolved.arguments.update(eval_strategy="steps", eval_steps=steps)
         return Setting("eval_steps", steps, "eval_steps", steps, "job")
@@ -251,8 +311,10 @@ def _knob(
 def _loss_type(aggregation: str) -> str:
     if aggregation not in TRAINER_LOSS_TYPES:
         names = ", ".join(f"{k} ({v})" for k, v in TRAINER_LOSS_TYPES.items())
-        raise ConfigError(f"config loss_aggregation: {aggregation} has no TRL loss_type on the "
-                          f"trl engine, which takes {names}")
+        raise ConfigError(
+            f"config loss_aggregation: {aggregation} has no TRL loss_type on the "
+            f"trl engine, which takes {names}"
+        )
     return TRAINER_LOSS_TYPES[aggregation]
 
 
@@ -260,8 +322,10 @@ def _warmup_steps(ratio: float) -> float:
     # TRL has no warmup_ratio: warmup_steps below 1 is the ratio of the run's steps, and 1 or
     # more a number of steps.
     if ratio >= 1:
-        raise ConfigError("config warmup_ratio: the trl engine takes a ratio below 1 (TRL's "
-                          "warmup_steps reads 1 as one step)")
+        raise ConfigError(
+            "config warmup_ratio: the trl engine takes a ratio below 1 (TRL's "
+            "warmup_steps reads 1 as one step)"
+        )
     return float(ratio)
 
 

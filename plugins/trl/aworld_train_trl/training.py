@@ -36,8 +36,7 @@ VLLM_WEIGHTS = "vllm_weights"
 
 
 def run_training(
-    agent: TrlAgent, data: TrlDatasets, reward: TrlReward | None, config: TrlConfig,
-    ctx: RunContext
+    agent: TrlAgent, data: TrlDatasets, reward: TrlReward | None, config: TrlConfig, ctx: RunContext
 ) -> dict[str, Any]:
     """Train the checked job, resuming from ``ctx.resume_from`` when set."""
     checkpoint = resume_checkpoint(ctx.resume_from) if ctx.resume_from is not None else None
@@ -109,28 +108,43 @@ def train_in_process(
     )
     renamed = eval_names(config.reward_names)
     callback = trainer_callback(
-        TrainerCallback, on_start, lambda step, metrics: on_log(step, renamed(metrics)))()
+        TrainerCallback, on_start, lambda step, metrics: on_log(step, renamed(metrics))
+    )()
     peft_config = _peft_config(config.lora)
-    common = {"model": agent.model, "args": args, "train_dataset": data.train,
-              "eval_dataset": data.test, "processing_class": tokenizer, "callbacks": [callback],
-              "peft_config": peft_config}
+    common = {
+        "model": agent.model,
+        "args": args,
+        "train_dataset": data.train,
+        "eval_dataset": data.test,
+        "processing_class": tokenizer,
+        "callbacks": [callback],
+        "peft_config": peft_config,
+    }
     if config.algorithm == "sft":
         from trl import SFTTrainer
 
         trainer = SFTTrainer(**common)
         if reward is not None and data.test_rows is not None:
-            score_evaluations(trainer, [dict(row) for row in data.test_rows],
-                              system_prompt=agent.system_prompt, reward=reward.spec,
-                              max_new_tokens=config.eval_max_tokens)
+            score_evaluations(
+                trainer,
+                [dict(row) for row in data.test_rows],
+                system_prompt=agent.system_prompt,
+                reward=reward.spec,
+                max_new_tokens=config.eval_max_tokens,
+            )
     elif agent.episodes is not None or config.vllm_rollouts:
         from aworld_train_trl.rollout import AgentRollout, agent_trainer_class, prompt_agent
 
         # TRL warns that rollout_func is experimental: nothing the user can act on.
         os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
         rollout = AgentRollout(
-            agent.episodes or prompt_agent(agent), tools, tokenizer, agent.model,
+            agent.episodes or prompt_agent(agent),
+            tools,
+            tokenizer,
+            agent.model,
             args.max_completion_length,
-            scratch=run_dir / VLLM_WEIGHTS if config.vllm_rollouts else None)
+            scratch=run_dir / VLLM_WEIGHTS if config.vllm_rollouts else None,
+        )
         trainer = agent_trainer_class()(reward_funcs=[reward], rollout_func=rollout, **common)
     else:
         from trl import GRPOTrainer
@@ -139,8 +153,11 @@ def train_in_process(
     if config.algorithm != "sft":
         greedy_evaluation(trainer)
         if config.log_samples:
-            trainer.add_callback(samples_callback(TrainerCallback, trainer, run_dir,
-                                                  config.log_samples, config.reward_names))
+            trainer.add_callback(
+                samples_callback(
+                    TrainerCallback, trainer, run_dir, config.log_samples, config.reward_names
+                )
+            )
     trainer.remove_callback(PrinterCallback)
     trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint is not None else None)
     shutil.rmtree(run_dir / VLLM_WEIGHTS, ignore_errors=True)  # the last step's copy for vLLM
@@ -174,8 +191,12 @@ def _save(trainer: Any, agent: TrlAgent, run_dir: Path, *, lora: bool) -> None:
     trainer.save_model(str(run_dir / ADAPTER_DIR))
     trainer.accelerator.wait_for_everyone()
     if trainer.accelerator.is_main_process:
-        merge_adapter(agent.model, run_dir / ADAPTER_DIR, run_dir / MODEL_DIR,
-                      trust_remote_code=agent.trust_remote_code)
+        merge_adapter(
+            agent.model,
+            run_dir / ADAPTER_DIR,
+            run_dir / MODEL_DIR,
+            trust_remote_code=agent.trust_remote_code,
+        )
 
 
 def eval_names(reward_names: list[str]) -> Callable[[dict[str, Any]], dict[str, Any]]:
@@ -218,8 +239,9 @@ def greedy_evaluation(trainer: Any) -> None:
     trainer.evaluate = evaluate_greedily
 
 
-def samples_callback(base: type, trainer: Any, run_dir: Path, count: int,
-                     reward_names: list[str]) -> Any:
+def samples_callback(
+    base: type, trainer: Any, run_dir: Path, count: int, reward_names: list[str]
+) -> Any:
     """A ``base`` (TrainerCallback) that appends ``count`` of the latest generation batch's
     (prompt, completion, reward, rewards) to ``<run>/samples.jsonl`` at each logged training
     step, from the main process.
@@ -234,8 +256,9 @@ def samples_callback(base: type, trainer: Any, run_dir: Path, count: int,
         def __init__(self) -> None:
             self.written: list[Any] = []  # the completions the last call appended
 
-        def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None,
-                   **kwargs: Any) -> None:
+        def on_log(
+            self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any
+        ) -> None:
             if not state.is_world_process_zero or not logs or "reward" not in logs:
                 return
             batch = trainer._logs
@@ -247,13 +270,18 @@ def samples_callback(base: type, trainer: Any, run_dir: Path, count: int,
             columns = {name: batch["extra"].get(f"{REWARD_COLUMN}{name}") for name in reward_names}
             rows = []
             for i, completion in enumerate(completions):
-                rows.append({
-                    "prompt": prompt_text(batch["prompt"][i]),
-                    "completion": completion_text(completion),
-                    "reward": float(totals[i]),
-                    "rewards": {name: float(column[i]) for name, column in columns.items()
-                                if column is not None and column[i] is not None},
-                })
+                rows.append(
+                    {
+                        "prompt": prompt_text(batch["prompt"][i]),
+                        "completion": completion_text(completion),
+                        "reward": float(totals[i]),
+                        "rewards": {
+                            name: float(column[i])
+                            for name, column in columns.items()
+                            if column is not None and column[i] is not None
+                        },
+                    }
+                )
             append_samples(run_dir, state.global_step, rows)
 
     return SamplesCallback()

@@ -28,7 +28,7 @@ STEPS = 200
 # 80 and 140; after 100 steps seed 1 had risen by 0.04 only). About 150 CPU seconds.
 MARGIN = 0.3
 
-AGENT_FILE = '''
+AGENT_FILE = """
 from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 
 HTTP = None
@@ -43,29 +43,43 @@ async def run(row, llm):
     messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
     reply = await client.chat.completions.create(model=llm.model, messages=messages)
     return reply.choices[0].message.content or ""
-'''
+"""
 
 
 @pytest.mark.slow
 def test_the_repeat_digit_recipe_learns_through_a_python_agent(tmp_path: Path) -> None:
     import yaml
 
-    subprocess.run([sys.executable, str(EXAMPLE / "prepare.py")], check=True,
-                   capture_output=True)
+    subprocess.run([sys.executable, str(EXAMPLE / "prepare.py")], check=True, capture_output=True)
     (tmp_path / "my_agent.py").write_text(AGENT_FILE)
     job = yaml.safe_load((EXAMPLE / "job.yaml").read_text())
     job.pop("test_dataset")
     job["agent"] = "my_agent.py:run"
     job["train_dataset"] = str(EXAMPLE / "build" / "train.jsonl")
     job["reward"] = str(EXAMPLE / "reward.py") + ":score"
-    job["config"].update(model=str(EXAMPLE / "build" / "model"), max_steps=STEPS, seed=0,
-                         logging_steps=1, save_steps=10 ** 6)
+    job["config"].update(
+        model=str(EXAMPLE / "build" / "model"),
+        max_steps=STEPS,
+        seed=0,
+        logging_steps=1,
+        save_steps=10**6,
+    )
     job["run_path"] = "runs"
     (tmp_path / "job.yaml").write_text(yaml.safe_dump(job))
 
-    command = [str(Path(sys.executable).parent / "aworld-train"), "train", str(tmp_path / "job.yaml")]
-    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, check=False,
-                          env={**os.environ, "OMP_WAIT_POLICY": "PASSIVE"})
+    command = [
+        str(Path(sys.executable).parent / "aworld-train"),
+        "train",
+        str(tmp_path / "job.yaml"),
+    ]
+    done = subprocess.run(
+        command,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "OMP_WAIT_POLICY": "PASSIVE"},
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     run_dir = next((tmp_path / "runs").iterdir())
     rewards = [m["reward"] for m in read_jsonl(run_dir / "metrics.jsonl") if "reward" in m]
@@ -75,7 +89,6 @@ def test_the_repeat_digit_recipe_learns_through_a_python_agent(tmp_path: Path) -
     assert last - first >= MARGIN, f"reward {first:.3f} -> {last:.3f} over {STEPS} steps"
     steps = [m for m in read_jsonl(run_dir / "metrics.jsonl") if "reward" in m]
     assert all(m.get("agent_failed", 0.0) == 0.0 for m in steps), json.dumps(steps[-1])
-
 
 
 CALCULATOR = Path(__file__).resolve().parents[3] / "examples" / "calculator_agent"
@@ -129,4 +142,6 @@ def test_the_calculator_agent_learns_to_call_its_tool(tmp_path: Path) -> None:
     for key in ("reward", "tools/call_frequency"):
         values = [m[key] for m in steps]
         first, last = sum(values[:tenth]) / tenth, sum(values[-tenth:]) / tenth
-        assert last - first >= TOOL_MARGIN, f"{key} {first:.3f} -> {last:.3f} over {TOOL_STEPS} steps"
+        assert last - first >= TOOL_MARGIN, (
+            f"{key} {first:.3f} -> {last:.3f} over {TOOL_STEPS} steps"
+        )

@@ -22,7 +22,11 @@ def test_valid_job_passes_every_check(job: dict[str, Any]) -> None:
 
     trainer = AgentTrainer(**job, check_only=True)
     assert {c.module for c in trainer.checks if c.by == "trl"} == {
-        "agent", "dataset", "reward", "config", "settings"
+        "agent",
+        "dataset",
+        "reward",
+        "config",
+        "settings",
     }
     assert trainer.settings == trainer.hand_off.config.settings
     config = trainer.hand_off.config
@@ -44,10 +48,13 @@ def test_misspelled_trl_key_is_rejected_with_a_suggestion(job: dict[str, Any]) -
 
 def test_bad_trl_choice_lists_the_choices(job: dict[str, Any]) -> None:
     _with_config(job, trl={"loss_type": "dapoo"})
-    with pytest.raises(ConfigError, match=(
-        r"^config trl\.loss_type: 'dapoo' is not one of grpo, dr_grpo, dapo, .*vespo "
-        r"\(did you mean 'dapo'\?\)$"
-    )):
+    with pytest.raises(
+        ConfigError,
+        match=(
+            r"^config trl\.loss_type: 'dapoo' is not one of grpo, dr_grpo, dapo, .*vespo "
+            r"\(did you mean 'dapo'\?\)$"
+        ),
+    ):
         AgentTrainer(**job, check_only=True)
 
 
@@ -65,10 +72,17 @@ def test_combination_trl_rejects_reports_trls_message(job: dict[str, Any]) -> No
 
 def test_trl_values_that_trl_accepts_pass(job: dict[str, Any]) -> None:
     accepted = {
-        "loss_type": "grpo", "scale_rewards": False, "lr_scheduler_type": "cosine",
-        "optim": "adamw_torch", "lr_scheduler_kwargs": {"num_cycles": 0.5}, "beta": 0,
-        "debug": ["underflow_overflow"], "max_completion_length": 6, "save_strategy": "steps",
-        "hub_model_id": None, "include_num_input_tokens_seen": True,
+        "loss_type": "grpo",
+        "scale_rewards": False,
+        "lr_scheduler_type": "cosine",
+        "optim": "adamw_torch",
+        "lr_scheduler_kwargs": {"num_cycles": 0.5},
+        "beta": 0,
+        "debug": ["underflow_overflow"],
+        "max_completion_length": 6,
+        "save_strategy": "steps",
+        "hub_model_id": None,
+        "include_num_input_tokens_seen": True,
     }
     _with_config(job, trl=accepted)
     args = AgentTrainer(**job, check_only=True).hand_off.config.arguments
@@ -158,9 +172,7 @@ def test_remote_code_is_allowed_only_by_the_jobs_own_key(job: dict[str, Any]) ->
         AgentTrainer(**job, check_only=True)
 
 
-def test_check_contacts_no_network(
-    job: dict[str, Any], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_check_contacts_no_network(job: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     import socket
 
     def refuse(*args: Any, **kwargs: Any) -> None:
@@ -168,8 +180,15 @@ def test_check_contacts_no_network(
 
     monkeypatch.setattr(socket.socket, "connect", refuse)
     monkeypatch.setattr(socket, "create_connection", refuse)
-    _with_config(job, trl={"beta": 0.0, "hub_token": "hf_planted", "push_to_hub": True,
-                           "hub_model_id": "me/tiny"})
+    _with_config(
+        job,
+        trl={
+            "beta": 0.0,
+            "hub_token": "hf_planted",
+            "push_to_hub": True,
+            "hub_model_id": "me/tiny",
+        },
+    )
     AgentTrainer(**job, check_only=True)
     _with_config(job, model="Qwen/Qwen2.5-0.5B-Instruct")
     AgentTrainer(**job, check_only=True)
@@ -194,6 +213,7 @@ def test_reward_failure_names_the_row(job: dict[str, Any], tmp_path: Path) -> No
 
 # The conversions, on the engine's own types.
 
+
 def _agent(**fields: Any) -> Any:
     from aworld_train_trl.agent import TrlAgent
 
@@ -203,11 +223,22 @@ def _agent(**fields: Any) -> Any:
 def _canonical() -> Any:
     import datasets
 
-    return datasets.Dataset.from_list([
-        {"prompt": "Repeat: 4", "ground_truth": "4", "data_source": "d", "extra_info": {"index": 0}},
-        {"prompt": [{"role": "user", "content": "Repeat: 2"}], "ground_truth": "2",
-         "data_source": "d", "extra_info": {"index": 1}},
-    ][:1])
+    return datasets.Dataset.from_list(
+        [
+            {
+                "prompt": "Repeat: 4",
+                "ground_truth": "4",
+                "data_source": "d",
+                "extra_info": {"index": 0},
+            },
+            {
+                "prompt": [{"role": "user", "content": "Repeat: 2"}],
+                "ground_truth": "2",
+                "data_source": "d",
+                "extra_info": {"index": 1},
+            },
+        ][:1]
+    )
 
 
 def test_grpo_prompts_become_conversations_with_the_system_prompt() -> None:
@@ -216,7 +247,8 @@ def test_grpo_prompts_become_conversations_with_the_system_prompt() -> None:
     converted = datasets_to_trl(_canonical(), None, _agent(system_prompt="Be brief."), "grpo")
     row = converted.train[0]
     assert row["prompt"] == [
-        {"role": "system", "content": "Be brief."}, {"role": "user", "content": "Repeat: 4"}
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Repeat: 4"},
     ]
     assert (row["ground_truth"], row["data_source"], row["extra_info"]) == ("4", "d", {"index": 0})
 
@@ -234,9 +266,9 @@ def test_chat_prompt_without_a_chat_template_names_the_row() -> None:
 
     from aworld_train_trl.dataset import datasets_to_trl
 
-    rows = datasets.Dataset.from_list([
-        {"prompt": [{"role": "user", "content": "Repeat: 2"}], "ground_truth": "2"}
-    ])
+    rows = datasets.Dataset.from_list(
+        [{"prompt": [{"role": "user", "content": "Repeat: 2"}], "ground_truth": "2"}]
+    )
     with pytest.raises(DatasetError, match="train_dataset row 0"):
         datasets_to_trl(rows, None, _agent(conversational=False), "grpo")
 
@@ -279,7 +311,10 @@ def test_reward_wrapper_scores_each_completion_and_logs_extra_metrics() -> None:
     reward = TrlReward(resolve_reward([{"name": graded, "weight": 2.0}]))
     scores = reward(
         prompts=[[], []],
-        completions=[[{"role": "assistant", "content": "7"}], [{"role": "assistant", "content": "17"}]],
+        completions=[
+            [{"role": "assistant", "content": "7"}],
+            [{"role": "assistant", "content": "17"}],
+        ],
         ground_truth=["7", "7"],
         data_source=["d", "d"],
         extra_info=[{"index": 0}, {"index": 0}],
@@ -300,8 +335,13 @@ def test_reward_wrapper_error_names_the_row() -> None:
 
     reward = TrlReward(resolve_reward(broken))
     with pytest.raises(RewardError, match="row 5.*boom"):
-        reward(prompts=["p"], completions=["x"], ground_truth=["1"], data_source=["d"],
-               extra_info=[{"index": 5}])
+        reward(
+            prompts=["p"],
+            completions=["x"],
+            ground_truth=["1"],
+            data_source=["d"],
+            extra_info=[{"index": 5}],
+        )
 
 
 def test_resuming_a_run_without_checkpoints_fails_at_check_time(
@@ -321,9 +361,14 @@ def test_several_weighted_rewards_become_one_trl_reward(job: dict[str, Any]) -> 
     reward = AgentTrainer(**job, check_only=True).hand_off.reward
     assert reward.__name__ == "total"
     logged: dict[str, float] = {}
-    scores = reward(prompts=[[], []], completions=["3", "4"], ground_truth=["3", "3"],
-                    data_source=["d", "d"], extra_info=[{"index": 0}, {"index": 0}],
-                    log_metric=logged.__setitem__)
+    scores = reward(
+        prompts=[[], []],
+        completions=["3", "4"],
+        ground_truth=["3", "3"],
+        data_source=["d", "d"],
+        extra_info=[{"index": 0}, {"index": 0}],
+        log_metric=logged.__setitem__,
+    )
     assert scores == [1.5, 0.0]
     assert logged == {"rewards/score": 0.5, "rewards/exact_match": 0.5}
 
@@ -353,5 +398,8 @@ def test_several_nodes_meet_at_the_main_node_through_accelerate(
     args = _launcher_args(TrlConfig(algorithm="grpo", arguments={}, nproc_per_node=2, nnodes=2))
     flags = dict(zip(args[1::2], args[2::2]))  # after --multi_gpu, flags and values
     assert flags["--num_processes"] == "4" and flags["--num_machines"] == "2"
-    assert (flags["--machine_rank"], flags["--main_process_ip"],
-            flags["--main_process_port"]) == ("1", "10.0.0.1", "29500")
+    assert (flags["--machine_rank"], flags["--main_process_ip"], flags["--main_process_port"]) == (
+        "1",
+        "10.0.0.1",
+        "29500",
+    )

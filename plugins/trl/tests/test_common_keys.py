@@ -38,9 +38,7 @@ def test_common_keys_job_trains_a_lora_adapter_and_a_merged_model(
 
 
 @pytest.mark.slow
-def test_bf16_on_cpu_computes_in_bf16_and_tensorboard_holds_the_reward(
-    job: dict[str, Any]
-) -> None:
+def test_bf16_on_cpu_computes_in_bf16_and_tensorboard_holds_the_reward(job: dict[str, Any]) -> None:
     _on_cpu(job)
     job["config"] = dict(job["config"], precision="bf16", report_to=["tensorboard"])
     job["reward_func"] = "rewards.py:length"

@@ -34,11 +34,22 @@ def test_section_keys_are_every_trainer_field_and_the_model_key() -> None:
     from aworld_train_trl.config import section_keys
 
     keys = section_keys()
-    assert {"beta", "num_generations", "packing", "model_name_or_path", "dataset_name",
-            "lora_r", "num_processes"} <= keys
+    assert {
+        "beta",
+        "num_generations",
+        "packing",
+        "model_name_or_path",
+        "dataset_name",
+        "lora_r",
+        "num_processes",
+    } <= keys
     assert "model" not in keys
-    fields = {f.name for cls in (GRPOConfig, SFTConfig, ScriptArguments, ModelConfig)
-              for f in cls.__dataclass_fields__.values() if f.init}
+    fields = {
+        f.name
+        for cls in (GRPOConfig, SFTConfig, ScriptArguments, ModelConfig)
+        for f in cls.__dataclass_fields__.values()
+        if f.init
+    }
     assert keys == fields | {"model_name_or_path", "num_processes", "accelerate_config"}
 
 
@@ -48,7 +59,8 @@ def test_a_trl_config_file_as_the_whole_config_passes_check(
     """A TRL-style config file given as ``config:`` passes ``check``, and the resolved
     GRPOConfig arguments carry its values and its model."""
     code, err = check_config_file(
-        job, capsys, "trl", dict(TRL_FILE, model_name_or_path=str(tiny_model)))
+        job, capsys, "trl", dict(TRL_FILE, model_name_or_path=str(tiny_model))
+    )
     assert code == 0, err
 
     trainer = AgentTrainer(**job, check_only=True)
@@ -84,8 +96,12 @@ def test_model_name_or_path_disagreeing_with_model_is_one_line(
 ) -> None:
     """A TRL config file whose ``model_name_or_path`` names another model than the common
     ``model``: ``check`` refuses it in one line naming both."""
-    code, err = check_config_file(job, capsys, "trl", dict(
-        TRL_FILE, model="Qwen/Qwen2.5-0.5B-Instruct", model_name_or_path=str(tiny_model)))
+    code, err = check_config_file(
+        job,
+        capsys,
+        "trl",
+        dict(TRL_FILE, model="Qwen/Qwen2.5-0.5B-Instruct", model_name_or_path=str(tiny_model)),
+    )
     assert code == 2, err
     assert len(err.splitlines()) == 1 and err.startswith("error: "), err
     for named in ("model_name_or_path", str(tiny_model), "Qwen/Qwen2.5-0.5B-Instruct"):

@@ -19,10 +19,14 @@ def test_swifts_own_reward_on_trl_is_one_line(
     (tmp_path / "train.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     (tmp_path / "rewards.py").write_text(
         "def score(data_source, solution_str, ground_truth, extra_info=None):\n"
-        "    return float(solution_str.strip() == ground_truth)\n")
-    job = {"agent": {"name": "solver"}, "train_dataset": "train.jsonl",
-           "reward": ["swift:format", "rewards.py:score"],
-           "config": {"algorithm": "grpo", "model": str(tiny_model), "max_steps": 1}}
+        "    return float(solution_str.strip() == ground_truth)\n"
+    )
+    job = {
+        "agent": {"name": "solver"},
+        "train_dataset": "train.jsonl",
+        "reward": ["swift:format", "rewards.py:score"],
+        "config": {"algorithm": "grpo", "model": str(tiny_model), "max_steps": 1},
+    }
     (tmp_path / "job.yaml").write_text(yaml.safe_dump(job))
     code, _, err = run_cli(capsys, "check", tmp_path / "job.yaml", "--engine", "trl")
     errors = [line for line in err.splitlines() if line.startswith("error:")]

@@ -32,8 +32,11 @@ RUN_S = 400
 def _environment(tmp_path: Path) -> dict[str, str]:
     # CPU processes; node 1's working folder lands under the test's folder.
     (tmp_path / "tmp").mkdir(exist_ok=True)
-    return {"CUDA_VISIBLE_DEVICES": "", "TMPDIR": str(tmp_path / "tmp"),
-            "AWORLD_TRAIN_JOIN_TIMEOUT": "300"}
+    return {
+        "CUDA_VISIBLE_DEVICES": "",
+        "TMPDIR": str(tmp_path / "tmp"),
+        "AWORLD_TRAIN_JOIN_TIMEOUT": "300",
+    }
 
 
 def _cpu(job: dict[str, Any], max_steps: int) -> Path:
@@ -68,8 +71,11 @@ def test_a_killed_node_ends_the_other_with_one_error_and_a_failed_run(
     """A machine that loses power (every process at once), or its ``aworld-train`` process
     alone killed, whose launcher and workers the kernel then stops."""
     with nodes(_cpu(job, max_steps=5000), 2, tmp_path, _environment(tmp_path)) as (zero, one):
-        wait_for(lambda: any(path.stat().st_size for path in tmp_path.glob("runs/*/metrics.jsonl")),
-                 RUN_S, "node 0 trains")
+        wait_for(
+            lambda: any(path.stat().st_size for path in tmp_path.glob("runs/*/metrics.jsonl")),
+            RUN_S,
+            "node 0 trains",
+        )
         if kill == "tree":
             kill_tree(one.process.pid)
         else:
@@ -87,11 +93,14 @@ def test_a_killed_node_ends_the_other_with_one_error_and_a_failed_run(
     assert processes_naming(tmp_path) == []
 
 
-
 @pytest.mark.slow
 def test_an_agent_with_a_python_tool_trains_on_two_nodes_each_running_its_own_episodes(
     tmp_path: Path,
 ) -> None:
     assert_tool_agent_trains_on_two_nodes(
-        tmp_path, "trl", {"beta": 0.0, "use_cpu": True, "bf16": False},
-        _environment(tmp_path), RUN_S)
+        tmp_path,
+        "trl",
+        {"beta": 0.0, "use_cpu": True, "bf16": False},
+        _environment(tmp_path),
+        RUN_S,
+    )

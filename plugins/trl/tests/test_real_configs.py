@@ -90,8 +90,10 @@ def trls_verdict(name: str, model: Path, tmp_path: Path) -> str | None:
             steps = args.steps_per_generation or args.gradient_accumulation_steps
             batch = args.per_device_train_batch_size * processes * steps
             if batch % args.num_generations:
-                raise ValueError(f"generation batch {batch} is not divisible by num_generations "
-                                 f"{args.num_generations}")
+                raise ValueError(
+                    f"generation batch {batch} is not divisible by num_generations "
+                    f"{args.num_generations}"
+                )
     except (Exception, SystemExit) as error:  # noqa: BLE001 - argparse exits, TRL raises
         return f"{type(error).__name__}: {' '.join(str(error).split())}"
     return None
@@ -106,11 +108,16 @@ def write_job(folder: Path, model: Path, name: str) -> Path:
     (folder / "train.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     (folder / "rewards.py").write_text(
         "def exact(data_source, solution_str, ground_truth, extra_info=None):\n"
-        "    return float(solution_str.strip() == ground_truth)\n")
+        "    return float(solution_str.strip() == ground_truth)\n"
+    )
     (folder / name).write_text((HERE / name).read_text().replace("MODEL", str(model)))
-    job: dict[str, Any] = {"engine": "trl", "agent": {"name": "solver"},
-                           "train_dataset": "train.jsonl", "test_dataset": "train.jsonl",
-                           "config": name}
+    job: dict[str, Any] = {
+        "engine": "trl",
+        "agent": {"name": "solver"},
+        "train_dataset": "train.jsonl",
+        "test_dataset": "train.jsonl",
+        "config": name,
+    }
     if algorithm(name) == "grpo":
         job["reward"] = "rewards.py:exact"
     path = folder / "job.yaml"
@@ -118,8 +125,9 @@ def write_job(folder: Path, model: Path, name: str) -> Path:
     return path
 
 
-def checks_verdict(capsys: pytest.CaptureFixture[str], folder: Path, model: Path, name: str,
-                   *options: str) -> str | None:
+def checks_verdict(
+    capsys: pytest.CaptureFixture[str], folder: Path, model: Path, name: str, *options: str
+) -> str | None:
     """``aworld-train check`` on the config: ``None`` when it passes, else its one error line."""
     extra = [] if algorithm(name) == "grpo" else ["-o", "algorithm=sft"]
     return verdict_of_check(capsys, write_job(folder, model, name), *extra, *options)
@@ -148,12 +156,17 @@ def test_the_trl_sections_completion_length_is_checked_against_the_models_positi
 ) -> None:
     """``trl.max_completion_length: 32768`` on a model of 1,024 positions is one line naming
     the TRL key, though the common max_completion_length is unset; 512 fits."""
-    check = checks_verdict(capsys, tmp_path, tiny_model, "grpo_gspo.yaml",
-                           "-o", "trl.max_completion_length=32768")
+    check = checks_verdict(
+        capsys, tmp_path, tiny_model, "grpo_gspo.yaml", "-o", "trl.max_completion_length=32768"
+    )
     assert check is not None and "trl.max_completion_length" in check and "32768" in check, check
     assert "1024 positions" in check, check
-    assert checks_verdict(capsys, tmp_path, tiny_model, "grpo_gspo.yaml",
-                          "-o", "trl.max_completion_length=512") is None
+    assert (
+        checks_verdict(
+            capsys, tmp_path, tiny_model, "grpo_gspo.yaml", "-o", "trl.max_completion_length=512"
+        )
+        is None
+    )
 
 
 def test_a_tracker_trl_takes_is_one_line_naming_its_package(

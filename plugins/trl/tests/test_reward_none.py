@@ -18,8 +18,14 @@ def none_unless_right(data_source, solution_str, ground_truth, extra_info=None):
 
 def test_none_on_a_generated_completion_is_refused_naming_the_row() -> None:
     trl_reward = reward_to_trl(resolve_reward(none_unless_right))
-    assert trl_reward(prompts=["p", "p"], completions=["5", "5"], ground_truth=["5", "5"]) \
-        == [1.0, 1.0]
+    assert trl_reward(prompts=["p", "p"], completions=["5", "5"], ground_truth=["5", "5"]) == [
+        1.0,
+        1.0,
+    ]
     with pytest.raises(RewardError, match=re.escape(f"on row 3 returned None; {NONE_REFUSED}")):
-        trl_reward(prompts=["p", "p"], completions=["5", "6"], ground_truth=["5", "5"],
-                   extra_info=[{"index": 2}, {"index": 3}])
+        trl_reward(
+            prompts=["p", "p"],
+            completions=["5", "6"],
+            ground_truth=["5", "5"],
+            extra_info=[{"index": 2}, {"index": 3}],
+        )

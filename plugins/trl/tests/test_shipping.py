@@ -18,9 +18,13 @@ SECRET = "sk-planted-mcp-5e1f0a"
 
 
 def test_the_shipped_agent_holds_no_secret_and_comes_back_whole(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    servers = {"mcpServers": {"calc": {"command": "python", "args": ["server.py"],
-                                       "env": {"CALC_API_KEY": SECRET}}}}
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    servers = {
+        "mcpServers": {
+            "calc": {"command": "python", "args": ["server.py"], "env": {"CALC_API_KEY": SECRET}}
+        }
+    }
     remember_secrets({"agent": {"mcp_config": servers}})  # as the trainer does with the job
     spec = AgentSpec(name="calc", mcp_config=servers, mcp_servers=["calc"], max_turns=2)
     secrets = Secrets()
@@ -43,12 +47,20 @@ def test_a_python_agent_from_a_file_runs_in_another_process(tmp_path: Path) -> N
     travels by value, and the module beside it is found in the other process."""
     (tmp_path / "helper.py").write_text("def twice(text):\n    return text * 2\n")
     (tmp_path / "agent.py").write_text(
-        "from helper import twice\n\n\ndef run(row, llm):\n    return twice(row['x'])\n")
+        "from helper import twice\n\n\ndef run(row, llm):\n    return twice(row['x'])\n"
+    )
     spec = load_agent("agent.py:run", tmp_path)
     path = ship_agent(spec, None, tmp_path / "agent.pkl", Secrets())
-    script = ("import sys\nfrom pathlib import Path\nfrom aworld_train.engine import unship_agent\n"
-              "print(unship_agent(Path(sys.argv[1])).agent.run({'x': 'ab'}, None))\n")
-    done = subprocess.run([sys.executable, "-c", script, str(path)], cwd="/",
-                          capture_output=True, text=True, timeout=120)
+    script = (
+        "import sys\nfrom pathlib import Path\nfrom aworld_train.engine import unship_agent\n"
+        "print(unship_agent(Path(sys.argv[1])).agent.run({'x': 'ab'}, None))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(path)],
+        cwd="/",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "abab"

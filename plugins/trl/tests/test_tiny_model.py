@@ -11,9 +11,7 @@ from aworld_train.testing import build_tiny_model
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_tiny_model(
-        tmp_path_factory.mktemp("tiny"), extra_tokens=("<answer>", "</answer>")
-    )
+    return build_tiny_model(tmp_path_factory.mktemp("tiny"), extra_tokens=("<answer>", "</answer>"))
 
 
 @pytest.mark.parametrize(
@@ -80,9 +78,7 @@ def test_alphabet_limits_the_vocabulary(tmp_path: Path) -> None:
 
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(
-        build_tiny_model(tmp_path, alphabet=string.printable)
-    )
+    tokenizer = AutoTokenizer.from_pretrained(build_tiny_model(tmp_path, alphabet=string.printable))
     assert len(tokenizer) == len(set(string.printable)) + 3
     text = "Repeat: 7\n\t{x}"
     assert tokenizer.decode(tokenizer(text)["input_ids"]) == text

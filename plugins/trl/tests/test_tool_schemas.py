@@ -67,14 +67,18 @@ def clock_job(tmp_path: Path, tool_model: Path) -> dict[str, Any]:
     server = tmp_path / "clock_server.py"
     server.write_text(SERVER)
     (tmp_path / "train.jsonl").write_text(
-        json.dumps({"prompt": "What time is it in Paris an hour after noon UTC?",
-                    "ground_truth": "13:00"}) + "\n")
+        json.dumps(
+            {"prompt": "What time is it in Paris an hour after noon UTC?", "ground_truth": "13:00"}
+        )
+        + "\n"
+    )
     return {
         "agent": {
             "name": "clock",
             "system_prompt": "Use the clock.",
-            "mcp_config": {"mcpServers": {"clock": {"command": sys.executable,
-                                                    "args": [str(server)]}}},
+            "mcp_config": {
+                "mcpServers": {"clock": {"command": sys.executable, "args": [str(server)]}}
+            },
             "max_turns": 2,
         },
         "config": {
@@ -121,8 +125,13 @@ def test_trl_renders_the_tool_schema_the_server_advertises(
     schema = tool.model_dump(by_alias=True)["inputSchema"]  # as sent: mcp 2 calls it input_schema
     # What a schema rebuilt from a Python signature loses, present in what the server sends.
     assert schema["properties"]["hours"] == {
-        "default": 1, "description": "hours to add.", "maximum": 48, "minimum": -48,
-        "title": "Hours", "type": "integer"}
+        "default": 1,
+        "description": "hours to add.",
+        "maximum": 48,
+        "minimum": -48,
+        "title": "Hours",
+        "type": "integer",
+    }
     assert schema["properties"]["when"]["format"] == "date-time"
     assert schema["properties"]["zone"]["minLength"] == 3
     assert schema["properties"]["label"]["anyOf"] == [{"type": "string"}, {"type": "null"}]
@@ -132,26 +141,43 @@ def test_trl_renders_the_tool_schema_the_server_advertises(
     checked = trainer.hand_off
     # What the agent sends its model: the server's schema as it stands.
     schemas = checked.tools.schemas()
-    assert schemas == [{"type": "function", "function": {
-        "name": "shift_time", "description": tool.description, "parameters": schema}}]
-    assert checked.tools.call("shift_time", {"when": "2026-01-01T12:00:00", "zone": "Europe/Paris",
-                                             "hours": 2}).startswith("2026-01-01T12:00:00 +2h")
+    assert schemas == [
+        {
+            "type": "function",
+            "function": {
+                "name": "shift_time",
+                "description": tool.description,
+                "parameters": schema,
+            },
+        }
+    ]
+    assert checked.tools.call(
+        "shift_time", {"when": "2026-01-01T12:00:00", "zone": "Europe/Paris", "hours": 2}
+    ).startswith("2026-01-01T12:00:00 +2h")
 
     # The prompt the runtime renders on TRL is the one VeRL's agent loop renders.
     tokenizer = AutoTokenizer.from_pretrained(checked.agent.model)
-    prompt = prompt_messages(checked.dataset.train[0]["prompt"], checked.agent.episodes.system_prompt)
+    prompt = prompt_messages(
+        checked.dataset.train[0]["prompt"], checked.agent.episodes.system_prompt
+    )
     rendered = ChatRenderer(tokenizer).prompt_ids(prompt, schemas)
-    on_verl = tokenizer.apply_chat_template(prompt, tools=schemas, add_generation_prompt=True,
-                                            tokenize=False)
+    on_verl = tokenizer.apply_chat_template(
+        prompt, tools=schemas, add_generation_prompt=True, tokenize=False
+    )
     assert tokenizer.decode(rendered) == on_verl
     assert json.dumps(schema) in on_verl and json.dumps(tool.description) in on_verl
     # A schema rebuilt from the Python signature (what TRL makes of a plain function) differs.
     rebuilt = tokenizer.apply_chat_template(
-        prompt, tools=[t.as_function() for t in checked.tools], add_generation_prompt=True,
-        tokenize=False)
+        prompt,
+        tools=[t.as_function() for t in checked.tools],
+        add_generation_prompt=True,
+        tokenize=False,
+    )
     assert rebuilt != on_verl
-    print(f"\ntool prompt: {len(rendered)} tokens as advertised, "
-          f"{len(tokenizer(rebuilt)['input_ids'])} rebuilt from a signature")
+    print(
+        f"\ntool prompt: {len(rendered)} tokens as advertised, "
+        f"{len(tokenizer(rebuilt)['input_ids'])} rebuilt from a signature"
+    )
 
     # And that prompt is what the policy reads when TRL trains the job.
     final, seen = train_recording_inputs(trainer)

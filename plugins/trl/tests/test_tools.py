@@ -24,8 +24,12 @@ def tool_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from aworld_train.testing import build_tiny_model
 
     # A prompt with three tool schemas is ~1200 byte-level tokens, past the default 1024.
-    return build_tiny_model(tmp_path_factory.mktemp("tool-model"), extra_tokens=("<answer>", "</answer>"),
-                            max_positions=4096, tools=True)
+    return build_tiny_model(
+        tmp_path_factory.mktemp("tool-model"),
+        extra_tokens=("<answer>", "</answer>"),
+        max_positions=4096,
+        tools=True,
+    )
 
 
 @pytest.fixture
@@ -39,9 +43,11 @@ def tool_job(tmp_path: Path, tool_model: Path) -> dict[str, Any]:
         "agent": {
             "name": "calculator",
             "system_prompt": "Use the calculator.",
-            "mcp_config": {"mcpServers": {
-                "calculator": {"command": "python", "args": [str(EXAMPLE / "server.py")]},
-            }},
+            "mcp_config": {
+                "mcpServers": {
+                    "calculator": {"command": "python", "args": [str(EXAMPLE / "server.py")]},
+                }
+            },
             "max_turns": 2,
         },
         "config": {
@@ -75,8 +81,11 @@ def test_grpo_trains_with_mcp_tools_in_the_chat_template(tool_job: dict[str, Any
     # The row as the job gave it: the runtime's chat loop writes the messages.
     prompt = checked.dataset.train[0]["prompt"]
     assert prompt == "What is 12 * 34?"
-    rendered = tokenizer.decode(ChatRenderer(tokenizer).prompt_ids(
-        prompt_messages(prompt, checked.agent.episodes.system_prompt), checked.tools.schemas()))
+    rendered = tokenizer.decode(
+        ChatRenderer(tokenizer).prompt_ids(
+            prompt_messages(prompt, checked.agent.episodes.system_prompt), checked.tools.schemas()
+        )
+    )
     assert '"name": "multiply"' in rendered
     assert "Multiply two integers exactly." in rendered
     assert "Use the calculator." in rendered and "What is 12 * 34?" in rendered
@@ -86,13 +95,16 @@ def test_grpo_trains_with_mcp_tools_in_the_chat_template(tool_job: dict[str, Any
     from aworld_train.runtime import parse_tool_calls
 
     _, calls = parse_tool_calls(
-        '<tool_call>\n{"name": "multiply", "arguments": {"a": 12, "b": 34}}\n</tool_call>')
+        '<tool_call>\n{"name": "multiply", "arguments": {"a": 12, "b": 34}}\n</tool_call>'
+    )
     assert checked.tools.call(calls[0]["name"], calls[0]["arguments"]) == "408"
 
     final = trainer.train()
     assert final["step"] == 2
-    metrics = [json.loads(line) for line in
-               (trainer.run_dir.path / "metrics.jsonl").read_text().splitlines()]
+    metrics = [
+        json.loads(line)
+        for line in (trainer.run_dir.path / "metrics.jsonl").read_text().splitlines()
+    ]
     steps = [m for m in metrics if "reward" in m]
     assert [m["step"] for m in steps] == [1, 2]
     assert all("tools/call_frequency" in m and m["agent_failed"] == 0.0 for m in steps)
@@ -124,7 +136,9 @@ def test_grpo_rollout_runs_the_tool_the_model_calls(
 
     # The model learns the exchange on the prompt exactly as the runtime renders it. Its weights
     # are read when training starts, so teaching them after the checks is enough.
-    prompt = prompt_messages(checked.dataset.train[0]["prompt"], checked.agent.episodes.system_prompt)
+    prompt = prompt_messages(
+        checked.dataset.train[0]["prompt"], checked.agent.episodes.system_prompt
+    )
     call = {"type": "function", "function": {"name": "multiply", "arguments": {"a": 12, "b": 34}}}
     teach_exchange(model, prompt, functions, call, result="408", answer="<answer>408</answer>")
 
@@ -138,20 +152,28 @@ def test_grpo_rollout_runs_the_tool_the_model_calls(
     # runtime's rendering of the tool message.
     tokenizer = AutoTokenizer.from_pretrained(model)
     exchange = tokenizer.apply_chat_template(
-        [*prompt, {"role": "assistant", "content": "", "tool_calls": [call]},
-         {"role": "tool", "name": "multiply", "content": "408"}],
-        tools=functions, add_generation_prompt=True, tokenize=False,
+        [
+            *prompt,
+            {"role": "assistant", "content": "", "tool_calls": [call]},
+            {"role": "tool", "name": "multiply", "content": "408"},
+        ],
+        tools=functions,
+        add_generation_prompt=True,
+        tokenize=False,
     )
-    prefix = tokenizer.apply_chat_template(prompt, tools=functions, add_generation_prompt=True,
-                                           tokenize=False)
-    assert exchange[len(prefix):].startswith(
+    prefix = tokenizer.apply_chat_template(
+        prompt, tools=functions, add_generation_prompt=True, tokenize=False
+    )
+    assert exchange[len(prefix) :].startswith(
         '\n<tool_call>\n{"name": "multiply", "arguments": {"a": 12, "b": 34}}\n</tool_call>'
         "<|im_end|>\n<|im_start|>user\n<tool_response>\n408\n</tool_response><|im_end|>"
     )
     assert any(exchange in tokenizer.decode(ids) for ids in seen)
 
-    metrics = [json.loads(line) for line in
-               (trainer.run_dir.path / "metrics.jsonl").read_text().splitlines()]
+    metrics = [
+        json.loads(line)
+        for line in (trainer.run_dir.path / "metrics.jsonl").read_text().splitlines()
+    ]
     steps = [m for m in metrics if "reward" in m]
     assert [m["step"] for m in steps] == [1, 2]
     for m in steps:

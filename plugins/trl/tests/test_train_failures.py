@@ -45,6 +45,8 @@ def test_a_crash_in_a_worker_process_ends_the_run_in_one_line(
     assert re.fullmatch(
         r"error: accelerate launch of 2 trl processes exited with status 1: \[rank\d\]: "
         r"FileExistsError: \[Errno 17\] File exists: '.*/checkpoints' at os\.py:\d+ "
-        rf"\(full output in {re.escape(str(log))}\)", lines[0]), lines[0]
+        rf"\(full output in {re.escape(str(log))}\)",
+        lines[0],
+    ), lines[0]
     assert manifest(run_dir)["status"] == "failed"
     assert "aworld_train_trl/worker.py" in log.read_text()

@@ -56,7 +56,8 @@ def test_grpo_trains_reports_checkpoints_and_saves(job: dict[str, Any], tmp_path
     assert final["step"] == 4
     assert manifest(run_dir)["status"] == "completed"
     assert sorted(p.name for p in (run_dir / "checkpoints").glob("checkpoint-*")) == [
-        "checkpoint-2", "checkpoint-4"
+        "checkpoint-2",
+        "checkpoint-4",
     ]
     _assert_model_reloads(run_dir / "model")
 

@@ -89,7 +89,9 @@ def model_path(agent: AgentSpec | None, config: TrainConfig) -> str:
     """The policy to train: the config's ``model``, else the agent's."""
     model = config.model or (agent.model if agent is not None else None)
     if not model:
-        raise AgentError("no model: set config key 'model' or the agent's 'model' to a model folder")
+        raise AgentError(
+            "no model: set config key 'model' or the agent's 'model' to a model folder"
+        )
     return str(model)
 
 
@@ -127,9 +129,14 @@ def check_agent(agent: AgentSpec, config: TrainConfig, tools: ToolSet | None = N
     """
     vault = Vault()
     # The user's agent must reach VeRL's workers: ship it now, so a failure shows in the check.
-    python_agent = ship_python_agent(agent.run, agent.name, vault) if agent.run is not None else None
-    aworld_agent = (dump_aworld_agent(agent.source, vault)
-                    if agent.source is not None and python_agent is None else None)
+    python_agent = (
+        ship_python_agent(agent.run, agent.name, vault) if agent.run is not None else None
+    )
+    aworld_agent = (
+        dump_aworld_agent(agent.source, vault)
+        if agent.source is not None and python_agent is None
+        else None
+    )
     if agent.uses_tools and not tools:
         raise AgentError(
             f"agent '{agent.name}' uses tools, but none were resolved; run it through AgentTrainer "
@@ -192,17 +199,29 @@ def write_agent_loop(agent: VerlAgent, run_dir: Path) -> dict[str, Any]:
 
     run_dir.mkdir(parents=True, exist_ok=True)
     if agent.python_agent is not None:
-        loop = {"_target_": "aworld_train_verl.agent_loop.PythonAgentLoop", "agent": agent.name,
-                **_python_agent_keys(agent.python_agent, run_dir)}
+        loop = {
+            "_target_": "aworld_train_verl.agent_loop.PythonAgentLoop",
+            "agent": agent.name,
+            **_python_agent_keys(agent.python_agent, run_dir),
+        }
     elif agent.aworld_agent is not None:
         agent_file = _write_private(run_dir / AWORLD_AGENT_FILE, agent.aworld_agent)
-        loop = {"_target_": "aworld_train_verl.aworld_loop.AWorldAgentLoop", "agent_file": str(agent_file)}
+        loop = {
+            "_target_": "aworld_train_verl.aworld_loop.AWorldAgentLoop",
+            "agent_file": str(agent_file),
+        }
     else:
         tools_file = _write_private(run_dir / TOOLS_FILE, _pickle_tools(agent.tools, agent.vault))
-        loop = {"_target_": "aworld_train_verl.agent_loop.ToolAgentLoop", "tools_file": str(tools_file),
-                "agent": agent.name}
+        loop = {
+            "_target_": "aworld_train_verl.agent_loop.ToolAgentLoop",
+            "tools_file": str(tools_file),
+            "agent": agent.name,
+        }
     config_file = run_dir / AGENT_LOOP_FILE
-    OmegaConf.save(OmegaConf.create([{"name": AGENT_LOOP_NAME, **loop, "max_turns": agent.max_turns}]), config_file)
+    OmegaConf.save(
+        OmegaConf.create([{"name": AGENT_LOOP_NAME, **loop, "max_turns": agent.max_turns}]),
+        config_file,
+    )
     _load_back(config_file, agent.vault.environment)
     return {"actor_rollout_ref.rollout.agent.agent_loop_config_path": str(config_file)}
 
@@ -210,8 +229,13 @@ def write_agent_loop(agent: VerlAgent, run_dir: Path) -> dict[str, Any]:
 def _python_agent_keys(agent: PythonAgent, run_dir: Path) -> dict[str, Any]:
     """The loop config's keys that bring the Python agent to the workers."""
     if agent.reference is None:
-        return {"agent_file": str(_write_private(run_dir / PYTHON_AGENT_FILE, agent.pickled or b""))}
-    return {"agent_reference": agent.reference, **({"agent_root": agent.root} if agent.root else {})}
+        return {
+            "agent_file": str(_write_private(run_dir / PYTHON_AGENT_FILE, agent.pickled or b""))
+        }
+    return {
+        "agent_reference": agent.reference,
+        **({"agent_root": agent.root} if agent.root else {}),
+    }
 
 
 def ship_python_agent(run: Any, name: str, vault: Vault) -> PythonAgent:
@@ -272,8 +296,13 @@ def dump_aworld_agent(agent: Any, vault: Vault) -> bytes:
     import cloudpickle
 
     llm = agent.conf.llm_config
-    remember_secrets({"mcp_config": getattr(agent, "mcp_config", None), "llm_base_url": llm.llm_base_url,
-                      "llm_api_key": llm.llm_api_key})
+    remember_secrets(
+        {
+            "mcp_config": getattr(agent, "mcp_config", None),
+            "llm_base_url": llm.llm_base_url,
+            "llm_api_key": llm.llm_api_key,
+        }
+    )
     key, llm.llm_api_key = llm.llm_api_key, None
     try:
         return vault.dumps(agent, pickler=aworld_pickler(cloudpickle.Pickler))
@@ -314,7 +343,9 @@ def _load_back(config_file: Path, environment: dict[str, str]) -> None:
         else:
             from aworld_train_verl.agent_loop import as_tools
 
-            as_tools(loads(Path(loop["tools_file"]).read_bytes(), environment), str(loop["tools_file"]))
+            as_tools(
+                loads(Path(loop["tools_file"]).read_bytes(), environment), str(loop["tools_file"])
+            )
 
 
 def _import_agent_back(reference: str, root: str | None) -> None:
@@ -324,6 +355,9 @@ def _import_agent_back(reference: str, root: str | None) -> None:
 
     from aworld_train_verl.agent_loop import import_agent
 
-    call_isolated(lambda: callable(import_agent(reference, root)), timeout=60.0,
-                  what=f"Python agent '{reference}', imported as VeRL's workers import it,",
-                  error=AgentError)
+    call_isolated(
+        lambda: callable(import_agent(reference, root)),
+        timeout=60.0,
+        what=f"Python agent '{reference}', imported as VeRL's workers import it,",
+        error=AgentError,
+    )

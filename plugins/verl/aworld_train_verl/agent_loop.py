@@ -54,7 +54,9 @@ from aworld_train_verl.vault import loads
 EPISODE_TIMEOUT = 600.0
 
 #: The dataset fields VeRL adds for its own loops, which are no column of the user's row.
-VERL_FIELDS = frozenset({"raw_prompt", "reward_model", "index", "tools_kwargs", "interaction_kwargs", "uid"})
+VERL_FIELDS = frozenset(
+    {"raw_prompt", "reward_model", "index", "tools_kwargs", "interaction_kwargs", "uid"}
+)
 
 
 class RuntimeAgentLoop(AgentLoopBase):
@@ -77,17 +79,23 @@ class RuntimeAgentLoop(AgentLoopBase):
         metrics: dict[str, Any] = {}
         extra_fields: dict[str, Any] = {}
         runtime = AgentRuntime(
-            self.spec, self.agent_tools, renderer(self.tokenizer),
+            self.spec,
+            self.agent_tools,
+            renderer(self.tokenizer),
             self._generate(sampling_params, metrics, extra_fields),
-            Limits(max_turns=self.max_turns, max_tokens=int(self.rollout_config.response_length),
-                   timeout=EPISODE_TIMEOUT),
+            Limits(
+                max_turns=self.max_turns,
+                max_tokens=int(self.rollout_config.response_length),
+                timeout=EPISODE_TIMEOUT,
+            ),
             model=model_name(str(self.config.actor_rollout_ref.model.path)),
         )
         result = await runtime.episode(agent_row(kwargs))
         return loop_output(result, bool(sampling_params.get("logprobs")), metrics, extra_fields)
 
-    def _generate(self, sampling_params: dict[str, Any], metrics: dict[str, Any],
-                  extra_fields: dict[str, Any]) -> Any:
+    def _generate(
+        self, sampling_params: dict[str, Any], metrics: dict[str, Any], extra_fields: dict[str, Any]
+    ) -> Any:
         """The episode's generate function: VeRL's server manager, one request id per episode;
         it times the calls into ``metrics`` and keeps the server's first extra fields."""
         request_id = uuid4().hex
@@ -95,12 +103,16 @@ class RuntimeAgentLoop(AgentLoopBase):
         async def generate(prompt_ids: list[int], max_tokens: int) -> Generated:
             with simple_timer("generate_sequences", metrics):
                 output = await self.server_manager.generate(
-                    request_id=request_id, prompt_ids=prompt_ids,
-                    sampling_params={**sampling_params, "max_tokens": max_tokens})
+                    request_id=request_id,
+                    prompt_ids=prompt_ids,
+                    sampling_params={**sampling_params, "max_tokens": max_tokens},
+                )
             if not extra_fields:
                 extra_fields.update(output.extra_fields or {})
             # vLLM answers log-probs only when the rollout asks for them; unused otherwise.
-            return Generated(list(output.token_ids), list(output.log_probs or [0.0] * len(output.token_ids)))
+            return Generated(
+                list(output.token_ids), list(output.log_probs or [0.0] * len(output.token_ids))
+            )
 
         return generate
 
@@ -114,8 +126,11 @@ def renderer(tokenizer: Any) -> ChatRenderer:
 def agent_row(fields: dict[str, Any]) -> dict[str, Any]:
     """The dataset row as the agent gets it, from the fields VeRL hands a loop: the prompt as
     chat messages, ``ground_truth``, and every column of the row."""
-    row = {key: plain(value) for key, value in fields.items()
-           if key not in VERL_FIELDS and not key.startswith("__")}
+    row = {
+        key: plain(value)
+        for key, value in fields.items()
+        if key not in VERL_FIELDS and not key.startswith("__")
+    }
     row["prompt"] = [dict(message) for message in fields["raw_prompt"]]
     row["ground_truth"] = fields["reward_model"]["ground_truth"]
     return row
@@ -127,22 +142,25 @@ def plain(value: Any) -> Any:
     return tolist() if callable(tolist) else value
 
 
-def loop_output(result: EpisodeResult, logprobs: bool, metrics: dict[str, Any],
-                extra_fields: dict[str, Any]) -> AgentLoopOutput:
+def loop_output(
+    result: EpisodeResult, logprobs: bool, metrics: dict[str, Any], extra_fields: dict[str, Any]
+) -> AgentLoopOutput:
     """The episode for VeRL; ``extra_fields`` gains what the reward module reads.
 
     :param logprobs: whether the rollout asked for log-probs (VeRL expects them of every
         episode then, or of none).
     """
     trajectory = result.trajectory
-    extra_fields.update({
-        "turn_scores": [],
-        "tool_rewards": [],
-        "tool_calls": result.tool_messages,
-        "agent_failure": result.failure,
-        "agent_answer": result.answer,
-        "agent_extra": result.extra,
-    })
+    extra_fields.update(
+        {
+            "turn_scores": [],
+            "tool_rewards": [],
+            "tool_calls": result.tool_messages,
+            "agent_failure": result.failure,
+            "agent_answer": result.answer,
+            "agent_extra": result.extra,
+        }
+    )
     return AgentLoopOutput(
         prompt_ids=trajectory.prompt_ids,
         response_ids=trajectory.response_ids,
@@ -177,8 +195,9 @@ class ToolAgentLoop(RuntimeAgentLoop):
     :param agent: the agent's name, for its failure lines.
     """
 
-    def __init__(self, *args: Any, tools_file: str, max_turns: int, agent: str = "agent",
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, tools_file: str, max_turns: int, agent: str = "agent", **kwargs: Any
+    ) -> None:
         super().__init__(*args, max_turns=max_turns, **kwargs)
         self.agent_tools = load_tools(tools_file)
         # The rows carry the system prompt already (the dataset writes it into each prompt).
@@ -195,12 +214,22 @@ class PythonAgentLoop(RuntimeAgentLoop):
     :param agent: the agent's name, for its failure lines.
     """
 
-    def __init__(self, *args: Any, max_turns: int, agent_reference: str | None = None,
-                 agent_root: str | None = None, agent_file: str | None = None, agent: str = "agent",
-                 **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        max_turns: int,
+        agent_reference: str | None = None,
+        agent_root: str | None = None,
+        agent_file: str | None = None,
+        agent: str = "agent",
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, max_turns=max_turns, **kwargs)
-        run = (import_agent(agent_reference, agent_root) if agent_reference is not None
-               else load_pickled_agent(str(agent_file)))
+        run = (
+            import_agent(agent_reference, agent_root)
+            if agent_reference is not None
+            else load_pickled_agent(str(agent_file))
+        )
         self.spec = AgentSpec(name=agent, run=run, max_turns=self.max_turns)
 
 

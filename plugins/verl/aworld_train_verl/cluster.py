@@ -91,9 +91,11 @@ def demand_of(composed: Any) -> Demand:
     """What the composed VeRL config asks of a cluster."""
     from aworld_train_verl.launch import ray_cpus_held
 
-    return Demand(nnodes=int(composed.trainer.nnodes),
-                  gpus_per_node=int(composed.trainer.n_gpus_per_node),
-                  cpus_held=ray_cpus_held(composed))
+    return Demand(
+        nnodes=int(composed.trainer.nnodes),
+        gpus_per_node=int(composed.trainer.n_gpus_per_node),
+        cpus_held=ray_cpus_held(composed),
+    )
 
 
 def check_cluster(composed: Any) -> str | None:
@@ -110,11 +112,15 @@ def check_cluster(composed: Any) -> str | None:
     missing = shortfall(cluster, demand)
     shown = redact_text(address)  # an address may carry credentials: ray://user:pass@head
     if missing is not None:
-        raise ConfigError(f"the Ray cluster at {shown} cannot hold this job: {missing}; set "
-                          "resources.gpus_per_node and resources.nnodes to what it holds, or "
-                          "add nodes to it")
-    return (f"Ray cluster at {shown}: {describe(cluster)}; the job takes {demand.gpus} "
-            f"GPU(s) on {demand.nnodes} node(s) and {demand.cpus} CPU(s)")
+        raise ConfigError(
+            f"the Ray cluster at {shown} cannot hold this job: {missing}; set "
+            "resources.gpus_per_node and resources.nnodes to what it holds, or "
+            "add nodes to it"
+        )
+    return (
+        f"Ray cluster at {shown}: {describe(cluster)}; the job takes {demand.gpus} "
+        f"GPU(s) on {demand.nnodes} node(s) and {demand.cpus} CPU(s)"
+    )
 
 
 def query_nodes(address: str) -> list[ClusterNode]:
@@ -126,31 +132,48 @@ def query_nodes(address: str) -> list[ClusterNode]:
     where = endpoint(address)
     shown = redact_text(address)  # an address may carry credentials: ray://user:pass@head
     if where is not None and not reachable(*where):
-        raise ConfigError(f"the Ray cluster at {shown} does not answer: nothing accepted a "
-                          f"connection at {where[0]}:{where[1]} within {PROBE_TIMEOUT_S:g} s; "
-                          "start it, or fix resources.ray_address / RAY_ADDRESS")
+        raise ConfigError(
+            f"the Ray cluster at {shown} does not answer: nothing accepted a "
+            f"connection at {where[0]}:{where[1]} within {PROBE_TIMEOUT_S:g} s; "
+            "start it, or fix resources.ray_address / RAY_ADDRESS"
+        )
     try:
-        done = subprocess.run([sys.executable, "-c", _QUERY, address], capture_output=True,
-                              text=True, timeout=QUERY_TIMEOUT_S, check=False)
+        done = subprocess.run(
+            [sys.executable, "-c", _QUERY, address],
+            capture_output=True,
+            text=True,
+            timeout=QUERY_TIMEOUT_S,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
-        raise ConfigError(f"the Ray cluster at {shown} does not answer within "
-                          f"{QUERY_TIMEOUT_S:g} s; check that it is a running Ray head "
-                          "(resources.ray_address / RAY_ADDRESS)") from None
+        raise ConfigError(
+            f"the Ray cluster at {shown} does not answer within "
+            f"{QUERY_TIMEOUT_S:g} s; check that it is a running Ray head "
+            "(resources.ray_address / RAY_ADDRESS)"
+        ) from None
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
-        reason = next((line for line in reversed(done.stderr.splitlines()) if line.strip()),
-                      f"exit status {done.returncode}")
-        raise ConfigError(f"could not ask the Ray cluster at {shown} what it holds: "
-                          f"{redact_text(reason.strip())}")
-    return [ClusterNode(gpus=float(node.get("GPU", 0)), cpus=float(node.get("CPU", 0)))
-            for node in json.loads(lines[-1])]
+        reason = next(
+            (line for line in reversed(done.stderr.splitlines()) if line.strip()),
+            f"exit status {done.returncode}",
+        )
+        raise ConfigError(
+            f"could not ask the Ray cluster at {shown} what it holds: {redact_text(reason.strip())}"
+        )
+    return [
+        ClusterNode(gpus=float(node.get("GPU", 0)), cpus=float(node.get("CPU", 0)))
+        for node in json.loads(lines[-1])
+    ]
 
 
 def endpoint(address: str) -> tuple[str, int] | None:
     """The host and port a TCP probe tries for ``address`` (``host:port``, ``ray://host:port``),
     or ``None`` for an address only Ray resolves (``auto``)."""
-    rest, default = (address[len("ray://"):], _CLIENT_PORT) if address.startswith("ray://") \
+    rest, default = (
+        (address[len("ray://") :], _CLIENT_PORT)
+        if address.startswith("ray://")
         else (address, _GCS_PORT)
+    )
     rest = rest.rpartition("@")[2]  # user:password@ is not part of where to connect
     if rest in ("auto", "local", ""):
         return None
@@ -174,18 +197,27 @@ def shortfall(cluster: list[ClusterNode], demand: Demand) -> str | None:
     total_gpus = sum(node.gpus for node in cluster)
     holds = f"it holds {describe(cluster)}"
     if total_gpus < demand.gpus:
-        return (f"the job asks for {demand.gpus} GPU(s) (n_gpus_per_node {demand.gpus_per_node} "
-                f"x nnodes {demand.nnodes}), {holds}")
-    fitting = [node for node in cluster
-               if node.gpus >= demand.gpus_per_node and node.cpus >= demand.cpus_per_node]
+        return (
+            f"the job asks for {demand.gpus} GPU(s) (n_gpus_per_node {demand.gpus_per_node} "
+            f"x nnodes {demand.nnodes}), {holds}"
+        )
+    fitting = [
+        node
+        for node in cluster
+        if node.gpus >= demand.gpus_per_node and node.cpus >= demand.cpus_per_node
+    ]
     if len(fitting) < demand.nnodes:
-        return (f"the job asks for {demand.nnodes} node(s) with {demand.gpus_per_node} GPU(s) and "
-                f"{demand.cpus_per_node} CPU(s) each ({CPUS_PER_GPU} per GPU for VeRL's workers), "
-                f"{len(fitting)} of its nodes hold that ({holds})")
+        return (
+            f"the job asks for {demand.nnodes} node(s) with {demand.gpus_per_node} GPU(s) and "
+            f"{demand.cpus_per_node} CPU(s) each ({CPUS_PER_GPU} per GPU for VeRL's workers), "
+            f"{len(fitting)} of its nodes hold that ({holds})"
+        )
     total_cpus = sum(node.cpus for node in cluster)
     if total_cpus < demand.cpus:
-        return (f"the job asks for {demand.cpus} CPU(s) ({CPUS_PER_GPU} per GPU and "
-                f"{demand.cpus_held} for VeRL's other actors), {holds}")
+        return (
+            f"the job asks for {demand.cpus} CPU(s) ({CPUS_PER_GPU} per GPU and "
+            f"{demand.cpus_held} for VeRL's other actors), {holds}"
+        )
     return None
 
 

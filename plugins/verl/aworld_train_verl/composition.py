@@ -85,7 +85,12 @@ def base_config() -> DictConfig:
         with _hydra():
             return OmegaConf.to_yaml(compose(CONFIG_NAME))
 
-    text = cached(f"verl-{CONFIG_NAME}.yaml", compose_packaged, lambda text: "trainer:" in text, key=cache_key())
+    text = cached(
+        f"verl-{CONFIG_NAME}.yaml",
+        compose_packaged,
+        lambda text: "trainer:" in text,
+        key=cache_key(),
+    )
     base = OmegaConf.create(text)
     OmegaConf.set_struct(base, True)
     return base
@@ -106,9 +111,13 @@ def compose_config(overrides: Mapping[str, Any]) -> DictConfig:
     composed = copy.deepcopy(base_config())
     for key, value in overrides.items():
         try:
-            OmegaConf.update(composed, key.lstrip("+"), value, merge=True, force_add=key.startswith("+"))
+            OmegaConf.update(
+                composed, key.lstrip("+"), value, merge=True, force_add=key.startswith("+")
+            )
         except OmegaConfBaseException as error:
-            raise ConfigError(f"VeRL's {CONFIG_NAME} config rejects '{key}': {one_line(error)}") from error
+            raise ConfigError(
+                f"VeRL's {CONFIG_NAME} config rejects '{key}': {one_line(error)}"
+            ) from error
     return composed
 
 

@@ -59,7 +59,10 @@ class VerlConfig:
 
 
 def resolve(
-    config: TrainConfig, run_dir: Path, inputs: Mapping[str, Any] | None = None, vault: Vault | None = None
+    config: TrainConfig,
+    run_dir: Path,
+    inputs: Mapping[str, Any] | None = None,
+    vault: Vault | None = None,
 ) -> VerlConfig:
     """Compose VeRL's config for a job, validate it with VeRL's own code, and save it as
     ``run_dir/verl_config.yaml``, each secret in it replaced by a reference to the environment.
@@ -80,8 +83,13 @@ def resolve(
     run_dir.mkdir(parents=True, exist_ok=True)
     path = run_dir / f"{SAVED_CONFIG_NAME}.yaml"
     OmegaConf.save(vault.hide_in_config(composed, overrides), path)
-    return VerlConfig(config=composed, path=path, overrides=overrides, environment=vault.environment,
-                      variables=tracker_variables(trackers, run_dir))
+    return VerlConfig(
+        config=composed,
+        path=path,
+        overrides=overrides,
+        environment=vault.environment,
+        variables=tracker_variables(trackers, run_dir),
+    )
 
 
 def _validate(composed: DictConfig, origins: Mapping[str, str]) -> None:
@@ -96,11 +104,16 @@ def _validate(composed: DictConfig, origins: Mapping[str, str]) -> None:
     from verl.utils.config import omega_conf_to_dataclass, validate_config
 
     if composed.actor_rollout_ref.model.path == base_config().actor_rollout_ref.model.path:
-        raise ConfigError("no model: set config key 'model' (or the agent's model) to a model folder")
+        raise ConfigError(
+            "no model: set config key 'model' (or the agent's model) to a model folder"
+        )
     validated = _without_vllm_lora_lookup(composed, origins)
     steps = (
         ("algorithm", lambda: omega_conf_to_dataclass(composed.algorithm)),
-        ("actor_rollout_ref.rollout", lambda: omega_conf_to_dataclass(composed.actor_rollout_ref.rollout)),
+        (
+            "actor_rollout_ref.rollout",
+            lambda: omega_conf_to_dataclass(composed.actor_rollout_ref.rollout),
+        ),
         (
             "validate_config",
             lambda: validate_config(
@@ -117,7 +130,9 @@ def _validate(composed: DictConfig, origins: Mapping[str, str]) -> None:
                 step()
         except Exception as error:  # noqa: BLE001 - VeRL raises asserts, ValueError, KeyError, ...
             text = one_line(_root_cause(error))
-            raise ConfigError(f"{_named_origin(text, origins)}VeRL's {where} rejects the config: {text}") from error
+            raise ConfigError(
+                f"{_named_origin(text, origins)}VeRL's {where} rejects the config: {text}"
+            ) from error
     _check_model_len(composed, origins)
 
 
@@ -133,7 +148,11 @@ def _without_vllm_lora_lookup(composed: DictConfig, origins: Mapping[str, str]) 
     import importlib.util
 
     rank = composed.actor_rollout_ref.model.lora_rank
-    if not rank or composed.actor_rollout_ref.rollout.name != "vllm" or importlib.util.find_spec("vllm"):
+    if (
+        not rank
+        or composed.actor_rollout_ref.rollout.name != "vllm"
+        or importlib.util.find_spec("vllm")
+    ):
         return composed
     if rank > VLLM_MAX_LORA_RANK:
         origin = origins.get("actor_rollout_ref.model.lora_rank", "config key 'lora.rank'")

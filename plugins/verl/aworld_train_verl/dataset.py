@@ -33,7 +33,14 @@ SHOWN_INDICES = 10
 SAMPLE_ROWS = 4
 #: The columns the engine writes itself: the canonical ones, and those VeRL's layout has that
 #: the engine wires (a dataset in VeRL's layout has its own; see the module docstring).
-ENGINE_COLUMNS = ("prompt", "ground_truth", "data_source", "extra_info", "reward_model", "agent_name")
+ENGINE_COLUMNS = (
+    "prompt",
+    "ground_truth",
+    "data_source",
+    "extra_info",
+    "reward_model",
+    "agent_name",
+)
 
 
 @dataclass
@@ -105,13 +112,18 @@ def write_parquet(rows: list[dict[str, Any]], path: Path) -> Path:
 
 
 def overlong_rows(
-    rows: list[dict[str, Any]], tokenizer: Any, max_prompt_length: int, tools: list[dict[str, Any]] | None = None
+    rows: list[dict[str, Any]],
+    tokenizer: Any,
+    max_prompt_length: int,
+    tools: list[dict[str, Any]] | None = None,
 ) -> dict[int, int]:
     """The rows whose prompt, rendered as the rollout renders it (chat template, the agent's
     system prompt and tool schemas), exceeds the limit: row index → its tokens."""
     too_long = {}
     for index, row in enumerate(rows):
-        ids = tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True, tokenize=True, tools=tools)
+        ids = tokenizer.apply_chat_template(
+            row["prompt"], add_generation_prompt=True, tokenize=True, tools=tools
+        )
         if hasattr(ids, "keys"):
             ids = ids["input_ids"]
         if len(ids) > max_prompt_length:
@@ -142,26 +154,42 @@ def load_back(path: Path, tokenizer: Any, data_config: Any, expected_rows: int) 
 
     from verl.utils.dataset.rl_dataset import RLHFDataset
 
-    config = OmegaConf.merge(data_config, {"filter_overlong_prompts": False, "dataloader_num_workers": 0})
+    config = OmegaConf.merge(
+        data_config, {"filter_overlong_prompts": False, "dataloader_num_workers": 0}
+    )
     try:
-        with contextlib.redirect_stdout(io.StringIO()), _private_datasets_cache(), quiet_progress_bars():
+        with (
+            contextlib.redirect_stdout(io.StringIO()),
+            _private_datasets_cache(),
+            quiet_progress_bars(),
+        ):
             dataset = RLHFDataset(data_files=[str(path)], tokenizer=tokenizer, config=config)
             first = dataset[0] if len(dataset) else None
     except Exception as error:  # noqa: BLE001 - datasets and pyarrow raise many kinds
         raise DatasetError(f"{path}: VeRL's RLHFDataset cannot read it: {error}") from error
     if len(dataset) != expected_rows:
-        raise DatasetError(f"{path}: VeRL's RLHFDataset read {len(dataset)} rows of {expected_rows}")
+        raise DatasetError(
+            f"{path}: VeRL's RLHFDataset read {len(dataset)} rows of {expected_rows}"
+        )
     if first is not None and not isinstance(first["raw_prompt"], list):
-        raise DatasetError(f"{path}: VeRL's RLHFDataset reads row 0's prompt as {type(first['raw_prompt']).__name__}, not chat messages")
+        raise DatasetError(
+            f"{path}: VeRL's RLHFDataset reads row 0's prompt as {type(first['raw_prompt']).__name__}, not chat messages"
+        )
 
 
-def describe_overlong(too_long: dict[int, int], max_prompt_length: int, role: str, tools: bool) -> str:
+def describe_overlong(
+    too_long: dict[int, int], max_prompt_length: int, role: str, tools: bool
+) -> str:
     """``train_dataset row 3: the prompt ... is 80 tokens, past data.max_prompt_length=64 (2 rows: 3, 17)``."""
     first = next(iter(too_long))
     indices = list(too_long)
     shown = ", ".join(str(i) for i in indices[:SHOWN_INDICES])
     more = f" and {len(indices) - SHOWN_INDICES} more" if len(indices) > SHOWN_INDICES else ""
-    rendered = "with the chat template, system prompt and tool schemas" if tools else "with the chat template and system prompt"
+    rendered = (
+        "with the chat template, system prompt and tool schemas"
+        if tools
+        else "with the chat template and system prompt"
+    )
     return (
         f"{role} row {first}: the prompt ({rendered}) is {too_long[first]} tokens, past "
         f"data.max_prompt_length={max_prompt_length} ({len(indices)} row(s): {shown}{more})"
@@ -198,15 +226,19 @@ def convert(
         rows = verl_rows(dataset, split, system_prompt, agent_name)
         too_long = overlong_rows(rows, tokenizer, max_prompt_length, tools)
         if too_long:
-            message = describe_overlong(too_long, max_prompt_length, f"{split}_dataset", bool(tools))
+            message = describe_overlong(
+                too_long, max_prompt_length, f"{split}_dataset", bool(tools)
+            )
             if not data_config.filter_overlong_prompts:
                 raise DatasetError(
                     f"{message}; VeRL would drop or cut them: shorten them, raise config key "
                     f"'max_prompt_length', or set verl.data.filter_overlong_prompts: true to drop them"
                 )
             if len(too_long) == len(rows):
-                raise DatasetError(f"{message}; that is every row, and VeRL drops them all "
-                                   f"(data.filter_overlong_prompts): raise config key 'max_prompt_length'")
+                raise DatasetError(
+                    f"{message}; that is every row, and VeRL drops them all "
+                    f"(data.filter_overlong_prompts): raise config key 'max_prompt_length'"
+                )
             logger.warning("%s; VeRL drops them (data.filter_overlong_prompts=true)", message)
         path = write_parquet(rows, folder / f"{split}.parquet")
         load_back(path, tokenizer, data_config, expected_rows=len(rows))
@@ -246,8 +278,13 @@ def check_response_room(
     present = {role: dataset for role, dataset in datasets_by_role.items() if dataset is not None}
     try:
         check_lengths(
-            agent.model, present, agent.system_prompt, agent.tools.schemas() if agent.tools is not None else [],
-            budget, agent.max_turns, agent.trust_remote_code,
+            agent.model,
+            present,
+            agent.system_prompt,
+            agent.tools.schemas() if agent.tools is not None else [],
+            budget,
+            agent.max_turns,
+            agent.trust_remote_code,
         )
     except ModelError as error:
         raise ModelError(f"{origin}: {error}") from None

@@ -12,7 +12,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import aworld_train.engine as sdk
-from aworld_train.engine import ConfigLayout, DatasetError, RewardError, hookimpl, installed_versions
+from aworld_train.engine import (
+    ConfigLayout,
+    DatasetError,
+    RewardError,
+    hookimpl,
+    installed_versions,
+)
 
 if TYPE_CHECKING:
     import datasets
@@ -42,8 +48,11 @@ def check_agent(agent: sdk.AgentSpec, config: sdk.TrainConfig, tools: sdk.ToolSe
 
 @hookimpl
 def check_dataset(
-    train_dataset: datasets.Dataset | None, test_dataset: datasets.Dataset | None, agent: VerlAgent,
-    config: sdk.TrainConfig, ctx: sdk.RunContext,
+    train_dataset: datasets.Dataset | None,
+    test_dataset: datasets.Dataset | None,
+    agent: VerlAgent,
+    config: sdk.TrainConfig,
+    ctx: sdk.RunContext,
 ) -> VerlData:
     from aworld_train_verl import dataset as verl_dataset
     from aworld_train_verl.agent import load_tokenizer
@@ -71,7 +80,9 @@ def check_dataset(
     )
     budget = int(composed.data.max_response_length)
     verl_dataset.check_response_room(
-        agent, {"train_dataset": train_dataset, "test_dataset": test_dataset}, budget,
+        agent,
+        {"train_dataset": train_dataset, "test_dataset": test_dataset},
+        budget,
         core_budget=config.max_completion_length or agent.overrides.get("data.max_response_length"),
         origin=_budget_origin(config, budget),
     )
@@ -85,13 +96,19 @@ def _budget_origin(config: sdk.TrainConfig, budget: int) -> str:
 
     if "data.max_response_length" in flatten(config.engine_section()):
         return f"config key '{config.engine or SECTION}.data.max_response_length' ({budget} tokens)"
-    return (f"VeRL's default data.max_response_length ({budget} tokens; set config key "
-            f"'max_completion_length' to choose)")
+    return (
+        f"VeRL's default data.max_response_length ({budget} tokens; set config key "
+        f"'max_completion_length' to choose)"
+    )
 
 
 @hookimpl
 def check_reward(
-    reward: sdk.RewardSpec | None, agent: VerlAgent, dataset: VerlData, config: sdk.TrainConfig, ctx: sdk.RunContext
+    reward: sdk.RewardSpec | None,
+    agent: VerlAgent,
+    dataset: VerlData,
+    config: sdk.TrainConfig,
+    ctx: sdk.RunContext,
 ) -> VerlReward:
     from aworld_train_verl import reward as verl_reward
     from aworld_train_verl.agent import load_tokenizer
@@ -102,18 +119,27 @@ def check_reward(
             "no reward: the verl engine scores every rollout with a reward function; set 'reward' "
             "in the job (file.py:function, package.module:function or a built-in name)"
         )
-    wired = verl_reward.wire(reward, ctx.run_dir, episodes=agent.agent_name is not None, vault=agent.vault)
+    wired = verl_reward.wire(
+        reward, ctx.run_dir, episodes=agent.agent_name is not None, vault=agent.vault
+    )
     composed = preview(config, ctx.run_dir, inputs={**agent.overrides, **wired.overrides})
     verl_reward.score_with_reward_manager(
-        composed, load_tokenizer(agent.model, agent.trust_remote_code), dataset.samples[:1],
-        timeout=config.reward_timeout, environment=agent.vault.environment,
+        composed,
+        load_tokenizer(agent.model, agent.trust_remote_code),
+        dataset.samples[:1],
+        timeout=config.reward_timeout,
+        environment=agent.vault.environment,
     )
     return wired
 
 
 @hookimpl
 def check_config(
-    config: sdk.TrainConfig, agent: VerlAgent, dataset: VerlData, reward: VerlReward, ctx: sdk.RunContext
+    config: sdk.TrainConfig,
+    agent: VerlAgent,
+    dataset: VerlData,
+    reward: VerlReward,
+    ctx: sdk.RunContext,
 ) -> VerlConfig:
     from aworld_train_verl.agent import write_agent_loop
     from aworld_train_verl.cluster import check_cluster
@@ -128,14 +154,19 @@ def check_config(
         **dataset.overrides,
         **reward.overrides,
     }
-    inputs.update(schedule_overrides(config, ctx.run_dir, inputs, dataset.rows,
-                                     has_test=dataset.test_file is not None))
+    inputs.update(
+        schedule_overrides(
+            config, ctx.run_dir, inputs, dataset.rows, has_test=dataset.test_file is not None
+        )
+    )
     resolved = resolve(config, ctx.run_dir, inputs=inputs, vault=agent.vault)
     # A cluster named by the job is asked now whether the job fits, not when Ray places it.
     fits = check_cluster(resolved.config)
     if fits is not None:
         ctx.logger.info("%s", fits)
-    write_launch_script(ctx.run_dir, secrets=sorted(resolved.environment), variables=resolved.variables)
+    write_launch_script(
+        ctx.run_dir, secrets=sorted(resolved.environment), variables=resolved.variables
+    )
     return resolved
 
 

@@ -61,14 +61,26 @@ def export_model(run_dir: Path) -> Path:
             f"{run_dir}: its checkpoints hold the LoRA adapter alone ({LORA_ONLY_KEY} is true), "
             f"which VeRL's model merger cannot make a model of; train without that key"
         )
-    trust_remote_code = OmegaConf.select(config, "actor_rollout_ref.model.trust_remote_code") is True
+    trust_remote_code = (
+        OmegaConf.select(config, "actor_rollout_ref.model.trust_remote_code") is True
+    )
     actor = last_actor_checkpoint(run_dir)
     with _staging(run_dir) as staging:
         merged = staging / "merged"
         run_process(
-            [sys.executable, "-m", "verl.model_merger", "merge", "--backend", "fsdp",
-             "--local_dir", str(actor), "--target_dir", str(merged),
-             *(["--trust-remote-code"] if trust_remote_code else [])],
+            [
+                sys.executable,
+                "-m",
+                "verl.model_merger",
+                "merge",
+                "--backend",
+                "fsdp",
+                "--local_dir",
+                str(actor),
+                "--target_dir",
+                str(merged),
+                *(["--trust-remote-code"] if trust_remote_code else []),
+            ],
             what=f"VeRL's model merger on {actor}",
             log_path=run_dir / MERGER_LOG,
         )
@@ -126,9 +138,14 @@ def _check_complete(actor: Path) -> None:
     needed.append(actor / "huggingface" / "config.json")
     for path in needed:
         if not path.is_file() or path.stat().st_size == 0:
-            hint = ("; VeRL saves the model only when actor.checkpoint.save_contents names 'model'"
-                    if path.suffix == ".pt" else "")
-            raise TrainingError(f"{actor}: incomplete VeRL checkpoint: {path.name} is missing or empty{hint}")
+            hint = (
+                "; VeRL saves the model only when actor.checkpoint.save_contents names 'model'"
+                if path.suffix == ".pt"
+                else ""
+            )
+            raise TrainingError(
+                f"{actor}: incomplete VeRL checkpoint: {path.name} is missing or empty{hint}"
+            )
 
 
 def _saved_config(run_dir: Path) -> Any:

@@ -30,7 +30,9 @@ _STEP_LINE = re.compile(r"step:(\d+) - (.*)$")
 HEADLINES = {"critic/score/mean": "reward", "actor/pg_loss": "loss"}
 
 
-def main_ppo_command(run_dir: Path, extra: Iterable[str] = (), python: str | None = None) -> list[str]:
+def main_ppo_command(
+    run_dir: Path, extra: Iterable[str] = (), python: str | None = None
+) -> list[str]:
     """The command that trains the saved config of ``run_dir`` with VeRL directly."""
     return [
         python or sys.executable,
@@ -44,7 +46,9 @@ def main_ppo_command(run_dir: Path, extra: Iterable[str] = (), python: str | Non
     ]
 
 
-def write_launch_script(run_dir: Path, secrets: Iterable[str] = (), variables: Mapping[str, str] | None = None) -> Path:
+def write_launch_script(
+    run_dir: Path, secrets: Iterable[str] = (), variables: Mapping[str, str] | None = None
+) -> Path:
     """Write ``launch.sh``: the job as plain VeRL, for users who submit to a scheduler themselves.
 
     :param secrets: the environment variables that carry the job's secrets (the run's files
@@ -59,7 +63,8 @@ def write_launch_script(run_dir: Path, secrets: Iterable[str] = (), variables: M
     )
     here = str(run_dir.absolute())
     exports = "".join(
-        f'export {name}={_quoted_in(value, here)}\n' for name, value in sorted((variables or {}).items())
+        f"export {name}={_quoted_in(value, here)}\n"
+        for name, value in sorted((variables or {}).items())
     )
     path.write_text(
         "#!/usr/bin/env bash\n"
@@ -74,7 +79,7 @@ def write_launch_script(run_dir: Path, secrets: Iterable[str] = (), variables: M
         f'export VERL_FILE_LOGGER_PATH="$RUN_DIR/{METRICS_NAME}"\n'
         f"{exports}"
         "# Ray refuses a CPU count when it joins an existing cluster.\n"
-        'cluster=()\n'
+        "cluster=()\n"
         'if [[ -n "${RAY_ADDRESS:-}" ]]; then cluster=(ray_kwargs.ray_init.num_cpus=null); fi\n'
         f'exec "${{PYTHON:-{shlex.quote(sys.executable)}}}" -m verl.trainer.main_ppo \\\n'
         f'  --config-path="$RUN_DIR" --config-name={SAVED_CONFIG_NAME} \\\n'
@@ -106,7 +111,11 @@ def ray_cpus_held(config: Any) -> int:
     if not config.trainer.get("use_v1", False):
         return 1
     backend = config.transfer_queue.backend
-    units = int(backend.SimpleStorage.num_data_storage_units) if backend.storage_backend == "SimpleStorage" else 0
+    units = (
+        int(backend.SimpleStorage.num_data_storage_units)
+        if backend.storage_backend == "SimpleStorage"
+        else 0
+    )
     return units + 2
 
 
@@ -217,5 +226,11 @@ def run(
         if parsed is not None:
             on_step(*parsed)
 
-    run_process(command, what="VeRL's main_ppo", log_path=run_dir / LOG_NAME, on_line=on_line,
-                cwd=run_dir, env=env)
+    run_process(
+        command,
+        what="VeRL's main_ppo",
+        log_path=run_dir / LOG_NAME,
+        on_line=on_line,
+        cwd=run_dir,
+        env=env,
+    )

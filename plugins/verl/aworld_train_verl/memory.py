@@ -19,8 +19,14 @@ if TYPE_CHECKING:
     from aworld_train_verl.config import VerlConfig
 
 # VeRL's dtype names -> the common precision names.
-_DTYPES = {"fp32": "fp32", "float32": "fp32", "bf16": "bf16", "bfloat16": "bf16",
-           "fp16": "fp16", "float16": "fp16"}
+_DTYPES = {
+    "fp32": "fp32",
+    "float32": "fp32",
+    "bf16": "bf16",
+    "bfloat16": "bf16",
+    "fp16": "fp16",
+    "float16": "fp16",
+}
 # Rollout engines that reserve a share of the GPU (gpu_memory_utilization).
 _RESERVING_ROLLOUTS = ("vllm", "sglang")
 
@@ -59,33 +65,41 @@ def verl_memory_plan(config: VerlConfig, default: MemoryPlan) -> MemoryPlan:
         tokens = int(get(actor + "ppo_max_token_len_per_gpu", sequence))
         micro_batch = max(1, tokens // sequence)
         notes.append(f"dynamic micro-batches of {tokens} tokens")
-    uses_kl = bool(get(actor + "use_kl_loss", False)) or bool(get("algorithm.use_kl_in_reward",
-                                                                  False))
-    reference = uses_kl and not lora and not get(
-        "actor_rollout_ref.ref.fsdp_config.param_offload", False)
+    uses_kl = bool(get(actor + "use_kl_loss", False)) or bool(
+        get("algorithm.use_kl_in_reward", False)
+    )
+    reference = (
+        uses_kl and not lora and not get("actor_rollout_ref.ref.fsdp_config.param_offload", False)
+    )
     rollout = "actor_rollout_ref.rollout."
-    reserves = (str(get(rollout + "name", "")) in _RESERVING_ROLLOUTS
-                and not int(get(rollout + "nnodes", 0)))  # 0: on the actor's GPUs
+    reserves = str(get(rollout + "name", "")) in _RESERVING_ROLLOUTS and not int(
+        get(rollout + "nnodes", 0)
+    )  # 0: on the actor's GPUs
     alongside = None
     if reserves and get(rollout + "free_cache_engine", True):
-        alongside = tuple(part for part, offloaded in (
-            ("weights", get(actor + "fsdp_config.param_offload", False)),
-            ("optimizer", get(actor + "fsdp_config.optimizer_offload", False)),
-            ("reference", False)) if not offloaded)
+        alongside = tuple(
+            part
+            for part, offloaded in (
+                ("weights", get(actor + "fsdp_config.param_offload", False)),
+                ("optimizer", get(actor + "fsdp_config.optimizer_offload", False)),
+                ("reference", False),
+            )
+            if not offloaded
+        )
     return dataclasses.replace(
         default,
         weight_dtype=_DTYPES.get(str(get(actor + "fsdp_config.model_dtype", "fp32"))),
         lora=lora,
         micro_batch=micro_batch,
         sequence_length=sequence,
-        gradient_checkpointing=bool(get("actor_rollout_ref.model.enable_gradient_checkpointing",
-                                        False)),
+        gradient_checkpointing=bool(
+            get("actor_rollout_ref.model.enable_gradient_checkpointing", False)
+        ),
         shard_degree=shard,
         zero_stage=3,
         offload_optimizer=bool(get(actor + "fsdp_config.offload_policy", False)),
         reference_model=reference,
-        rollout_fraction=float(get(rollout + "gpu_memory_utilization", 0.0)) if reserves
-        else 0.0,
+        rollout_fraction=float(get(rollout + "gpu_memory_utilization", 0.0)) if reserves else 0.0,
         rollout_alongside=alongside,
         notes=tuple(notes),
     )

@@ -14,7 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 from aworld_train.engine import ENGINE_KEYS, CommonKeys, ConfigError, did_you_mean
 
-from aworld_train_verl.composition import CONFIG_NAME, base_config, compose_config, flatten, known_keys
+from aworld_train_verl.composition import (
+    CONFIG_NAME,
+    base_config,
+    compose_config,
+    flatten,
+    known_keys,
+)
 from aworld_train_verl.gpus import cluster_address, visible_gpus
 from aworld_train_verl.schema import check_choice, check_values
 from aworld_train_verl.settings import same_target, setting_overrides
@@ -83,8 +89,15 @@ DEFAULTS: dict[str, Any] = {
 PER_GPU = "_per_gpu"
 
 # The common keys VeRL takes as they are, under each of its keys that ENGINE_KEYS names for them.
-_AS_GIVEN = ("learning_rate", "max_steps", "num_generations", "max_prompt_length", "max_completion_length",
-             "seed", "save_steps")
+_AS_GIVEN = (
+    "learning_rate",
+    "max_steps",
+    "num_generations",
+    "max_prompt_length",
+    "max_completion_length",
+    "seed",
+    "save_steps",
+)
 
 
 def section_of(config: TrainConfig) -> dict[str, Any]:
@@ -125,7 +138,9 @@ def common_overrides(config: TrainConfig) -> dict[str, Any]:
                 f"config key 'batch_size': {config.batch_size} completions per step do not divide "
                 f"into groups of num_generations={generations}; make it a multiple of {generations}"
             )
-        out.update(dict.fromkeys(ENGINE_KEYS["verl"]["batch_size"], config.batch_size // generations))
+        out.update(
+            dict.fromkeys(ENGINE_KEYS["verl"]["batch_size"], config.batch_size // generations)
+        )
     out["trainer.nnodes"] = config.resources.nnodes
     out["trainer.n_gpus_per_node"] = config.resources.gpus_per_node or max(visible_gpus(), 1)
     return out
@@ -139,7 +154,10 @@ def configures_critic(section: Mapping[str, Any]) -> bool:
     the common ``algorithm`` itself; any other job trains ``grpo`` unless it says otherwise."""
     if section.get("critic.enable", section.get("++critic.enable")) is False:
         return False
-    return any(key.lstrip("+").startswith("critic.") and value is not None for key, value in section.items())
+    return any(
+        key.lstrip("+").startswith("critic.") and value is not None
+        for key, value in section.items()
+    )
 
 
 def model_overrides(model: str) -> dict[str, Any]:
@@ -170,7 +188,10 @@ def job_overrides(
     _check_keys(section, origins, base)
     _check_remote_code(section, origins, config)
     settings = setting_overrides(
-        config, run_dir, CommonKeys(name, {key.lstrip("+"): value for key, value in section.items()}))
+        config,
+        run_dir,
+        CommonKeys(name, {key.lstrip("+"): value for key, value in section.items()}),
+    )
     engine: dict[str, Any] = {
         **engine_defaults(section),
         "trainer.experiment_name": run_dir.name,
@@ -195,12 +216,16 @@ def engine_defaults(section: Mapping[str, Any]) -> dict[str, Any]:
     (``actor.ppo_micro_batch_size`` for ``actor.ppo_micro_batch_size_per_gpu``) the section sets:
     VeRL takes either, and refuses both."""
     chosen = {key.lstrip("+") for key, value in section.items() if value is not None}
-    return {key: value for key, value in DEFAULTS.items()
-            if not (key.endswith(PER_GPU) and key.removesuffix(PER_GPU) in chosen)}
+    return {
+        key: value
+        for key, value in DEFAULTS.items()
+        if not (key.endswith(PER_GPU) and key.removesuffix(PER_GPU) in chosen)
+    }
 
 
-def normalise_added(section: Mapping[str, Any], origins: Mapping[str, str],
-                    base: DictConfig) -> tuple[dict[str, Any], dict[str, str]]:
+def normalise_added(
+    section: Mapping[str, Any], origins: Mapping[str, str], base: DictConfig
+) -> tuple[dict[str, Any], dict[str, str]]:
     """The section with Hydra's ``++key`` (add, or override when present) written as the key
     itself where VeRL's config has it, else as ``+key`` (a new key); each key's origin kept, so
     an error still names what the user wrote."""
@@ -224,8 +249,10 @@ def _check_keys(section: Mapping[str, Any], origins: Mapping[str, str], base: Di
         if key.startswith("+"):
             name = key.lstrip("+")
             if name in keys:  # Hydra: "Could not append to config. An item is already at ..."
-                raise ConfigError(f"{origin}: '{name}' is already a key of VeRL's {CONFIG_NAME} config; "
-                                  f"set it without the '+' (or with '++', which adds or overrides)")
+                raise ConfigError(
+                    f"{origin}: '{name}' is already a key of VeRL's {CONFIG_NAME} config; "
+                    f"set it without the '+' (or with '++', which adds or overrides)"
+                )
             continue
         if key not in keys:
             parent = key.rsplit(".", 1)[0] if "." in key else ""
@@ -237,17 +264,25 @@ def _check_keys(section: Mapping[str, Any], origins: Mapping[str, str], base: Di
             )
 
 
-def _check_remote_code(section: Mapping[str, Any], origins: Mapping[str, str], config: TrainConfig) -> None:
+def _check_remote_code(
+    section: Mapping[str, Any], origins: Mapping[str, str], config: TrainConfig
+) -> None:
     """Code from a model folder runs only when the job says so with the common key."""
     for key in section:
-        if key.lstrip("+").endswith("trust_remote_code") and section[key] is True and not config.trust_remote_code:
+        if (
+            key.lstrip("+").endswith("trust_remote_code")
+            and section[key] is True
+            and not config.trust_remote_code
+        ):
             raise ConfigError(
                 f"{origins[key]}: VeRL would run code from the model folder; set the config key "
                 f"'trust_remote_code: true' instead, if you trust that code"
             )
 
 
-def _fill_nulls(section: Mapping[str, Any], origins: Mapping[str, str], engine: Mapping[str, Any]) -> dict[str, Any]:
+def _fill_nulls(
+    section: Mapping[str, Any], origins: Mapping[str, str], engine: Mapping[str, Any]
+) -> dict[str, Any]:
     """The section less what the engine fills in: a null for a key the engine sets, for a key
     of :data:`WIRED` (unset, it keeps VeRL's default) and for a legacy key of
     :data:`LEGACY_KEYS`, and a legacy key that agrees with the engine's wiring (which holds it
@@ -274,7 +309,9 @@ def _fill_nulls(section: Mapping[str, Any], origins: Mapping[str, str], engine: 
     return kept
 
 
-def preview(config: TrainConfig, run_dir: Path, inputs: Mapping[str, Any] | None = None) -> DictConfig:
+def preview(
+    config: TrainConfig, run_dir: Path, inputs: Mapping[str, Any] | None = None
+) -> DictConfig:
     """The job's composed config, for the checks that run before :func:`resolve`; not validated."""
     return compose_config(job_overrides(config, run_dir, inputs)[0])
 

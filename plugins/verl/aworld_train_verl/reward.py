@@ -109,7 +109,10 @@ class VerlReward:
 
     @property
     def overrides(self) -> dict[str, Any]:
-        return {"reward.custom_reward_function.path": self.path, "reward.custom_reward_function.name": self.name}
+        return {
+            "reward.custom_reward_function.path": self.path,
+            "reward.custom_reward_function.name": self.name,
+        }
 
 
 def _direct(function: RewardFunction) -> VerlReward | None:
@@ -153,13 +156,17 @@ def _new_process_path() -> frozenset[Path]:
     installed packages, ``.pth`` entries, ``PYTHONPATH``), less its working directory."""
     code = "import json, sys; print(json.dumps(sys.path[1:]))"
     try:
-        listed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+        listed = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+        )
         return frozenset(Path(entry).resolve() for entry in json.loads(listed.stdout) if entry)
     except (OSError, ValueError, subprocess.SubprocessError):
         return frozenset()  # every module then gets its folder put on the path, which is harmless
 
 
-def wire(spec: RewardSpec, run_dir: Path, episodes: bool = False, vault: Vault | None = None) -> VerlReward:
+def wire(
+    spec: RewardSpec, run_dir: Path, episodes: bool = False, vault: Vault | None = None
+) -> VerlReward:
     """Point VeRL at the job's reward, writing a combining module into ``run_dir`` when needed.
 
     :param episodes: the rollout runs the plugin's agent loop, whose failed episodes score 0.
@@ -174,7 +181,9 @@ def wire(spec: RewardSpec, run_dir: Path, episodes: bool = False, vault: Vault |
     unimportable = [f for f in spec.functions if f.ref is None]
     if unimportable:
         try:
-            payload = (vault or Vault()).dumps([f.fn if f.ref is None else None for f in spec.functions])
+            payload = (vault or Vault()).dumps(
+                [f.fn if f.ref is None else None for f in spec.functions]
+            )
         except Exception as error:  # noqa: BLE001 - pickling fails in many ways
             raise RewardError(
                 f"reward '{unimportable[0].name}' cannot be shipped to VeRL's reward workers: "
@@ -204,7 +213,9 @@ def sample_batch(rows: list[dict[str, Any]], tokenizer: Any) -> Any:
 
     prompts, responses = [], []
     for row in rows:
-        prompt_ids = tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True, tokenize=True)
+        prompt_ids = tokenizer.apply_chat_template(
+            row["prompt"], add_generation_prompt=True, tokenize=True
+        )
         if hasattr(prompt_ids, "keys"):
             prompt_ids = prompt_ids["input_ids"]
         prompts.append(list(prompt_ids))
@@ -257,7 +268,9 @@ def score_with_reward_manager(
     # Imported here, before the fork, so that the child spends its time on the reward.
     from verl.trainer.ppo.reward import load_reward_manager  # noqa: F401
 
-    reference = f"{config.reward.custom_reward_function.path}:{config.reward.custom_reward_function.name}"
+    reference = (
+        f"{config.reward.custom_reward_function.path}:{config.reward.custom_reward_function.name}"
+    )
 
     def score() -> list[dict[str, Any]]:
         os.environ.update(environment or {})
@@ -297,7 +310,11 @@ def _score(config: Any, tokenizer: Any, rows: list[dict[str, Any]]) -> list[dict
                 f"{_row_index(row, i)}: {type(error).__name__}: {error}"
             ) from None
         score = results[-1]["reward_score"]
-        if not isinstance(score, numbers.Real) or isinstance(score, bool) or not math.isfinite(score):
+        if (
+            not isinstance(score, numbers.Real)
+            or isinstance(score, bool)
+            or not math.isfinite(score)
+        ):
             raise RewardError(
                 f"reward {path}:{name} returns {score!r} on row {_row_index(row, i)} in VeRL's "
                 f"{type(manager).__name__}; return a finite number or a dict with a numeric 'score'"

@@ -24,7 +24,15 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.engine import ConfigError, cached, check_value, did_you_mean, first_non_finite, fits, yaml_repr
+from aworld_train.engine import (
+    ConfigError,
+    cached,
+    check_value,
+    did_you_mean,
+    first_non_finite,
+    fits,
+    yaml_repr,
+)
 
 from aworld_train_verl.composition import base_config, cache_key
 
@@ -181,7 +189,14 @@ def type_term(hint: Any) -> Any:
 
     # ``Any`` is a declaration too: VeRL takes anything there (``target_modules`` is a name or a
     # list), so the type of its default must not narrow it.
-    scalars = {int: "int", float: "float", str: "str", bool: "bool", type(None): "null", typing.Any: "any"}
+    scalars = {
+        int: "int",
+        float: "float",
+        str: "str",
+        bool: "bool",
+        type(None): "null",
+        typing.Any: "any",
+    }
     if hint in scalars:
         return scalars[hint]
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
@@ -189,7 +204,9 @@ def type_term(hint: Any) -> Any:
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
     if origin is typing.Literal:
-        return {"literal": list(args)} if all(isinstance(a, (str, int, bool)) for a in args) else None
+        return (
+            {"literal": list(args)} if all(isinstance(a, (str, int, bool)) for a in args) else None
+        )
     if origin in (typing.Union, pytypes.UnionType):
         terms = [type_term(arg) for arg in args]
         return None if any(t is None for t in terms) else {"union": terms}
@@ -202,7 +219,14 @@ def type_term(hint: Any) -> Any:
 
 def python_type(term: Any) -> Any:
     """The type hint a JSON term stands for (the inverse of :func:`type_term`)."""
-    scalars = {"int": int, "float": float, "str": str, "bool": bool, "null": type(None), "any": typing.Any}
+    scalars = {
+        "int": int,
+        "float": float,
+        "str": str,
+        "bool": bool,
+        "null": type(None),
+        "any": typing.Any,
+    }
     if isinstance(term, str):
         return scalars[term]
     if "literal" in term:
@@ -218,7 +242,11 @@ def registry_names() -> dict[str, list[str]]:
     """The names VeRL's registries hold now, for each key of :data:`REGISTRIES` (imports VeRL,
     which also loads the ``verl.plugins`` that register more)."""
     from verl.experimental.reward_loop.reward_manager.registry import REWARD_MANAGER
-    from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, POLICY_LOSS_REGISTRY, AdvantageEstimator
+    from verl.trainer.ppo.core_algos import (
+        ADV_ESTIMATOR_REGISTRY,
+        POLICY_LOSS_REGISTRY,
+        AdvantageEstimator,
+    )
     from verl.workers.rollout.replica import RolloutReplicaRegistry
 
     import verl.experimental.reward_loop.reward_manager  # noqa: F401 - registers the built-in managers
@@ -227,7 +255,8 @@ def registry_names() -> dict[str, list[str]]:
 
     estimators = kl_estimators()
     names = {
-        "algorithm.adv_estimator": {e.value for e in AdvantageEstimator} | set(ADV_ESTIMATOR_REGISTRY),
+        "algorithm.adv_estimator": {e.value for e in AdvantageEstimator}
+        | set(ADV_ESTIMATOR_REGISTRY),
         "actor_rollout_ref.actor.policy_loss.loss_mode": set(POLICY_LOSS_REGISTRY),
         "actor_rollout_ref.rollout.name": set(RolloutReplicaRegistry._registry),
         "reward.reward_manager.name": set(REWARD_MANAGER),
@@ -257,8 +286,14 @@ def kl_estimators() -> set[str]:
         tree = ast.parse(source.read_text(encoding="utf-8"))
     except (OSError, SyntaxError):
         return set()
-    function = next((node for node in ast.walk(tree)
-                     if isinstance(node, ast.FunctionDef) and node.name == KL_FUNCTION), None)
+    function = next(
+        (
+            node
+            for node in ast.walk(tree)
+            if isinstance(node, ast.FunctionDef) and node.name == KL_FUNCTION
+        ),
+        None,
+    )
     if function is None:
         return set()
     names: set[str] = set()
@@ -292,12 +327,19 @@ def check_values(values: Mapping[str, Any], origins: Mapping[str, str], base: Di
             raise ConfigError(f"{origin}: {yaml_repr(number)} is not a finite number")
         section = _section_keys(base, key)
         if section is not None:
-            raise ConfigError(f"{origin}: '{key}' is a section of VeRL's config, not a value; set its keys "
-                              f"({', '.join(section[:5])}{', ...' if len(section) > 5 else ''})")
+            raise ConfigError(
+                f"{origin}: '{key}' is a section of VeRL's config, not a value; set its keys "
+                f"({', '.join(section[:5])}{', ...' if len(section) > 5 else ''})"
+            )
         if key in ALSO_TAKES and fits(python_type(ALSO_TAKES[key]), value):
             pass
         elif key in known.types:
-            check_value(python_type(known.types[key]), value, origin, because=f"as VeRL's {known.owners[key]} declares")
+            check_value(
+                python_type(known.types[key]),
+                value,
+                origin,
+                because=f"as VeRL's {known.owners[key]} declares",
+            )
         else:
             _check_default_type(value, key, origin, base)
         if key in known.choices and value is not None and _registry_applies(key, values, base):
@@ -342,7 +384,13 @@ def _check_default_type(value: Any, key: str, origin: str, base: DictConfig) -> 
     if current is None or isinstance(current, str) and current.startswith("${"):
         return
     hint: Any = None
-    for kind, accepted in ((bool, bool), (int, int), (float, float), (str, str), (ListConfig, list[Any])):
+    for kind, accepted in (
+        (bool, bool),
+        (int, int),
+        (float, float),
+        (str, str),
+        (ListConfig, list[Any]),
+    ):
         if isinstance(current, kind):
             hint = accepted
             break
@@ -353,8 +401,10 @@ def _check_default_type(value: Any, key: str, origin: str, base: DictConfig) -> 
 def _check_choice(value: Any, key: str, choices: list[str], origin: str) -> None:
     if value not in choices:
         what = REGISTRIES.get(key, "choices")
-        raise ConfigError(f"{origin}: {value!r} is not one of VeRL's {what}{did_you_mean(str(value), choices)}; "
-                          f"choose from {', '.join(choices)}")
+        raise ConfigError(
+            f"{origin}: {value!r} is not one of VeRL's {what}{did_you_mean(str(value), choices)}; "
+            f"choose from {', '.join(choices)}"
+        )
 
 
 def _check_range(value: Any, key: str, origin: str) -> None:
@@ -376,7 +426,11 @@ def _node(base: DictConfig, key: str) -> Any:
     from omegaconf import DictConfig, OmegaConf
 
     parent, _, name = key.rpartition(".")
-    owner = OmegaConf.select(base, parent, throw_on_missing=False, throw_on_resolution_failure=False) if parent else base
+    owner = (
+        OmegaConf.select(base, parent, throw_on_missing=False, throw_on_resolution_failure=False)
+        if parent
+        else base
+    )
     try:
         return owner._get_node(name) if isinstance(owner, DictConfig) else None
     except Exception:  # noqa: BLE001 - a key that cannot be read has no node
@@ -388,4 +442,8 @@ def _section_keys(base: DictConfig, key: str) -> list[str] | None:
     from omegaconf import DictConfig
 
     node = _node(base, key)
-    return [str(k) for k in node.keys() if str(k) != "_target_"] if isinstance(node, DictConfig) else None
+    return (
+        [str(k) for k in node.keys() if str(k) != "_target_"]
+        if isinstance(node, DictConfig)
+        else None
+    )

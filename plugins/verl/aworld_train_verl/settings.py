@@ -39,7 +39,11 @@ if TYPE_CHECKING:
 # and the critic (PPO). VeRL's FSDP engine reads ``mixed_precision.{param,reduce,buffer}_dtype``
 # (no such node in the packaged YAML: unset, it is bf16/fp32/fp32) and keeps the master weights
 # in ``model_dtype`` (fp32); ``dtype`` is the same choice for its Megatron and VeOmni engines.
-FSDP_NODES = ("actor_rollout_ref.actor.fsdp_config", "actor_rollout_ref.ref.fsdp_config", "critic.fsdp")
+FSDP_NODES = (
+    "actor_rollout_ref.actor.fsdp_config",
+    "actor_rollout_ref.ref.fsdp_config",
+    "critic.fsdp",
+)
 
 PRECISION_KEY = "actor_rollout_ref.actor.fsdp_config.mixed_precision"
 
@@ -61,8 +65,11 @@ ROLLOUTS_DIR = "rollouts"
 _ACTOR = "actor_rollout_ref.actor"
 
 # VeRL's names for each precision (verl.utils.torch_dtypes.PrecisionType).
-_DTYPE_NAMES = {"fp32": ("fp32", "float32", "32", 32), "bf16": ("bf16", "bfloat16"),
-                "fp16": ("fp16", "float16", "16", 16)}
+_DTYPE_NAMES = {
+    "fp32": ("fp32", "float32", "32", 32),
+    "bf16": ("bf16", "bfloat16"),
+    "fp16": ("fp16", "float16", "16", 16),
+}
 
 
 def setting_overrides(config: TrainConfig, run_dir: Path, common: CommonKeys) -> dict[str, Any]:
@@ -80,8 +87,13 @@ def setting_overrides(config: TrainConfig, run_dir: Path, common: CommonKeys) ->
     """
     out: dict[str, Any] = {}
 
-    def carry(name: str, key: str, value: Any, agrees: Callable[[Any], bool] | None = None,
-              chosen: bool = True) -> None:
+    def carry(
+        name: str,
+        key: str,
+        value: Any,
+        agrees: Callable[[Any], bool] | None = None,
+        chosen: bool = True,
+    ) -> None:
         """Set ``key``; when the job chose the common key, the section must agree with it."""
         if chosen:
             common.check(name, getattr(config, name), key.lstrip("+"), value, agrees)
@@ -92,7 +104,13 @@ def setting_overrides(config: TrainConfig, run_dir: Path, common: CommonKeys) ->
     chosen = config.precision != "auto"  # auto leaves the section free to choose the dtypes
     for node in FSDP_NODES:
         mixed = {"param_dtype": precision, "reduce_dtype": "fp32", "buffer_dtype": "fp32"}
-        carry("precision", f"+{node}.mixed_precision", mixed, functools.partial(_same_dtypes, mixed), chosen)
+        carry(
+            "precision",
+            f"+{node}.mixed_precision",
+            mixed,
+            functools.partial(_same_dtypes, mixed),
+            chosen,
+        )
         carry("precision", f"{node}.dtype", TORCH_DTYPES[precision], same, chosen)
     carry("precision", ROLLOUT_DTYPE_KEY, TORCH_DTYPES[precision], same, chosen)
 
@@ -105,12 +123,20 @@ def setting_overrides(config: TrainConfig, run_dir: Path, common: CommonKeys) ->
         carry("lora", "actor_rollout_ref.model.lora_rank", config.lora.rank)
         carry("lora", "actor_rollout_ref.model.lora_alpha", _lora_alpha(config.lora.alpha))
         modules = config.lora.target_modules
-        carry("lora", "actor_rollout_ref.model.target_modules", modules if isinstance(modules, str) else list(modules))
+        carry(
+            "lora",
+            "actor_rollout_ref.model.target_modules",
+            modules if isinstance(modules, str) else list(modules),
+        )
 
     if config.report_to:
         trackers = set(config.report_to)
-        carry("report_to", "trainer.logger", [*OWN_LOGGERS, *config.report_to],
-              lambda other: {str(t) for t in _as_list(other) if str(t) in TRACKERS} == trackers)
+        carry(
+            "report_to",
+            "trainer.logger",
+            [*OWN_LOGGERS, *config.report_to],
+            lambda other: {str(t) for t in _as_list(other) if str(t) in TRACKERS} == trackers,
+        )
 
     if config.kl_coef is not None:
         carry("kl_coef", f"{_ACTOR}.use_kl_loss", config.kl_coef > 0)
@@ -126,12 +152,19 @@ def setting_overrides(config: TrainConfig, run_dir: Path, common: CommonKeys) ->
             )
         carry("lr_scheduler", f"{_ACTOR}.optim.lr_scheduler_type", config.lr_scheduler)
         # VeRL's deprecated name for the same key, which overwrites it when set.
-        common.check("lr_scheduler", config.lr_scheduler, f"{_ACTOR}.optim.warmup_style", config.lr_scheduler)
+        common.check(
+            "lr_scheduler", config.lr_scheduler, f"{_ACTOR}.optim.warmup_style", config.lr_scheduler
+        )
     if config.warmup_ratio is not None:
         carry("warmup_ratio", f"{_ACTOR}.optim.lr_warmup_steps_ratio", config.warmup_ratio)
         # A positive step count wins over the ratio in VeRL.
-        common.check("warmup_ratio", config.warmup_ratio, f"{_ACTOR}.optim.lr_warmup_steps", -1,
-                     lambda other: other <= 0)
+        common.check(
+            "warmup_ratio",
+            config.warmup_ratio,
+            f"{_ACTOR}.optim.lr_warmup_steps",
+            -1,
+            lambda other: other <= 0,
+        )
     if config.loss_aggregation is not None:
         carry("loss_aggregation", f"{_ACTOR}.loss_agg_mode", config.loss_aggregation)
     if config.clip_ratio is not None:
@@ -144,8 +177,13 @@ def setting_overrides(config: TrainConfig, run_dir: Path, common: CommonKeys) ->
 
     samples = DEFAULT_LOG_SAMPLES if config.log_samples is None else config.log_samples
     rollouts = str(run_dir / ROLLOUTS_DIR) if samples else None
-    carry("log_samples", "trainer.rollout_data_dir", rollouts, lambda other: same_target(other, rollouts),
-          chosen=config.log_samples is not None)
+    carry(
+        "log_samples",
+        "trainer.rollout_data_dir",
+        rollouts,
+        lambda other: same_target(other, rollouts),
+        chosen=config.log_samples is not None,
+    )
     return out
 
 
@@ -156,7 +194,11 @@ def effective_settings(resolved: VerlConfig, config: TrainConfig) -> list[Settin
     composed = resolved.config
     actor = composed.actor_rollout_ref.actor
     # A null of the section leaves the key to the engine (_fill_nulls).
-    section = {key.lstrip("+") for key, value in flatten(config.engine_section()).items() if value is not None}
+    section = {
+        key.lstrip("+")
+        for key, value in flatten(config.engine_section()).items()
+        if value is not None
+    }
 
     def source(name: str, keys: tuple[str, ...], chosen: bool | None = None) -> str:
         if getattr(config, name) is not None if chosen is None else chosen:
@@ -167,62 +209,163 @@ def effective_settings(resolved: VerlConfig, config: TrainConfig) -> list[Settin
 
     mixed = actor.fsdp_config.get("mixed_precision") or {}
     precision = _precision_name(mixed.get("param_dtype", "bf16"))
-    precision_keys = (PRECISION_KEY, ROLLOUT_DTYPE_KEY, *(f"{node}.{leaf}" for node in FSDP_NODES
-                                                         for leaf in ("dtype", "mixed_precision")))
-    rows.append(Setting("precision", precision, f"{PRECISION_KEY}.param_dtype", mixed.get("param_dtype", "bf16"),
-                        source("precision", precision_keys, config.precision != "auto")))
+    precision_keys = (
+        PRECISION_KEY,
+        ROLLOUT_DTYPE_KEY,
+        *(f"{node}.{leaf}" for node in FSDP_NODES for leaf in ("dtype", "mixed_precision")),
+    )
+    rows.append(
+        Setting(
+            "precision",
+            precision,
+            f"{PRECISION_KEY}.param_dtype",
+            mixed.get("param_dtype", "bf16"),
+            source("precision", precision_keys, config.precision != "auto"),
+        )
+    )
 
     model = composed.actor_rollout_ref.model
-    lora = None if not model.lora_rank else {
-        "rank": int(model.lora_rank), "alpha": float(model.lora_alpha), "dropout": 0.0,
-        "target_modules": _as_data(model.target_modules)}
-    rows.append(Setting("lora", lora, "actor_rollout_ref.model.lora_rank", int(model.lora_rank or 0),
-                        source("lora", ("actor_rollout_ref.model.lora_rank",))))
+    lora = (
+        None
+        if not model.lora_rank
+        else {
+            "rank": int(model.lora_rank),
+            "alpha": float(model.lora_alpha),
+            "dropout": 0.0,
+            "target_modules": _as_data(model.target_modules),
+        }
+    )
+    rows.append(
+        Setting(
+            "lora",
+            lora,
+            "actor_rollout_ref.model.lora_rank",
+            int(model.lora_rank or 0),
+            source("lora", ("actor_rollout_ref.model.lora_rank",)),
+        )
+    )
 
-    rows.append(Setting("report_to", list(trackers_of(composed)), "trainer.logger", _as_data(composed.trainer.logger),
-                        source("report_to", ("trainer.logger",), bool(config.report_to))))
+    rows.append(
+        Setting(
+            "report_to",
+            list(trackers_of(composed)),
+            "trainer.logger",
+            _as_data(composed.trainer.logger),
+            source("report_to", ("trainer.logger",), bool(config.report_to)),
+        )
+    )
 
     kl_keys = (f"{_ACTOR}.use_kl_loss", f"{_ACTOR}.kl_loss_coef")
     if actor.use_kl_loss:
-        rows.append(Setting("kl_coef", float(actor.kl_loss_coef), kl_keys[1], actor.kl_loss_coef,
-                            source("kl_coef", kl_keys)))
+        rows.append(
+            Setting(
+                "kl_coef",
+                float(actor.kl_loss_coef),
+                kl_keys[1],
+                actor.kl_loss_coef,
+                source("kl_coef", kl_keys),
+            )
+        )
     else:
         rows.append(Setting("kl_coef", 0.0, kl_keys[0], False, source("kl_coef", kl_keys)))
 
     optim = actor.optim
-    scheduler = optim.warmup_style or optim.lr_scheduler_type  # VeRL's deprecated name wins when set
+    scheduler = (
+        optim.warmup_style or optim.lr_scheduler_type
+    )  # VeRL's deprecated name wins when set
     scheduler_keys = (f"{_ACTOR}.optim.lr_scheduler_type", f"{_ACTOR}.optim.warmup_style")
-    rows.append(Setting("lr_scheduler", scheduler, scheduler_keys[0], scheduler,
-                        source("lr_scheduler", scheduler_keys)))
+    rows.append(
+        Setting(
+            "lr_scheduler",
+            scheduler,
+            scheduler_keys[0],
+            scheduler,
+            source("lr_scheduler", scheduler_keys),
+        )
+    )
     warmup_keys = (f"{_ACTOR}.optim.lr_warmup_steps_ratio", f"{_ACTOR}.optim.lr_warmup_steps")
     if optim.lr_warmup_steps is not None and optim.lr_warmup_steps > 0:
         # A step count wins over the ratio, which then says nothing.
-        rows.append(Setting("warmup_ratio", None, warmup_keys[1], optim.lr_warmup_steps,
-                            source("warmup_ratio", warmup_keys)))
+        rows.append(
+            Setting(
+                "warmup_ratio",
+                None,
+                warmup_keys[1],
+                optim.lr_warmup_steps,
+                source("warmup_ratio", warmup_keys),
+            )
+        )
     else:
-        rows.append(Setting("warmup_ratio", float(optim.lr_warmup_steps_ratio), warmup_keys[0],
-                            optim.lr_warmup_steps_ratio, source("warmup_ratio", warmup_keys)))
-    rows.append(Setting("loss_aggregation", actor.loss_agg_mode, f"{_ACTOR}.loss_agg_mode", actor.loss_agg_mode,
-                        source("loss_aggregation", (f"{_ACTOR}.loss_agg_mode",))))
-    clip_keys = tuple(f"{_ACTOR}.{key}" for key in ("clip_ratio", "clip_ratio_low", "clip_ratio_high"))
+        rows.append(
+            Setting(
+                "warmup_ratio",
+                float(optim.lr_warmup_steps_ratio),
+                warmup_keys[0],
+                optim.lr_warmup_steps_ratio,
+                source("warmup_ratio", warmup_keys),
+            )
+        )
+    rows.append(
+        Setting(
+            "loss_aggregation",
+            actor.loss_agg_mode,
+            f"{_ACTOR}.loss_agg_mode",
+            actor.loss_agg_mode,
+            source("loss_aggregation", (f"{_ACTOR}.loss_agg_mode",)),
+        )
+    )
+    clip_keys = tuple(
+        f"{_ACTOR}.{key}" for key in ("clip_ratio", "clip_ratio_low", "clip_ratio_high")
+    )
     # VeRL clips with the low and the high ratio; clip_ratio only stands in for an unset one.
     low = actor.clip_ratio_low if actor.clip_ratio_low is not None else actor.clip_ratio
     high = actor.clip_ratio_high if actor.clip_ratio_high is not None else actor.clip_ratio
-    rows.append(Setting("clip_ratio", float(low) if low == high else {"low": float(low), "high": float(high)},
-                        f"{clip_keys[1]}, {clip_keys[2]}" if low != high else clip_keys[0],
-                        low if low == high else [low, high], source("clip_ratio", clip_keys)))
-    rows.append(Setting("entropy_coef", float(actor.entropy_coeff), f"{_ACTOR}.entropy_coeff", actor.entropy_coeff,
-                        source("entropy_coef", (f"{_ACTOR}.entropy_coeff",))))
+    rows.append(
+        Setting(
+            "clip_ratio",
+            float(low) if low == high else {"low": float(low), "high": float(high)},
+            f"{clip_keys[1]}, {clip_keys[2]}" if low != high else clip_keys[0],
+            low if low == high else [low, high],
+            source("clip_ratio", clip_keys),
+        )
+    )
+    rows.append(
+        Setting(
+            "entropy_coef",
+            float(actor.entropy_coeff),
+            f"{_ACTOR}.entropy_coeff",
+            actor.entropy_coeff,
+            source("entropy_coef", (f"{_ACTOR}.entropy_coeff",)),
+        )
+    )
 
     test_freq = composed.trainer.test_freq
     eval_source = source("eval_steps", ("trainer.test_freq",))
-    rows.append(Setting("eval_steps", _eval_every(config.eval_steps, test_freq, eval_source), "trainer.test_freq",
-                        test_freq, eval_source))
-    rows.append(Setting("eval_limit", config.eval_limit, "", config.eval_limit, source("eval_limit", ())))
+    rows.append(
+        Setting(
+            "eval_steps",
+            _eval_every(config.eval_steps, test_freq, eval_source),
+            "trainer.test_freq",
+            test_freq,
+            eval_source,
+        )
+    )
+    rows.append(
+        Setting("eval_limit", config.eval_limit, "", config.eval_limit, source("eval_limit", ()))
+    )
     dump = composed.trainer.rollout_data_dir
-    samples = (DEFAULT_LOG_SAMPLES if config.log_samples is None else config.log_samples) if dump else 0
-    rows.append(Setting("log_samples", samples, "trainer.rollout_data_dir", dump,
-                        source("log_samples", ("trainer.rollout_data_dir",))))
+    samples = (
+        (DEFAULT_LOG_SAMPLES if config.log_samples is None else config.log_samples) if dump else 0
+    )
+    rows.append(
+        Setting(
+            "log_samples",
+            samples,
+            "trainer.rollout_data_dir",
+            dump,
+            source("log_samples", ("trainer.rollout_data_dir",)),
+        )
+    )
     return rows
 
 
@@ -283,8 +426,13 @@ def _device_row(config: TrainConfig, composed: DictConfig) -> Setting:
         device = describe_device(use_gpu=visible_gpus() > 0)
     chosen = config.resources.gpus_per_node is not None
     section = flatten(config.engine_section()).get("trainer.n_gpus_per_node") is not None
-    return Setting("device", device, "trainer.n_gpus_per_node", gpus,
-                   "job" if chosen else "section" if section else "default")
+    return Setting(
+        "device",
+        device,
+        "trainer.n_gpus_per_node",
+        gpus,
+        "job" if chosen else "section" if section else "default",
+    )
 
 
 def _precision_name(dtype: Any) -> str:
@@ -316,7 +464,8 @@ def _same_dtype(precision: str, other: Any) -> bool:
 def _same_dtypes(mixed: Mapping[str, str], other: Any) -> bool:
     """A ``mixed_precision`` mapping agrees when each dtype it names is the engine's."""
     return isinstance(other, Mapping) and all(
-        name in mixed and _same_dtype(mixed[name], value) for name, value in other.items())
+        name in mixed and _same_dtype(mixed[name], value) for name, value in other.items()
+    )
 
 
 def _as_list(value: Any) -> list[Any]:

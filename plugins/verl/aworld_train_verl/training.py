@@ -64,8 +64,13 @@ def train(dataset: VerlData, config: VerlConfig, ctx: RunContext) -> dict[str, A
         samples.copy(before=step)
 
     try:
-        launch.run(launch.main_ppo_command(ctx.run_dir, extra), ctx.run_dir, on_step,
-                   environment=config.environment, variables=config.variables)
+        launch.run(
+            launch.main_ppo_command(ctx.run_dir, extra),
+            ctx.run_dir,
+            on_step,
+            environment=config.environment,
+            variables=config.variables,
+        )
     finally:
         samples.copy()
     export_model(ctx.run_dir)
@@ -142,7 +147,9 @@ def _source_rows(test_file: Path | None) -> dict[str, int]:
     import pyarrow.parquet as pq
 
     counts: dict[str, int] = {}
-    for source in pq.read_table(test_file, columns=["data_source"]).column("data_source").to_pylist():
+    for source in (
+        pq.read_table(test_file, columns=["data_source"]).column("data_source").to_pylist()
+    ):
         counts[str(source)] = counts.get(str(source), 0) + 1
     return counts
 
@@ -167,14 +174,21 @@ class RolloutSamples:
     def of(cls, config: VerlConfig, ctx: RunContext, after: int = 0) -> RolloutSamples:
         dump = config.config.trainer.rollout_data_dir
         limit = DEFAULT_LOG_SAMPLES if ctx.config.log_samples is None else ctx.config.log_samples
-        return cls(folder=Path(str(dump)) if dump else None, run_dir=ctx.run_dir, limit=limit, done=after,
-                   sole_reward=sole_reward(config))
+        return cls(
+            folder=Path(str(dump)) if dump else None,
+            run_dir=ctx.run_dir,
+            limit=limit,
+            done=after,
+            sole_reward=sole_reward(config),
+        )
 
     def copy(self, before: int | None = None) -> None:
         """Append the dumped steps after :attr:`done` (and before ``before``), in order."""
         if self.folder is None or not self.limit or not self.folder.is_dir():
             return
-        dumped = sorted(int(path.stem) for path in self.folder.glob("*.jsonl") if path.stem.isdigit())
+        dumped = sorted(
+            int(path.stem) for path in self.folder.glob("*.jsonl") if path.stem.isdigit()
+        )
         for step in dumped:
             if step <= self.done or (before is not None and step >= before):
                 continue
@@ -192,11 +206,14 @@ class RolloutSamples:
                     continue
                 dumped = json.loads(line)
                 score = dumped.get("score")
-                rows.append({
-                    "prompt": dumped.get("input", ""),
-                    "completion": dumped.get("output", ""),
-                    "reward": score,
-                    "rewards": {self.sole_reward: score} if self.sole_reward is not None else {},
-                })
+                rows.append(
+                    {
+                        "prompt": dumped.get("input", ""),
+                        "completion": dumped.get("output", ""),
+                        "reward": score,
+                        "rewards": {self.sole_reward: score}
+                        if self.sole_reward is not None
+                        else {},
+                    }
+                )
         return rows
-

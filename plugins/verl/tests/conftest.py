@@ -20,7 +20,7 @@ from aworld_train.metrics import MetricsReporter
 from aworld_train.testing.fixtures import tiny_model  # noqa: F401 - the shared tiny offline model
 from aworld_train.testing.real_configs import long_model  # noqa: F401 - the tiny model with room for long configs
 
-REWARD_FILE = '''
+REWARD_FILE = """
 def exact(data_source, solution_str, ground_truth, extra_info=None):
     return 1.0 if solution_str.strip() == ground_truth else 0.0
 
@@ -47,7 +47,7 @@ def hard_exit(data_source, solution_str, ground_truth, extra_info=None):
     import os
 
     os._exit(0)
-'''
+"""
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -80,7 +80,12 @@ def repeat_rows(count: int = 8, prompt_as_text: bool = True) -> list[dict[str, A
         if not prompt_as_text:
             prompt = [{"role": "user", "content": prompt}]
         rows.append(
-            {"prompt": prompt, "ground_truth": digit, "data_source": "repeat", "extra_info": {"index": index}}
+            {
+                "prompt": prompt,
+                "ground_truth": digit,
+                "data_source": "repeat",
+                "extra_info": {"index": index},
+            }
         )
     return rows
 
@@ -92,11 +97,19 @@ def dataset(rows: list[dict[str, Any]]) -> Any:
 
 
 def make_ctx(run_dir: Path, model: Path | None, **config: Any) -> RunContext:
-    defaults: dict[str, Any] = {"batch_size": 4, "num_generations": 2, "max_steps": 2, "max_prompt_length": 64,
-                                "max_completion_length": 8}
+    defaults: dict[str, Any] = {
+        "batch_size": 4,
+        "num_generations": 2,
+        "max_steps": 2,
+        "max_prompt_length": 64,
+        "max_completion_length": 8,
+    }
     sections = {"verl": config.pop("verl")} if "verl" in config else {}
     train_config = TrainConfig(
-        model=str(model) if model else None, sections=sections, engine="verl", **{**defaults, **config}
+        model=str(model) if model else None,
+        sections=sections,
+        engine="verl",
+        **{**defaults, **config},
     )
     return RunContext(
         engine="verl",
@@ -136,23 +149,39 @@ class Checks:
     def check_agent(self, spec: Any) -> Any:
         from aworld_train.tools import ToolSet
 
-        self.agent = _engine_hooks().check_agent(agent=spec, config=self.ctx.config,
-                                                 tools=self.tools or ToolSet(), ctx=self.ctx)
+        self.agent = _engine_hooks().check_agent(
+            agent=spec, config=self.ctx.config, tools=self.tools or ToolSet(), ctx=self.ctx
+        )
         return self.agent
 
     def check_dataset(self, train_dataset: Any, test_dataset: Any = None) -> Any:
-        self.dataset = _engine_hooks().check_dataset(train_dataset=train_dataset, test_dataset=test_dataset,
-                                                     agent=self.agent, config=self.ctx.config, ctx=self.ctx)
+        self.dataset = _engine_hooks().check_dataset(
+            train_dataset=train_dataset,
+            test_dataset=test_dataset,
+            agent=self.agent,
+            config=self.ctx.config,
+            ctx=self.ctx,
+        )
         return self.dataset
 
     def check_reward(self, reward: Any) -> Any:
-        self.reward = _engine_hooks().check_reward(reward=reward, agent=self.agent, dataset=self.dataset,
-                                                   config=self.ctx.config, ctx=self.ctx)
+        self.reward = _engine_hooks().check_reward(
+            reward=reward,
+            agent=self.agent,
+            dataset=self.dataset,
+            config=self.ctx.config,
+            ctx=self.ctx,
+        )
         return self.reward
 
     def check_config(self) -> Any:
-        self.config = _engine_hooks().check_config(config=self.ctx.config, agent=self.agent, dataset=self.dataset,
-                                                   reward=self.reward, ctx=self.ctx)
+        self.config = _engine_hooks().check_config(
+            config=self.ctx.config,
+            agent=self.agent,
+            dataset=self.dataset,
+            reward=self.reward,
+            ctx=self.ctx,
+        )
         return self.config
 
     def check_job(self, spec: Any, train_dataset: Any, reward: Any) -> Any:
@@ -163,8 +192,13 @@ class Checks:
         return self.check_config()
 
     def train(self) -> Any:
-        return _engine_hooks().train(agent=self.agent, dataset=self.dataset, reward=self.reward,
-                                     config=self.config, ctx=self.ctx)
+        return _engine_hooks().train(
+            agent=self.agent,
+            dataset=self.dataset,
+            reward=self.reward,
+            config=self.config,
+            ctx=self.ctx,
+        )
 
 
 class LocalActorHandle:

@@ -14,20 +14,30 @@ from aworld_train.agent import AgentSpec
 from aworld_train.errors import AgentError
 
 
-def test_a_plain_agent_gives_model_system_prompt_and_sampling(tmp_path: Path, tiny_model: Path) -> None:
+def test_a_plain_agent_gives_model_system_prompt_and_sampling(
+    tmp_path: Path, tiny_model: Path
+) -> None:
     agent = Checks(make_ctx(tmp_path, tiny_model)).check_agent(
-        AgentSpec(system_prompt="Be brief.", llm_temperature=0.7, llm_top_p=0.9))
+        AgentSpec(system_prompt="Be brief.", llm_temperature=0.7, llm_top_p=0.9)
+    )
     assert agent.model == str(tiny_model.resolve())
     assert agent.system_prompt == "Be brief."
-    assert agent.overrides == {"actor_rollout_ref.rollout.temperature": 0.7, "actor_rollout_ref.rollout.top_p": 0.9}
+    assert agent.overrides == {
+        "actor_rollout_ref.rollout.temperature": 0.7,
+        "actor_rollout_ref.rollout.top_p": 0.9,
+    }
 
 
-def test_the_agents_model_serves_when_the_config_names_none(tmp_path: Path, tiny_model: Path) -> None:
+def test_the_agents_model_serves_when_the_config_names_none(
+    tmp_path: Path, tiny_model: Path
+) -> None:
     checks = Checks(make_ctx(tmp_path, None))
     assert checks.check_agent(AgentSpec(model=str(tiny_model))).model == str(tiny_model.resolve())
 
 
-def test_an_agent_whose_tools_were_not_resolved_is_an_error(tmp_path: Path, tiny_model: Path) -> None:
+def test_an_agent_whose_tools_were_not_resolved_is_an_error(
+    tmp_path: Path, tiny_model: Path
+) -> None:
     agent = AgentSpec(name="searcher", tools=["tools:search"])
     with pytest.raises(AgentError, match="agent 'searcher' uses tools, but none were resolved"):
         Checks(make_ctx(tmp_path, tiny_model)).check_agent(agent)
@@ -41,7 +51,9 @@ def test_a_chat_template_that_ignores_tools_is_an_error(tmp_path: Path, tiny_mod
         return word
 
     checks = Checks(make_ctx(tmp_path, tiny_model), tools=ToolSet([PythonTool(lookup)]))
-    with pytest.raises(AgentError, match="its chat template ignores tools, so the model would never see lookup"):
+    with pytest.raises(
+        AgentError, match="its chat template ignores tools, so the model would never see lookup"
+    ):
         checks.check_agent(AgentSpec(name="searcher", tools=[lookup]))
 
 

@@ -90,17 +90,24 @@ def tools(tmp_path: Path) -> Any:
     (tmp_path / "crashing.py").write_text(CRASHING_SERVER)
     spec = load_agent(EXAMPLE / "agent.yaml", EXAMPLE)
     spec.tools = [f"{tmp_path / 'slow_tools.py'}:wait"]
-    spec.mcp_config["mcpServers"]["crashing"] = {"command": "python", "args": [str(tmp_path / "crashing.py")]}
+    spec.mcp_config["mcpServers"]["crashing"] = {
+        "command": "python",
+        "args": [str(tmp_path / "crashing.py")],
+    }
     spec.mcp_servers.append("crashing")
     resolved = resolve_tools(spec, EXAMPLE)
     yield spec, resolved
     close_sessions()
 
 
-def test_a_tool_episode_trains_on_the_models_exact_tokens(tmp_path: Path, tool_model: Path, tools: Any) -> None:
+def test_a_tool_episode_trains_on_the_models_exact_tokens(
+    tmp_path: Path, tool_model: Path, tools: Any
+) -> None:
     spec, resolved = tools
-    rows = [{"prompt": f"What is {a} * {b}?", "ground_truth": str(a * b), "data_source": "calculator"}
-            for a, b in ((6411, 876), (123, 456))]
+    rows = [
+        {"prompt": f"What is {a} * {b}?", "ground_truth": str(a * b), "data_source": "calculator"}
+        for a, b in ((6411, 876), (123, 456))
+    ]
     output, client, _ = rollout(tmp_path, tool_model, spec, resolved, rows)
 
     assert_exact_tool_episodes(output, client, rows)
@@ -113,9 +120,11 @@ def test_a_tool_episode_that_times_out_or_whose_server_dies_scores_0(
 ) -> None:
     spec, resolved = tools
     monkeypatch.setattr(agent_loop, "EPISODE_TIMEOUT", 4.0)
-    rows = [{"prompt": "What is 12 * 34?", "ground_truth": "408", "data_source": "calculator"},
-            {"prompt": "Wait 6 seconds", "ground_truth": "7", "data_source": "calculator"},
-            {"prompt": "Crash now", "ground_truth": "7", "data_source": "calculator"}]
+    rows = [
+        {"prompt": "What is 12 * 34?", "ground_truth": "408", "data_source": "calculator"},
+        {"prompt": "Wait 6 seconds", "ground_truth": "7", "data_source": "calculator"},
+        {"prompt": "Crash now", "ground_truth": "7", "data_source": "calculator"},
+    ]
     output, client, _ = rollout(tmp_path, tool_model, spec, resolved, rows)
 
     failures = output.non_tensor_batch["agent_failure"].tolist()
@@ -137,25 +146,33 @@ def test_a_python_agent_is_imported_by_its_reference_in_the_workers_and_trains_o
     (tmp_path / "agents" / "my_agent.py").write_text(PYTHON_AGENT)
     monkeypatch.chdir(tmp_path)
     spec = load_agent("my_agent.py:run", tmp_path / "agents")
-    rows = [{"prompt": f"What is {a} * {b}?", "ground_truth": str(a * b), "data_source": "calculator"}
-            for a, b in ((6411, 876), (123, 456))]
+    rows = [
+        {"prompt": f"What is {a} * {b}?", "ground_truth": str(a * b), "data_source": "calculator"}
+        for a, b in ((6411, 876), (123, 456))
+    ]
     output, client, cfg = rollout(tmp_path, tool_model, spec, resolve_tools(spec), rows)
 
     from omegaconf import OmegaConf
 
     loop = OmegaConf.load(cfg.actor_rollout_ref.rollout.agent.agent_loop_config_path)[0]
     assert loop["_target_"] == "aworld_train_verl.agent_loop.PythonAgentLoop"
-    assert loop["agent_reference"] == f"{tmp_path / 'agents' / 'my_agent.py'}:run", "absolute, as the workers need"
+    assert loop["agent_reference"] == f"{tmp_path / 'agents' / 'my_agent.py'}:run", (
+        "absolute, as the workers need"
+    )
     assert_exact_tool_episodes(output, client, rows)
     # The reward scored the answer the agent returned, and got the fields it returned with it.
     assert output.non_tensor_batch["agent_answer"].tolist() == [
-        f"The product is <answer>{row['ground_truth']}</answer>" for row in rows]
+        f"The product is <answer>{row['ground_truth']}</answer>" for row in rows
+    ]
     assert output.non_tensor_batch["agent_extra"].tolist() == [
-        {"expected": row["ground_truth"], "source": "calculator"} for row in rows]
+        {"expected": row["ground_truth"], "source": "calculator"} for row in rows
+    ]
     assert output.non_tensor_batch["tool_calls"].tolist() == [1, 1]
 
 
-def test_a_python_agent_that_cannot_reach_the_workers_fails_at_check_time(tmp_path: Path, tool_model: Path) -> None:
+def test_a_python_agent_that_cannot_reach_the_workers_fails_at_check_time(
+    tmp_path: Path, tool_model: Path
+) -> None:
     import threading
 
     from conftest import Checks, make_ctx
@@ -166,6 +183,9 @@ def test_a_python_agent_that_cannot_reach_the_workers_fails_at_check_time(tmp_pa
         with guard:
             return "42"
 
-    with pytest.raises(AgentError, match="Python agent 'guarded' cannot be shipped to VeRL's agent-loop workers: "
-                                         ".*; define it in a file and name it as 'file.py:run'"):
+    with pytest.raises(
+        AgentError,
+        match="Python agent 'guarded' cannot be shipped to VeRL's agent-loop workers: "
+        ".*; define it in a file and name it as 'file.py:run'",
+    ):
         Checks(make_ctx(tmp_path, tool_model)).check_agent(python_agent(run, "guarded"))

@@ -48,10 +48,20 @@ def ray_head() -> Iterator[str]:
     temp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
     ray = Path(sys.executable).with_name("ray")
     started = subprocess.Popen(
-        [str(ray), "start", "--head", f"--num-gpus={HEAD_GPUS}", f"--num-cpus={HEAD_CPUS}",
-         f"--port={port}", "--include-dashboard=false", "--disable-usage-stats",
-         f"--temp-dir={temp}"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            str(ray),
+            "start",
+            "--head",
+            f"--num-gpus={HEAD_GPUS}",
+            f"--num-cpus={HEAD_CPUS}",
+            f"--port={port}",
+            "--include-dashboard=false",
+            "--disable-usage-stats",
+            f"--temp-dir={temp}",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     try:
         output, _ = started.communicate(timeout=120)
@@ -82,23 +92,42 @@ def _check(tmp_path: Path, model: Path, **resources: Any) -> Any:
     from aworld_train import AgentTrainer
 
     rows = [{"prompt": f"Repeat: {d}", "ground_truth": str(d)} for d in range(8)]
-    return AgentTrainer(train_dataset=rows, reward_func="exact_match",
-                        config={"model": str(model), "max_steps": 2, "batch_size": 4,
-                                "num_generations": 2, "resources": resources},
-                        train_engine_name="verl", run_path=tmp_path / "runs", check_only=True)
+    return AgentTrainer(
+        train_dataset=rows,
+        reward_func="exact_match",
+        config={
+            "model": str(model),
+            "max_steps": 2,
+            "batch_size": 4,
+            "num_generations": 2,
+            "resources": resources,
+        },
+        train_engine_name="verl",
+        run_path=tmp_path / "runs",
+        check_only=True,
+    )
 
 
-def test_a_job_that_fits_the_cluster_passes(ray_head: str, tmp_path: Path, tiny_model: Path) -> None:
+def test_a_job_that_fits_the_cluster_passes(
+    ray_head: str, tmp_path: Path, tiny_model: Path
+) -> None:
     trainer = _check(tmp_path, tiny_model, ray_address=ray_head, gpus_per_node=2, nnodes=1)
     assert [c for c in trainer.checks if c.module == "config" and c.by == "verl"]
 
 
-@pytest.mark.parametrize(("resources", "says"), [
-    ({"gpus_per_node": 4, "nnodes": 1},
-     "the job asks for 4 GPU(s) (n_gpus_per_node 4 x nnodes 1), it holds 1 node(s): 2 GPU 16 CPU"),
-    ({"gpus_per_node": 1, "nnodes": 2},
-     "the job asks for 2 node(s) with 1 GPU(s) and 3 CPU(s) each"),
-])
+@pytest.mark.parametrize(
+    ("resources", "says"),
+    [
+        (
+            {"gpus_per_node": 4, "nnodes": 1},
+            "the job asks for 4 GPU(s) (n_gpus_per_node 4 x nnodes 1), it holds 1 node(s): 2 GPU 16 CPU",
+        ),
+        (
+            {"gpus_per_node": 1, "nnodes": 2},
+            "the job asks for 2 node(s) with 1 GPU(s) and 3 CPU(s) each",
+        ),
+    ],
+)
 def test_a_job_the_cluster_cannot_hold_is_refused_in_one_line(
     ray_head: str, tmp_path: Path, tiny_model: Path, resources: dict[str, int], says: str
 ) -> None:
@@ -138,9 +167,15 @@ def test_shortfall_counts_gpus_per_node_and_cpus() -> None:
     assert "no alive node" in (shortfall([], Demand(1, 1, 1)) or "")
 
 
-@pytest.mark.parametrize(("address", "where"), [
-    ("10.0.0.5:6380", ("10.0.0.5", 6380)), ("10.0.0.5", ("10.0.0.5", 6379)),
-    ("ray://head:10002", ("head", 10002)), ("ray://head", ("head", 10001)), ("auto", None),
-])
+@pytest.mark.parametrize(
+    ("address", "where"),
+    [
+        ("10.0.0.5:6380", ("10.0.0.5", 6380)),
+        ("10.0.0.5", ("10.0.0.5", 6379)),
+        ("ray://head:10002", ("head", 10002)),
+        ("ray://head", ("head", 10001)),
+        ("auto", None),
+    ],
+)
 def test_endpoint(address: str, where: tuple[str, int] | None) -> None:
     assert endpoint(address) == where

@@ -44,10 +44,26 @@ def resolved(tmp_path: Path, model: Path, **config: Any) -> Any:
         ({"seed": 7}, "data.seed", 7),
         ({"seed": 7}, "actor_rollout_ref.rollout.seed", 7),
         ({"save_steps": 5}, "trainer.save_freq", 5),
-        ({"resources": Resources(nnodes=2, gpus_per_node=4), "batch_size": 16}, "trainer.nnodes", 2),
-        ({"resources": Resources(nnodes=2, gpus_per_node=4), "batch_size": 16}, "trainer.n_gpus_per_node", 4),
-        ({"resources": Resources(ray_address="ray://head:10001")}, "ray_kwargs.ray_init.address", "ray://head:10001"),
-        ({"resources": Resources(ray_address="ray://head:10001")}, "ray_kwargs.ray_init.num_cpus", None),
+        (
+            {"resources": Resources(nnodes=2, gpus_per_node=4), "batch_size": 16},
+            "trainer.nnodes",
+            2,
+        ),
+        (
+            {"resources": Resources(nnodes=2, gpus_per_node=4), "batch_size": 16},
+            "trainer.n_gpus_per_node",
+            4,
+        ),
+        (
+            {"resources": Resources(ray_address="ray://head:10001")},
+            "ray_kwargs.ray_init.address",
+            "ray://head:10001",
+        ),
+        (
+            {"resources": Resources(ray_address="ray://head:10001")},
+            "ray_kwargs.ray_init.num_cpus",
+            None,
+        ),
         ({}, "actor_rollout_ref.model.trust_remote_code", False),
         ({"trust_remote_code": True}, "actor_rollout_ref.model.trust_remote_code", True),
         ({"trust_remote_code": True}, "data.trust_remote_code", True),
@@ -64,11 +80,18 @@ def test_common_keys_map_onto_verl_keys(
 
 def test_model_key_sets_the_policy_path(tmp_path: Path) -> None:
     overrides = common_overrides(TrainConfig(model="/models/qwen"))
-    assert overrides["actor_rollout_ref.model.path"] == overrides["critic.model.path"] == "/models/qwen"
+    assert (
+        overrides["actor_rollout_ref.model.path"]
+        == overrides["critic.model.path"]
+        == "/models/qwen"
+    )
 
 
 def test_batch_size_must_hold_whole_groups_of_generations() -> None:
-    with pytest.raises(ConfigError, match="'batch_size': 6 completions per step do not divide into groups of num_generations=4"):
+    with pytest.raises(
+        ConfigError,
+        match="'batch_size': 6 completions per step do not divide into groups of num_generations=4",
+    ):
         common_overrides(TrainConfig(batch_size=6, num_generations=4))
 
 
@@ -99,7 +122,9 @@ def test_joining_a_cluster_from_ray_address_sets_no_cpu_count(
 
 def test_verl_section_wins_over_common_keys(tmp_path: Path, tiny_model: Path) -> None:
     cfg = resolved(
-        tmp_path, tiny_model, learning_rate=1e-5,
+        tmp_path,
+        tiny_model,
+        learning_rate=1e-5,
         verl={"actor_rollout_ref": {"actor": {"optim": {"lr": 2e-6}}}, "trainer.total_epochs": 4},
     ).config
     assert cfg.actor_rollout_ref.actor.optim.lr == 2e-6
@@ -107,28 +132,41 @@ def test_verl_section_wins_over_common_keys(tmp_path: Path, tiny_model: Path) ->
 
 
 def test_a_misspelled_key_is_rejected_with_a_suggestion(tmp_path: Path, tiny_model: Path) -> None:
-    with pytest.raises(ConfigError, match=r"'verl\.trainer\.total_epoch'.*did you mean 'trainer\.total_epochs'"):
+    with pytest.raises(
+        ConfigError, match=r"'verl\.trainer\.total_epoch'.*did you mean 'trainer\.total_epochs'"
+    ):
         resolved(tmp_path, tiny_model, verl={"trainer": {"total_epoch": 2}})
     assert not (tmp_path / "run" / "verl_config.yaml").exists()
 
 
 def test_an_unknown_top_level_key_is_rejected(tmp_path: Path, tiny_model: Path) -> None:
-    with pytest.raises(ConfigError, match="'no_such_setting' is not a key of VeRL's ppo_trainer config"):
+    with pytest.raises(
+        ConfigError, match="'no_such_setting' is not a key of VeRL's ppo_trainer config"
+    ):
         resolved(tmp_path, tiny_model, verl={"no_such_setting": 1})
 
 
 def test_a_new_key_is_accepted_with_a_plus(tmp_path: Path, tiny_model: Path) -> None:
-    cfg = resolved(tmp_path, tiny_model, verl={"+ray_kwargs.ray_init.include_dashboard": False}).config
+    cfg = resolved(
+        tmp_path, tiny_model, verl={"+ray_kwargs.ray_init.include_dashboard": False}
+    ).config
     assert cfg.ray_kwargs.ray_init.include_dashboard is False
 
 
 def test_a_value_of_the_wrong_type_is_rejected(tmp_path: Path, tiny_model: Path) -> None:
-    with pytest.raises(ConfigError, match=r"'verl\.trainer\.total_epochs': expected an integer \(the type of VeRL's default 30\), got 'many'"):
+    with pytest.raises(
+        ConfigError,
+        match=r"'verl\.trainer\.total_epochs': expected an integer \(the type of VeRL's default 30\), got 'many'",
+    ):
         resolved(tmp_path, tiny_model, verl={"trainer": {"total_epochs": "many"}})
 
 
-def test_verls_validate_config_rejects_inconsistent_batch_sizes(tmp_path: Path, tiny_model: Path) -> None:
-    with pytest.raises(ConfigError, match=r"validate_config.*train_batch_size \(2\).*ppo_mini_batch_size \(8\)"):
+def test_verls_validate_config_rejects_inconsistent_batch_sizes(
+    tmp_path: Path, tiny_model: Path
+) -> None:
+    with pytest.raises(
+        ConfigError, match=r"validate_config.*train_batch_size \(2\).*ppo_mini_batch_size \(8\)"
+    ):
         resolved(tmp_path, tiny_model, verl={"actor_rollout_ref.actor.ppo_mini_batch_size": 8})
 
 
@@ -161,9 +199,14 @@ def test_every_base_key_is_known_and_flatten_reads_added_keys_as_hydra_does() ->
     from aworld_train_verl.composition import known_keys
 
     keys = known_keys(base_config())
-    assert {"trainer.total_epochs", "actor_rollout_ref.rollout.n", "reward.custom_reward_function.path"} <= keys
-    assert flatten({"a": {"b": 1, "c.d": 2}, "+e": {"f": 3}, "++h": {"i": {"j": 4}}, "g": {}, "+k": {}}) == {
-        "a.b": 1, "a.c.d": 2, "+e.f": 3, "++h.i.j": 4, "+k": {}}
+    assert {
+        "trainer.total_epochs",
+        "actor_rollout_ref.rollout.n",
+        "reward.custom_reward_function.path",
+    } <= keys
+    assert flatten(
+        {"a": {"b": 1, "c.d": 2}, "+e": {"f": 3}, "++h": {"i": {"j": 4}}, "g": {}, "+k": {}}
+    ) == {"a.b": 1, "a.c.d": 2, "+e.f": 3, "++h.i.j": 4, "+k": {}}
 
 
 def test_the_cached_base_config_is_what_hydra_composes() -> None:
@@ -185,7 +228,10 @@ def test_the_cached_base_config_is_what_hydra_composes() -> None:
 
 
 def test_an_added_key_that_exists_is_refused(tmp_path: Path, tiny_model: Path) -> None:
-    with pytest.raises(ConfigError, match=r"config key 'verl\.\+trainer\.total_epochs': 'trainer\.total_epochs' is already a key"):
+    with pytest.raises(
+        ConfigError,
+        match=r"config key 'verl\.\+trainer\.total_epochs': 'trainer\.total_epochs' is already a key",
+    ):
         resolved(tmp_path, tiny_model, verl={"+trainer.total_epochs": 3})
 
 
@@ -216,9 +262,17 @@ def test_every_default_of_verls_config_passes_the_value_checks() -> None:
 
 
 def test_an_interpolation_is_left_to_verl(tmp_path: Path, tiny_model: Path) -> None:
-    cfg = resolved(tmp_path, tiny_model, verl={
-        "critic.ppo_micro_batch_size_per_gpu": "${actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu}"}).config
-    assert cfg.critic.ppo_micro_batch_size_per_gpu == cfg.actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu
+    cfg = resolved(
+        tmp_path,
+        tiny_model,
+        verl={
+            "critic.ppo_micro_batch_size_per_gpu": "${actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu}"
+        },
+    ).config
+    assert (
+        cfg.critic.ppo_micro_batch_size_per_gpu
+        == cfg.actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu
+    )
 
 
 # --- A VeRL config written for a framework that fills some keys in (AWorld Train's) ----------
@@ -346,9 +400,18 @@ def saved_config_of(tmp_path: Path, model: Path | None, reward_file: Path, confi
 
     (tmp_path / "tools.py").write_text(TOOLS_FILE)
     trainer = AgentTrainer(
-        agent={"name": "lookup-agent", "tools": ["tools.py:lookup"], **({"model": str(model)} if model else {})},
-        config=config, reward_func=f"{reward_file.name}:exact", train_dataset=repeat_rows(4),
-        train_engine_name="verl", run_path=tmp_path / "runs", base_dir=tmp_path, show_progress=False,
+        agent={
+            "name": "lookup-agent",
+            "tools": ["tools.py:lookup"],
+            **({"model": str(model)} if model else {}),
+        },
+        config=config,
+        reward_func=f"{reward_file.name}:exact",
+        train_dataset=repeat_rows(4),
+        train_engine_name="verl",
+        run_path=tmp_path / "runs",
+        base_dir=tmp_path,
+        show_progress=False,
     )
     return trainer.run_dir.path, OmegaConf.load(trainer.run_dir.path / "verl_config.yaml")
 
@@ -360,8 +423,12 @@ def assert_engine_wiring(run_dir: Path, saved: Any, model: Path) -> None:
     assert loop.is_file() and loop.parent == run_dir
     assert Path(saved.trainer.default_local_dir).parent == run_dir
     reward = Path(saved.reward.custom_reward_function.path)
-    assert reward.is_file() and reward.parent == run_dir and saved.reward.custom_reward_function.name
-    assert saved.custom_reward_function.path is None, "no legacy value for VeRL to copy over the wired one"
+    assert (
+        reward.is_file() and reward.parent == run_dir and saved.reward.custom_reward_function.name
+    )
+    assert saved.custom_reward_function.path is None, (
+        "no legacy value for VeRL to copy over the wired one"
+    )
     assert Path(saved.actor_rollout_ref.model.path) == model.resolve()
 
 
@@ -370,11 +437,16 @@ def test_aworlds_verl_config_under_verl_passes_check_and_saves_the_engines_wirin
 ) -> None:
     """Gaps 1 and 3: a whole VeRL config whose framework-filled keys are null gets the engine's
     wiring (data files, agent loop, checkpoints, reward), and its float sampling values pass."""
-    run_dir, saved = saved_config_of(tmp_path, tool_model, reward_file, {"verl": aworld_grpo_trainer(tool_model)})
+    run_dir, saved = saved_config_of(
+        tmp_path, tool_model, reward_file, {"verl": aworld_grpo_trainer(tool_model)}
+    )
     assert_engine_wiring(run_dir, saved, tool_model)
     # The user's own values stay.
     assert saved.trainer.experiment_name == "verl_experiment"
-    assert saved.actor_rollout_ref.rollout.top_p == 1.0 and saved.actor_rollout_ref.rollout.val_kwargs.temperature == 1.0
+    assert (
+        saved.actor_rollout_ref.rollout.top_p == 1.0
+        and saved.actor_rollout_ref.rollout.val_kwargs.temperature == 1.0
+    )
     assert saved.actor_rollout_ref.rollout.tensor_model_parallel_size == 8
     assert saved.trainer.n_gpus_per_node == 8
 
@@ -395,24 +467,44 @@ def test_aworlds_verl_config_file_as_the_whole_config_is_the_verl_section(
     assert saved.actor_rollout_ref.rollout.top_p == 1.0
 
 
-def overrides_of(tmp_path: Path, model: Path | None, verl: dict[str, Any], **inputs: Any) -> dict[str, Any]:
+def overrides_of(
+    tmp_path: Path, model: Path | None, verl: dict[str, Any], **inputs: Any
+) -> dict[str, Any]:
     from aworld_train_verl.overrides import job_overrides
 
     ctx = make_ctx(tmp_path / "run", model, verl=verl)
     return job_overrides(ctx.config, ctx.run_dir, inputs=inputs)[0]
 
 
-WIRED_FILES = {"data.train_files": "/runs/r/data/train.parquet", "data.val_files": "/runs/r/data/test.parquet",
-               "reward.custom_reward_function.path": "/runs/r/verl_reward.py",
-               "reward.custom_reward_function.name": "compute_score"}
+WIRED_FILES = {
+    "data.train_files": "/runs/r/data/train.parquet",
+    "data.val_files": "/runs/r/data/test.parquet",
+    "reward.custom_reward_function.path": "/runs/r/verl_reward.py",
+    "reward.custom_reward_function.name": "compute_score",
+}
 
 
 @pytest.mark.parametrize(
     ("key", "value", "wired", "fix"),
     [
-        ("data.train_files", "~/data/gaia/train.parquet", "/runs/r/data/train.parquet", "the job's train_dataset"),
-        ("data.val_files", ["/data/test.parquet"], "/runs/r/data/test.parquet", "the job's test_dataset"),
-        ("reward.custom_reward_function.name", "gaia_reward_func", "compute_score", "the job's reward"),
+        (
+            "data.train_files",
+            "~/data/gaia/train.parquet",
+            "/runs/r/data/train.parquet",
+            "the job's train_dataset",
+        ),
+        (
+            "data.val_files",
+            ["/data/test.parquet"],
+            "/runs/r/data/test.parquet",
+            "the job's test_dataset",
+        ),
+        (
+            "reward.custom_reward_function.name",
+            "gaia_reward_func",
+            "compute_score",
+            "the job's reward",
+        ),
         ("trainer.default_local_dir", "/ckpt", None, "the run's checkpoints"),
     ],
 )
@@ -426,43 +518,82 @@ def test_a_value_that_contradicts_the_engines_wiring_is_one_error_naming_both(
     assert str(caught.value) == (
         f"config key 'verl.{key}': {value!r} contradicts {wired!r}, which the engine wires there; "
         f"leave it null: the engine writes {fix}"
-        + (" (else its train_dataset)" if key == "data.val_files" else "") + " there"
+        + (" (else its train_dataset)" if key == "data.val_files" else "")
+        + " there"
     )
 
 
-def test_a_value_that_agrees_with_the_engines_wiring_is_accepted(tmp_path: Path, tiny_model: Path) -> None:
+def test_a_value_that_agrees_with_the_engines_wiring_is_accepted(
+    tmp_path: Path, tiny_model: Path
+) -> None:
     run_dir = tmp_path / "run"
-    overrides = overrides_of(tmp_path, tiny_model, {"trainer.default_local_dir": str(run_dir / "checkpoints"),
-                                                   "data.train_files": "/runs/r/data/train.parquet"},
-                             **WIRED_FILES)
+    overrides = overrides_of(
+        tmp_path,
+        tiny_model,
+        {
+            "trainer.default_local_dir": str(run_dir / "checkpoints"),
+            "data.train_files": "/runs/r/data/train.parquet",
+        },
+        **WIRED_FILES,
+    )
     assert overrides["trainer.default_local_dir"] == str(run_dir / "checkpoints")
 
 
-def test_the_legacy_reward_keys_null_or_agreeing_leave_the_wired_reward(tmp_path: Path, tiny_model: Path) -> None:
+def test_the_legacy_reward_keys_null_or_agreeing_leave_the_wired_reward(
+    tmp_path: Path, tiny_model: Path
+) -> None:
     """VeRL copies a set legacy custom_reward_function over reward.custom_reward_function: null
     or the engine's own value, it is left out; any other value is refused."""
     from aworld_train_verl.composition import compose_config
 
-    for legacy in ({"path": None, "name": None}, {"path": "/runs/r/verl_reward.py", "name": "compute_score"}):
-        composed = compose_config(overrides_of(tmp_path, tiny_model, {"custom_reward_function": legacy}, **WIRED_FILES))
-        assert composed.custom_reward_function.path is None and composed.custom_reward_function.name is None
+    for legacy in (
+        {"path": None, "name": None},
+        {"path": "/runs/r/verl_reward.py", "name": "compute_score"},
+    ):
+        composed = compose_config(
+            overrides_of(tmp_path, tiny_model, {"custom_reward_function": legacy}, **WIRED_FILES)
+        )
+        assert (
+            composed.custom_reward_function.path is None
+            and composed.custom_reward_function.name is None
+        )
         assert composed.reward.custom_reward_function.path == "/runs/r/verl_reward.py"
-    with pytest.raises(ConfigError, match=(
-        r"^config key 'verl\.custom_reward_function\.path': 'reward/gaia_reward_function\.py' contradicts "
-        r"'/runs/r/verl_reward\.py', which the engine wires at 'reward\.custom_reward_function\.path'; "
-        r"leave it null: the engine writes the job's reward there$"
-    )):
-        overrides_of(tmp_path, tiny_model, {"custom_reward_function.path": "reward/gaia_reward_function.py"},
-                     **WIRED_FILES)
+    with pytest.raises(
+        ConfigError,
+        match=(
+            r"^config key 'verl\.custom_reward_function\.path': 'reward/gaia_reward_function\.py' contradicts "
+            r"'/runs/r/verl_reward\.py', which the engine wires at 'reward\.custom_reward_function\.path'; "
+            r"leave it null: the engine writes the job's reward there$"
+        ),
+    ):
+        overrides_of(
+            tmp_path,
+            tiny_model,
+            {"custom_reward_function.path": "reward/gaia_reward_function.py"},
+            **WIRED_FILES,
+        )
 
 
-def test_a_null_for_a_key_the_engine_sets_keeps_the_engines_value(tmp_path: Path, tiny_model: Path) -> None:
+def test_a_null_for_a_key_the_engine_sets_keeps_the_engines_value(
+    tmp_path: Path, tiny_model: Path
+) -> None:
     """Null for a default, a common key or run wiring is "engine, fill it in"; null for any
     other key keeps VeRL's meaning of null."""
-    cfg = resolved(tmp_path, tiny_model, verl={
-        "trainer": {"project_name": None, "experiment_name": None, "total_training_steps": None},
-        "actor_rollout_ref": {"rollout": {"name": None}, "actor": {"optim": {"min_lr_ratio": None}}},
-    }).config
+    cfg = resolved(
+        tmp_path,
+        tiny_model,
+        verl={
+            "trainer": {
+                "project_name": None,
+                "experiment_name": None,
+                "total_training_steps": None,
+            },
+            "actor_rollout_ref": {
+                "rollout": {"name": None},
+                "actor": {"optim": {"min_lr_ratio": None}},
+            },
+        },
+    ).config
     assert cfg.trainer.project_name == "aworld-train"
     assert cfg.trainer.experiment_name == "run"
     assert cfg.trainer.total_training_steps == 2  # max_steps
@@ -470,22 +601,31 @@ def test_a_null_for_a_key_the_engine_sets_keeps_the_engines_value(tmp_path: Path
     assert cfg.actor_rollout_ref.actor.optim.min_lr_ratio is None
 
 
-def test_the_one_model_reaches_actor_rollout_reference_and_critic(tmp_path: Path, tiny_model: Path) -> None:
+def test_the_one_model_reaches_actor_rollout_reference_and_critic(
+    tmp_path: Path, tiny_model: Path
+) -> None:
     """Gap 2, the engine's part: the job's model (config.model, where the core puts the model
     however the job named it) is what the actor, its rollout and reference, and the critic load;
     a null model key is filled with it."""
-    cfg = resolve(make_ctx(tmp_path / "run", tiny_model, verl={"actor_rollout_ref.model.path": None}).config,
-                  tmp_path / "run").config
+    cfg = resolve(
+        make_ctx(tmp_path / "run", tiny_model, verl={"actor_rollout_ref.model.path": None}).config,
+        tmp_path / "run",
+    ).config
     assert cfg.actor_rollout_ref.model.path == cfg.critic.model.path == str(tiny_model)
     assert "path" not in cfg.actor_rollout_ref.rollout and "path" not in cfg.actor_rollout_ref.ref
 
 
 def test_a_model_key_naming_another_model_is_refused(tmp_path: Path, tiny_model: Path) -> None:
-    with pytest.raises(ConfigError, match=(
-        r"^config key 'verl\.actor_rollout_ref\.model\.path': 'Qwen/Qwen3-32B' contradicts '.+', which "
-        r"the engine wires there; leave it null: the engine writes the job's model there$"
-    )):
-        overrides_of(tmp_path, tiny_model, {"actor_rollout_ref": {"model": {"path": "Qwen/Qwen3-32B"}}})
+    with pytest.raises(
+        ConfigError,
+        match=(
+            r"^config key 'verl\.actor_rollout_ref\.model\.path': 'Qwen/Qwen3-32B' contradicts '.+', which "
+            r"the engine wires there; leave it null: the engine writes the job's model there$"
+        ),
+    ):
+        overrides_of(
+            tmp_path, tiny_model, {"actor_rollout_ref": {"model": {"path": "Qwen/Qwen3-32B"}}}
+        )
 
 
 def test_a_null_model_key_and_no_model_is_still_no_model(tmp_path: Path) -> None:
@@ -516,7 +656,10 @@ def test_values_are_checked_against_verls_declared_types(
 
 
 def test_an_int_key_no_dataclass_declares_refuses_a_float(tmp_path: Path, tiny_model: Path) -> None:
-    with pytest.raises(ConfigError, match=r"'verl\.trainer\.total_epochs': expected an integer \(the type of VeRL's default 30\), got 2\.0"):
+    with pytest.raises(
+        ConfigError,
+        match=r"'verl\.trainer\.total_epochs': expected an integer \(the type of VeRL's default 30\), got 2\.0",
+    ):
         resolved(tmp_path, tiny_model, verl={"trainer.total_epochs": 2.0})
 
 
@@ -530,8 +673,17 @@ def test_config_layout_names_verls_top_level_keys_without_importing_verl() -> No
 
     layout = engine.config_layout()
     assert isinstance(layout, ConfigLayout) and not layout.takes_any
-    assert {"data", "actor_rollout_ref", "critic", "trainer", "algorithm", "reward", "custom_reward_function",
-            "reward_model", "ray_kwargs"} <= layout.section_keys
+    assert {
+        "data",
+        "actor_rollout_ref",
+        "critic",
+        "trainer",
+        "algorithm",
+        "reward",
+        "custom_reward_function",
+        "reward_model",
+        "ray_kwargs",
+    } <= layout.section_keys
     assert "model" not in layout.section_keys and "verl" not in layout.section_keys
     assert layout.model_key == "actor_rollout_ref.model.path"
     code = "from aworld_train_verl import engine\nassert 'trainer' in engine.config_layout().section_keys"
@@ -550,11 +702,15 @@ def job_config(model: Path, **data: Any) -> TrainConfig:
 
     overrides = data.pop("overrides", ())
     data = {"model": str(model), "batch_size": 4, "num_generations": 2, "max_steps": 2, **data}
-    return load_config(data, overrides, engine_names=("verl",), engine="verl", layout=config_layout())
+    return load_config(
+        data, overrides, engine_names=("verl",), engine="verl", layout=config_layout()
+    )
 
 
 def resolved_job(tmp_path: Path, model: Path, **data: Any) -> Any:
-    return resolve(job_config(model, **data), tmp_path / "run", inputs=model_overrides(str(model))).config
+    return resolve(
+        job_config(model, **data), tmp_path / "run", inputs=model_overrides(str(model))
+    ).config
 
 
 CRITIC = {"critic": {"optim": {"lr": 1e-5}, "ppo_micro_batch_size_per_gpu": 4}}
@@ -577,17 +733,33 @@ def test_the_common_algorithm_left_unset_keeps_verls_estimator_for_a_config_with
     assert resolved_job(tmp_path, tiny_model, **data).algorithm.adv_estimator == estimator
 
 
-def test_a_logger_given_as_one_name_is_taken_as_verls_tracking_takes_it(tmp_path: Path, tiny_model: Path) -> None:
-    assert resolved(tmp_path, tiny_model, verl={"trainer.logger": "console"}).config.trainer.logger == "console"
-    with pytest.raises(ConfigError, match=r"'verl\.trainer\.logger': 'consol' is not one of VeRL's trackers.*did you mean 'console'"):
+def test_a_logger_given_as_one_name_is_taken_as_verls_tracking_takes_it(
+    tmp_path: Path, tiny_model: Path
+) -> None:
+    assert (
+        resolved(tmp_path, tiny_model, verl={"trainer.logger": "console"}).config.trainer.logger
+        == "console"
+    )
+    with pytest.raises(
+        ConfigError,
+        match=r"'verl\.trainer\.logger': 'consol' is not one of VeRL's trackers.*did you mean 'console'",
+    ):
         resolved(tmp_path, tiny_model, verl={"trainer.logger": ["consol"]})
 
 
-def test_the_older_micro_batch_sizes_replace_the_engines_per_gpu_defaults(tmp_path: Path, tiny_model: Path) -> None:
+def test_the_older_micro_batch_sizes_replace_the_engines_per_gpu_defaults(
+    tmp_path: Path, tiny_model: Path
+) -> None:
     """VeRL refuses a micro batch size given both ways; a config that gives the older global
     form gets none of the engine's per-GPU defaults."""
-    older = {f"actor_rollout_ref.{key}": 2 for key in ("actor.ppo_micro_batch_size", "rollout.log_prob_micro_batch_size",
-                                                       "ref.log_prob_micro_batch_size")}
+    older = {
+        f"actor_rollout_ref.{key}": 2
+        for key in (
+            "actor.ppo_micro_batch_size",
+            "rollout.log_prob_micro_batch_size",
+            "ref.log_prob_micro_batch_size",
+        )
+    }
     cfg = resolved(tmp_path, tiny_model, kl_coef=0.1, verl=older).config
     assert cfg.actor_rollout_ref.actor.ppo_micro_batch_size == 2
     assert cfg.actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu is None
@@ -600,31 +772,45 @@ def test_hydras_add_or_override_sets_a_key_that_exists_and_adds_one_that_does_no
     tmp_path: Path, tiny_model: Path, how: str
 ) -> None:
     items = {"++trainer.val_before_train": True, "++trainer.brand_new": 3}
-    data: dict[str, Any] = ({"verl": items} if how == "section"
-                            else {"overrides": [f"{key}={str(value).lower()}" for key, value in items.items()]})
+    data: dict[str, Any] = (
+        {"verl": items}
+        if how == "section"
+        else {"overrides": [f"{key}={str(value).lower()}" for key, value in items.items()]}
+    )
     cfg = resolved_job(tmp_path, tiny_model, **data)
     assert cfg.trainer.val_before_train is True and cfg.trainer.brand_new == 3
 
 
-def test_a_value_given_with_add_or_override_is_checked_as_the_key_itself(tmp_path: Path, tiny_model: Path) -> None:
-    with pytest.raises(ConfigError, match=r"'verl\.\+\+trainer\.total_epochs': expected an integer"):
+def test_a_value_given_with_add_or_override_is_checked_as_the_key_itself(
+    tmp_path: Path, tiny_model: Path
+) -> None:
+    with pytest.raises(
+        ConfigError, match=r"'verl\.\+\+trainer\.total_epochs': expected an integer"
+    ):
         resolved_job(tmp_path, tiny_model, verl={"++trainer.total_epochs": "many"})
 
 
-def test_hydras_add_of_a_key_that_exists_is_refused_from_an_override_too(tmp_path: Path, tiny_model: Path) -> None:
+def test_hydras_add_of_a_key_that_exists_is_refused_from_an_override_too(
+    tmp_path: Path, tiny_model: Path
+) -> None:
     """``-o +trainer.val_before_train=false`` (an older VeRL script's) reads as a mapping under
     ``+trainer``: refused as Hydra refuses it."""
     with pytest.raises(ConfigError, match=r"'trainer\.val_before_train' is already a key.*'\+\+'"):
         resolved_job(tmp_path, tiny_model, overrides=["+trainer.val_before_train=false"])
 
 
-@pytest.mark.parametrize(("key", "value"), [("actor_rollout_ref.actor.kl_loss_type", "low_var_kll"),
-                                            ("algorithm.kl_penalty", "full")])
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("actor_rollout_ref.actor.kl_loss_type", "low_var_kll"), ("algorithm.kl_penalty", "full")],
+)
 def test_a_kl_estimator_verl_cannot_compute_is_refused_with_its_names(
     tmp_path: Path, tiny_model: Path, key: str, value: str
 ) -> None:
     """VeRL's kl_penalty fails on these at the first KL it computes (the first actor update)."""
-    with pytest.raises(ConfigError, match=rf"'verl\.{key}': '{value}' is not one of VeRL's KL estimators.*low_var_kl"):
+    with pytest.raises(
+        ConfigError,
+        match=rf"'verl\.{key}': '{value}' is not one of VeRL's KL estimators.*low_var_kl",
+    ):
         resolved(tmp_path, tiny_model, verl={key: value})
 
 
@@ -635,7 +821,16 @@ def test_the_kl_estimators_are_read_from_verls_code() -> None:
     from verl.trainer.ppo.core_algos import kl_penalty
 
     names = kl_estimators()
-    assert {"kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3", "k3+"} <= names and "full" not in names
+    assert {
+        "kl",
+        "k1",
+        "abs",
+        "mse",
+        "k2",
+        "low_var_kl",
+        "k3",
+        "k3+",
+    } <= names and "full" not in names
     zero = torch.zeros(1)
     for name in names:
         kl_penalty(zero, zero, name)  # each one computes

@@ -15,5 +15,8 @@ from aworld_train_verl.gpus import visible_gpus
 class TestVerlConformance(EngineConformance):
     engine_name = "verl"
     # One Ray CPU per reward and agent-loop worker keeps a GPU run light.
-    engine_section = {"reward": {"num_workers": 1}, "actor_rollout_ref": {"rollout": {"agent": {"num_workers": 1}}}}
+    engine_section = {
+        "reward": {"num_workers": 1},
+        "actor_rollout_ref": {"rollout": {"agent": {"num_workers": 1}}},
+    }
     train_error = TrainingError if visible_gpus() == 0 else None

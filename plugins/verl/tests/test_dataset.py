@@ -51,7 +51,9 @@ def test_rows_round_trip_through_rlhf_dataset(tmp_path: Path, tiny_model: Path) 
     assert len(data.samples) == 4
 
 
-def test_without_a_test_set_training_rows_serve_validation(tmp_path: Path, tiny_model: Path) -> None:
+def test_without_a_test_set_training_rows_serve_validation(
+    tmp_path: Path, tiny_model: Path
+) -> None:
     data = agent_checked(tmp_path, tiny_model).check_dataset(dataset(repeat_rows(4)))
     assert data.test_file is None
     assert data.overrides["data.val_files"] == str(data.train_file)
@@ -62,8 +64,11 @@ def test_overlong_prompts_are_an_error_naming_their_rows(tmp_path: Path, tiny_mo
     for index in (3, 17):
         rows[index]["prompt"] = "Repeat: " + "x" * 200
     checks = agent_checked(tmp_path, tiny_model)
-    with pytest.raises(DatasetError, match=r"^train_dataset row 3: the prompt \(with the chat template and system prompt\) is \d+ tokens, "
-                       r"past data.max_prompt_length=64 \(2 row\(s\): 3, 17\)"):
+    with pytest.raises(
+        DatasetError,
+        match=r"^train_dataset row 3: the prompt \(with the chat template and system prompt\) is \d+ tokens, "
+        r"past data.max_prompt_length=64 \(2 row\(s\): 3, 17\)",
+    ):
         checks.check_dataset(dataset(rows))
 
 
@@ -85,15 +90,26 @@ def test_a_long_list_of_overlong_rows_is_shortened(tmp_path: Path, tiny_model: P
     rows = repeat_rows(30)
     for row in rows[:25]:
         row["prompt"] = "x" * 200
-    with pytest.raises(DatasetError, match=r"\(25 row\(s\): 0, 1, 2, 3, 4, 5, 6, 7, 8, 9 and 15 more\)"):
+    with pytest.raises(
+        DatasetError, match=r"\(25 row\(s\): 0, 1, 2, 3, 4, 5, 6, 7, 8, 9 and 15 more\)"
+    ):
         agent_checked(tmp_path, tiny_model).check_dataset(dataset(rows))
 
 
 GAIA_ROWS = [
-    {"prompt": [{"role": "user", "content": f"Repeat: {digit}"}], "data_source": "gaia", "ability": "agi",
-     "reward_model": {"style": "GAIA", "ground_truth": digit},
-     "extra_info": {"index": 10 + int(digit), "task_id": f"t-{digit}", "level": 1, "split": "validation"},
-     "agent_name": "gaia_agent"}
+    {
+        "prompt": [{"role": "user", "content": f"Repeat: {digit}"}],
+        "data_source": "gaia",
+        "ability": "agi",
+        "reward_model": {"style": "GAIA", "ground_truth": digit},
+        "extra_info": {
+            "index": 10 + int(digit),
+            "task_id": f"t-{digit}",
+            "level": 1,
+            "split": "validation",
+        },
+        "agent_name": "gaia_agent",
+    }
     for digit in "0123"
 ]
 
@@ -121,15 +137,26 @@ def test_a_verl_layout_parquet_converts_and_rlhf_dataset_reads_it(
     data_config = preview(ctx.config, ctx.run_dir, inputs={}).data
     tokenizer = load_tokenizer(str(tiny_model))
     data = verl_dataset.convert(
-        load_dataset(source), None, tokenizer=tokenizer, data_config=data_config, system_prompt="Be brief.",
-        folder=ctx.run_dir / "data", logger=ctx.logger, agent_name=agent_name,
+        load_dataset(source),
+        None,
+        tokenizer=tokenizer,
+        data_config=data_config,
+        system_prompt="Be brief.",
+        folder=ctx.run_dir / "data",
+        logger=ctx.logger,
+        agent_name=agent_name,
     )
 
-    config = OmegaConf.merge(data_config, {"filter_overlong_prompts": False, "dataloader_num_workers": 0})
+    config = OmegaConf.merge(
+        data_config, {"filter_overlong_prompts": False, "dataloader_num_workers": 0}
+    )
     read = RLHFDataset(data_files=[str(data.train_file)], tokenizer=tokenizer, config=config)
     assert len(read) == 4
     row = read[2]
-    assert row["raw_prompt"] == [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Repeat: 2"}]
+    assert row["raw_prompt"] == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Repeat: 2"},
+    ]
     assert row["reward_model"] == {"style": "rule", "ground_truth": "2"}
     assert row["data_source"] == "gaia" and row["ability"] == "agi"
     assert row["extra_info"]["task_id"] == "t-2" and row["extra_info"]["split"] == "validation"

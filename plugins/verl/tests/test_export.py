@@ -49,7 +49,9 @@ def gloo_group() -> Any:
     """A one-process gloo group: VeRL's checkpoint manager asks the group for its rank and size."""
     import torch.distributed as dist
 
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{_free_port()}", rank=0, world_size=1)
+    dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{_free_port()}", rank=0, world_size=1
+    )
     yield
     dist.destroy_process_group()
 
@@ -65,8 +67,10 @@ def _train_step(model: Any, optimizer: Any, tokenizer: Any) -> None:
 
 def _full_state(model: Any) -> dict[str, torch.Tensor]:
     """The model's weights as whole tensors (FSDP2 keeps DTensors), detached copies."""
-    return {key: (value.full_tensor() if hasattr(value, "full_tensor") else value).detach().clone()
-            for key, value in model.state_dict().items()}
+    return {
+        key: (value.full_tensor() if hasattr(value, "full_tensor") else value).detach().clone()
+        for key, value in model.state_dict().items()
+    }
 
 
 def write_verl_run(run_dir: Path, model_path: Path, lora: bool) -> Checkpointed:
@@ -84,19 +88,36 @@ def write_verl_run(run_dir: Path, model_path: Path, lora: bool) -> Checkpointed:
     model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32)
     if lora:  # as FSDPEngine._build_lora_module configures it
         model.enable_input_require_grads()
-        model = get_peft_model(model, LoraConfig(task_type=TaskType.CAUSAL_LM, r=LORA_RANK, lora_alpha=LORA_ALPHA,
-                                                 target_modules="all-linear", bias="none"))
+        model = get_peft_model(
+            model,
+            LoraConfig(
+                task_type=TaskType.CAUSAL_LM,
+                r=LORA_RANK,
+                lora_alpha=LORA_ALPHA,
+                target_modules="all-linear",
+                bias="none",
+            ),
+        )
     mesh = init_device_mesh("cpu", (1,), mesh_dim_names=["fsdp"])
-    policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32, cast_forward_inputs=True)
-    apply_fsdp2(model, {"mesh": mesh, "mp_policy": policy, "offload_policy": None, "reshard_after_forward": True}, {})
+    policy = MixedPrecisionPolicy(
+        param_dtype=torch.bfloat16, reduce_dtype=torch.float32, cast_forward_inputs=True
+    )
+    apply_fsdp2(
+        model,
+        {"mesh": mesh, "mp_policy": policy, "offload_policy": None, "reshard_after_forward": True},
+        {},
+    )
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-2)
-    manager = FSDPCheckpointManager(model, optimizer, None, processing_class=tokenizer,
-                                    checkpoint_config=CheckpointConfig())
+    manager = FSDPCheckpointManager(
+        model, optimizer, None, processing_class=tokenizer, checkpoint_config=CheckpointConfig()
+    )
     checkpoints = run_dir / export.CHECKPOINTS_DIR
     weights = {}
     for step in (1, 2):
         _train_step(model, optimizer, tokenizer)
-        manager.save_checkpoint(str(checkpoints / f"global_step_{step}" / "actor"), global_step=step)
+        manager.save_checkpoint(
+            str(checkpoints / f"global_step_{step}" / "actor"), global_step=step
+        )
         (checkpoints / export.TRACKER).write_text(str(step))  # as PPOTrainer._save_checkpoint does
         weights[step] = _full_state(model)
     # What the engine's saved config holds that the conversion reads, beside where it saved.
@@ -118,12 +139,16 @@ def set_saved(run_dir: Path, key: str, value: Any) -> None:
 
 
 @pytest.fixture(scope="module")
-def full_run(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path, gloo_group: Any) -> Checkpointed:
+def full_run(
+    tmp_path_factory: pytest.TempPathFactory, tiny_model: Path, gloo_group: Any
+) -> Checkpointed:
     return write_verl_run(tmp_path_factory.mktemp("full-run"), tiny_model, lora=False)
 
 
 @pytest.fixture(scope="module")
-def lora_run(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path, gloo_group: Any) -> Checkpointed:
+def lora_run(
+    tmp_path_factory: pytest.TempPathFactory, tiny_model: Path, gloo_group: Any
+) -> Checkpointed:
     return write_verl_run(tmp_path_factory.mktemp("lora-run"), tiny_model, lora=True)
 
 
@@ -138,8 +163,9 @@ def model_weights(folder: Path) -> dict[str, torch.Tensor]:
     return AutoModelForCausalLM.from_pretrained(folder).state_dict()
 
 
-def test_the_last_checkpoint_becomes_a_model_that_loads_without_peft(full_run: Checkpointed, tiny_model: Path,
-                                                                      tmp_path: Path) -> None:
+def test_the_last_checkpoint_becomes_a_model_that_loads_without_peft(
+    full_run: Checkpointed, tiny_model: Path, tmp_path: Path
+) -> None:
     from transformers import AutoTokenizer
 
     run_dir = _copy_run(full_run, tmp_path / "run")
@@ -151,9 +177,14 @@ def test_the_last_checkpoint_becomes_a_model_that_loads_without_peft(full_run: C
     loaded = model_weights(folder)
     saved = full_run.weights[2]
     assert set(loaded) <= set(saved)
-    for key, value in loaded.items():  # VeRL's merger writes bf16: exactly the saved weights, rounded
+    for (
+        key,
+        value,
+    ) in loaded.items():  # VeRL's merger writes bf16: exactly the saved weights, rounded
         assert torch.equal(value, saved[key].to(value.dtype)), key
-    assert any(not torch.equal(full_run.weights[1][key], saved[key]) for key in loaded)  # step 2, not 1
+    assert any(
+        not torch.equal(full_run.weights[1][key], saved[key]) for key in loaded
+    )  # step 2, not 1
     original = AutoTokenizer.from_pretrained(tiny_model)
     converted = AutoTokenizer.from_pretrained(folder)
     assert converted.chat_template == original.chat_template
@@ -163,8 +194,9 @@ def test_the_last_checkpoint_becomes_a_model_that_loads_without_peft(full_run: C
     assert not (run_dir / "adapter").exists()
 
 
-def test_lora_checkpoint_gives_the_adapter_and_the_merged_model(lora_run: Checkpointed, tiny_model: Path,
-                                                              tmp_path: Path) -> None:
+def test_lora_checkpoint_gives_the_adapter_and_the_merged_model(
+    lora_run: Checkpointed, tiny_model: Path, tmp_path: Path
+) -> None:
     from peft import LoraConfig, TaskType, get_peft_model
     from transformers import AutoModelForCausalLM
 
@@ -177,9 +209,16 @@ def test_lora_checkpoint_gives_the_adapter_and_the_merged_model(lora_run: Checkp
     assert (run_dir / "adapter" / "adapter_model.safetensors").is_file()
     assert not (folder / "adapter_config.json").exists() and not (folder / "lora_adapter").exists()
     # What the trained weights give when peft merges them in full precision.
-    reference = get_peft_model(AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.float32),
-                               LoraConfig(task_type=TaskType.CAUSAL_LM, r=LORA_RANK, lora_alpha=LORA_ALPHA,
-                                          target_modules="all-linear", bias="none"))
+    reference = get_peft_model(
+        AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.float32),
+        LoraConfig(
+            task_type=TaskType.CAUSAL_LM,
+            r=LORA_RANK,
+            lora_alpha=LORA_ALPHA,
+            target_modules="all-linear",
+            bias="none",
+        ),
+    )
     reference.load_state_dict(lora_run.weights[2])
     expected = reference.merge_and_unload().state_dict()
     base = AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.float32).state_dict()
@@ -196,14 +235,18 @@ def test_lora_checkpoint_gives_the_adapter_and_the_merged_model(lora_run: Checkp
     assert_loads_without_peft(folder)
 
 
-def test_a_new_export_replaces_the_model_only_when_whole(full_run: Checkpointed, tmp_path: Path) -> None:
+def test_a_new_export_replaces_the_model_only_when_whole(
+    full_run: Checkpointed, tmp_path: Path
+) -> None:
     run_dir = _copy_run(full_run, tmp_path / "run")
     (run_dir / "model").mkdir()
     (run_dir / "model" / "stale.txt").write_text("from an earlier export")
     shard = run_dir / "checkpoints" / "global_step_2" / "actor" / "model_world_size_1_rank_0.pt"
     shard.write_bytes(b"not a torch file")
 
-    with pytest.raises(TrainingError, match=r"VeRL's model merger on .*global_step_2.*verl_model_merger\.log"):
+    with pytest.raises(
+        TrainingError, match=r"VeRL's model merger on .*global_step_2.*verl_model_merger\.log"
+    ):
         export_model(run_dir)
     assert (run_dir / "model" / "stale.txt").is_file()  # untouched
     assert not list(run_dir.glob(".export-*"))
@@ -217,27 +260,49 @@ def test_a_new_export_replaces_the_model_only_when_whole(full_run: Checkpointed,
 @pytest.mark.parametrize(
     ("damage", "message"),
     [
-        (lambda actor: (actor.parents[1] / export.TRACKER).unlink(),
-         r"VeRL completed no checkpoint \(.*latest_checkpointed_iteration\.txt is missing\)"),
-        (lambda actor: (actor.parents[1] / export.TRACKER).write_text("7"),
-         r"names step '7', but .*global_step_7/actor does not exist"),
-        (lambda actor: (actor / "model_world_size_1_rank_0.pt").unlink(),
-         r"global_step_2/actor: incomplete VeRL checkpoint: model_world_size_1_rank_0\.pt is missing or empty; "
-         r"VeRL saves the model only when actor\.checkpoint\.save_contents names 'model'"),
-        (lambda actor: (actor / "fsdp_config.json").unlink(),
-         r"global_step_2/actor: incomplete VeRL FSDP checkpoint: fsdp_config\.json is missing"),
-        (lambda actor: (actor / "huggingface" / "config.json").unlink(),
-         r"incomplete VeRL checkpoint: config\.json is missing or empty"),
-        (lambda actor: (actor.parents[2] / "verl_config.yaml").unlink(),
-         r"not a run of the verl engine \(verl_config\.yaml is missing\)"),
-        (lambda actor: set_saved(actor.parents[2], export.LORA_ONLY_KEY, True),
-         r"hold the LoRA adapter alone \(actor_rollout_ref\.actor\.checkpoint\.save_lora_only is true\)"),
+        (
+            lambda actor: (actor.parents[1] / export.TRACKER).unlink(),
+            r"VeRL completed no checkpoint \(.*latest_checkpointed_iteration\.txt is missing\)",
+        ),
+        (
+            lambda actor: (actor.parents[1] / export.TRACKER).write_text("7"),
+            r"names step '7', but .*global_step_7/actor does not exist",
+        ),
+        (
+            lambda actor: (actor / "model_world_size_1_rank_0.pt").unlink(),
+            r"global_step_2/actor: incomplete VeRL checkpoint: model_world_size_1_rank_0\.pt is missing or empty; "
+            r"VeRL saves the model only when actor\.checkpoint\.save_contents names 'model'",
+        ),
+        (
+            lambda actor: (actor / "fsdp_config.json").unlink(),
+            r"global_step_2/actor: incomplete VeRL FSDP checkpoint: fsdp_config\.json is missing",
+        ),
+        (
+            lambda actor: (actor / "huggingface" / "config.json").unlink(),
+            r"incomplete VeRL checkpoint: config\.json is missing or empty",
+        ),
+        (
+            lambda actor: (actor.parents[2] / "verl_config.yaml").unlink(),
+            r"not a run of the verl engine \(verl_config\.yaml is missing\)",
+        ),
+        (
+            lambda actor: set_saved(actor.parents[2], export.LORA_ONLY_KEY, True),
+            r"hold the LoRA adapter alone \(actor_rollout_ref\.actor\.checkpoint\.save_lora_only is true\)",
+        ),
     ],
-    ids=["no-tracker", "tracker-names-a-missing-step", "no-shard", "no-fsdp-config", "no-hf-config", "not-verl",
-         "lora-only"],
+    ids=[
+        "no-tracker",
+        "tracker-names-a-missing-step",
+        "no-shard",
+        "no-fsdp-config",
+        "no-hf-config",
+        "not-verl",
+        "lora-only",
+    ],
 )
-def test_a_missing_or_incomplete_checkpoint_is_one_line_naming_it(full_run: Checkpointed, tmp_path: Path,
-                                                                  damage: Any, message: str) -> None:
+def test_a_missing_or_incomplete_checkpoint_is_one_line_naming_it(
+    full_run: Checkpointed, tmp_path: Path, damage: Any, message: str
+) -> None:
     run_dir = _copy_run(full_run, tmp_path / "run")
     damage(run_dir / "checkpoints" / "global_step_2" / "actor")
 
@@ -247,12 +312,17 @@ def test_a_missing_or_incomplete_checkpoint_is_one_line_naming_it(full_run: Chec
     assert not (run_dir / "model").exists() and not list(run_dir.glob(".export-*"))
 
 
-def test_no_code_from_the_model_folder_runs_without_trust_remote_code(full_run: Checkpointed, tmp_path: Path) -> None:
+def test_no_code_from_the_model_folder_runs_without_trust_remote_code(
+    full_run: Checkpointed, tmp_path: Path
+) -> None:
     run_dir = _copy_run(full_run, tmp_path / "run")
     marker = tmp_path / "code-ran"
     hf_dir = run_dir / "checkpoints" / "global_step_2" / "actor" / "huggingface"
     config = json.loads((hf_dir / "config.json").read_text())
-    config["auto_map"] = {"AutoConfig": "planted.PlantedConfig", "AutoModelForCausalLM": "planted.PlantedModel"}
+    config["auto_map"] = {
+        "AutoConfig": "planted.PlantedConfig",
+        "AutoModelForCausalLM": "planted.PlantedModel",
+    }
     (hf_dir / "config.json").write_text(json.dumps(config))
     (hf_dir / "planted.py").write_text(f"from pathlib import Path\nPath({str(marker)!r}).touch()\n")
 
@@ -271,11 +341,16 @@ def test_no_code_from_the_model_folder_runs_without_trust_remote_code(full_run: 
     assert marker.exists()
 
 
-def test_the_module_converts_a_run_by_hand(full_run: Checkpointed, tmp_path: Path,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_module_converts_a_run_by_hand(
+    full_run: Checkpointed, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert export.main([str(tmp_path / "nowhere")]) == 2
     error = capsys.readouterr().err.strip()
-    assert error.startswith("error: ") and "not a run of the verl engine" in error and "\n" not in error
+    assert (
+        error.startswith("error: ")
+        and "not a run of the verl engine" in error
+        and "\n" not in error
+    )
 
     run_dir = _copy_run(full_run, tmp_path / "run")
     assert export.main([str(run_dir)]) == 0

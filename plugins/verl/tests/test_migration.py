@@ -58,17 +58,32 @@ def example(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A copy of the example, with the data and model its ``create_dataset.py`` writes."""
     examples = tmp_path_factory.mktemp("examples")
     folder = examples / "gaia_verl"
-    shutil.copytree(EXAMPLE, folder, ignore=shutil.ignore_patterns("build", "data", "runs", "logs", "__pycache__"))
-    subprocess.run([sys.executable, str(folder / "create_dataset.py")], check=True, capture_output=True,
-                   text=True, timeout=600)
+    shutil.copytree(
+        EXAMPLE,
+        folder,
+        ignore=shutil.ignore_patterns("build", "data", "runs", "logs", "__pycache__"),
+    )
+    subprocess.run(
+        [sys.executable, str(folder / "create_dataset.py")],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     return folder
 
 
 @pytest.fixture(scope="module")
 def main_run(example: Path) -> Run:
     """``python main.py``, as AWorld's example is run, in the example's folder."""
-    result = subprocess.run([sys.executable, "main.py"], cwd=example, env=NO_GPU, capture_output=True,
-                            text=True, timeout=900)
+    result = subprocess.run(
+        [sys.executable, "main.py"],
+        cwd=example,
+        env=NO_GPU,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     return Run(result, example / "runs")
 
 
@@ -76,8 +91,14 @@ def main_run(example: Path) -> Run:
 def cli_run(example: Path, tmp_path_factory: pytest.TempPathFactory) -> Run:
     """``aworld-train train job.yaml``, its run directory under a temporary folder."""
     runs = tmp_path_factory.mktemp("cli-runs")
-    result = subprocess.run([str(EXECUTABLE), "train", str(example / "job.yaml"), "--run-path", str(runs)],
-                            cwd=runs, env=NO_GPU, capture_output=True, text=True, timeout=900)
+    result = subprocess.run(
+        [str(EXECUTABLE), "train", str(example / "job.yaml"), "--run-path", str(runs)],
+        cwd=runs,
+        env=NO_GPU,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     return Run(result, runs)
 
 
@@ -100,8 +121,14 @@ def as_list(value: Any) -> list[str]:
 def test_the_gaia_job_file_passes_check_as_written(example: Path, tmp_path: Path) -> None:
     """A whole VeRL config as `config:`, VeRL-layout parquet, a bare reward file and an AWorld
     agent factory: `check` passes with the job exactly as the example writes it."""
-    result = subprocess.run([str(EXECUTABLE), "check", str(example / "job.yaml")], cwd=tmp_path, env=NO_GPU,
-                            capture_output=True, text=True, timeout=900)
+    result = subprocess.run(
+        [str(EXECUTABLE), "check", str(example / "job.yaml")],
+        cwd=tmp_path,
+        env=NO_GPU,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "all checks passed" in result.stdout
     assert "(look_up, calculate)" in result.stdout, "the local MCP server's tools were listed"
@@ -115,7 +142,10 @@ def test_main_py_in_aworlds_shape_passes_every_check_then_says_in_one_line_that_
     assert main_run.result.returncode == 2, main_run.output
     errors = [line for line in main_run.result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1, main_run.output
-    assert errors[0].startswith("error: VeRL needs 1 GPU(s)") and "0 NVIDIA GPU(s) are visible" in errors[0]
+    assert (
+        errors[0].startswith("error: VeRL needs 1 GPU(s)")
+        and "0 NVIDIA GPU(s) are visible" in errors[0]
+    )
     assert "Traceback" not in main_run.result.stderr
     manifest = json.loads((main_run.run_dir / "manifest.json").read_text())
     assert manifest["status"] == "failed" and "VeRL needs 1 GPU(s)" in manifest["error"]
@@ -136,7 +166,11 @@ def test_the_saved_config_names_the_data_the_agent_loop_the_validated_model_and_
     run_dir = stopped_run.run_dir
     train_files, val_files = as_list(cfg.data.train_files), as_list(cfg.data.val_files)
     for path in train_files + val_files:
-        assert Path(path).is_file() and path.endswith(".parquet") and Path(path).is_relative_to(run_dir), path
+        assert (
+            Path(path).is_file()
+            and path.endswith(".parquet")
+            and Path(path).is_relative_to(run_dir)
+        ), path
     assert train_files != val_files, "the test set validates"
 
     loop_file = Path(cfg.actor_rollout_ref.rollout.agent.agent_loop_config_path)
@@ -148,7 +182,9 @@ def test_the_saved_config_names_the_data_the_agent_loop_the_validated_model_and_
     assert cfg.trainer.n_gpus_per_node == 1 and cfg.actor_rollout_ref.rollout.top_p == 1.0
 
 
-def test_verls_reward_loader_finds_the_users_gaia_reward_in_the_saved_config(stopped_run: Run) -> None:
+def test_verls_reward_loader_finds_the_users_gaia_reward_in_the_saved_config(
+    stopped_run: Run,
+) -> None:
     """VeRL moves the legacy `custom_reward_function` keys (which the example leaves null) to
     `reward.custom_reward_function` and loads the function from there: it is the example's
     `gaia_reward_func`, scoring the answer in tags."""
@@ -160,8 +196,12 @@ def test_verls_reward_loader_finds_the_users_gaia_reward_in_the_saved_config(sto
     reward = get_custom_reward_fn(cfg)
 
     def score(solution: str) -> float:
-        result = reward(data_source="gaia", solution_str=solution, ground_truth="498",
-                        extra_info={"task_id": "landmarks-test-001", "level": 1})
+        result = reward(
+            data_source="gaia",
+            solution_str=solution,
+            ground_truth="498",
+            extra_info={"task_id": "landmarks-test-001", "level": 1},
+        )
         return float(result["score"] if isinstance(result, dict) else result)
 
     assert score("828 - 330 = 498, so <answer>498 m</answer>") == 1.0
@@ -178,14 +218,18 @@ def test_verls_dataset_reads_the_saved_data_files_as_the_trainer_would(main_run:
 
     cfg = saved_config(main_run)
     tokenizer = load_tokenizer(str(cfg.actor_rollout_ref.model.path))
-    data = RLHFDataset(data_files=as_list(cfg.data.train_files), tokenizer=tokenizer, config=cfg.data)
+    data = RLHFDataset(
+        data_files=as_list(cfg.data.train_files), tokenizer=tokenizer, config=cfg.data
+    )
     assert len(data) == 6, "every question fits max_prompt_length"
     row = data[0]
     assert row["raw_prompt"][-1]["content"].startswith("How many years passed between")
     assert row["data_source"] == "gaia" and row["reward_model"]["ground_truth"] == "48"
     assert row["extra_info"]["task_id"] == "landmarks-train-000" and row["extra_info"]["level"] == 1
     loops = OmegaConf.load(cfg.actor_rollout_ref.rollout.agent.agent_loop_config_path)
-    assert {str(data[i]["agent_name"]) for i in range(len(data))} == {entry["name"] for entry in loops}
+    assert {str(data[i]["agent_name"]) for i in range(len(data))} == {
+        entry["name"] for entry in loops
+    }
 
 
 LANDMARKS = ("Statue of Liberty", "Burj Khalifa", "Eiffel Tower", "Big Ben", "Golden Gate Bridge")
@@ -198,9 +242,13 @@ class GaiaTokenClient(ScriptedTokenClient):
     right when both MCP tools really ran."""
 
     def _reply(self, prompt: str) -> str:
-        question = re.search(r"<\|im_start\|>user\n(?!<tool_response>)(.*?)<\|im_end\|>", prompt, re.DOTALL)
+        question = re.search(
+            r"<\|im_start\|>user\n(?!<tool_response>)(.*?)<\|im_end\|>", prompt, re.DOTALL
+        )
         assert question is not None, prompt
-        named = sorted((question.group(1).index(name), name) for name in LANDMARKS if name in question.group(1))
+        named = sorted(
+            (question.group(1).index(name), name) for name in LANDMARKS if name in question.group(1)
+        )
         results = re.findall(r"<tool_response>\n(.*?)\n</tool_response>", prompt, re.DOTALL)
         if len(results) < len(named):
             return tool_call("look_up", {"landmark": named[len(results)][1]})
@@ -232,18 +280,29 @@ def test_verls_agent_loop_runs_the_aworld_agent_from_the_saved_config_and_its_re
     tokenizer = load_tokenizer(str(cfg.actor_rollout_ref.model.path))
     data = RLHFDataset(data_files=as_list(cfg.data.val_files), tokenizer=tokenizer, config=cfg.data)
     batch = DataProto.from_single_dict(collate_fn([data[i] for i in range(len(data))]))
-    batch.non_tensor_batch["uid"] = np.array([str(uuid.uuid4()) for _ in range(len(batch))], dtype=object)
+    batch.non_tensor_batch["uid"] = np.array(
+        [str(uuid.uuid4()) for _ in range(len(batch))], dtype=object
+    )
     client = GaiaTokenClient(tokenizer)
 
     async def rollout() -> Any:
-        worker = AgentLoopWorker(cfg, llm_client=client,
-                                 reward_loop_worker_handles=[LocalActorHandle(RewardLoopWorker(cfg))])
+        worker = AgentLoopWorker(
+            cfg,
+            llm_client=client,
+            reward_loop_worker_handles=[LocalActorHandle(RewardLoopWorker(cfg))],
+        )
         return await worker.generate_sequences(batch)
 
     output = asyncio.run(rollout())
     assert output.non_tensor_batch["agent_failure"].tolist() == [None, None]
-    assert output.non_tensor_batch["tool_calls"].tolist() == [3, 3], "two look-ups and a calculation"
+    assert output.non_tensor_batch["tool_calls"].tolist() == [3, 3], (
+        "two look-ups and a calculation"
+    )
     first_prompts = [prompts[0] for prompts in client.prompts.values()]
-    assert all("<answer>ANSWER</answer>" in prompt and '"name": "look_up"' in prompt for prompt in first_prompts), \
-        "the agent's own system prompt and tools"
-    assert output.batch["rm_scores"].sum(dim=-1).tolist() == [1.0, 1.0], "124 and 498, from the server's facts"
+    assert all(
+        "<answer>ANSWER</answer>" in prompt and '"name": "look_up"' in prompt
+        for prompt in first_prompts
+    ), "the agent's own system prompt and tools"
+    assert output.batch["rm_scores"].sum(dim=-1).tolist() == [1.0, 1.0], (
+        "124 and 498, from the server's facts"
+    )

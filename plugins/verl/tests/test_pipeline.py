@@ -36,7 +36,9 @@ class FakeTokenClient:
         self.seen: Counter[str] = Counter()
         self.calls = 0
 
-    async def generate(self, request_id: str, *, prompt_ids: list[int], sampling_params: dict[str, Any], **_: Any) -> Any:
+    async def generate(
+        self, request_id: str, *, prompt_ids: list[int], sampling_params: dict[str, Any], **_: Any
+    ) -> Any:
         from verl.workers.rollout.replica import TokenOutput
 
         self.calls += 1
@@ -44,11 +46,15 @@ class FakeTokenClient:
         digit = int(re.findall(r"Repeat: (\d)", prompt)[-1])
         answer = digit if self.seen[prompt] == 0 else (digit + 1) % 10
         self.seen[prompt] += 1
-        ids = self.tokenizer.encode(str(answer), add_special_tokens=False) + [self.tokenizer.eos_token_id]
+        ids = self.tokenizer.encode(str(answer), add_special_tokens=False) + [
+            self.tokenizer.eos_token_id
+        ]
         return TokenOutput(token_ids=ids, log_probs=[-0.5] * len(ids), stop_reason="completed")
 
 
-def test_agent_loop_reward_loop_and_grpo_on_cpu(tmp_path: Path, tiny_model: Path, reward_file: Path) -> None:
+def test_agent_loop_reward_loop_and_grpo_on_cpu(
+    tmp_path: Path, tiny_model: Path, reward_file: Path
+) -> None:
     from verl import DataProto
     from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
     from verl.experimental.reward_loop.reward_loop import RewardLoopWorker
@@ -63,22 +69,30 @@ def test_agent_loop_reward_loop_and_grpo_on_cpu(tmp_path: Path, tiny_model: Path
     spec = importlib.util.spec_from_file_location("pipeline_rewards", reward_file)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    reward = RewardSpec([RewardFunction("rewards.py:exact", module.exact, 1.0, f"{reward_file}:exact")])
+    reward = RewardSpec(
+        [RewardFunction("rewards.py:exact", module.exact, 1.0, f"{reward_file}:exact")]
+    )
     checks = Checks(make_ctx(tmp_path / "run", tiny_model, verl={"reward": {"num_workers": 1}}))
-    cfg = checks.check_job(AgentSpec(system_prompt="Answer with the digit."), dataset(repeat_rows(4)), reward).config
+    cfg = checks.check_job(
+        AgentSpec(system_prompt="Answer with the digit."), dataset(repeat_rows(4)), reward
+    ).config
     n = int(cfg.actor_rollout_ref.rollout.n)
     assert n == 2
 
     tokenizer = load_tokenizer(str(tiny_model))
     data = RLHFDataset(data_files=[cfg.data.train_files], tokenizer=tokenizer, config=cfg.data)
     batch = DataProto.from_single_dict(collate_fn([data[i] for i in range(len(data))]))
-    batch.non_tensor_batch["uid"] = np.array([str(uuid.uuid4()) for _ in range(len(batch))], dtype=object)
+    batch.non_tensor_batch["uid"] = np.array(
+        [str(uuid.uuid4()) for _ in range(len(batch))], dtype=object
+    )
     batch = batch.repeat(repeat_times=n, interleave=True)
     client = FakeTokenClient(tokenizer)
 
     async def rollout() -> Any:
         reward_worker = RewardLoopWorker(cfg)
-        worker = AgentLoopWorker(cfg, llm_client=client, reward_loop_worker_handles=[LocalActorHandle(reward_worker)])
+        worker = AgentLoopWorker(
+            cfg, llm_client=client, reward_loop_worker_handles=[LocalActorHandle(reward_worker)]
+        )
         return await worker.generate_sequences(batch)
 
     output = asyncio.run(rollout())
@@ -87,7 +101,7 @@ def test_agent_loop_reward_loop_and_grpo_on_cpu(tmp_path: Path, tiny_model: Path
     scores = output.batch["rm_scores"].sum(dim=-1).tolist()
     # The two samples of a prompt run concurrently: either may reach the fake first and answer
     # right, so each pair holds one right and one wrong answer in either order.
-    pairs = [sorted(scores[i:i + n]) for i in range(0, len(scores), n)]
+    pairs = [sorted(scores[i : i + n]) for i in range(0, len(scores), n)]
     assert pairs == [[0.0, 1.0]] * 4, "one answer to each prompt is right, the other wrong"
     assert output.non_tensor_batch["acc"].tolist() == scores
 

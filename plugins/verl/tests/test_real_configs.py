@@ -50,8 +50,14 @@ def config_lines(name: str, model: Path) -> list[str]:
 
     text = (HERE / name).read_text().replace("MODEL", str(model))
     if name.endswith(".yaml"):
-        return [f"{key}={json.dumps(value)}" for key, value in flatten(yaml.safe_load(text)).items()]
-    lines = [line.split(" #", 1)[0].strip() for line in text.splitlines() if not line.lstrip().startswith("#")]
+        return [
+            f"{key}={json.dumps(value)}" for key, value in flatten(yaml.safe_load(text)).items()
+        ]
+    lines = [
+        line.split(" #", 1)[0].strip()
+        for line in text.splitlines()
+        if not line.lstrip().startswith("#")
+    ]
     return [shlex.split(line)[0] for line in lines if line]
 
 
@@ -74,7 +80,11 @@ def verls_verdict(lines: list[str]) -> str | None:
     from verl.workers.rollout.replica import RolloutReplicaRegistry
 
     given = {line.partition("=")[0].lstrip("+"): line.partition("=")[2] for line in lines}
-    defaults = [f"{key}={json.dumps(value)}" for key, value in engine_defaults(given).items() if key not in given]
+    defaults = [
+        f"{key}={json.dumps(value)}"
+        for key, value in engine_defaults(given).items()
+        if key not in given
+    ]
     try:
         GlobalHydra.instance().clear()
         with initialize_config_dir(config_dir=str(config_dir()), version_base=None):
@@ -85,7 +95,9 @@ def verls_verdict(lines: list[str]) -> str | None:
             assert cfg.actor_rollout_ref.model.lora_rank <= 512, "LoRA rank past vLLM's largest"
             validated = copy.deepcopy(cfg)
             validated.actor_rollout_ref.model.lora_rank = 0
-        validate_config(validated, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg))
+        validate_config(
+            validated, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg)
+        )
         omega_conf_to_dataclass(cfg.algorithm)
         omega_conf_to_dataclass(cfg.actor_rollout_ref.rollout)
         if cfg.algorithm.adv_estimator != "gae":
@@ -99,7 +111,11 @@ def verls_verdict(lines: list[str]) -> str | None:
             kl_penalty(zero, zero, cfg.actor_rollout_ref.actor.kl_loss_type)
         if cfg.algorithm.use_kl_in_reward:
             kl_penalty(zero, zero, cfg.algorithm.kl_penalty)
-        logger = OmegaConf.to_container(cfg.trainer.logger) if not isinstance(cfg.trainer.logger, str) else [cfg.trainer.logger]
+        logger = (
+            OmegaConf.to_container(cfg.trainer.logger)
+            if not isinstance(cfg.trainer.logger, str)
+            else [cfg.trainer.logger]
+        )
         for backend in logger:
             assert backend in Tracking.supported_backend, f"{backend} is not supported"
     except Exception as error:  # noqa: BLE001 - VeRL raises asserts, ValueError, KeyError, Hydra's errors
@@ -117,9 +133,14 @@ def write_job(folder: Path, model: Path, name: str) -> Path:
     datasets.Dataset.from_list(rows).to_parquet(str(folder / "train.parquet"))
     (folder / "rewards.py").write_text(
         "def exact(data_source, solution_str, ground_truth, extra_info=None):\n"
-        "    return float(solution_str.strip() == ground_truth)\n")
-    job: dict[str, Any] = {"engine": "verl", "agent": {"name": "solver", "model": str(model)},
-                           "train_dataset": "train.parquet", "reward": "rewards.py:exact"}
+        "    return float(solution_str.strip() == ground_truth)\n"
+    )
+    job: dict[str, Any] = {
+        "engine": "verl",
+        "agent": {"name": "solver", "model": str(model)},
+        "train_dataset": "train.parquet",
+        "reward": "rewards.py:exact",
+    }
     if name.endswith(".yaml"):
         (folder / name).write_text((HERE / name).read_text().replace("MODEL", str(model)))
         job["config"] = name
@@ -128,10 +149,16 @@ def write_job(folder: Path, model: Path, name: str) -> Path:
     return path
 
 
-def checks_verdict(capsys: pytest.CaptureFixture[str], folder: Path, model: Path, name: str) -> str | None:
+def checks_verdict(
+    capsys: pytest.CaptureFixture[str], folder: Path, model: Path, name: str
+) -> str | None:
     """``aworld-train check`` on the config: ``None`` when it passes, else its one error line."""
     job = write_job(folder, model, name)
-    options = [] if name.endswith(".yaml") else [item for line in config_lines(name, model) for item in ("-o", line)]
+    options = (
+        []
+        if name.endswith(".yaml")
+        else [item for line in config_lines(name, model) for item in ("-o", line)]
+    )
     return verdict_of_check(capsys, job, *options)
 
 
@@ -166,9 +193,16 @@ def test_verls_quickstart_as_a_whole_config_file_trains_ppo_with_its_critic(
     from aworld_train_verl.composition import base_config
 
     write_job(tmp_path, long_model, "quickstart_ppo.yaml")
-    trainer = AgentTrainer(agent={"name": "solver"}, config="quickstart_ppo.yaml", reward_func="rewards.py:exact",
-                           train_dataset="train.parquet", train_engine_name="verl", run_path=tmp_path / "runs",
-                           base_dir=tmp_path, show_progress=False)
+    trainer = AgentTrainer(
+        agent={"name": "solver"},
+        config="quickstart_ppo.yaml",
+        reward_func="rewards.py:exact",
+        train_dataset="train.parquet",
+        train_engine_name="verl",
+        run_path=tmp_path / "runs",
+        base_dir=tmp_path,
+        show_progress=False,
+    )
     saved = OmegaConf.load(trainer.run_dir.path / "verl_config.yaml")
     assert saved.algorithm.adv_estimator == base_config().algorithm.adv_estimator == "gae"
     assert saved.critic.optim.lr == 1e-5 and saved.trainer.logger == "console"

@@ -40,12 +40,16 @@ def scores(checks: Checks, wired: Any) -> list[dict[str, Any]]:
     from aworld_train_verl.agent import load_tokenizer
 
     config = preview(checks.ctx.config, checks.ctx.run_dir, inputs=wired.overrides)
-    return score_with_reward_manager(config, load_tokenizer(checks.agent.model), checks.dataset.samples)
+    return score_with_reward_manager(
+        config, load_tokenizer(checks.agent.model), checks.dataset.samples
+    )
 
 
 def test_a_file_function_is_wired_as_it_is(checks: Checks, reward_file: Path) -> None:
     fn = load(reward_file).exact
-    wired = checks.check_reward(RewardSpec([RewardFunction("rewards.py:exact", fn, 1.0, f"{reward_file}:exact")]))
+    wired = checks.check_reward(
+        RewardSpec([RewardFunction("rewards.py:exact", fn, 1.0, f"{reward_file}:exact")])
+    )
     assert (wired.path, wired.name) == (str(reward_file), "exact")
     assert [s["reward_score"] for s in scores(checks, wired)] == [1.0] * 4
 
@@ -93,16 +97,24 @@ def test_a_module_found_only_beside_the_users_script_is_loaded_from_its_folder(
         "spec.loader.exec_module(module)\n"
         f"print(module.{wired.name}('repeat', '7', '7')['score'])\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], cwd=checks.ctx.run_dir, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=checks.ctx.run_dir,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert out.stdout.strip() == "0.5"
 
 
 def test_weighted_functions_get_a_combining_module(checks: Checks, reward_file: Path) -> None:
     module = load(reward_file)
-    spec = RewardSpec([
-        RewardFunction("exact", module.exact, 2.0, f"{reward_file}:exact"),
-        RewardFunction("with_metrics", module.with_metrics, 1.0, f"{reward_file}:with_metrics"),
-    ])
+    spec = RewardSpec(
+        [
+            RewardFunction("exact", module.exact, 2.0, f"{reward_file}:exact"),
+            RewardFunction("with_metrics", module.with_metrics, 1.0, f"{reward_file}:with_metrics"),
+        ]
+    )
     wired = checks.check_reward(spec)
     assert wired.path == str(checks.ctx.run_dir / MODULE_NAME)
     result = scores(checks, wired)[0]
@@ -113,7 +125,13 @@ def test_weighted_functions_get_a_combining_module(checks: Checks, reward_file: 
 
 def test_a_lambda_is_shipped_with_cloudpickle(checks: Checks) -> None:
     offset = 0.25
-    spec = RewardSpec([RewardFunction("<lambda>", lambda ds, sol, gt, extra=None: offset + (sol.strip() == gt), 1.0, None)])
+    spec = RewardSpec(
+        [
+            RewardFunction(
+                "<lambda>", lambda ds, sol, gt, extra=None: offset + (sol.strip() == gt), 1.0, None
+            )
+        ]
+    )
     wired = checks.check_reward(spec)
     assert wired.path == str(checks.ctx.run_dir / MODULE_NAME)
     assert [s["reward_score"] for s in scores(checks, wired)] == [1.25] * 4
@@ -132,7 +150,10 @@ def test_a_builtin_reward_is_wired_by_its_module(checks: Checks) -> None:
 def test_a_reward_that_raises_names_the_row(checks: Checks, reward_file: Path) -> None:
     fn = load(reward_file).broken
     spec = RewardSpec([RewardFunction("rewards.py:broken", fn, 1.0, f"{reward_file}:broken")])
-    with pytest.raises(RewardError, match=r"rewards.py:broken fails in VeRL's NaiveRewardManager on row 0: ZeroDivisionError: planted failure"):
+    with pytest.raises(
+        RewardError,
+        match=r"rewards.py:broken fails in VeRL's NaiveRewardManager on row 0: ZeroDivisionError: planted failure",
+    ):
         checks.check_reward(spec)
 
 
@@ -144,7 +165,9 @@ def test_a_reward_that_returns_text_is_rejected(checks: Checks, reward_file: Pat
 
 
 def test_a_missing_function_is_reported_by_verls_loader(checks: Checks, reward_file: Path) -> None:
-    spec = RewardSpec([RewardFunction("rewards.py:gone", lambda *a: 0.0, 1.0, f"{reward_file}:gone")])
+    spec = RewardSpec(
+        [RewardFunction("rewards.py:gone", lambda *a: 0.0, 1.0, f"{reward_file}:gone")]
+    )
     with pytest.raises(RewardError, match=r"VeRL cannot load the reward .*rewards.py:gone.*gone"):
         checks.check_reward(spec)
 
@@ -157,5 +180,7 @@ def test_a_reward_that_ends_its_process_in_verls_manager_fails_the_check(
     there fails the check in one line and leaves this process running."""
     fn = getattr(load(reward_file), name)
     spec = RewardSpec([RewardFunction(f"rewards.py:{name}", fn, 1.0, f"{reward_file}:{name}")])
-    with pytest.raises(RewardError, match=rf"^reward .*rewards.py:{name} in VeRL's reward manager on row 0 "):
+    with pytest.raises(
+        RewardError, match=rf"^reward .*rewards.py:{name} in VeRL's reward manager on row 0 "
+    ):
         checks.check_reward(spec)

@@ -79,8 +79,9 @@ def a_cluster_that_holds_the_job(monkeypatch: pytest.MonkeyPatch) -> None:
     tests are about where the address's credentials go, not about the cluster."""
     from aworld_train_verl import cluster
 
-    monkeypatch.setattr(cluster, "query_nodes",
-                        lambda address: [cluster.ClusterNode(gpus=8.0, cpus=64.0)])
+    monkeypatch.setattr(
+        cluster, "query_nodes", lambda address: [cluster.ClusterNode(gpus=8.0, cpus=64.0)]
+    )
 
 
 def test_a_cluster_that_does_not_answer_is_named_without_its_credentials() -> None:
@@ -97,7 +98,12 @@ def test_a_cluster_that_does_not_answer_is_named_without_its_credentials() -> No
 
 def secret_ctx(run_dir: Path, model: Path) -> Any:
     return make_ctx(
-        run_dir, model, batch_size=2, num_generations=2, max_prompt_length=2048, max_completion_length=64,
+        run_dir,
+        model,
+        batch_size=2,
+        num_generations=2,
+        max_prompt_length=2048,
+        max_completion_length=64,
         resources=Resources(ray_address=f"ray://admin:{URL_SECRET}@head:10001"),
         verl={"+ray_kwargs.ray_init.runtime_env.env_vars": {"HF_TOKEN": HF_SECRET}},
     )
@@ -109,18 +115,27 @@ def test_a_tool_agents_secrets_stay_out_of_the_run_directory(
     from omegaconf import OmegaConf
 
     (tmp_path / "server.py").write_text(SERVER)
-    spec = load_agent({
-        "name": "keyed",
-        "mcp_config": {"mcpServers": {"keyed": {
-            "command": "python", "args": ["server.py", "--api-key", ARG_SECRET],
-            "env": {"SERVICE_API_KEY": ENV_SECRET},
-        }}},
-        "mcp_servers": ["keyed"],
-    })
+    spec = load_agent(
+        {
+            "name": "keyed",
+            "mcp_config": {
+                "mcpServers": {
+                    "keyed": {
+                        "command": "python",
+                        "args": ["server.py", "--api-key", ARG_SECRET],
+                        "env": {"SERVICE_API_KEY": ENV_SECRET},
+                    }
+                }
+            },
+            "mcp_servers": ["keyed"],
+        }
+    )
     ctx = secret_ctx(tmp_path / "run", tool_model)
     resolved = checked(ctx, spec, tmp_path)
 
-    assert (ctx.run_dir / "agent_tools.pkl").is_file() and (ctx.run_dir / "verl_config.yaml").is_file()
+    assert (ctx.run_dir / "agent_tools.pkl").is_file() and (
+        ctx.run_dir / "verl_config.yaml"
+    ).is_file()
     assert leaked(ctx.run_dir) == {}
     assert set(resolved.environment.values()) >= {ENV_SECRET, ARG_SECRET, HF_SECRET}
     assert all(name.startswith(ENV_PREFIX) for name in resolved.environment)
@@ -138,7 +153,9 @@ def test_a_tool_agents_secrets_stay_out_of_the_run_directory(
     assert saved.ray_kwargs.ray_init.address == f"ray://admin:{URL_SECRET}@head:10001"
 
 
-def test_an_aworld_agents_secrets_stay_out_of_the_run_directory(tmp_path: Path, tool_model: Path) -> None:
+def test_an_aworld_agents_secrets_stay_out_of_the_run_directory(
+    tmp_path: Path, tool_model: Path
+) -> None:
     pytest.importorskip("aworld")
     from aworld.agents.llm_agent import Agent
     from aworld.config.conf import AgentConfig
@@ -147,12 +164,22 @@ def test_an_aworld_agents_secrets_stay_out_of_the_run_directory(tmp_path: Path, 
 
     agent = Agent(
         name="calculator-agent",
-        conf=AgentConfig(llm_provider="openai", llm_model_name="calculator-policy",
-                         llm_base_url=f"https://user:{URL_SECRET}@llm.example/v1", llm_api_key=LLM_SECRET),
+        conf=AgentConfig(
+            llm_provider="openai",
+            llm_model_name="calculator-policy",
+            llm_base_url=f"https://user:{URL_SECRET}@llm.example/v1",
+            llm_api_key=LLM_SECRET,
+        ),
         system_prompt="Call the tools.",
-        mcp_config={"mcpServers": {"calculator": {
-            "command": sys.executable, "args": [str(EXAMPLE / "server.py")], "env": {"CALC_TOKEN": ENV_SECRET},
-        }}},
+        mcp_config={
+            "mcpServers": {
+                "calculator": {
+                    "command": sys.executable,
+                    "args": [str(EXAMPLE / "server.py")],
+                    "env": {"CALC_TOKEN": ENV_SECRET},
+                }
+            }
+        },
         mcp_servers=["calculator"],
         max_loop_steps=2,
     )
@@ -175,7 +202,9 @@ def test_a_pickle_without_its_variables_says_which_is_missing() -> None:
     data = vault.dumps({"header": f"Bearer {ENV_SECRET}", "plain": "kept"})
     assert ENV_SECRET.encode() not in data
     assert loads(data, vault.environment) == {"header": f"Bearer {ENV_SECRET}", "plain": "kept"}
-    with pytest.raises(TrainingError, match=rf"^{ENV_PREFIX}0 is not set: it carries a secret of the job"):
+    with pytest.raises(
+        TrainingError, match=rf"^{ENV_PREFIX}0 is not set: it carries a secret of the job"
+    ):
         loads(data, {})
 
 
@@ -183,6 +212,8 @@ def test_training_output_is_redacted_in_the_log_and_on_the_terminal(tmp_path: Pa
     name = f"{ENV_PREFIX}0"
     echoed: list[str] = []
     command = [sys.executable, "-c", f"import os; print('resolved:', os.environ['{name}'])"]
-    launch.run(command, tmp_path, lambda *_: None, echo=echoed.append, environment={name: HF_SECRET})
+    launch.run(
+        command, tmp_path, lambda *_: None, echo=echoed.append, environment={name: HF_SECRET}
+    )
     assert echoed == ["resolved: ***"]
     assert HF_SECRET not in (tmp_path / launch.LOG_NAME).read_text()

@@ -33,7 +33,7 @@ STEP_LINE = (
     "response_length/mean:6.5 - training/global_step:3 - timing_s/gen:np.float64(1.5)"
 )
 
-CHILD = '''
+CHILD = """
 import signal, sys, time
 stopped = []
 signal.signal(signal.SIGINT, lambda *_: stopped.append(1))
@@ -46,7 +46,7 @@ while not stopped and time.time() < deadline:
     time.sleep(0.05)
 print("stopping after a signal" if stopped else "never signalled", flush=True)
 sys.exit(130 if stopped else 0)
-'''
+"""
 
 
 @pytest.fixture
@@ -59,7 +59,9 @@ def checked(tmp_path: Path, tiny_model: Path, reward_file: Path) -> Checks:
     spec.loader.exec_module(module)
     checks = Checks(make_ctx(tmp_path / "run", tiny_model, save_steps=1))
     checks.ctx.run_dir.mkdir(parents=True)
-    reward = RewardSpec([RewardFunction("rewards.py:exact", module.exact, 1.0, f"{reward_file}:exact")])
+    reward = RewardSpec(
+        [RewardFunction("rewards.py:exact", module.exact, 1.0, f"{reward_file}:exact")]
+    )
     checks.check_job(AgentSpec(), dataset(repeat_rows(8)), reward)
     return checks
 
@@ -67,13 +69,17 @@ def checked(tmp_path: Path, tiny_model: Path, reward_file: Path) -> Checks:
 @pytest.mark.skipif(visible_gpus() > 0, reason="this machine has a GPU")
 def test_train_without_a_gpu_fails_in_seconds(checked: Checks) -> None:
     started = time.monotonic()
-    with pytest.raises(TrainingError, match=r"VeRL needs 1 GPU\(s\).*but 0 NVIDIA GPU\(s\) are visible here"):
+    with pytest.raises(
+        TrainingError, match=r"VeRL needs 1 GPU\(s\).*but 0 NVIDIA GPU\(s\) are visible here"
+    ):
         checked.train()
     assert time.monotonic() - started < 5
     assert not (checked.ctx.run_dir / launch.LOG_NAME).exists(), "main_ppo was started"
 
 
-def test_preflight_counts_gpus_against_nodes(checked: Checks, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_preflight_counts_gpus_against_nodes(
+    checked: Checks, monkeypatch: pytest.MonkeyPatch
+) -> None:
     config = checked.config.config.copy()
     config.trainer.n_gpus_per_node = 2
     monkeypatch.setattr(launch, "visible_gpus", lambda: 1)
@@ -87,13 +93,17 @@ def test_preflight_counts_gpus_against_nodes(checked: Checks, monkeypatch: pytes
     launch.preflight(config, num_cpus=1)  # the cluster holds the GPUs and CPUs
 
 
-def test_preflight_refuses_a_ray_that_would_wait_forever_for_cpus(checked: Checks, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_preflight_refuses_a_ray_that_would_wait_forever_for_cpus(
+    checked: Checks, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """main_ppo on 2 CPUs hangs in the transfer queue's placement group: 8 storage units × 1 CPU."""
     config = checked.config.config
     monkeypatch.setattr(launch, "visible_gpus", lambda: 1)
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     assert launch.ray_cpus_held(config) == 10
-    with pytest.raises(TrainingError, match=r"Ray gets 2 CPU\(s\).*holds 10.*num_data_storage_units to at most 1"):
+    with pytest.raises(
+        TrainingError, match=r"Ray gets 2 CPU\(s\).*holds 10.*num_data_storage_units to at most 1"
+    ):
         launch.preflight(config, num_cpus=2)
     launch.preflight(config, num_cpus=10)
 
@@ -111,21 +121,35 @@ def test_launch_script_and_command_run_the_saved_config(checked: Checks) -> None
     subprocess.run(["bash", "-n", str(script)], check=True)
     command = launch.main_ppo_command(checked.ctx.run_dir, ["trainer.total_epochs=1"])
     assert command[1:3] == ["-m", "verl.trainer.main_ppo"]
-    assert f"--config-path={checked.ctx.run_dir}" in command and command[-1] == "trainer.total_epochs=1"
+    assert (
+        f"--config-path={checked.ctx.run_dir}" in command
+        and command[-1] == "trainer.total_epochs=1"
+    )
 
 
 def test_main_ppo_reads_the_saved_config_and_runs_verls_own_validation(checked: Checks) -> None:
     """VeRL's own entry point, started by the standalone launch.sh, accepts the saved config;
     Hydra's ``--cfg job`` prints it and stops before Ray."""
     script = checked.ctx.run_dir / launch.LAUNCH_SCRIPT
-    out = subprocess.run(["bash", str(script), "--cfg", "job"], cwd=checked.ctx.run_dir.parent,
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        ["bash", str(script), "--cfg", "job"],
+        cwd=checked.ctx.run_dir.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert f"default_local_dir: {checked.ctx.run_dir / 'checkpoints'}" in out.stdout
     assert "name: vllm" in out.stdout
     assert f"num_cpus: {os.cpu_count()}" in out.stdout
-    joining = subprocess.run(["bash", str(script), "--cfg", "job"], cwd=checked.ctx.run_dir.parent, capture_output=True,
-                             text=True, timeout=120, env={**os.environ, "RAY_ADDRESS": "ray://head:10001"})
+    joining = subprocess.run(
+        ["bash", str(script), "--cfg", "job"],
+        cwd=checked.ctx.run_dir.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "RAY_ADDRESS": "ray://head:10001"},
+    )
     assert joining.returncode == 0, joining.stderr[-2000:]
     assert "num_cpus: null" in joining.stdout, "Ray refuses a CPU count when it joins a cluster"
 
@@ -145,7 +169,12 @@ def test_output_is_streamed_and_metrics_logged(tmp_path: Path) -> None:
     child.write_text(CHILD.replace("while not stopped", "while False"))
     logged: list[tuple[int, dict[str, float]]] = []
     echoed: list[str] = []
-    launch.run([sys.executable, str(child)], tmp_path, lambda s, m: logged.append((s, m)), echo=echoed.append)
+    launch.run(
+        [sys.executable, str(child)],
+        tmp_path,
+        lambda s, m: logged.append((s, m)),
+        echo=echoed.append,
+    )
     assert [s for s, _ in logged] == [1, 2]
     assert logged[1][1]["reward"] == 0.5
     assert "ready" in echoed
@@ -154,13 +183,19 @@ def test_output_is_streamed_and_metrics_logged(tmp_path: Path) -> None:
 
 def test_a_failing_child_is_a_training_error_with_its_last_line(tmp_path: Path) -> None:
     child = tmp_path / "child.py"
-    child.write_text("print('Total available GPUs 0 is less than total desired GPUs 1'); raise SystemExit(1)")
-    with pytest.raises(TrainingError, match=r"exited with status 1: Total available GPUs 0.*verl_train.log"):
+    child.write_text(
+        "print('Total available GPUs 0 is less than total desired GPUs 1'); raise SystemExit(1)"
+    )
+    with pytest.raises(
+        TrainingError, match=r"exited with status 1: Total available GPUs 0.*verl_train.log"
+    ):
         launch.run([sys.executable, str(child)], tmp_path, lambda *_: None, echo=lambda _: None)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
-def test_a_signal_is_forwarded_and_the_run_ends_interrupted(tmp_path: Path, signum: signal.Signals) -> None:
+def test_a_signal_is_forwarded_and_the_run_ends_interrupted(
+    tmp_path: Path, signum: signal.Signals
+) -> None:
     child = tmp_path / "child.py"
     child.write_text(CHILD)
     echoed: list[str] = []
@@ -172,7 +207,9 @@ def test_a_signal_is_forwarded_and_the_run_ends_interrupted(tmp_path: Path, sign
             threading.Timer(0.2, os.kill, (os.getpid(), signum)).start()
 
     with pytest.raises(KeyboardInterrupt, match=signum.name):
-        launch.run([sys.executable, str(child)], tmp_path, lambda *_: None, echo=interrupt_when_ready)
+        launch.run(
+            [sys.executable, str(child)], tmp_path, lambda *_: None, echo=interrupt_when_ready
+        )
     assert echoed[-1] == "stopping after a signal"
     assert {sig: signal.getsignal(sig) for sig in before} == before
 
@@ -198,7 +235,9 @@ def test_resume_without_a_checkpoint_is_an_error(tmp_path: Path) -> None:
         launch.last_checkpoint(tmp_path)
 
 
-def test_train_passes_resume_and_cpus_to_main_ppo(checked: Checks, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_train_passes_resume_and_cpus_to_main_ppo(
+    checked: Checks, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """With the preflight passed, train runs main_ppo on the saved config plus these overrides."""
     old = tmp_path / "old-run"
     (old / "checkpoints" / "global_step_2").mkdir(parents=True)
@@ -206,14 +245,22 @@ def test_train_passes_resume_and_cpus_to_main_ppo(checked: Checks, monkeypatch: 
     checked.ctx.resume_from = old
     seen: dict[str, Any] = {}
     monkeypatch.setattr(launch, "preflight", lambda config, num_cpus: None)
-    monkeypatch.setattr(launch, "run", lambda command, run_dir, on_step, **_: seen.update(command=command) or on_step(1, {"reward": 0.5}))
+    monkeypatch.setattr(
+        launch,
+        "run",
+        lambda command, run_dir, on_step, **_: (
+            seen.update(command=command) or on_step(1, {"reward": 0.5})
+        ),
+    )
     monkeypatch.setattr(export, "export_model", lambda run_dir: seen.update(exported=run_dir))
     result = checked.train()
     assert seen["exported"] == checked.ctx.run_dir, "the last checkpoint becomes the run's model"
     assert f"trainer.resume_from_path={old / 'checkpoints' / 'global_step_2'}" in seen["command"]
     assert f"ray_kwargs.ray_init.num_cpus={os.cpu_count()}" in seen["command"]
     assert result["reward"] == 0.5
-    assert json.loads((checked.ctx.run_dir / "metrics.jsonl").read_text().splitlines()[0])["step"] == 1
+    assert (
+        json.loads((checked.ctx.run_dir / "metrics.jsonl").read_text().splitlines()[0])["step"] == 1
+    )
 
 
 def test_train_joining_a_cluster_skips_the_local_checks_and_the_cpu_count(
@@ -221,7 +268,9 @@ def test_train_joining_a_cluster_skips_the_local_checks_and_the_cpu_count(
 ) -> None:
     seen: dict[str, Any] = {}
     monkeypatch.setenv("RAY_ADDRESS", "ray://head:10001")
-    monkeypatch.setattr(launch, "run", lambda command, run_dir, on_step, **_: seen.update(command=command))
+    monkeypatch.setattr(
+        launch, "run", lambda command, run_dir, on_step, **_: seen.update(command=command)
+    )
     monkeypatch.setattr(export, "export_model", lambda run_dir: None)
     checked.train()
     assert "ray_kwargs.ray_init.num_cpus=null" in seen["command"]

@@ -24,16 +24,20 @@ def _record(run_dir: Path, event: dict[str, Any]) -> None:
 
 
 @hookimpl(wrapper=True)
-def check_dataset(train_dataset: Any, test_dataset: Any, agent: Any,
-                  ctx: Any) -> Generator[None, Any, Any]:
+def check_dataset(
+    train_dataset: Any, test_dataset: Any, agent: Any, ctx: Any
+) -> Generator[None, Any, Any]:
     result = yield
-    _record(ctx.run_dir, {
-        "hook": "check_dataset",
-        "engine": ctx.engine,
-        "rows": len(train_dataset),
-        "agent": type(agent).__name__,
-        "engine_result": type(result).__name__,
-    })
+    _record(
+        ctx.run_dir,
+        {
+            "hook": "check_dataset",
+            "engine": ctx.engine,
+            "rows": len(train_dataset),
+            "agent": type(agent).__name__,
+            "engine_result": type(result).__name__,
+        },
+    )
     return result
 
 

@@ -56,8 +56,9 @@ def check_config(config: TrainConfig, dataset: dict[str, Any], ctx: RunContext) 
 
 
 @hookimpl
-def train(dataset: dict[str, Any], reward: ToyReward, config: ToySettings,
-          ctx: RunContext) -> dict[str, Any]:
+def train(
+    dataset: dict[str, Any], reward: ToyReward, config: ToySettings, ctx: RunContext
+) -> dict[str, Any]:
     from aworld_train_toy.policy import train_policy
 
     return train_policy(config, dataset["train"], reward, ctx)

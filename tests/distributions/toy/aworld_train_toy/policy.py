@@ -58,8 +58,9 @@ class ToyReward:
         self.spec = spec
 
     def __call__(self, example: Example, answer: str) -> RewardResult:
-        return self.spec.score(example.data_source, answer, example.ground_truth,
-                               example.extra_info)
+        return self.spec.score(
+            example.data_source, answer, example.ground_truth, example.extra_info
+        )
 
 
 def to_examples(dataset: datasets.Dataset) -> list[Example]:
@@ -81,8 +82,10 @@ def settings_from_config(config: TrainConfig, engine: str, examples: list[Exampl
         than GRPO (the only one the toy engine has).
     """
     if config.algorithm != "grpo":
-        raise ConfigError(f"config: algorithm '{config.algorithm}' is not supported by the "
-                          f"{engine} engine (only grpo)")
+        raise ConfigError(
+            f"config: algorithm '{config.algorithm}' is not supported by the "
+            f"{engine} engine (only grpo)"
+        )
     section = config.engine_section(engine)
     for key in section:
         if key not in SECTION_KEYS:
@@ -93,14 +96,21 @@ def settings_from_config(config: TrainConfig, engine: str, examples: list[Exampl
     candidates = section.get("candidates")
     if candidates is None:
         candidates = list(dict.fromkeys(example.ground_truth for example in examples))
-    if not (isinstance(candidates, list) and candidates
-            and all(isinstance(c, str) for c in candidates)):
-        raise ConfigError(f"config: '{engine}.candidates' must be a non-empty list of strings, "
-                          f"got {candidates!r}")
+    if not (
+        isinstance(candidates, list) and candidates and all(isinstance(c, str) for c in candidates)
+    ):
+        raise ConfigError(
+            f"config: '{engine}.candidates' must be a non-empty list of strings, got {candidates!r}"
+        )
     temperature = section.get("temperature", 1.0)
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or temperature <= 0:
-        raise ConfigError(f"config: '{engine}.temperature' must be a positive number, "
-                          f"got {temperature!r}")
+    if (
+        isinstance(temperature, bool)
+        or not isinstance(temperature, (int, float))
+        or temperature <= 0
+    ):
+        raise ConfigError(
+            f"config: '{engine}.temperature' must be a positive number, got {temperature!r}"
+        )
     for key in ("max_steps", "batch_size", "logging_steps", "save_steps"):
         value = getattr(config, key)
         if value is not None and value < 1:
@@ -120,8 +130,12 @@ def settings_from_config(config: TrainConfig, engine: str, examples: list[Exampl
 class Policy:
     """Per-prompt logits over the candidates; a prompt never seen starts uniform."""
 
-    def __init__(self, candidates: tuple[str, ...], temperature: float,
-                 logits: dict[str, list[float]] | None = None) -> None:
+    def __init__(
+        self,
+        candidates: tuple[str, ...],
+        temperature: float,
+        logits: dict[str, list[float]] | None = None,
+    ) -> None:
         self.candidates = candidates
         self.temperature = temperature
         self.logits = logits if logits is not None else {}
@@ -139,8 +153,9 @@ class Policy:
         return self.candidates[probabilities.index(max(probabilities))]
 
 
-def train_policy(settings: ToySettings, examples: list[Example], reward: ToyReward,
-                 ctx: RunContext) -> dict[str, Any]:
+def train_policy(
+    settings: ToySettings, examples: list[Example], reward: ToyReward, ctx: RunContext
+) -> dict[str, Any]:
     rng = random.Random(settings.seed)
     policy = Policy(settings.candidates, settings.temperature)
     done = 0
@@ -163,15 +178,19 @@ def train_policy(settings: ToySettings, examples: list[Example], reward: ToyRewa
     return {**metrics, "greedy_reward": sum(greedy) / len(greedy)}
 
 
-def _step(policy: Policy, examples: list[Example], reward: ToyReward, rng: random.Random,
-          settings: ToySettings) -> dict[str, float]:
+def _step(
+    policy: Policy,
+    examples: list[Example],
+    reward: ToyReward,
+    rng: random.Random,
+    settings: ToySettings,
+) -> dict[str, float]:
     batch = [rng.choice(examples) for _ in range(settings.batch_size)]
     drawn = []
     for example in batch:
         probabilities = policy.probabilities(example.prompt)
         answer = rng.choices(range(len(policy.candidates)), weights=probabilities)[0]
-        drawn.append((example, answer, probabilities,
-                      reward(example, policy.candidates[answer])))
+        drawn.append((example, answer, probabilities, reward(example, policy.candidates[answer])))
     size = len(drawn)
     baseline = sum(result.score for *_, result in drawn) / size
     loss = 0.0
