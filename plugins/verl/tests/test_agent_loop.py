@@ -115,6 +115,7 @@ def test_a_tool_episode_trains_on_the_models_exact_tokens(
     assert output.non_tensor_batch["__num_turns__"].tolist() == [4, 4]
 
 
+@pytest.mark.slow
 def test_a_tool_episode_that_times_out_or_whose_server_dies_scores_0(
     tmp_path: Path, tool_model: Path, tools: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

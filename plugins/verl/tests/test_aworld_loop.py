@@ -70,6 +70,7 @@ def run_rows(
     return output, client
 
 
+@pytest.mark.slow
 def test_an_aworld_agent_runs_unmodified_and_trains_on_the_models_exact_tokens(
     tmp_path: Path, tool_model: Path
 ) -> None:
@@ -92,6 +93,7 @@ def test_an_aworld_agent_runs_unmodified_and_trains_on_the_models_exact_tokens(
     assert agent.conf.llm_config.llm_api_key == SECRET
 
 
+@pytest.mark.slow
 def test_an_aworld_agent_that_fails_or_times_out_scores_0_and_the_step_goes_on(
     tmp_path: Path, tool_model: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -145,6 +147,7 @@ def test_an_aworld_agent_that_cannot_reach_the_workers_fails_at_check_time(
         checks.check_agent(spec)
 
 
+@pytest.mark.slow
 def test_an_aworld_agent_job_passes_check_in_a_few_lines(tmp_path: Path, tool_model: Path) -> None:
     from aworld_train import AgentTrainer
 

@@ -108,6 +108,7 @@ def _check(tmp_path: Path, model: Path, **resources: Any) -> Any:
     )
 
 
+@pytest.mark.slow
 def test_a_job_that_fits_the_cluster_passes(
     ray_head: str, tmp_path: Path, tiny_model: Path
 ) -> None:

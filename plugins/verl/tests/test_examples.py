@@ -14,6 +14,7 @@ from rollouts import EXAMPLE
 EXECUTABLE = Path(sys.executable).with_name("aworld-train")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("job", ["job_verl.yaml", "job_aworld.yaml"])
 def test_the_calculator_examples_jobs_pass_check(
     job: str, tool_model: Path, tmp_path: Path

@@ -163,6 +163,7 @@ def model_weights(folder: Path) -> dict[str, torch.Tensor]:
     return AutoModelForCausalLM.from_pretrained(folder).state_dict()
 
 
+@pytest.mark.slow
 def test_the_last_checkpoint_becomes_a_model_that_loads_without_peft(
     full_run: Checkpointed, tiny_model: Path, tmp_path: Path
 ) -> None:
@@ -194,6 +195,7 @@ def test_the_last_checkpoint_becomes_a_model_that_loads_without_peft(
     assert not (run_dir / "adapter").exists()
 
 
+@pytest.mark.slow
 def test_lora_checkpoint_gives_the_adapter_and_the_merged_model(
     lora_run: Checkpointed, tiny_model: Path, tmp_path: Path
 ) -> None:
@@ -235,6 +237,7 @@ def test_lora_checkpoint_gives_the_adapter_and_the_merged_model(
     assert_loads_without_peft(folder)
 
 
+@pytest.mark.slow
 def test_a_new_export_replaces_the_model_only_when_whole(
     full_run: Checkpointed, tmp_path: Path
 ) -> None:
@@ -312,6 +315,7 @@ def test_a_missing_or_incomplete_checkpoint_is_one_line_naming_it(
     assert not (run_dir / "model").exists() and not list(run_dir.glob(".export-*"))
 
 
+@pytest.mark.slow
 def test_no_code_from_the_model_folder_runs_without_trust_remote_code(
     full_run: Checkpointed, tmp_path: Path
 ) -> None:
@@ -341,6 +345,7 @@ def test_no_code_from_the_model_folder_runs_without_trust_remote_code(
     assert marker.exists()
 
 
+@pytest.mark.slow
 def test_the_module_converts_a_run_by_hand(
     full_run: Checkpointed, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -118,6 +118,7 @@ def as_list(value: Any) -> list[str]:
     return [value] if isinstance(value, str) else list(value)
 
 
+@pytest.mark.slow
 def test_the_gaia_job_file_passes_check_as_written(example: Path, tmp_path: Path) -> None:
     """A whole VeRL config as `config:`, VeRL-layout parquet, a bare reward file and an AWorld
     agent factory: `check` passes with the job exactly as the example writes it."""
@@ -134,6 +135,7 @@ def test_the_gaia_job_file_passes_check_as_written(example: Path, tmp_path: Path
     assert "(look_up, calculate)" in result.stdout, "the local MCP server's tools were listed"
 
 
+@pytest.mark.slow
 def test_main_py_in_aworlds_shape_passes_every_check_then_says_in_one_line_that_it_needs_a_gpu(
     main_run: Run,
 ) -> None:
@@ -151,6 +153,7 @@ def test_main_py_in_aworlds_shape_passes_every_check_then_says_in_one_line_that_
     assert manifest["status"] == "failed" and "VeRL needs 1 GPU(s)" in manifest["error"]
 
 
+@pytest.mark.slow
 def test_the_cli_train_of_the_job_file_stops_at_the_same_line(cli_run: Run) -> None:
     """The job file trains as main.py does: every check passes, then VeRL's one line, exit 2."""
     assert cli_run.result.returncode == 2, cli_run.output
@@ -263,6 +266,7 @@ def tool_call(name: str, arguments: dict[str, Any]) -> str:
     return f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
 
 
+@pytest.mark.slow
 def test_verls_agent_loop_runs_the_aworld_agent_from_the_saved_config_and_its_reward_scores_it(
     main_run: Run,
 ) -> None:

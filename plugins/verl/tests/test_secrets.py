@@ -109,6 +109,7 @@ def secret_ctx(run_dir: Path, model: Path) -> Any:
     )
 
 
+@pytest.mark.slow
 def test_a_tool_agents_secrets_stay_out_of_the_run_directory(
     tmp_path: Path, tool_model: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

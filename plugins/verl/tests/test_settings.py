@@ -41,6 +41,7 @@ def table(tmp_path: Path, model: Path, **config: Any) -> dict[str, Setting]:
     return {row.name: row for row in effective_settings(result, ctx.config)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("precision", "dtype"), [("fp32", "float32"), ("bf16", "bfloat16"), ("fp16", "float16")]
 )

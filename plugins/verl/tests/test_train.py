@@ -127,6 +127,7 @@ def test_launch_script_and_command_run_the_saved_config(checked: Checks) -> None
     )
 
 
+@pytest.mark.slow
 def test_main_ppo_reads_the_saved_config_and_runs_verls_own_validation(checked: Checks) -> None:
     """VeRL's own entry point, started by the standalone launch.sh, accepts the saved config;
     Hydra's ``--cfg job`` prints it and stops before Ray."""
