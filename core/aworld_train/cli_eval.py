@@ -10,24 +10,18 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from aworld_train.errors import JobError, RunDirectoryError
-from aworld_train.evaluation import (
-    EvalResult,
-    difference,
-    eval_hint,
-    evaluate,
-    open_target,
-    resolve_model,
-    result_stem,
-)
 from aworld_train.manifest import STOPPED, read_manifest
 from aworld_train.resume import continuations, resume_command
 from aworld_train.run_files import EVAL_DIR, MANIFEST
 from aworld_train.samples import read_samples
+
+if TYPE_CHECKING:
+    from aworld_train.evaluation import EvalResult
 
 # Samples longer than this are cut in `show`'s lines.
 _SHOWN_CHARS = 120
@@ -97,6 +91,16 @@ def eval_command(
         raise click.UsageError(
             "--compare evaluates base against final or --model: give another --model"
         )
+    # Here, not at the top: `aworld-train engines` and `show` load this module too, and
+    # evaluation's modules (generation, rewards, results) are a third of the CLI's start-up.
+    from aworld_train.evaluation import (
+        difference,
+        evaluate,
+        open_target,
+        resolve_model,
+        result_stem,
+    )
+
     _require_generation()
     with _stdout_to_stderr(as_json):
         opened = open_target(target)
@@ -301,6 +305,8 @@ def _status_of(run: Path) -> str:
 
 def _show_evals(run: Path) -> None:
     """One line per ``eval/*.json``."""
+    from aworld_train.evaluation import eval_hint
+
     found = sorted((run / EVAL_DIR).glob("*.json"))
     if not found:
         click.echo(f"eval results: none ({eval_hint(run)})")
