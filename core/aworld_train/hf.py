@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from aworld_train.cache import cached
 from aworld_train.errors import AgentError, RunDirectoryError
@@ -154,6 +154,9 @@ def completion_text(completion: Any) -> str:
     )
 
 
+_Config = TypeVar("_Config", bound="TrainerConfig")
+
+
 @dataclass(kw_only=True)
 class TrainerConfig:
     """The resolved config of a trainer engine: its trainer's arguments and how many processes
@@ -170,6 +173,10 @@ class TrainerConfig:
     arguments: dict[str, Any]
     nproc_per_node: int = 1
     nnodes: int = 1
+
+    def with_arguments(self: _Config, arguments: dict[str, Any]) -> _Config:
+        """This config with other trainer arguments (an engine's subclass kept)."""
+        return dataclasses.replace(self, arguments=arguments)
 
     @property
     def world_size(self) -> int:

@@ -8,7 +8,6 @@ no code from the model folder unless the job trusts it.
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.metadata
 import importlib.util
 import os
@@ -243,9 +242,7 @@ def check_arguments(config: SwiftConfig) -> None:
         name: None for names in SECRETS.values() for name in names
     }
     with world_size(config.nproc_per_node * config.nnodes), own_process_group():
-        build_arguments(
-            dataclasses.replace(config, arguments=arguments), environment=no_credentials
-        )
+        build_arguments(config.with_arguments(arguments), environment=no_credentials)
 
 
 # Attention implementations (swift's attn_impl) and the package each loads.

@@ -173,7 +173,7 @@ def train_in_process(
         extra: dict[str, Any] = {
             "callbacks": [*config.arguments.get("callbacks", []), CALLBACK],
         }
-        if scores_test_set(config, reward):
+        if reward is not None and scores_test_set(config, reward):
             callbacks_map[REWARD_EVAL_CALLBACK] = reward_eval_callback(
                 TrainerCallback, config, reward
             )

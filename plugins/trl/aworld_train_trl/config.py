@@ -207,7 +207,7 @@ def config_to_trl(
             # This process has a world size of 1: validate with the batch the workers will have.
             check_args = {k: v for k, v in args.items() if k != "steps_per_generation"}
             check_args["generation_batch_size"] = generation_batch
-            build_trainer_args(dataclasses.replace(resolved, arguments=check_args))
+            build_trainer_args(resolved.with_arguments(check_args))
             return resolved
     build_trainer_args(resolved)
     return resolved

@@ -100,7 +100,7 @@ class AgentRollout:
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
         self.trainer = trainer
         if self.scratch is not None:
-            self._sync_vllm()
+            self._sync_vllm(self.scratch)
         rows = getattr(trainer, "rollout_rows", None) or [{"prompt": p} for p in prompts]
         results = self.runtime.run([dict(row, prompt=prompt) for row, prompt in zip(rows, prompts)])
         return {
@@ -128,7 +128,7 @@ class AgentRollout:
         )
         return [row[0] for row in generated]
 
-    def _sync_vllm(self) -> None:
+    def _sync_vllm(self, scratch: Path) -> None:
         """Start the vLLM engine on the first rollout; before each later step's, load the
         policy's weights into it, so that the rollouts come from the model being trained."""
         step = self.trainer.state.global_step
@@ -136,7 +136,7 @@ class AgentRollout:
             self.llm = vllm_generation.start_engine(self.model, seed=self.trainer.args.seed)
         elif step != self._synced_step:
             model = self.trainer.accelerator.unwrap_model(self.trainer.model)
-            vllm_generation.sync_weights(self.llm, model, self.scratch)
+            vllm_generation.sync_weights(self.llm, model, scratch)
         self._synced_step = step
 
 

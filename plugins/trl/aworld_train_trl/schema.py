@@ -44,9 +44,12 @@ ARGUMENT_CHOICES: dict[str, tuple[Any, ...]] = {
     "include_num_input_tokens_seen": ("all", "non_padding", "no", True, False),
 }
 
-_SEED = {"ge": 0, "le": 2**32 - 1}  # numpy's seed range, which transformers' set_seed uses
-_PROBABILITY = {"ge": 0, "le": 1}
-_PORT = {"ge": 1, "le": 65535}
+_SEED: dict[str, float] = {
+    "ge": 0,
+    "le": 2**32 - 1,
+}  # numpy's seed range, which transformers' set_seed uses
+_PROBABILITY: dict[str, float] = {"ge": 0, "le": 1}
+_PORT: dict[str, float] = {"ge": 1, "le": 65535}
 
 # Where a value outside the range makes TRL fail mid-run or quietly train something else
 # (a count of 0 divides by zero; max_steps -5 trains for epochs instead).

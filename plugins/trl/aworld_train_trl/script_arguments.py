@@ -125,8 +125,9 @@ def script_keys(
                 f"config trl.accelerate_config: {preset!r} is not one of TRL's "
                 f"presets ({', '.join(_ACCELERATE_PRESETS)})"
             )
-        if _ACCELERATE_PRESETS[preset]:
-            require_package(_ACCELERATE_PRESETS[preset], "trl.accelerate_config", preset)
+        package = _ACCELERATE_PRESETS[preset]
+        if package:
+            require_package(package, "trl.accelerate_config", preset)
             raise ConfigError(
                 f"config trl.accelerate_config: {preset} (DeepSpeed through "
                 "accelerate) is not launched by the trl engine: set trl.deepspeed "

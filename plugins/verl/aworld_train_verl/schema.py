@@ -162,7 +162,7 @@ def _dataclass(target: str) -> type | None:
         cls = get_class(target)
     except Exception:  # noqa: BLE001 - a target that does not import declares nothing here
         return None
-    return cls if dataclasses.is_dataclass(cls) else None
+    return cls if isinstance(cls, type) and dataclasses.is_dataclass(cls) else None
 
 
 def _hints(cls: type) -> dict[str, Any]:

@@ -197,7 +197,7 @@ class RolloutSamples:
 
     def rows(self, path: Path) -> list[dict[str, Any]]:
         """The first :attr:`limit` rollouts of one dump file as sample rows."""
-        rows = []
+        rows: list[dict[str, Any]] = []
         with path.open(encoding="utf-8") as lines:
             for line in lines:
                 if len(rows) == self.limit:
