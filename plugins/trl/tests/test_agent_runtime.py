@@ -69,6 +69,7 @@ def test_each_bad_agent_is_one_line_from_check(
     assert not (agent_job.parent / "runs").exists()
 
 
+@pytest.mark.slow
 def test_a_bad_agent_is_one_line_on_the_terminal_and_training_logs_each_agents_fault_once(
     agent_job: Path, tiny_model: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -116,6 +116,7 @@ def test_a_job_that_fits_the_cluster_passes(
     assert [c for c in trainer.checks if c.module == "config" and c.by == "verl"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("resources", "says"),
     [
@@ -140,6 +141,7 @@ def test_a_job_the_cluster_cannot_hold_is_refused_in_one_line(
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
 
 
+@pytest.mark.slow
 def test_ray_address_from_the_environment_is_checked_too(
     ray_head: str, tmp_path: Path, tiny_model: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

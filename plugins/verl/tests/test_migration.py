@@ -160,6 +160,7 @@ def test_the_cli_train_of_the_job_file_stops_at_the_same_line(cli_run: Run) -> N
     assert cli_run.result.stderr.strip().splitlines()[-1].startswith("error: VeRL needs 1 GPU(s)")
 
 
+@pytest.mark.slow
 def test_the_saved_config_names_the_data_the_agent_loop_the_validated_model_and_the_reward(
     stopped_run: Run, example: Path
 ) -> None:
