@@ -65,6 +65,8 @@ class MemoryPlan:
     :ivar zero_stage: what is sharded: 0 nothing (DDP), 1 optimizer states, 2 and gradients,
         3 and weights (FSDP's full shard).
     :ivar offload_optimizer: optimizer states live in CPU memory.
+    :ivar offload_fix: how a refusal names offloading the optimizer states as a fix, in the
+        engine's own words where it has a key for it.
     :ivar reference_model: a frozen copy of the weights computes the KL term (``kl_coef > 0``
         without LoRA: with LoRA the base model with the adapter off is the reference).
     :ivar rollout_fraction: the share of the GPU's memory a colocated vLLM reserves
@@ -86,6 +88,7 @@ class MemoryPlan:
     shard_degree: int = 1
     zero_stage: int = 0
     offload_optimizer: bool = False
+    offload_fix: str = "optimizer offload"
     reference_model: bool = False
     rollout_fraction: float = 0.0
     rollout_alongside: tuple[str, ...] | None = None
@@ -401,7 +404,7 @@ def refuse_or_warn(estimate_: MemoryEstimate) -> str | None:
         else "more GPUs"
     )
     if not plan.offload_optimizer and parts["optimizer"]:
-        fixes.append("optimizer offload")
+        fixes.append(plan.offload_fix)
     if parts["rollout"]:
         fixes.append("a lower vLLM gpu_memory_utilization")
     raise ConfigError(

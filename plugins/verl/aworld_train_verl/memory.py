@@ -98,6 +98,9 @@ def verl_memory_plan(config: VerlConfig, default: MemoryPlan) -> MemoryPlan:
         shard_degree=shard,
         zero_stage=3,
         offload_optimizer=bool(get(actor + "fsdp_config.offload_policy", False)),
+        # VeRL's optimizer_offload only moves the states while it generates: through the update
+        # they stay on the GPU unless offload_policy keeps them on the CPU.
+        offload_fix="verl." + actor + "fsdp_config.offload_policy",
         reference_model=reference,
         rollout_fraction=float(get(rollout + "gpu_memory_utilization", 0.0)) if reserves else 0.0,
         rollout_alongside=alongside,

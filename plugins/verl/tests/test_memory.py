@@ -53,6 +53,9 @@ def test_a_7b_full_fine_tune_is_refused_on_one_80_gb_gpu_and_passes_with_lora(
         "161.85 GB per GPU before activations (optimizer 60.92 GB, weights 30.46 GB, "
         "gradients 30.46 GB, reference 30.46 GB, rollout 9.54 GB)" in refusal
     )
+    # Offloading the optimizer through the update is VeRL's offload_policy, named as the job
+    # writes it (its optimizer_offload moves the states only while it generates).
+    assert "verl.actor_rollout_ref.actor.fsdp_config.offload_policy" in refusal, refusal
     # LoRA: the actor with its adapter off is the reference; while vLLM generates, the frozen
     # weights and the adapter's optimizer states stay on the GPU beside its 40 GB.
     assert "weights 30.62 GB, gradients 0.16 GB, optimizer 0.32 GB, rollout 39.84 GB" in row, row
