@@ -80,6 +80,12 @@ class Setting:
     engine_value: Any
     source: str
 
+    @classmethod
+    def without_key(cls, name: str, value: Any) -> Setting:
+        """The row of a common setting the engine applies itself, with no key of its own for
+        it (``eval_limit``: it keeps the first rows of the test set): from the job when set."""
+        return cls(name, value, "", value, "job" if value is not None else "default")
+
 
 def describe_device(use_gpu: bool) -> str:
     """``"cpu"``, or the visible GPUs as ``"NVIDIA H200 x 2"``.

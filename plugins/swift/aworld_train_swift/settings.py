@@ -336,15 +336,7 @@ def effective_settings(
             )
         )
     # No key of swift's: the engine keeps the first eval_limit rows of the test set.
-    settings.append(
-        Setting(
-            "eval_limit",
-            config.eval_limit,
-            "",
-            config.eval_limit,
-            "job" if config.eval_limit is not None else "default",
-        )
-    )
+    settings.append(Setting.without_key("eval_limit", config.eval_limit))
     if config.algorithm == "grpo":
         settings.append(
             Setting("log_samples", samples_per_step(config), "", None, source("log_samples"))

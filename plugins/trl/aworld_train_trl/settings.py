@@ -147,15 +147,7 @@ def resolve_settings(
         rows.append(_knob(common, defaults, name, value, key, to_trl, to_common))
     rows.append(_evaluation(config, common, has_test, resolved))
     # No key of TRL's: the engine keeps the first eval_limit rows of the test set.
-    rows.append(
-        Setting(
-            "eval_limit",
-            config.eval_limit,
-            "",
-            config.eval_limit,
-            "job" if config.eval_limit is not None else "default",
-        )
-    )
+    rows.append(Setting.without_key("eval_limit", config.eval_limit))
     if grpo and has_test and "num_generations_eval" not in section:
         # Greedy decoding gives one completion per prompt: more would repeat it.
         resolved.arguments["num_generations_eval"] = 1
