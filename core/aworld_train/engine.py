@@ -65,6 +65,7 @@ from aworld_train.redaction import SecretFilter, redact_text, remember_secrets
 from aworld_train.reward import RewardFunction, RewardSpec
 from aworld_train.run_files import (
     ADAPTER_DIR,
+    CHECKPOINTS,
     MODEL_DIR,
     TENSORBOARD_DIR,
     last_checkpoint,
@@ -166,6 +167,7 @@ __all__ = [
     "TENSORBOARD_DIR",
     "ADAPTER_DIR",
     "MODEL_DIR",
+    "CHECKPOINTS",
     "describe_device",
     "resolve_precision",
     "check_trackers",

@@ -116,7 +116,7 @@ _TRAINING = """\"\"\"train: supervised fine-tuning on prompt + ground_truth with
 
 from typing import Any
 
-from aworld_train.engine import AgentSpec, RunContext, resume_checkpoint, trainer_callback
+from aworld_train.engine import CHECKPOINTS, AgentSpec, RunContext, resume_checkpoint, trainer_callback
 
 from $package.config import Settings
 
@@ -136,7 +136,7 @@ def run_training(agent: AgentSpec, dataset: Any, settings: Settings, ctx: RunCon
                          max_length=settings.max_length)
 
     args = transformers.TrainingArguments(
-        str(ctx.run_dir / "checkpoints"), max_steps=config.max_steps or -1, seed=config.seed,
+        str(ctx.run_dir / CHECKPOINTS), max_steps=config.max_steps or -1, seed=config.seed,
         num_train_epochs=config.num_epochs or 1, per_device_train_batch_size=config.batch_size or 8,
         learning_rate=config.learning_rate or 5e-5, weight_decay=settings.weight_decay,
         logging_steps=config.logging_steps or 10, save_steps=config.save_steps or 500,

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aworld_train.engine import (
+    CHECKPOINTS,
     TRACKERS,
     AWorldTrainError,
     ConfigError,
@@ -41,8 +42,7 @@ if TYPE_CHECKING:
     from aworld_train_swift.dataset import SwiftDatasets
     from aworld_train_swift.reward import SwiftReward
 
-# Where swift's outputs and its caches go inside the run directory.
-CHECKPOINTS = "checkpoints"
+# Where swift's caches go inside the run directory (its outputs: the run's CHECKPOINTS).
 CACHE = "cache"
 # Arguments whose only effect while swift builds its arguments is a network call (a hub
 # download, a vLLM server connection): the check builds without them, after their values

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from aworld_train.engine import (
     ADAPTER_DIR,
+    CHECKPOINTS,
     MODEL_DIR,
     TRACKERS,
     last_checkpoint,
@@ -30,7 +31,6 @@ from aworld_train_swift.callbacks import (
     scores_test_set,
 )
 from aworld_train_swift.config import (
-    CHECKPOINTS,
     build_arguments,
     own_process_group,
     secret_environment,

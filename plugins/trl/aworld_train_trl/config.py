@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aworld_train.engine import (
+    CHECKPOINTS,
     ConfigError,
     Setting,
     TrainerConfig,
@@ -287,7 +288,7 @@ def _common_args(
     logger: logging.Logger,
 ) -> dict[str, Any]:
     args: dict[str, Any] = {
-        "output_dir": str(run_dir / "checkpoints"),
+        "output_dir": str(run_dir / CHECKPOINTS),
         "trust_remote_code": config.trust_remote_code,
         "seed": config.seed,
         "logging_steps": config.logging_steps or 1,

@@ -25,13 +25,19 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from aworld_train.engine import ADAPTER_DIR, MODEL_DIR, TrainingError, merge_adapter, run_process
+from aworld_train.engine import (
+    ADAPTER_DIR,
+    CHECKPOINTS,
+    MODEL_DIR,
+    TrainingError,
+    merge_adapter,
+    run_process,
+)
 
 from aworld_train_verl.config import SAVED_CONFIG_NAME
 
 # Where the engine points trainer.default_local_dir (config.job_overrides), and the file in it
 # that VeRL's trainer writes once a checkpoint is complete.
-CHECKPOINTS_DIR = "checkpoints"
 TRACKER = "latest_checkpointed_iteration.txt"
 MERGER_LOG = "verl_model_merger.log"
 # VeRL's key that saves the actor's LoRA weights alone, without the model they adapt.
@@ -105,7 +111,7 @@ def last_actor_checkpoint(run_dir: Path) -> Path:
 
     :raises TrainingError: naming the missing file: no checkpoint, or shards missing.
     """
-    checkpoints = run_dir / CHECKPOINTS_DIR
+    checkpoints = run_dir / CHECKPOINTS
     tracker = checkpoints / TRACKER
     if not tracker.is_file():
         raise TrainingError(

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from aworld_train.engine import TrainingError, remember_secrets, run_process
+from aworld_train.engine import CHECKPOINTS, TrainingError, remember_secrets, run_process
 
 from aworld_train_verl.config import SAVED_CONFIG_NAME
 from aworld_train_verl.gpus import visible_gpus
@@ -153,7 +153,7 @@ def last_checkpoint(resume_from: Path) -> tuple[int, Path]:
 
     :raises TrainingError: when that run saved no checkpoint.
     """
-    checkpoints = resume_from / "checkpoints"
+    checkpoints = resume_from / CHECKPOINTS
     marker = checkpoints / "latest_checkpointed_iteration.txt"
     if not marker.is_file():
         raise TrainingError(

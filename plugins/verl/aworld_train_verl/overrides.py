@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.engine import ENGINE_KEYS, CommonKeys, ConfigError, did_you_mean
+from aworld_train.engine import CHECKPOINTS, ENGINE_KEYS, CommonKeys, ConfigError, did_you_mean
 
 from aworld_train_verl.composition import (
     CONFIG_NAME,
@@ -195,7 +195,7 @@ def job_overrides(
     engine: dict[str, Any] = {
         **engine_defaults(section),
         "trainer.experiment_name": run_dir.name,
-        "trainer.default_local_dir": str(run_dir / "checkpoints"),
+        "trainer.default_local_dir": str(run_dir / CHECKPOINTS),
         # Ray refuses num_cpus when it joins an existing cluster.
         "ray_kwargs.ray_init.num_cpus": None if cluster_address(config) else os.cpu_count() or 1,
         **(inputs or {}),

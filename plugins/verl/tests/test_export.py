@@ -111,7 +111,7 @@ def write_verl_run(run_dir: Path, model_path: Path, lora: bool) -> Checkpointed:
     manager = FSDPCheckpointManager(
         model, optimizer, None, processing_class=tokenizer, checkpoint_config=CheckpointConfig()
     )
-    checkpoints = run_dir / export.CHECKPOINTS_DIR
+    checkpoints = run_dir / export.CHECKPOINTS
     weights = {}
     for step in (1, 2):
         _train_step(model, optimizer, tokenizer)
