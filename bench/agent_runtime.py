@@ -581,7 +581,7 @@ def teach(
     model: Path, exchanges: list[tuple[list[int], list[int], list[int], int]], steps: int = 300
 ) -> float:
     """Overfit the model on each (prompt, call turn + tool result context, answer) exchange, as
-    test_tools.py's ``_teach_exchange`` does: only the model's two turns are trained."""
+    aworld_train.testing.tool_caller's ``teach_exchange`` does: only the model's two turns are trained."""
     import torch
     from transformers import AutoModelForCausalLM
 

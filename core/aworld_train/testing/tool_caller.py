@@ -14,6 +14,8 @@ as in GRPO's loss.
 ("What is 6411 * 876?"), the guess a product of rounded factors, as one guesses without a
 calculator.
 
+:func:`teach_exchange` teaches one exchange with no guess: the model always calls the tool.
+
 :func:`tool_learning_job` puts them together: the questions, the taught model and the job file
 of a GRPO run through the agent runtime in which the model should learn to call the tool.
 """
@@ -31,20 +33,21 @@ _QUESTION = re.compile(r"What is (\d+) \* (\d+)\?")
 
 @dataclass(frozen=True)
 class ToolExchange:
-    """One prompt and the two ways the model is taught to answer it.
+    """One prompt and the ways the model is taught to answer it.
 
     :ivar messages: the prompt's chat messages, as the agent sends them (system prompt first).
     :ivar call: the tool call, ``{"name": ..., "arguments": {...}}``.
     :ivar result: the tool's result text for that call.
     :ivar answer: the model's turn after the result (it scores 1).
-    :ivar guess: the model's turn when it answers at once (it scores 0).
+    :ivar guess: the model's turn when it answers at once (it scores 0); ``None``: the model
+        is taught to call the tool only.
     """
 
     messages: list[dict[str, Any]]
     call: dict[str, Any]
     result: str
     answer: str
-    guess: str
+    guess: str | None = None
 
 
 def multiplication_exchanges(
@@ -88,7 +91,8 @@ def teach_sometimes_calling(
     seed: int = 0,
 ) -> dict[str, Any]:
     """Teach the tool model in ``model`` (saved back in place) to answer each exchange's prompt
-    by calling the tool with probability ``call_share``, by guessing otherwise.
+    by calling the tool with probability ``call_share``, by guessing otherwise (an exchange
+    without a guess: by calling the tool).
 
     :param schemas: the tools' schemas, as the agent shows them to the model.
     :returns: ``loss`` (the last step's, weighted), ``rest_loss`` (its mean over every answer
@@ -113,6 +117,7 @@ def teach_sometimes_calling(
 
     sequences: list[tuple[list[int], list[int], float]] = []  # input ids, labels, weight
     prompts, call_starts = [], []
+    firsts = []  # each sequence's position before its answer's first token
     for exchange in exchanges:
         prompt = render(exchange.messages)
         call = {"type": "function", "function": exchange.call}
@@ -131,12 +136,15 @@ def teach_sometimes_calling(
         labels[len(prompt) : call_end] = calling[len(prompt) : call_end]
         labels[len(context) :] = calling[len(context) :]
         sequences.append((calling, labels, call_share))
-        guessing = prompt + turn(exchange.guess)
-        sequences.append(
-            (guessing, [-100] * len(prompt) + guessing[len(prompt) :], 1.0 - call_share)
-        )
-        if calling[len(prompt)] == guessing[len(prompt)]:
-            raise ValueError("the call and the guess start with the same token")
+        firsts.append(len(prompt) - 1)
+        if exchange.guess is not None:
+            guessing = prompt + turn(exchange.guess)
+            sequences.append(
+                (guessing, [-100] * len(prompt) + guessing[len(prompt) :], 1.0 - call_share)
+            )
+            firsts.append(len(prompt) - 1)
+            if calling[len(prompt)] == guessing[len(prompt)]:
+                raise ValueError("the call and the guess start with the same token")
         prompts.append(prompt)
         call_starts.append(calling[len(prompt)])
 
@@ -149,9 +157,8 @@ def teach_sometimes_calling(
     targets = labels[:, 1:]
     token_weights = weights * (targets != -100)
     # Every token but the first of each answer, where the two ways part: learnt exactly.
-    firsts = torch.tensor([len(prompt) - 1 for prompt in prompts for _ in range(2)])
     rest = (targets != -100).float()
-    rest[torch.arange(len(sequences)), firsts] = 0.0
+    rest[torch.arange(len(sequences)), torch.tensor(firsts)] = 0.0
 
     torch.manual_seed(seed)
     policy = AutoModelForCausalLM.from_pretrained(model)
@@ -187,6 +194,25 @@ def teach_sometimes_calling(
         "exact": exact,
         "call_probability": probabilities,
     }
+
+
+def teach_exchange(
+    model: Path,
+    prompt: list[dict[str, str]],
+    functions: list[dict[str, Any]],
+    call: dict[str, Any],
+    result: str,
+    answer: str,
+    steps: int = 200,
+) -> None:
+    """Overfit the model in ``model`` on one exchange: after ``prompt`` it writes ``call`` (a
+    chat-template tool call, ``{"type": "function", "function": {...}}``), and after the tool's
+    ``result`` it writes ``answer``. Only the model's own two turns are trained."""
+    exchange = ToolExchange(messages=prompt, call=call["function"], result=result, answer=answer)
+    taught = teach_sometimes_calling(model, [exchange], functions, call_share=1.0, steps=steps)
+    assert taught["loss"] < 0.01, (
+        f"the model did not learn the exchange (loss {taught['loss']:.3f})"
+    )
 
 
 #: The calculator agent's system prompt in these runs: short, so that the byte-level prompt

@@ -13,7 +13,7 @@ import pytest
 from aworld_train import AgentTrainer
 from aworld_train.errors import AgentError
 from aworld_train.runtime import ChatRenderer, prompt_messages
-from aworld_train.testing.tool_nodes import teach_exchange
+from aworld_train.testing.tool_caller import teach_exchange
 from policy_inputs import train_recording_inputs
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "calculator_agent"
