@@ -155,6 +155,18 @@ def test_agent_factory_that_raises(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         load_agent("agents_raising:make")
 
 
+def test_an_agent_factory_that_returns_something_else_is_named_with_what_it_returned(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "bad_agents.py").write_text("def make():\n    return 'x'\n")
+    with pytest.raises(AgentError) as refused:
+        load_agent("bad_agents.py:make", tmp_path)
+    assert str(refused.value) == (
+        "the agent factory 'bad_agents.py:make' returned a str: a factory returns an AWorld "
+        "Agent, an agent mapping, an agent file's path or a Python agent run(row, llm)"
+    )
+
+
 def test_agent_of_an_unsupported_form() -> None:
     with pytest.raises(AgentError, match="unsupported agent of type int"):
         load_agent(42)

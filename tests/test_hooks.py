@@ -542,6 +542,23 @@ def test_hook_engine_versions(toy_job: dict[str, Any]) -> None:
     }
 
 
+def test_hook_trains_segments(tmp_path: Path) -> None:
+    """An engine that does not answer trains an episode as one sequence; one that answers
+    ``True`` trains each segment."""
+    from aworld_train import hookimpl
+
+    manager = plugins.create_manager("toy", tmp_path)
+    assert manager.hook.trains_segments() is None
+
+    class Segments:
+        @hookimpl
+        def trains_segments(self) -> bool:
+            return True
+
+    manager.register(Segments())
+    assert manager.hook.trains_segments() is True
+
+
 def test_hook_report_metrics(toy_job: dict[str, Any]) -> None:
     trainer = AgentTrainer(**toy_job)
     trainer.train()

@@ -177,7 +177,17 @@ def _from_reference(reference: str, base_dir: Path | None) -> AgentSpec:
         raise AgentError(f"agent '{reference}' is not callable")
     if takes_row(function):
         return python_agent(_Reference(function, reference), reference.rsplit(":", 1)[-1])
-    return load_agent(_call_factory(function, reference), base_dir)
+    made = _call_factory(function, reference)
+    agent_file = isinstance(made, (str, Path)) and Path(made).suffix in (".yaml", ".yml", ".json")
+    if not (isinstance(made, (AgentSpec, dict)) or agent_file or callable(made)) and not (
+        _is_aworld_agent(made)
+    ):
+        raise AgentError(
+            f"the agent factory '{reference}' returned a {type(made).__name__}: a factory "
+            "returns an AWorld Agent, an agent mapping, an agent file's path or a Python agent "
+            "run(row, llm)"
+        )
+    return load_agent(made, base_dir)
 
 
 def _resolve_run(spec: AgentSpec, base_dir: Path | None) -> AgentSpec:

@@ -425,15 +425,23 @@ def run_agent_once(checks: CheckRun) -> Any:
     # An engine's own reward (swift:format) is scored by the engine alone, while training.
     reward = own_functions(checks.reward) if checks.reward is not None else None
     assert checks.train_dataset is not None  # agent_runnable
+    # An engine that trains an episode as one sequence refuses an agent that rewrites it.
+    one_sequence = "" if checks.manager.hook.trains_segments() else checks.engine
     return check_agent_once(
-        checks.spec, dict(checks.train_dataset[0]), tokenizer, reward, where=where
+        checks.spec,
+        dict(checks.train_dataset[0]),
+        tokenizer,
+        reward,
+        where=where,
+        one_sequence=one_sequence,
     )
 
 
 def describe_agent_run(checked: Any) -> str:
     scored = "" if checked.score is None else f", reward {checked.score:g}"
+    segments = f", {checked.segments} segments" if checked.segments > 1 else ""
     return (
-        f"{checked.turns} model call(s) answered by a stand-in, answer "
+        f"{checked.turns} model call(s) answered by a stand-in{segments}, answer "
         f"{checked.answer[:40]!r}{scored}"
     )
 

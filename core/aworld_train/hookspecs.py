@@ -251,6 +251,22 @@ def engine_versions() -> dict[str, str] | None:
     """
 
 
+@hookspec(firstresult=True)
+def trains_segments() -> bool | None:
+    """Say whether the engine trains an episode the agent cut into segments.
+
+    An agent that rewrites the conversation it had sent (smolagents re-renders its memory on
+    every call) makes an episode of several token sequences, its *segments*
+    (:attr:`~aworld_train.runtime.EpisodeResult.segments`). An engine that trains each segment
+    as a row of its own, with the episode's reward, answers ``True``; otherwise ``check`` and
+    the runtime refuse such an agent in one line naming the engine.
+
+    Called by ``check`` before it runs the agent once; it must be cheap.
+
+    :returns: ``True`` when the engine trains every segment; ``None`` (the default) when not.
+    """
+
+
 @hookspec
 def report_metrics(step: int, metrics: dict[str, float], ctx: RunContext) -> None:
     """Receive one logged step of metrics, after it was written to ``metrics.jsonl``.

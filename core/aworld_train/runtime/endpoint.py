@@ -1,14 +1,22 @@
-"""An OpenAI-compatible chat-completions endpoint on loopback, one per event loop.
+"""An OpenAI-compatible endpoint on loopback, one per event loop.
 
 Every agent calls its model through an OpenAI client (or plain HTTP). During an episode the
-agent is pointed at ``http://127.0.0.1:PORT/episodes/<episode>/v1``, and the endpoint hands every
-``POST .../chat/completions`` request to that episode's handler
-(:class:`~aworld_train.runtime.episode.Episode`), which answers it with the policy being
-trained. A streaming request (``"stream": true``) is refused with one line: the policy answers a
-whole turn at once, and AWorld agents call their model that way unless ``llm_stream_call`` is
-set.
+agent is pointed at ``http://127.0.0.1:PORT/episodes/<episode>/v1``, and the endpoint hands each
+request to that episode's :class:`Answerer` (:class:`~aworld_train.runtime.episode.Episode`),
+which answers it with one turn of the policy being trained. It serves what clients send:
 
-The server runs in the caller's event loop (aiohttp), so a handler may await the engine's
+- ``POST chat/completions``, plain or streamed (``"stream": true``: server-sent chunks);
+- ``POST responses``, the Responses API (the OpenAI Agents SDK's default), plain or streamed,
+  with ``previous_response_id`` within the episode;
+- ``GET models``: the policy's name.
+
+Both APIs are read into one :class:`~aworld_train.runtime.requests.TurnRequest`; the turn is
+generated whole and then written in the API's form (:mod:`aworld_train.runtime.replies`). A
+request the endpoint refuses (a field it cannot honour, a route it does not serve) is an
+OpenAI-style error naming the field or route and the fix, and it ends the episode with that same
+line as its failure, which is what ``check`` prints, whatever the agent's framework makes of it.
+
+The server runs in the caller's event loop (aiohttp), so an answerer may await the engine's
 generate function directly.
 """
 
@@ -16,28 +24,56 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import socket
 import weakref
-from collections.abc import Awaitable, Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, Protocol
 from uuid import uuid4
 
-logger = logging.getLogger(__name__)
+from aworld_train.runtime.replies import (
+    Turn,
+    chat_chunks,
+    chat_completion,
+    response,
+    response_events,
+)
+from aworld_train.runtime.requests import Refused, TurnRequest, chat_request, responses_request
 
-#: Answers one chat-completions request body with a chat-completion response body.
-Handler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+logger = logging.getLogger(__name__)
 
 #: The most a request body may be: long conversations with tool results are large.
 MAX_REQUEST_BYTES = 64 * 1024 * 1024
 
+#: What the endpoint serves, as its errors name it.
+ROUTES = "POST chat/completions, POST responses and GET models"
+
+
+class Answerer(Protocol):
+    """What answers one episode's requests."""
+
+    model: str
+
+    async def chat(self, request: TurnRequest) -> Turn: ...
+
+    def fail(self, reason: str) -> None: ...
+
+
+class _Served:
+    """One episode's answerer, its requests in flight and its Responses API history."""
+
+    def __init__(self, answerer: Answerer) -> None:
+        self.answerer = answerer
+        self.in_flight: set[asyncio.Task[Any]] = set()
+        self.responses: dict[str, list[dict[str, Any]]] = {}
+
 
 class ChatEndpoint:
-    """Routes each episode's chat requests to its handler; start it with :func:`shared_endpoint`."""
+    """Routes each episode's requests to its answerer; start it with :func:`shared_endpoint`."""
 
     def __init__(self) -> None:
-        self._handlers: dict[str, Handler] = {}
-        self._in_flight: dict[str, set[asyncio.Task[Any]]] = {}
+        self._served: dict[str, _Served] = {}
         self._runner: Any = None
         self.port: int | None = None
 
@@ -45,7 +81,10 @@ class ChatEndpoint:
         from aiohttp import web
 
         app = web.Application(client_max_size=MAX_REQUEST_BYTES)
-        app.router.add_post("/episodes/{episode}/v1/chat/completions", self._complete)
+        app.router.add_post("/episodes/{episode}/v1/chat/completions", self._chat)
+        app.router.add_post("/episodes/{episode}/v1/responses", self._responses)
+        app.router.add_get("/episodes/{episode}/v1/models", self._models)
+        app.router.add_route("*", "/episodes/{episode}/{route:.*}", self._unknown)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         # Binding port 0 ourselves gives a free port without a race between two workers.
@@ -55,51 +94,114 @@ class ChatEndpoint:
         await web.SockSite(self._runner, sock).start()
 
     @contextlib.contextmanager
-    def serve(self, handler: Handler) -> Iterator[str]:
-        """Route one episode's requests to ``handler`` while the block runs; yields the base
+    def serve(self, answerer: Answerer) -> Iterator[str]:
+        """Route one episode's requests to ``answerer`` while the block runs; yields the base
         URL for the episode's OpenAI client. When the block ends, requests still being answered
         are cancelled (their connections close) and later ones get HTTP 404."""
         episode = uuid4().hex
-        self._handlers[episode] = handler
-        self._in_flight[episode] = set()
+        self._served[episode] = _Served(answerer)
         try:
             yield f"http://127.0.0.1:{self.port}/episodes/{episode}/v1"
         finally:
-            self._handlers.pop(episode, None)
-            for task in self._in_flight.pop(episode, set()):
+            served = self._served.pop(episode, None)
+            for task in served.in_flight if served is not None else ():
                 task.cancel()
 
-    async def _complete(self, request: Any) -> Any:
-        episode = request.match_info["episode"]
-        handler = self._handlers.get(episode)
-        if handler is None:
+    async def _chat(self, request: Any) -> Any:
+        return await self._turn(request, "chat/completions")
+
+    async def _responses(self, request: Any) -> Any:
+        return await self._turn(request, "responses")
+
+    async def _models(self, request: Any) -> Any:
+        served = self._served.get(request.match_info["episode"])
+        if served is None:
+            return _error(404, "this episode has ended")
+        model = {"id": served.answerer.model, "object": "model", "created": 0, "owned_by": "policy"}
+        return _json({"object": "list", "data": [model]})
+
+    async def _unknown(self, request: Any) -> Any:
+        served = self._served.get(request.match_info["episode"])
+        if served is None:
+            return _error(404, "this episode has ended")
+        route = request.match_info["route"]
+        message = (
+            f"the training endpoint does not serve {request.method} /{route}: it serves {ROUTES} "
+            "under the episode's base URL (which ends in /v1)"
+        )
+        served.answerer.fail(message)
+        return _error(404, message)
+
+    async def _turn(self, request: Any, route: str) -> Any:
+        served = self._served.get(request.match_info["episode"])
+        if served is None:
             return _error(404, "this episode has ended")
         task = asyncio.current_task()
         assert task is not None  # aiohttp answers each request in a task of its own
-        self._in_flight[episode].add(task)
+        served.in_flight.add(task)
         try:
-            return await self._answer(handler, request)
+            return await self._answer(served, request, route)
         finally:
-            self._in_flight.get(episode, set()).discard(task)
+            served.in_flight.discard(task)
 
-    async def _answer(self, handler: Handler, request: Any) -> Any:
+    async def _answer(self, served: _Served, request: Any, route: str) -> Any:
         try:
             body = await request.json()
         except ValueError:
             return _error(400, "the request body is not JSON")
-        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
-            return _error(400, "a chat-completions request needs a 'messages' list")
-        if body.get("stream"):
-            return _error(
-                400,
-                "streaming is not supported by the training endpoint: call the model "
-                "without stream=True (AWorld: unset llm_stream_call)",
-            )
         try:
-            return _json(await handler(body))
+            if route == "responses":
+                asked = responses_request(body, served.responses)
+            else:
+                asked = chat_request(body)
+        except Refused as refused:
+            served.answerer.fail(f"the training endpoint refused POST {route}: {refused}")
+            return _error(400, str(refused))
+        try:
+            turn = await served.answerer.chat(asked)
         except Exception as error:  # noqa: BLE001 - the episode records the failure; the agent sees a 500
             logger.warning("chat request failed: %s: %s", type(error).__name__, error)
             return _error(500, f"{type(error).__name__}: {error}")
+        model = served.answerer.model
+        stream = bool(body.get("stream"))
+        if route == "chat/completions":
+            if not stream:
+                return _json(chat_completion(turn, model))
+            usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            events = [(None, chunk) for chunk in chat_chunks(turn, model, usage=usage)]
+            return await _stream(request, events, done=True)
+        answer_id = f"resp_{uuid4().hex}"
+        answered = response(turn, model, body, answer_id)
+        served.responses[answer_id] = [*asked.messages, turn_message(turn)]
+        if not stream:
+            return _json(answered)
+        return await _stream(request, [(e["type"], e) for e in response_events(answered)])
+
+
+def turn_message(turn: Turn) -> dict[str, Any]:
+    """The turn as the chat message a client sends back."""
+    message: dict[str, Any] = {"role": "assistant", "content": turn.content}
+    if turn.calls:
+        message["tool_calls"] = turn.tool_calls()
+    return message
+
+
+async def _stream(request: Any, events: list[tuple[str | None, Any]], done: bool = False) -> Any:
+    """Server-sent events, written at once: the turn is already whole."""
+    from aiohttp import web
+
+    lines = []
+    for name, data in events:
+        if name is not None:
+            lines.append(f"event: {name}\n")
+        lines.append(f"data: {json.dumps(data)}\n\n")
+    if done:
+        lines.append("data: [DONE]\n\n")
+    answer = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await answer.prepare(request)
+    await answer.write("".join(lines).encode())
+    await answer.write_eof()
+    return answer
 
 
 def _json(body: dict[str, Any], status: int = 200) -> Any:

@@ -1,28 +1,33 @@
-"""One agent episode's conversation with the policy: the handler behind its endpoint URL.
+"""One agent episode's conversation with the policy: the answerer behind its endpoint URL.
 
-Each chat request the agent sends is answered with one turn of the policy and recorded in a
-:class:`~aworld_train.runtime.trajectory.Trajectory`. The first request's messages and tools are
-the prompt. Every later request must repeat the conversation so far (as every chat client does);
-the messages it adds (tool results, feedback) are appended with mask 0. A request that rewrites
-what was already sent ends the episode as a failure: the episode would no longer be one token
-sequence (keep the agent's memory whole while training).
+Each request the agent sends is answered with one turn of the policy and recorded as token
+sequences (:class:`~aworld_train.runtime.trajectory.Trajectory`). The first request's messages and
+tools are the prompt. While every later request repeats the conversation so far (as chat clients
+do), the messages it adds (tool results, feedback) are appended with mask 0 and the episode stays
+one sequence. A request that rewrites what was already sent (smolagents re-renders its memory on
+every call; a summarising agent drops old turns) starts a new *segment*: that request's
+conversation, rendered as a prompt of its own, and the turns generated for it. An engine trains
+each segment as a row of its own, all with the episode's reward; an engine that trains an episode
+as one sequence names itself in :attr:`Limits.one_sequence`, and a rewrite then ends the episode
+as a failure that says which message changed.
 
-Limits: a turn has at most the request's own ``max_tokens`` (or ``max_completion_tokens``)
-and what is left of the episode's budget. After ``max_turns`` model turns, or once the response
-holds the episode's ``max_tokens`` tokens, a further request is answered with an empty turn and
-``finish_reason: "length"``, and the agent is expected to stop.
+Limits: a turn has at most the request's own token limit and what is left of the segment's
+budget. After ``max_turns`` model turns, or once a segment's response holds ``max_tokens``
+tokens, a further request is answered with an empty turn and ``finish_reason: "length"``, and
+the agent is expected to stop. A turn ends at the first of the request's stop sequences: the
+tokens up to it are kept exactly as the model wrote them, and the stop text is not returned.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
-from uuid import uuid4
 
+from aworld_train.runtime.replies import Turn
+from aworld_train.runtime.requests import TurnRequest
 from aworld_train.runtime.trajectory import (
     ChatRenderer,
     Trajectory,
@@ -49,13 +54,17 @@ class Limits:
     """What bounds one episode.
 
     :ivar max_turns: the most model turns.
-    :ivar max_tokens: the most response tokens, the model's and the environment's together.
+    :ivar max_tokens: the most response tokens of a segment, the model's and the environment's
+        together.
     :ivar timeout: seconds from the agent's start to its answer.
+    :ivar one_sequence: the engine's name when it trains an episode as one token sequence only,
+        so that a rewritten conversation fails the episode; empty when it trains each segment.
     """
 
     max_turns: int
     max_tokens: int
     timeout: float = 600.0
+    one_sequence: str = ""
 
 
 def describe_failure(error: BaseException) -> str:
@@ -64,7 +73,7 @@ def describe_failure(error: BaseException) -> str:
 
 
 class Episode:
-    """Answers one agent's chat requests with the policy, recording the tokens.
+    """Answers one agent's requests with the policy, recording the tokens.
 
     :param renderer: the chat template of the policy's tokenizer.
     :param generate: the engine's generate function.
@@ -79,10 +88,11 @@ class Episode:
         self.generate = generate
         self.limits = limits
         self.model = model
-        self.trajectory: Trajectory | None = None
-        self.messages: list[dict[str, Any]] = []  # the conversation the trajectory holds
-        self.prompt_messages = 0  # how many of them the first request sent: the prompt
+        self.segments: list[Trajectory] = []
+        self.messages: list[dict[str, Any]] = []  # the conversation the last segment holds
+        self.prompt_messages = 0  # how many of them its first request sent: the prompt
         self.tools: list[dict[str, Any]] | None = None
+        self.rewrite: str | None = None  # how the agent first rewrote its conversation
         self.turns = 0
         self.tool_messages = 0
         self.failure: str | None = None
@@ -91,17 +101,22 @@ class Episode:
         self._one_turn_at_a_time = asyncio.Lock()
 
     @property
+    def trajectory(self) -> Trajectory | None:
+        """The segment being recorded (the episode's only one unless the agent rewrote it)."""
+        return self.segments[-1] if self.segments else None
+
+    @property
     def full(self) -> bool:
         return (
             self.trajectory is not None
             and len(self.trajectory.response_ids) >= self.limits.max_tokens
         )
 
-    async def chat(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Answer one chat-completions request body. Requests are answered one at a time, in
-        the order they came: the episode is one token sequence. A request that fails (the
-        generator, the chat template) ends the episode as a failure, so that a retried request
-        cannot append its messages twice."""
+    async def chat(self, request: TurnRequest) -> Turn:
+        """Answer one request. Requests are answered one at a time, in the order they came: a
+        segment is one token sequence. A request that fails (the generator, the chat template)
+        ends the episode as a failure, so that a retried request cannot append its messages
+        twice."""
         async with self._one_turn_at_a_time:
             try:
                 return await self._answer(request)
@@ -114,61 +129,125 @@ class Episode:
         self.failure = self.failure or reason
         self.ended = True
 
-    async def _answer(self, request: dict[str, Any]) -> dict[str, Any]:
-        messages = [chat_message(message) for message in request["messages"]]
+    async def _answer(self, request: TurnRequest) -> Turn:
+        messages = [chat_message(message) for message in request.messages]
+        tools = request.tools or None
         if self.ended:
-            return self._completion("", [], "length")
-        if self.trajectory is None:
-            self.tools = request.get("tools") or None
+            return self._turn("", "length")
+        trajectory = self.trajectory
+        extends = messages[: len(self.messages)] == self.messages and tools == self.tools
+        if trajectory is None or not extends:
+            if trajectory is not None:
+                rewrite = self._rewrite(messages, tools)
+                self.rewrite = self.rewrite or rewrite
+                if self.limits.one_sequence:
+                    self.fail(
+                        f"the agent rewrote the conversation it had sent ({rewrite}); engine "
+                        f"'{self.limits.one_sequence}' trains an episode as one token sequence: "
+                        "train this agent on an engine that trains each model call as a row "
+                        "(docs/agents.md)"
+                    )
+                    return self._turn("", "length")
+            self.tools = tools
             self.prompt_messages = len(messages)
-            self.trajectory = Trajectory(self.renderer.prompt_ids(messages, self.tools))
-        elif messages[: len(self.messages)] != self.messages:
-            self.fail(
-                "the agent rewrote the conversation it had sent, so the episode is not one "
-                "token sequence (keep the agent's memory whole while training)"
-            )
-            return self._completion("", [], "length")
+            self.segments.append(Trajectory(self.renderer.prompt_ids(messages, tools)))
+            self._turn_ended = True
         else:
             added = messages[len(self.messages) :]
-            self.trajectory.add_context(
-                self.renderer.context_ids(added, self.tools, turn_ended=self._turn_ended)
+            trajectory.add_context(
+                self.renderer.context_ids(added, tools, turn_ended=self._turn_ended)
             )
             self.tool_messages += sum(message["role"] == "tool" for message in added)
-        budget = self.limits.max_tokens - len(self.trajectory.response_ids)
-        asked = request.get("max_completion_tokens") or request.get("max_tokens")
-        if isinstance(asked, int) and asked > 0:  # the agent's own limit for this turn
-            budget = min(budget, asked)
+        trajectory = self.segments[-1]
+        budget = self.limits.max_tokens - len(trajectory.response_ids)
+        if request.max_tokens is not None:  # the agent's own limit for this turn
+            budget = min(budget, request.max_tokens)
         if budget <= 0:
             self.ended = True
-            return self._completion("", [], "length")
-        generated = await self.generate(self.trajectory.ids, budget)
-        self.trajectory.add_model(generated.token_ids, generated.logprobs)
+            return self._turn("", "length")
+        generated = await self.generate(trajectory.ids, budget)
+        ids, logprobs = generated.token_ids, generated.logprobs
+        text = self.renderer.decode(ids)
+        stopped = _stop_at(text, request.stop)
+        if stopped is not None:
+            kept = self._tokens_up_to(ids, stopped + _stop_length(text, stopped, request.stop))
+            ids, logprobs, text = ids[:kept], logprobs[:kept], text[:stopped]
+        trajectory.add_model(ids, logprobs)
         self.turns += 1
-        eos = self.renderer.eos_token_id
-        self._turn_ended = bool(generated.token_ids) and generated.token_ids[-1] == eos
-        content, calls = parse_tool_calls(self.renderer.decode(generated.token_ids))
-        if any("error" in call for call in calls):  # a malformed call: the agent sees the text
-            content, calls = self.renderer.decode(generated.token_ids), []
+        self._turn_ended = bool(ids) and ids[-1] == self.renderer.eos_token_id
+        content, calls = parse_tool_calls(text)
+        if request.tool_choice == "none" or any("error" in call for call in calls):
+            content, calls = text, []  # a malformed call: the agent sees the text
         content = self.renderer.strip_special(content)
         self.ended = self.full or self.turns >= self.limits.max_turns
         self.messages = [*messages, assistant_message(content, calls)]
-        finish = (
-            "length" if self.full or not self._turn_ended else ("tool_calls" if calls else "stop")
-        )
-        return self._completion(content, calls, finish, len(generated.token_ids))
+        cut = self.full or (not self._turn_ended and stopped is None)
+        finish = "length" if cut else ("tool_calls" if calls else "stop")
+        tokens = None
+        if request.logprobs:
+            tokens = [(self.renderer.decode([t]), lp) for t, lp in zip(ids, logprobs)]
+        return self._turn(content, finish, calls, len(ids), tokens)
 
-    def _completion(
-        self, content: str, calls: list[dict[str, Any]], finish: str, completion_tokens: int = 0
-    ) -> dict[str, Any]:
+    def _rewrite(self, messages: list[dict[str, Any]], tools: Any) -> str:
+        """Which message the agent changed, with a short before and after."""
+        if tools != self.tools:
+            return "the tools it offers changed"
+        index = next(
+            (i for i, (old, new) in enumerate(zip(self.messages, messages)) if old != new),
+            len(messages),
+        )
+        if index >= len(messages):
+            return f"it sent {len(messages)} of the {len(self.messages)} messages it had sent"
+        old, new = self.messages[index], messages[index]
+        return (
+            f"message {index} ({old.get('role')}) was {_short(old)} and is now "
+            f"{_short(new)} ({new.get('role')})"
+        )
+
+    def _tokens_up_to(self, ids: list[int], end: int) -> int:
+        """The fewest leading tokens whose text reaches character ``end``."""
+        low, high = 1, len(ids)
+        while low < high:
+            middle = (low + high) // 2
+            if len(self.renderer.decode(ids[:middle])) >= end:
+                high = middle
+            else:
+                low = middle + 1
+        return high
+
+    def _turn(
+        self,
+        content: str,
+        finish: str,
+        calls: list[dict[str, Any]] | None = None,
+        completion_tokens: int = 0,
+        tokens: list[tuple[str, float]] | None = None,
+    ) -> Turn:
         total = len(self.trajectory.ids) if self.trajectory is not None else 0
-        return completion(
+        return Turn(
             content,
-            calls,
+            calls or [],
             finish,
-            model=self.model,
             prompt_tokens=total - completion_tokens,
             completion_tokens=completion_tokens,
+            tokens=tokens,
         )
+
+
+def _stop_at(text: str, stops: list[str]) -> int | None:
+    """Where the first stop sequence in ``text`` starts, or ``None``."""
+    found = [index for index in (text.find(stop) for stop in stops) if index >= 0]
+    return min(found) if found else None
+
+
+def _stop_length(text: str, at: int, stops: list[str]) -> int:
+    return max(len(stop) for stop in stops if text.startswith(stop, at))
+
+
+def _short(message: dict[str, Any]) -> str:
+    text = message.get("content") or json.dumps(message.get("tool_calls"))
+    text = " ".join(str(text).split())
+    return repr(text if len(text) <= 40 else text[:37] + "...")
 
 
 def chat_message(message: dict[str, Any]) -> dict[str, Any]:
@@ -209,39 +288,3 @@ def _arguments(arguments: Any) -> Any:
         except json.JSONDecodeError:
             return arguments
     return {} if arguments is None else arguments
-
-
-def completion(
-    content: str,
-    calls: list[dict[str, Any]],
-    finish_reason: str,
-    *,
-    model: str,
-    prompt_tokens: int,
-    completion_tokens: int,
-) -> dict[str, Any]:
-    """An OpenAI chat-completion response body."""
-    message: dict[str, Any] = {"role": "assistant", "content": content}
-    if calls:
-        message["tool_calls"] = [
-            {
-                "id": f"call_{uuid4().hex[:24]}",
-                "type": "function",
-                "function": {"name": call["name"], "arguments": json.dumps(call["arguments"])},
-            }
-            for call in calls
-        ]
-    return {
-        "id": f"chatcmpl-{uuid4().hex}",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": [
-            {"index": 0, "message": message, "finish_reason": finish_reason, "logprobs": None}
-        ],
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-        },
-    }

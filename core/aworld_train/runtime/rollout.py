@@ -43,14 +43,19 @@ logger = logging.getLogger(__name__)
 class EpisodeResult:
     """One episode as an engine trains on it.
 
-    :ivar trajectory: the tokens, cut to the episode's token budget.
+    :ivar trajectory: the tokens, cut to the episode's token budget: the last segment's, when
+        the agent rewrote its conversation.
+    :ivar segments: every segment of the episode, in order, each cut to the budget (one unless
+        the agent rewrote its conversation); an engine trains each as a row, with the
+        episode's reward.
     :ivar answer: the agent's final answer, which the reward scores ("" after a failure).
     :ivar extra: extra fields the agent returned with its answer.
     :ivar failure: why the episode failed, or ``None``.
     :ivar turns: the model turns taken.
     :ivar tool_messages: the tool results the agent sent back.
     :ivar messages: the conversation after the prompt: the model's turns (tool calls parsed)
-        and what the agent sent between them.
+        and what the agent sent between them (the last segment's, after its prompt).
+    :ivar rewrite: how the agent first rewrote its conversation, or ``None``.
     """
 
     trajectory: Trajectory
@@ -60,6 +65,11 @@ class EpisodeResult:
     turns: int = 0
     tool_messages: int = 0
     messages: list[dict[str, Any]] = field(default_factory=list)
+    segments: list[Trajectory] = field(default_factory=list)
+    rewrite: str | None = None
+
+    def __post_init__(self) -> None:
+        self.segments = self.segments or [self.trajectory]
 
 
 class AgentRuntime:
@@ -101,7 +111,7 @@ class AgentRuntime:
         self.running += 1
         answer = None
         try:
-            with endpoint.serve(episode.chat) as base_url:
+            with endpoint.serve(episode) as base_url:
                 llm = LLM(base_url=base_url, model=self.model)
                 running = asyncio.run_coroutine_threadsafe(
                     run_agent(self.spec, row, llm, self.tools), agents_loop()
@@ -138,11 +148,13 @@ class AgentRuntime:
                     prompt_messages(row["prompt"], self.spec.system_prompt), None
                 )
             )
+            segments = [trajectory]
         else:
-            trajectory = episode.trajectory.cut(self.limits.max_tokens)
-        if not trajectory.response_ids and self.renderer.eos_token_id is not None:
-            # Trainers need a response token: the end token, which the model did not write.
-            trajectory.add_context([self.renderer.eos_token_id])
+            segments = [segment.cut(self.limits.max_tokens) for segment in episode.segments]
+        for segment in segments:
+            if not segment.response_ids and self.renderer.eos_token_id is not None:
+                # Trainers need a response token: the end token, which the model did not write.
+                segment.add_context([self.renderer.eos_token_id])
         if episode.failure is not None and not self._logged_failure:
             self._logged_failure = True  # once per run: one broken agent fails every episode
             logger.warning(
@@ -153,7 +165,9 @@ class AgentRuntime:
             )
         failed = episode.failure is not None
         return EpisodeResult(
-            trajectory=trajectory,
+            trajectory=segments[-1],
+            segments=segments,
+            rewrite=episode.rewrite,
             answer="" if failed or answer is None else answer.text,
             extra={} if failed or answer is None else answer.extra,
             failure=episode.failure,

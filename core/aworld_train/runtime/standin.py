@@ -34,6 +34,7 @@ class CheckedEpisode:
     turns: int
     answer: str
     score: float | None
+    segments: int = 1
 
 
 def check_agent_once(
@@ -44,11 +45,14 @@ def check_agent_once(
     *,
     where: str,
     timeout: float | None = None,
+    one_sequence: str = "",
 ) -> CheckedEpisode:
     """Run ``spec`` on ``row`` against the stand-in policy and score its answer.
 
     :param where: how errors name the row, e.g. ``"train.jsonl row 0"``.
     :param timeout: seconds the episode may take (default :data:`CHECK_TIMEOUT`).
+    :param one_sequence: the engine's name when it trains an episode as one token sequence only
+        (:attr:`~aworld_train.runtime.episode.Limits.one_sequence`).
     :raises AgentError: naming the agent, the row and the cause, when the agent fails to run,
         raises, hangs, never calls its model, returns something that is not an answer, or
         returns an answer the reward cannot score.
@@ -60,10 +64,10 @@ def check_agent_once(
     if spec.form == "aworld":
         # AWorld's own threads (its logger, its sandbox) do not survive a fork: an AWorld agent
         # runs in this process, where the episode's time limit still stops a hung one.
-        checked = _episode(spec, row, tokenizer, reward, timeout)
+        checked = _episode(spec, row, tokenizer, reward, timeout, one_sequence)
     else:
         checked = call_isolated(
-            lambda: _episode(spec, row, tokenizer, reward, timeout),
+            lambda: _episode(spec, row, tokenizer, reward, timeout, one_sequence),
             timeout=timeout + 10,
             what=what,
             error=AgentError,
@@ -74,7 +78,12 @@ def check_agent_once(
 
 
 def _episode(
-    spec: AgentSpec, row: dict[str, Any], tokenizer: Any, reward: RewardSpec | None, timeout: float
+    spec: AgentSpec,
+    row: dict[str, Any],
+    tokenizer: Any,
+    reward: RewardSpec | None,
+    timeout: float,
+    one_sequence: str,
 ) -> CheckedEpisode | str:
     """The episode, then the reward; the failure's text, if any."""
     from aworld_train.runtime import rollout
@@ -98,7 +107,7 @@ def _episode(
         None,
         renderer,
         standin,
-        Limits(max_turns=spec.max_turns, max_tokens=1 << 20, timeout=timeout),
+        Limits(spec.max_turns, 1 << 20, timeout=timeout, one_sequence=one_sequence),
         log_failure=False,
     )
     result = runtime.run([row])[0]
@@ -117,4 +126,6 @@ def _episode(
             ).score
         except Exception as error:  # noqa: BLE001 - told as the agent's answer's problem
             return f"the reward cannot score the agent's answer {result.answer!r}: {error}"
-    return CheckedEpisode(turns=result.turns, answer=result.answer, score=score)
+    return CheckedEpisode(
+        turns=result.turns, answer=result.answer, score=score, segments=len(result.segments)
+    )

@@ -113,7 +113,12 @@ class AgentRollouts:
             self.tools,
             ChatRenderer(trainer.template.tokenizer),
             generate,
-            Limits(max_turns=self.spec.max_turns, max_tokens=trainer.args.max_completion_length),
+            # swift trains an episode as one sequence: an agent that rewrites it is refused.
+            Limits(
+                max_turns=self.spec.max_turns,
+                max_tokens=trainer.args.max_completion_length,
+                one_sequence="swift",
+            ),
             model=model_name(self.model),
         )
         generate.runtime = runtime

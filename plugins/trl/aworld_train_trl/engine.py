@@ -113,3 +113,10 @@ def train(
 @hookimpl
 def engine_versions() -> dict[str, str]:
     return installed_versions("trl", "transformers", "accelerate", "torch")
+
+
+@hookimpl
+def trains_segments() -> bool:
+    # An episode's segments become rows of TRL's batch, each with the episode's advantage
+    # (aworld_train_trl.segments).
+    return True

@@ -48,12 +48,14 @@ class TrlReward:
         agent_extra: list[dict[str, Any]] | None = None,
         agent_failure: list[str | None] | None = None,
         agent_tool_calls: list[int] | None = None,
+        agent_segments: list[int] | None = None,
         **_: Any,
     ) -> list[float]:
         """Score each completion; with an agent run by the runtime (``agent_answer``), the
         agent's answer is scored instead of the completion's text, a failed episode scores 0,
         the share of failed episodes is logged as ``agent_failed`` and the mean number of tool
-        results per episode as ``tools/call_frequency``."""
+        results per episode as ``tools/call_frequency`` and the mean segments per episode (one
+        more per rewrite of its conversation) as ``agent_segments``."""
         scores: list[float] = []
         per_function: dict[str, list[float]] = defaultdict(list)
         totals: dict[str, float] = defaultdict(float)
@@ -62,6 +64,8 @@ class TrlReward:
             log_metric("agent_failed", sum(f is not None for f in agent_failure) / len(completions))
         if agent_tool_calls is not None and log_metric is not None:
             log_metric("tools/call_frequency", sum(agent_tool_calls) / len(completions))
+        if agent_segments is not None and log_metric is not None:
+            log_metric("agent_segments", sum(agent_segments) / len(completions))
         for i, completion in enumerate(completions):
             info = dict(extra_info[i] or {}) if extra_info is not None else {}
             row = info.get("index", i)

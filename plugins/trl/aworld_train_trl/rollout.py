@@ -14,7 +14,9 @@ policy before each step. The reward scores the agent's answer
 (``agent_answer``); a failed episode (``agent_failure``) scores 0.
 
 TRL hands ``rollout_func`` the prompts only; the agent gets the whole row, so
-:class:`AgentGRPOTrainer` keeps the rows of the batch being generated.
+:class:`AgentGRPOTrainer` keeps the rows of the batch being generated. An episode the agent cut
+into segments (it rewrote its conversation) gives TRL its last segment, and the trainer adds the
+others as rows of their own after scoring (:mod:`aworld_train_trl.segments`).
 """
 
 from __future__ import annotations
@@ -50,12 +52,18 @@ def agent_trainer_class() -> type:
     """TRL's ``GRPOTrainer``, keeping the rows whose completions it is generating."""
     from trl import GRPOTrainer
 
+    from aworld_train_trl.segments import SegmentRow, add_segment_rows
+
     class AgentGRPOTrainer(GRPOTrainer):
         rollout_rows: list[dict[str, Any]] = []
+        rollout_segments: list[SegmentRow] = []
 
         def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> Any:
-            self.rollout_rows = inputs
-            return super()._generate_and_score_completions(inputs)
+            self.rollout_rows, self.rollout_segments = inputs, []
+            batch = super()._generate_and_score_completions(inputs)
+            if self.rollout_segments:
+                batch = add_segment_rows(self, batch, self.rollout_segments)
+            return batch
 
     return AgentGRPOTrainer
 
@@ -103,6 +111,14 @@ class AgentRollout:
             self._sync_vllm(self.scratch)
         rows = getattr(trainer, "rollout_rows", None) or [{"prompt": p} for p in prompts]
         results = self.runtime.run([dict(row, prompt=prompt) for row, prompt in zip(rows, prompts)])
+        if hasattr(trainer, "rollout_segments"):  # TRL's row is the last; the trainer adds these
+            from aworld_train_trl.segments import SegmentRow
+
+            trainer.rollout_segments = [
+                SegmentRow(index, segment)
+                for index, result in enumerate(results)
+                for segment in result.segments[:-1]
+            ]
         return {
             "prompt_ids": [r.trajectory.prompt_ids for r in results],
             "completion_ids": [r.trajectory.response_ids for r in results],
@@ -113,6 +129,7 @@ class AgentRollout:
             "agent_failure": [r.failure for r in results],
             "agent_turns": [r.turns for r in results],
             "agent_tool_calls": [r.tool_messages for r in results],
+            "agent_segments": [len(r.segments) for r in results],
         }
 
     def _generate_batch(self, prompts: list[list[int]], max_tokens: int) -> list[Generated]:

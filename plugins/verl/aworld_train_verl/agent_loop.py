@@ -87,6 +87,8 @@ class RuntimeAgentLoop(AgentLoopBase):
                 max_turns=self.max_turns,
                 max_tokens=int(self.rollout_config.response_length),
                 timeout=EPISODE_TIMEOUT,
+                # an agent loop's output is one sequence: an agent that rewrites it is refused
+                one_sequence="verl",
             ),
             model=model_name(str(self.config.actor_rollout_ref.model.path)),
         )
