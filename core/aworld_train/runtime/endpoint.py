@@ -10,6 +10,11 @@ which answers it with one turn of the policy being trained. It serves what clien
   with ``previous_response_id`` within the episode;
 - ``GET models``: the policy's name.
 
+A client shared by every episode of a process (the Agents SDK's default client, set once with
+``set_default_openai_client``) sends each episode's requests to whichever URL it was given last;
+such a request still reaches its own episode through the model name it carries, which the
+runtime makes unique per episode (``policy@<episode>``).
+
 Both APIs are read into one :class:`~aworld_train.runtime.requests.TurnRequest`; the turn is
 generated whole and then written in the API's form (:mod:`aworld_train.runtime.replies`). A
 request the endpoint refuses (a field it cannot honour, a route it does not serve) is an
@@ -74,6 +79,7 @@ class ChatEndpoint:
 
     def __init__(self) -> None:
         self._served: dict[str, _Served] = {}
+        self._by_model: dict[str, str] = {}  # an episode's model name -> its id
         self._runner: Any = None
         self.port: int | None = None
 
@@ -100,9 +106,12 @@ class ChatEndpoint:
         are cancelled (their connections close) and later ones get HTTP 404."""
         episode = uuid4().hex
         self._served[episode] = _Served(answerer)
+        self._by_model.setdefault(answerer.model, episode)
         try:
             yield f"http://127.0.0.1:{self.port}/episodes/{episode}/v1"
         finally:
+            if self._by_model.get(answerer.model) == episode:
+                del self._by_model[answerer.model]
             served = self._served.pop(episode, None)
             for task in served.in_flight if served is not None else ():
                 task.cancel()
@@ -133,22 +142,26 @@ class ChatEndpoint:
         return _error(404, message)
 
     async def _turn(self, request: Any, route: str) -> Any:
-        served = self._served.get(request.match_info["episode"])
+        try:
+            body = await request.json()
+        except ValueError:
+            body = None
+        model = body.get("model") if isinstance(body, dict) else None
+        episode = self._by_model.get(model) if isinstance(model, str) else None
+        served = self._served.get(episode or request.match_info["episode"])
         if served is None:
             return _error(404, "this episode has ended")
+        if body is None:
+            return _error(400, "the request body is not JSON")
         task = asyncio.current_task()
         assert task is not None  # aiohttp answers each request in a task of its own
         served.in_flight.add(task)
         try:
-            return await self._answer(served, request, route)
+            return await self._answer(served, request, body, route)
         finally:
             served.in_flight.discard(task)
 
-    async def _answer(self, served: _Served, request: Any, route: str) -> Any:
-        try:
-            body = await request.json()
-        except ValueError:
-            return _error(400, "the request body is not JSON")
+    async def _answer(self, served: _Served, request: Any, body: Any, route: str) -> Any:
         try:
             if route == "responses":
                 asked = responses_request(body, served.responses)

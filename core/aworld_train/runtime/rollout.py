@@ -26,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from uuid import uuid4
 
 from aworld_train.runtime.agents import LLM, run_agent
 from aworld_train.runtime.endpoint import shared_endpoint
@@ -80,7 +81,8 @@ class AgentRuntime:
     :param renderer: the policy's chat template.
     :param generate: the engine's generate function.
     :param limits: each episode's limits.
-    :param model: the name the agent calls the policy by.
+    :param model: the name the agent calls the policy by; each episode's is this name with the
+        episode's id (``name@id``), so that a client shared by every episode reaches its own.
     :param log_failure: whether the run's first failed episode is logged (a caller that reports
         the failure itself, as ``check`` does, passes ``False``).
     """
@@ -106,13 +108,15 @@ class AgentRuntime:
 
     async def episode(self, row: dict[str, Any]) -> EpisodeResult:
         """Run the agent once on ``row``, in the calling event loop."""
-        episode = Episode(self.renderer, self.generate, self.limits, self.model)
+        # The episode's own model name: a client shared by every episode reaches it by name.
+        model = f"{self.model}@{uuid4().hex[:12]}"
+        episode = Episode(self.renderer, self.generate, self.limits, model)
         endpoint = await shared_endpoint()
         self.running += 1
         answer = None
         try:
             with endpoint.serve(episode) as base_url:
-                llm = LLM(base_url=base_url, model=self.model)
+                llm = LLM(base_url=base_url, model=model)
                 running = asyncio.run_coroutine_threadsafe(
                     run_agent(self.spec, row, llm, self.tools), agents_loop()
                 )
