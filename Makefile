@@ -72,12 +72,15 @@ test-vllm: $(VENVS)/vllm/.ready
 # older versions of packages VeRL brings, and pip resolves that quickly as a second step but
 # spends many minutes backtracking when asked for everything at once.
 TEST_EXTRAS_verl := -e "plugins/verl[aworld]"
+# The agent frameworks the engines' tests train agents of (docs/agents.md), at the newest
+# versions that share a venv with AWorld's pins (mcp 1.10, pydantic < 2.12).
+AGENT_FRAMEWORKS := "openai-agents==0.2.0" "langgraph==1.2.24" "langchain-openai==1.1.9" "smolagents==1.26.0"
 # TRL's agent tests train AWorld agents too. AWorld pins opentelemetry-proto 1.32 (protobuf 5),
 # which the newest tensorboard (protobuf 6) cannot share a venv with; tensorboard 2.20 can.
-TEST_EXTRAS_trl := -e ".[aworld]" "tensorboard<2.21"
+TEST_EXTRAS_trl := -e ".[aworld]" "tensorboard<2.21" $(AGENT_FRAMEWORKS)
 # ms-swift's tests train the calculator example's AWorld agent: the same pin, for the same reason
 # (ms-swift wants tensorboard, unpinned). Nothing ms-swift pins moves.
-TEST_EXTRAS_swift := -e ".[aworld]" "tensorboard<2.21"
+TEST_EXTRAS_swift := -e ".[aworld]" "tensorboard<2.21" $(AGENT_FRAMEWORKS)
 
 $(VENVS)/%/.ready: pyproject.toml plugins/%/pyproject.toml constraints.txt
 	$(call new_venv,$(VENVS)/$*)
@@ -88,7 +91,7 @@ $(VENVS)/%/.ready: pyproject.toml plugins/%/pyproject.toml constraints.txt
 
 # The scaffold's generated engine trains with torch, so its test runs in the TRL venv, and so
 # do the model checks that load a real tokenizer.
-EXTRA_TESTS_trl := tests/scaffold tests/test_model.py tests/test_eval.py tests/test_eval_tools.py tests/test_run_outputs.py
+EXTRA_TESTS_trl := tests/scaffold tests/test_model.py tests/test_eval.py tests/test_eval_tools.py tests/test_run_outputs.py tests/test_runtime_protocol.py tests/test_runtime_segments.py
 
 # The lint rules and the type check's scope are in pyproject.toml ([tool.ruff], [tool.mypy]).
 lint: $(VENVS)/core/.ready

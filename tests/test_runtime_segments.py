@@ -94,7 +94,8 @@ def test_an_engine_that_trains_one_sequence_refuses_the_rewrite_naming_the_messa
     result = runtime(tmp_path, tokenizer, one_sequence="swift").run([{"prompt": "Repeat: 7"}])[0]
     assert result.failure == (
         "the agent rewrote the conversation it had sent (message 2 (assistant) was '7' and is "
-        "now 'Earlier: 7' (user)); engine 'swift' trains an episode as one token sequence: "
-        "train this agent on an engine that trains each model call as a row (docs/agents.md)"
+        "now 'Earlier: 7' (user)); engine 'swift' trains an episode as one token sequence; "
+        "engines that train each model call as a row (none installed here) can train it: see "
+        "docs/agents.md"
     )
     assert len(result.segments) == 1

@@ -434,6 +434,7 @@ def run_agent_once(checks: CheckRun) -> Any:
         reward,
         where=where,
         one_sequence=one_sequence,
+        segment_engines=tuple(plugins.segment_engines()) if one_sequence else (),
     )
 
 

@@ -154,6 +154,25 @@ def installed_engine_names() -> list[str]:
     return sorted({info.name for info in list_engines()})
 
 
+def segment_engines() -> list[str]:
+    """The installed engines that train an episode the agent cut into segments (their
+    ``trains_segments`` answers ``True``); imports each engine's entry-point module, which is
+    light, and skips one that fails to import."""
+    names = []
+    for info in list_engines():
+        try:
+            engine = load_engine(info) if info.ok else None
+        except PluginError:
+            continue
+        try:
+            trains = getattr(engine, "trains_segments", None)
+            if callable(trains) and trains() is True:
+                names.append(info.name)
+        except Exception:  # noqa: BLE001 - a broken answer is not an engine that trains them
+            continue
+    return names
+
+
 def default_engine(requested: str | None) -> str:
     """The engine to use: ``requested``, else the only one installed, else ``verl`` when
     installed, else an error listing what is installed."""

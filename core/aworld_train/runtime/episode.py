@@ -59,12 +59,15 @@ class Limits:
     :ivar timeout: seconds from the agent's start to its answer.
     :ivar one_sequence: the engine's name when it trains an episode as one token sequence only,
         so that a rewritten conversation fails the episode; empty when it trains each segment.
+    :ivar segment_engines: the installed engines that train each segment, which the failure
+        names.
     """
 
     max_turns: int
     max_tokens: int
     timeout: float = 600.0
     one_sequence: str = ""
+    segment_engines: tuple[str, ...] = ()
 
 
 def describe_failure(error: BaseException) -> str:
@@ -141,11 +144,12 @@ class Episode:
                 rewrite = self._rewrite(messages, tools)
                 self.rewrite = self.rewrite or rewrite
                 if self.limits.one_sequence:
+                    engines = ", ".join(self.limits.segment_engines) or "none installed here"
                     self.fail(
                         f"the agent rewrote the conversation it had sent ({rewrite}); engine "
-                        f"'{self.limits.one_sequence}' trains an episode as one token sequence: "
-                        "train this agent on an engine that trains each model call as a row "
-                        "(docs/agents.md)"
+                        f"'{self.limits.one_sequence}' trains an episode as one token sequence; "
+                        f"engines that train each model call as a row ({engines}) can train "
+                        "it: see docs/agents.md"
                     )
                     return self._turn("", "length")
             self.tools = tools

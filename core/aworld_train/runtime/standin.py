@@ -46,6 +46,7 @@ def check_agent_once(
     where: str,
     timeout: float | None = None,
     one_sequence: str = "",
+    segment_engines: tuple[str, ...] = (),
 ) -> CheckedEpisode:
     """Run ``spec`` on ``row`` against the stand-in policy and score its answer.
 
@@ -53,6 +54,7 @@ def check_agent_once(
     :param timeout: seconds the episode may take (default :data:`CHECK_TIMEOUT`).
     :param one_sequence: the engine's name when it trains an episode as one token sequence only
         (:attr:`~aworld_train.runtime.episode.Limits.one_sequence`).
+    :param segment_engines: the installed engines that train each segment.
     :raises AgentError: naming the agent, the row and the cause, when the agent fails to run,
         raises, hangs, never calls its model, returns something that is not an answer, or
         returns an answer the reward cannot score.
@@ -64,10 +66,10 @@ def check_agent_once(
     if spec.form == "aworld":
         # AWorld's own threads (its logger, its sandbox) do not survive a fork: an AWorld agent
         # runs in this process, where the episode's time limit still stops a hung one.
-        checked = _episode(spec, row, tokenizer, reward, timeout, one_sequence)
+        checked = _episode(spec, row, tokenizer, reward, timeout, one_sequence, segment_engines)
     else:
         checked = call_isolated(
-            lambda: _episode(spec, row, tokenizer, reward, timeout, one_sequence),
+            lambda: _episode(spec, row, tokenizer, reward, timeout, one_sequence, segment_engines),
             timeout=timeout + 10,
             what=what,
             error=AgentError,
@@ -84,6 +86,7 @@ def _episode(
     reward: RewardSpec | None,
     timeout: float,
     one_sequence: str,
+    segment_engines: tuple[str, ...],
 ) -> CheckedEpisode | str:
     """The episode, then the reward; the failure's text, if any."""
     from aworld_train.runtime import rollout
@@ -107,7 +110,7 @@ def _episode(
         None,
         renderer,
         standin,
-        Limits(spec.max_turns, 1 << 20, timeout=timeout, one_sequence=one_sequence),
+        Limits(spec.max_turns, 1 << 20, timeout, one_sequence, segment_engines),
         log_failure=False,
     )
     result = runtime.run([row])[0]

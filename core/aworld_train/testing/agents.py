@@ -97,12 +97,16 @@ def returns_a_number(row, llm):
     client.chat.completions.create(model=llm.model, messages=[{"role": "user", "content": "x"}])
     return 42
 
-def streams(row, llm):
+def asks_for_two(row, llm):
     from openai import OpenAI
     client = OpenAI(base_url=llm.base_url, api_key=llm.api_key, max_retries=0)
-    for _ in client.chat.completions.create(model=llm.model, stream=True,
-                                             messages=[{"role": "user", "content": "x"}]):
-        pass
+    client.chat.completions.create(model=llm.model, n=2, messages=[{"role": "user", "content": "x"}])
+    return "7"
+
+def legacy(row, llm):
+    from openai import OpenAI
+    client = OpenAI(base_url=llm.base_url, api_key=llm.api_key, max_retries=0)
+    client.completions.create(model=llm.model, prompt="x")
     return "7"
 
 def wrong_signature(row):

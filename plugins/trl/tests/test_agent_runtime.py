@@ -50,7 +50,16 @@ def test_a_python_agent_with_an_openai_client_trains_and_a_failing_episode_score
             "returns_a_number",
             "returns_a_number() returned int: a Python agent returns the final answer as a string",
         ),
-        ("streams", "streaming is not supported by the training endpoint"),
+        (
+            "asks_for_two",
+            "agent 'asks_for_two' on train.jsonl row 0: the training endpoint refused POST "
+            "chat/completions: n=2 is not supported by the training endpoint",
+        ),
+        (
+            "legacy",
+            "agent 'legacy' on train.jsonl row 0: the training endpoint does not serve POST "
+            "/v1/completions: it serves POST chat/completions, POST responses and GET models",
+        ),
         (
             "wrong_signature",
             "TypeError: wrong_signature() takes 1 positional argument but 2 were given",
