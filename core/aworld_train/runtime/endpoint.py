@@ -182,13 +182,13 @@ class ChatEndpoint:
                 return _json(chat_completion(turn, model))
             usage = bool((body.get("stream_options") or {}).get("include_usage"))
             events = [(None, chunk) for chunk in chat_chunks(turn, model, usage=usage)]
-            return await _stream(request, events, done=True)
+            return _stream(events, done=True)
         answer_id = f"resp_{uuid4().hex}"
         answered = response(turn, model, body, answer_id)
         served.responses[answer_id] = [*asked.messages, turn_message(turn)]
         if not stream:
             return _json(answered)
-        return await _stream(request, [(e["type"], e) for e in response_events(answered)])
+        return _stream([(e["type"], e) for e in response_events(answered)])
 
 
 def turn_message(turn: Turn) -> dict[str, Any]:
@@ -199,8 +199,9 @@ def turn_message(turn: Turn) -> dict[str, Any]:
     return message
 
 
-async def _stream(request: Any, events: list[tuple[str | None, Any]], done: bool = False) -> Any:
-    """Server-sent events, written at once: the turn is already whole."""
+def _stream(events: list[tuple[str | None, Any]], done: bool = False) -> Any:
+    """Server-sent events in one body: the turn is already whole, so the stream is written at
+    once (with its length, as any response; clients read it as a stream all the same)."""
     from aiohttp import web
 
     lines = []
@@ -210,11 +211,9 @@ async def _stream(request: Any, events: list[tuple[str | None, Any]], done: bool
         lines.append(f"data: {json.dumps(data)}\n\n")
     if done:
         lines.append("data: [DONE]\n\n")
-    answer = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-    await answer.prepare(request)
-    await answer.write("".join(lines).encode())
-    await answer.write_eof()
-    return answer
+    return web.Response(
+        body="".join(lines).encode(), headers={"Content-Type": "text/event-stream"}
+    )
 
 
 def _json(body: dict[str, Any], status: int = 200) -> Any:

@@ -183,7 +183,9 @@ def response(turn: Turn, model: str, request: dict[str, Any], response_id: str) 
 def response_events(body: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """The Responses API's stream of events for a finished response ``body``: created, each
     output item added, its text or arguments (delta, done), the item done, completed."""
-    started = {**body, "status": "in_progress", "output": [], "usage": None}
+    # The response as it starts: what identifies it (clients take the rest from the last event).
+    started = {key: body[key] for key in ("id", "object", "created_at", "model")}
+    started.update(status="in_progress", output=[], usage=None)
     events: list[dict[str, Any]] = [
         {"type": "response.created", "response": started},
         {"type": "response.in_progress", "response": started},

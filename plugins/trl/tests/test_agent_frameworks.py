@@ -103,6 +103,13 @@ def test_a_framework_agent_trains_as_written(
         ]
     assert sum(_has_product(text) for text in texts) >= 3, texts
 
+    # eval runs the agent the same way, greedily, on the trained model: the tool is called
+    # and the answer is right.
+    code, out, err = run_cli(capsys, "eval", run_dir, "--dataset", "train", "--json")
+    assert code == 0, err
+    summary = json.loads(out)
+    assert summary["mean_reward"] == 1.0, summary
+
 
 def _has_product(text: str) -> bool:
     """Whether ``text`` holds the product of the last "What is A * B?" question before it."""
