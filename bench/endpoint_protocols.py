@@ -44,7 +44,10 @@ REQUESTS: dict[str, tuple[str, dict[str, Any]]] = {
         "chat/completions",
         {
             "model": "tiny",
-            "messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": QUESTION}],
+            "messages": [
+                {"role": "system", "content": SYSTEM},
+                {"role": "user", "content": QUESTION},
+            ],
             "tools": [TOOL],
         },
     ),
@@ -52,7 +55,10 @@ REQUESTS: dict[str, tuple[str, dict[str, Any]]] = {
         "chat/completions",
         {
             "model": "tiny",
-            "messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": QUESTION}],
+            "messages": [
+                {"role": "system", "content": SYSTEM},
+                {"role": "user", "content": QUESTION},
+            ],
             "tools": [TOOL],
             "stream": True,
             "stream_options": {"include_usage": True},

@@ -101,7 +101,6 @@ def test_a_request_still_being_answered_is_cancelled_when_its_episode_ends() -> 
     asyncio.run(main())
 
 
-
 @pytest.mark.parametrize(
     ("route", "body", "message"),
     [

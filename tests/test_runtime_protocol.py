@@ -147,7 +147,11 @@ async def streamed_chat(client: Any) -> list[Any]:
         message: dict[str, Any] = {"role": "assistant", "content": content}
         if calls:
             message["tool_calls"] = [
-                {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["args"]}}
+                {
+                    "id": c["id"],
+                    "type": "function",
+                    "function": {"name": c["name"], "arguments": c["args"]},
+                }
                 for c in calls.values()
             ]
         messages.append(message)

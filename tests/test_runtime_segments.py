@@ -83,9 +83,7 @@ def test_each_rewritten_request_starts_a_segment_rendered_as_the_agent_sent_it(
     for segment, messages in zip(result.segments, prompts):
         assert segment.prompt_ids == renderer.prompt_ids(messages, None)
         assert segment.mask == [1] * len(segment.response_ids) and segment.logprobs[0] == -0.5
-    assert result.rewrite == (
-        "message 2 (assistant) was '7' and is now 'Earlier: 7' (user)"
-    )
+    assert result.rewrite == ("message 2 (assistant) was '7' and is now 'Earlier: 7' (user)")
 
 
 def test_an_engine_that_trains_one_sequence_refuses_the_rewrite_naming_the_message(

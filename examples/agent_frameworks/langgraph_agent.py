@@ -20,9 +20,7 @@ async def answer(row, llm, streaming):
         model=llm.model, base_url=llm.base_url, api_key=llm.api_key, streaming=streaming
     )
     agent = create_react_agent(model, [multiply], prompt=SYSTEM)
-    state = await agent.ainvoke(
-        {"messages": [("user", row["prompt"])]}, {"recursion_limit": 8}
-    )
+    state = await agent.ainvoke({"messages": [("user", row["prompt"])]}, {"recursion_limit": 8})
     return state["messages"][-1].content
 
 

@@ -33,7 +33,7 @@ import json
 import logging
 import socket
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 from uuid import uuid4
 
@@ -199,7 +199,7 @@ def turn_message(turn: Turn) -> dict[str, Any]:
     return message
 
 
-def _stream(events: list[tuple[str | None, Any]], done: bool = False) -> Any:
+def _stream(events: Sequence[tuple[str | None, Any]], done: bool = False) -> Any:
     """Server-sent events in one body: the turn is already whole, so the stream is written at
     once (with its length, as any response; clients read it as a stream all the same)."""
     from aiohttp import web
@@ -211,9 +211,7 @@ def _stream(events: list[tuple[str | None, Any]], done: bool = False) -> Any:
         lines.append(f"data: {json.dumps(data)}\n\n")
     if done:
         lines.append("data: [DONE]\n\n")
-    return web.Response(
-        body="".join(lines).encode(), headers={"Content-Type": "text/event-stream"}
-    )
+    return web.Response(body="".join(lines).encode(), headers={"Content-Type": "text/event-stream"})
 
 
 def _json(body: dict[str, Any], status: int = 200) -> Any:

@@ -160,9 +160,7 @@ def chat_request(body: Any) -> TurnRequest:
     )
 
 
-def responses_request(
-    body: Any, history: dict[str, list[dict[str, Any]]]
-) -> TurnRequest:
+def responses_request(body: Any, history: dict[str, list[dict[str, Any]]]) -> TurnRequest:
     """A Responses API request body as a turn.
 
     :param history: each earlier response's id -> its conversation (input and output as chat
@@ -190,9 +188,7 @@ def responses_request(
     previous = body.get("previous_response_id")
     if previous:
         if previous not in history:
-            raise Refused(
-                f"previous_response_id {previous!r} is not a response of this episode"
-            )
+            raise Refused(f"previous_response_id {previous!r} is not a response of this episode")
         messages = [dict(message) for message in history[previous]]
         messages = [m for m in messages if m.get("role") != "system"]
     if body.get("instructions"):
@@ -204,8 +200,8 @@ def responses_request(
         tools=_function_tools(tools, responses=True) if tools else None,
         max_tokens=_positive(body.get("max_output_tokens")),
         tool_choice=_tool_choice(body.get("tool_choice")),
-        logprobs=bool(body.get("top_logprobs")) or "message.output_text.logprobs"
-        in (body.get("include") or []),
+        logprobs=bool(body.get("top_logprobs"))
+        or "message.output_text.logprobs" in (body.get("include") or []),
         top_logprobs=int(body.get("top_logprobs") or 0),
     )
 
@@ -280,7 +276,9 @@ def _function_tools(tools: Any, *, responses: bool) -> list[dict[str, Any]]:
                 "tools, which the agent runs itself"
             )
         if responses:
-            function = {key: tool[key] for key in ("name", "description", "parameters") if key in tool}
+            function = {
+                key: tool[key] for key in ("name", "description", "parameters") if key in tool
+            }
         else:
             function = tool["function"]
         schemas.append({"type": "function", "function": function})

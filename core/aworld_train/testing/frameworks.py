@@ -126,14 +126,20 @@ def teach_framework_agent(job: Path, steps: int = 300) -> list[Any]:
     return results
 
 
-def teach_segments(model: Path, segments: list[Any], steps: int, learning_rate: float = 3e-3) -> float:
+def teach_segments(
+    model: Path, segments: list[Any], steps: int, learning_rate: float = 3e-3
+) -> float:
     """Train the model in ``model`` (saved back in place) on the model tokens (mask 1) of each
     recorded segment; the last step's loss."""
     import torch
     from transformers import AutoModelForCausalLM
 
     sequences = [s.prompt_ids + s.response_ids for s in segments]
-    labels = [[-100] * len(s.prompt_ids) + [t if kept else -100 for t, kept in zip(s.response_ids, s.mask)] for s in segments]
+    labels = [
+        [-100] * len(s.prompt_ids)
+        + [t if kept else -100 for t, kept in zip(s.response_ids, s.mask)]
+        for s in segments
+    ]
     width = max(map(len, sequences))
     ids = torch.tensor([s + [0] * (width - len(s)) for s in sequences])
     attention = torch.tensor([[1] * len(s) + [0] * (width - len(s)) for s in sequences])

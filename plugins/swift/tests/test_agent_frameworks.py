@@ -71,6 +71,9 @@ def test_smolagents_is_refused_in_one_line_naming_the_engine_and_the_rewritten_m
     assert lines[0].startswith("error: agent 'run' on train.jsonl row 0: the agent rewrote the ")
     # Against check's stand-in (it answers "OK", never a call) smolagents retries, then asks
     # for a final answer with another system prompt and no tools.
-    assert re.search(r"rewrote the conversation it had sent \((message \d+ \(\w+\) was .+ and is now .+|the tools it offers changed)\)", lines[0]), lines[0]
+    assert re.search(
+        r"rewrote the conversation it had sent \((message \d+ \(\w+\) was .+ and is now .+|the tools it offers changed)\)",
+        lines[0],
+    ), lines[0]
     assert "engine 'swift' trains an episode as one token sequence" in lines[0]
     assert not (tmp_path / "runs").exists()

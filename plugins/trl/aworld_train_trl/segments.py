@@ -97,7 +97,9 @@ def add_segment_rows(trainer: Any, batch: dict[str, Any], rows: list[SegmentRow]
     added = {key: value.to(device) for key, value in added.items()}
     out = dict(batch)
     for key, side in (("prompt_ids", "left"), ("prompt_mask", "left")):
-        out[key] = torch.cat([widen(batch[key], width_p, pad if key == "prompt_ids" else 0, side), added[key]])
+        out[key] = torch.cat(
+            [widen(batch[key], width_p, pad if key == "prompt_ids" else 0, side), added[key]]
+        )
     for key, fill in (("completion_ids", pad), ("completion_mask", 0), ("tool_mask", 1)):
         if key in batch:
             out[key] = torch.cat([widen(batch[key], width_c, fill, "right"), added[key]])

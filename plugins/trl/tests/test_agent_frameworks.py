@@ -80,7 +80,12 @@ def test_a_framework_agent_trains_as_written(
         )
     ]
     sequences += [
-        (s.trajectory.prompt_ids, s.trajectory.response_ids, s.trajectory.mask, s.trajectory.logprobs)
+        (
+            s.trajectory.prompt_ids,
+            s.trajectory.response_ids,
+            s.trajectory.mask,
+            s.trajectory.logprobs,
+        )
         for s in first["segments"]
     ]
     assert len(sequences) == 4 * (2 if rewrites else 1)
