@@ -7,7 +7,11 @@ and the agent's answer, which the reward scores. The modules:
 
 - :mod:`~aworld_train.runtime.endpoint`: the loopback OpenAI-compatible endpoint, one URL per
   episode;
-- :mod:`~aworld_train.runtime.episode`: one episode's conversation, answered and recorded;
+- :mod:`~aworld_train.runtime.requests` and :mod:`~aworld_train.runtime.replies`: what a
+  ``chat/completions`` or Responses API request asks of its turn, and the turn in either API's
+  form, plain or streamed;
+- :mod:`~aworld_train.runtime.episode`: one episode's conversation, answered and recorded (one
+  segment per rewrite of it);
 - :mod:`~aworld_train.runtime.trajectory`: the token stream and the chat template's rendering;
 - :mod:`~aworld_train.runtime.agents`: the three forms of agent (AWorld, Python, spec);
 - :mod:`~aworld_train.runtime.rollout`: episodes for a batch of rows, batched generation.
