@@ -35,17 +35,20 @@ def framework_job(
     folder: Path, examples: Path, calculator: Path, engine: str, form: str, **config: Any
 ) -> Path:
     """A job in ``folder`` training the ``form`` agent of ``examples`` with GRPO on ``engine``
-    for 2 steps (2 questions of the calculator example at ``calculator``, 2 episodes each),
-    with a tiny tool model (untaught: :func:`teach_framework_agent` teaches it)."""
+    for 2 steps (2 questions of the calculator example at ``calculator``, 2 episodes each; one
+    question for an agent that rewrites its conversation, whose ~4k-token prompts make teaching
+    the model slow), with a tiny tool model (untaught: :func:`teach_framework_agent` teaches
+    it)."""
     from aworld_train.testing.tiny_model import build_tiny_model
 
-    reference, _ = FRAMEWORK_AGENTS[form]
+    reference, rewrites = FRAMEWORK_AGENTS[form]
+    rows = 1 if rewrites else 2
     shutil.copy(examples / reference.split(":")[0], folder)
     # smolagents' system prompt alone is ~8k characters.
     build_tiny_model(
         folder / "model", extra_tokens=("<answer>", "</answer>"), max_positions=16384, tools=True
     )
-    lines = (calculator / "data" / "train.jsonl").read_text().splitlines()[:2]
+    lines = (calculator / "data" / "train.jsonl").read_text().splitlines()[:rows]
     (folder / "train.jsonl").write_text("".join(line + "\n" for line in lines))
     job = {
         "engine": engine,
@@ -56,7 +59,7 @@ def framework_job(
             "algorithm": "grpo",
             "model": str(folder / "model"),
             "max_steps": 2,
-            "batch_size": 4,
+            "batch_size": 2 * rows,
             "num_generations": 2,
             "learning_rate": 1e-5,
             "max_completion_length": 160,
@@ -127,10 +130,11 @@ def teach_framework_agent(job: Path, steps: int = 300) -> list[Any]:
 
 
 def teach_segments(
-    model: Path, segments: list[Any], steps: int, learning_rate: float = 3e-3
+    model: Path, segments: list[Any], steps: int, learning_rate: float = 5e-3
 ) -> float:
     """Train the model in ``model`` (saved back in place) on the model tokens (mask 1) of each
-    recorded segment; the last step's loss."""
+    recorded segment, for at most ``steps`` steps or until the loss is below 0.01 (the taught
+    turns are then the model's most likely ones by far); the last step's loss."""
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -154,7 +158,7 @@ def teach_segments(
         loss = torch.nn.functional.cross_entropy(
             logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=-100
         )
-        if loss.item() < 0.002:
+        if loss.item() < 0.01:
             break
         optimizer.zero_grad()
         loss.backward()

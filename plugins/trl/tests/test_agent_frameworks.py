@@ -88,7 +88,8 @@ def test_a_framework_agent_trains_as_written(
         )
         for s in first["segments"]
     ]
-    assert len(sequences) == 4 * (2 if rewrites else 1)
+    episodes = json.loads(job.read_text())["config"]["batch_size"]
+    assert len(sequences) == episodes * (2 if rewrites else 1)
     gaps = []
     for prompt, completion, mask, logprobs in sequences:
         with torch.no_grad():
@@ -106,7 +107,7 @@ def test_a_framework_agent_trains_as_written(
             tokenizer.decode(prompt + [t for t, kept in zip(completion, mask) if not kept])
             for prompt, completion, mask, _ in sequences
         ]
-    assert sum(_has_product(text) for text in texts) >= 3, texts
+    assert sum(_has_product(text) for text in texts) >= len(texts) - 1, texts
 
     # eval runs the agent the same way, greedily, on the trained model: the tool is called
     # and the answer is right.
