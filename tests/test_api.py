@@ -5,6 +5,7 @@ from __future__ import annotations
 import abc
 import inspect
 import json
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from aworld_train.errors import (
     JobError,
     ModelError,
     PluginError,
+    TrainingCrash,
 )
 from aworld_train.processor import ProcessorPlugin
 from aworld_train.reward import RewardSpec
@@ -428,14 +430,65 @@ def test_train_raises_value_error_when_not_initialised(toy_job: dict[str, Any]) 
     assert not (trainer.run_dir.path / "model").exists(), "train ran although refused"
 
 
-def test_only_aworld_trains_own_refusals_are_value_errors(toy_job: dict[str, Any]) -> None:
-    # Code written for AWorld Train catches ValueError around train(); no other error of the
-    # project is one, so such a handler cannot swallow a bad job.
-    assert not issubclass(AWorldTrainError, ValueError)
-    toy_job["config"] = {**toy_job.get("config", {}), "learning_rat": 0.1}
-    with pytest.raises(AWorldTrainError) as raised:
+def test_the_surface_shared_with_aworld_train_refuses_with_value_errors(
+    toy_job: dict[str, Any], recording_engine: type
+) -> None:
+    from aworld_train.job import Job
+
+    # Each call as AWorld Train's documentation uses it, wrapped as code written for it is: in
+    # ``except ValueError``. The error is the project's own type all the same, with its line.
+    toy_job["config"] = {**toy_job["config"], "learning_rat": 0.1}
+    with pytest.raises(ValueError, match="learning_rat") as raised:
         AgentTrainer(**toy_job)
-    assert not isinstance(raised.value, ValueError)
+    assert isinstance(raised.value, ConfigError)
+    assert type(raised.value).__name__ == "ConfigError"
+    job = Job(
+        engine="toy",
+        agent=toy_job["agent"],
+        train_dataset=toy_job["train_dataset"],
+        reward=toy_job["reward_func"],
+        config=toy_job["config"],
+        run_path=toy_job["run_path"],
+    )
+    with pytest.raises(ConfigError) as from_job:  # the project's own API: not a ValueError
+        AgentTrainer.from_job(job)
+    assert not isinstance(from_job.value, ValueError)
+    assert str(from_job.value) == str(raised.value)
+    assert type(pickle.loads(pickle.dumps(raised.value))) is ConfigError  # to another process
+    del toy_job["config"]["learning_rat"]
+
+    toy_job["train_engine_name"] = "no-such-engine"
+    with pytest.raises(ValueError, match="unknown engine 'no-such-engine'"):
+        AgentTrainer(**toy_job)
+    with pytest.raises(ValueError, match="'recording' is already registered"):
+        AgentTrainer.register_processor("recording", RecordingProcessor)
+    with pytest.raises(ValueError, match="TrainerProcessor subclass"):
+        AgentTrainer.register_processor("custom", dict)
+    AgentTrainer.unregister_processor("never-registered")  # as in AWorld Train: no error
+
+    toy_job["train_engine_name"] = "toy"
+    with pytest.raises(ValueError, match="check_only=True"):
+        AgentTrainer(**toy_job, check_only=True).train()
+    trainer = AgentTrainer(**toy_job)
+    trainer.train()
+    with pytest.raises(ValueError, match="already ended"):
+        trainer.train()
+
+
+def test_an_engine_crash_is_not_a_value_error(toy_job: dict[str, Any]) -> None:
+    class Crashing(RecordingProcessor):
+        def train(self) -> None:
+            raise RuntimeError("out of disk")
+
+    AgentTrainer.register_processor("crashing", Crashing)
+    try:
+        toy_job["train_engine_name"] = "crashing"
+        with pytest.raises(TrainingCrash, match="out of disk") as raised:
+            AgentTrainer(**toy_job).train()
+        assert not isinstance(raised.value, ValueError), "a crash is not a refusal"
+        assert isinstance(raised.value.__cause__, RuntimeError)
+    finally:
+        AgentTrainer.unregister_processor("crashing")
 
 
 def test_a_trainer_trains_once(toy_job: dict[str, Any]) -> None:

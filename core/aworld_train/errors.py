@@ -15,7 +15,9 @@ class AWorldTrainError(Exception):
     """Base of every error aworld-train raises for bad input or a broken plugin.
 
     Not a ``ValueError``: an ``except ValueError`` around a library call must not swallow a bad
-    job or a missing GPU."""
+    job or a missing GPU. The surface shared with AWorld Train (``AgentTrainer(...)``,
+    ``train()``, ``register_processor``, ``unregister_processor``) raises its refusals as
+    ``ValueError`` subclasses of these types, as AWorld Train does."""
 
 
 class JobError(AWorldTrainError):

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from aworld_train import plugins
 from aworld_train.checks import CHECKS, CheckResult, CheckRun
-from aworld_train.errors import AWorldTrainError, Interrupted, TrainingCrash
+from aworld_train.errors import AWorldTrainError, CheckCrash, Interrupted, TrainingCrash
 from aworld_train.job import Job, absolute_paths
 
 if TYPE_CHECKING:
@@ -25,9 +25,7 @@ if TYPE_CHECKING:
 
 
 class TrainerStateError(AWorldTrainError, ValueError):
-    """A trainer asked to train when it cannot. AWorld Train's ``AgentTrainer`` raises a
-    ``ValueError`` here and code written for it catches that; the project's other errors are
-    not ``ValueError``s, so that such a handler never hides a bad job or a missing GPU."""
+    """A trainer asked to train when it cannot (as AWorld Train's ``AgentTrainer`` says it)."""
 
 
 class AgentTrainer:
@@ -99,7 +97,8 @@ class AgentTrainer:
             overrides=tuple(overrides),
             base_dir=base_dir,
         )
-        self._check(job, resume, check_only, show_progress, on_check)
+        with _as_value_errors():
+            self._check(job, resume, check_only, show_progress, on_check)
 
     @classmethod
     def from_job(
@@ -196,8 +195,13 @@ class AgentTrainer:
             where it was raised and the run's ``error.log`` holding its traceback; the
             exception is its ``__cause__``. The run ends ``failed`` either way.
 
-        Every error's ``str()`` is the one line the CLI prints after ``error:``.
+        Every error's ``str()`` is the one line the CLI prints after ``error:``; every one but
+        a ``TrainingCrash`` is a ``ValueError`` too, as AWorld Train's refusals are.
         """
+        with _as_value_errors():
+            return self._train()
+
+    def _train(self) -> dict[str, Any]:
         from aworld_train.errors import JobError
 
         if self.check_only:
@@ -274,13 +278,18 @@ class AgentTrainer:
 
     @staticmethod
     def register_processor(train_engine_name: str, train_type: type) -> None:
-        """Register a ``TrainerProcessor`` subclass as the engine ``train_engine_name``."""
-        plugins.register_processor(train_engine_name, train_type)
+        """Register a ``TrainerProcessor`` subclass as the engine ``train_engine_name``.
+
+        :raises PluginError: (a ``ValueError`` too, as AWorld Train raises it) when the name is
+            taken or ``train_type`` is not a ``TrainerProcessor`` subclass."""
+        with _as_value_errors():
+            plugins.register_processor(train_engine_name, train_type)
 
     @staticmethod
     def unregister_processor(train_engine_name: str) -> None:
-        """Remove an engine added with :meth:`register_processor`."""
-        plugins.unregister_processor(train_engine_name)
+        """Remove an engine added with :meth:`register_processor` (no error when absent)."""
+        with _as_value_errors():
+            plugins.unregister_processor(train_engine_name)
 
     def _record(self, check: CheckResult) -> None:
         self.checks.append(check)
@@ -342,6 +351,44 @@ def _in_one_line(
         if crash is None:
             raise
         raise crash(exc) from exc
+
+
+@contextlib.contextmanager
+def _as_value_errors() -> Iterator[None]:
+    """Raise each refusal as AWorld Train's ``AgentTrainer`` raises its own: as a ``ValueError``.
+
+    Code written for AWorld Train catches ``ValueError`` around its calls. The project's errors
+    are not ``ValueError``s elsewhere (an ``except ValueError`` around a library call must not
+    hide a bad job), so here each is re-raised as a subclass of both its own type and
+    ``ValueError``, with the same message, traceback and cause. A crash (an engine's or the
+    checks' own bug) is not a refusal and goes through as it is."""
+    try:
+        yield
+    except (TrainingCrash, CheckCrash):
+        raise
+    except AWorldTrainError as error:
+        if isinstance(error, ValueError):
+            raise
+        refusal = Exception.__new__(_value_error_type(type(error)), *error.args)
+        refusal.__dict__.update(error.__dict__)
+        raise refusal.with_traceback(error.__traceback__) from error.__cause__
+
+
+_VALUE_ERROR_TYPES: dict[type[AWorldTrainError], type[AWorldTrainError]] = {}
+
+
+def _value_error_type(kind: type[AWorldTrainError]) -> type[AWorldTrainError]:
+    """``kind`` as a ``ValueError`` too, named as ``kind`` is (one such type per ``kind``)."""
+    if kind not in _VALUE_ERROR_TYPES:
+
+        def __reduce__(self: BaseException) -> tuple[Any, ...]:
+            # Pickled (to another process) as ``kind`` itself: this type is made here, at run time.
+            return kind, self.args, self.__dict__ or None
+
+        names = {"__module__": kind.__module__, "__qualname__": kind.__qualname__}
+        body = {**names, "__doc__": kind.__doc__, "__reduce__": __reduce__}
+        _VALUE_ERROR_TYPES[kind] = type(kind.__name__, (kind, ValueError), body)
+    return _VALUE_ERROR_TYPES[kind]
 
 
 def _fold(error: AWorldTrainError) -> None:
