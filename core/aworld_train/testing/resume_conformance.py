@@ -4,9 +4,9 @@ inherits it, so every engine runs it.
 
 Through the real CLI, a GRPO job of :attr:`ResumeConformance.resume_steps` steps with a
 checkpoint halfway trains once without a stop; then runs of the same job are stopped in the
-first reward call of the step after the checkpoint (SIGKILL, which flushes nothing; SIGINT, as
-Ctrl-C), and once with a checkpoint cut short while it was being written, and are resumed with
-``--resume``. What the engine promises (its ``resume_support`` hook) decides what must hold:
+first reward call of the step after the checkpoint, by a signal to the run's whole process
+group (SIGKILL, which lets nothing be flushed; SIGINT, as a terminal's Ctrl-C), and once with a
+checkpoint cut short while it was being written, and are resumed with ``--resume``. What the engine promises (its ``resume_support`` hook) decides what must hold:
 
 - ``exact``: the metrics of the steps after the checkpoint, and the final weights, equal the
   uninterrupted run's within :attr:`ResumeConformance.resume_tolerance` (0 on a CPU, where the
@@ -29,8 +29,9 @@ import pytest
 # The resume job's reward file. `score` grades a completion by its characters, so that rewards
 # differ within a group and every step moves the weights. When `stop.json` exists beside it and
 # a run under the run path it names has logged the step it names, it removes the file and sends
-# the signal it names to its own process: the training process, in its first reward call of
-# the next step.
+# the signal it names to the process group of the run's process (its manifest's pid), in its
+# first reward call of the next step: as a terminal sends Ctrl-C, and as a machine that dies
+# leaves no process of the run, wherever the engine calls its rewards.
 _REWARDS = """
 import json, os, signal
 from pathlib import Path
@@ -46,7 +47,8 @@ def score(data_source, solution_str, ground_truth, extra_info=None):
             steps = [json.loads(line).get("step") for line in metrics.read_text().splitlines()]
             if order["after_step"] in steps:
                 stop.unlink()
-                os.kill(os.getpid(), getattr(signal, order["signal"]))
+                pid = json.loads((metrics.parent / "manifest.json").read_text())["pid"]
+                os.killpg(os.getpgid(pid), getattr(signal, order["signal"]))
     return sum(ord(c) for c in solution_str) % 5 / 4
 """
 
@@ -71,7 +73,7 @@ class ResumeConformance:
 
     @pytest.fixture(scope="class")
     @classmethod
-    def resume_job(cls, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    def resume_job(cls, resume_support: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
         """``job.yaml`` of the resume job: 2 prompts a step and 4 rows, so that an epoch ends
         at every second step, the checkpoint's among them."""
         import yaml
@@ -233,6 +235,7 @@ class ResumeConformance:
             text=True,
             cwd=job.parent,
             timeout=900,
+            start_new_session=True,  # a group of its own, which a stop signals whole
         )
 
     @staticmethod
