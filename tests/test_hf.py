@@ -46,6 +46,42 @@ def test_resume_checkpoint_reads_the_run_directory_or_says_what_to_set(tmp_path:
     assert resume_checkpoint(tmp_path) == two
 
 
+def test_a_checkpoint_cut_short_is_passed_over_with_a_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    partial = _checkpoint(tmp_path / "checkpoints", "checkpoint-4", finished=False)
+    with pytest.raises(RunDirectoryError, match=f"{partial} was cut short while being saved"):
+        resume_checkpoint(tmp_path)
+    two = _checkpoint(tmp_path / "checkpoints", "checkpoint-2")
+    _checkpoint(tmp_path / "checkpoints", "checkpoint-1", finished=False)  # older: no matter
+    with caplog.at_level("WARNING", logger="aworld_train"):
+        assert resume_checkpoint(tmp_path) == two
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{partial} was cut short while being saved (it has no trainer_state.json): "
+        f"resuming from {two}, the last whole checkpoint"
+    ]
+
+
+def test_a_resumed_runs_train_loss_covers_the_steps_before_its_checkpoint() -> None:
+    """The trainer's summary averages the steps of its own call (2 here, at 0.1); the steps
+    before the checkpoint (logged every 2 steps: 0.5 and 0.3) count too."""
+    logged: list[dict[str, Any]] = []
+    callback = trainer_callback(object, lambda *_: None, lambda _, m: logged.append(m))()
+    history = [{"step": 2, "loss": 0.5}, {"step": 4, "loss": 0.3}, {"step": 6, "loss": 0.1}]
+    state = types.SimpleNamespace(
+        is_world_process_zero=True, max_steps=6, global_step=4, log_history=history[:2]
+    )
+    callback.on_train_begin(None, state, None)
+    state.global_step, state.log_history = 6, history
+    callback.on_log(None, state, None, logs={"train_loss": 0.1, "train_runtime": 1.0})
+    assert logged[-1]["train_loss"] == pytest.approx((0.5 * 2 + 0.3 * 2 + 0.1 * 2) / 6)
+    assert logged[-1]["train_runtime"] == 1.0
+    fresh = types.SimpleNamespace(is_world_process_zero=True, max_steps=6, global_step=0)
+    callback.on_train_begin(None, fresh, None)
+    callback.on_log(None, fresh, None, logs={"train_loss": 0.1})
+    assert logged[-1] == {"train_loss": 0.1}, "a run that resumed nothing keeps the trainer's"
+
+
 @pytest.mark.parametrize(
     "completion, text",
     [

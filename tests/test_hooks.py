@@ -542,6 +542,23 @@ def test_hook_engine_versions(toy_job: dict[str, Any]) -> None:
     }
 
 
+def test_hook_resume_support(tmp_path: Path) -> None:
+    """An engine that does not answer counts as resuming exactly; one that answers is heard
+    (``tests/test_resume_support.py`` follows each answer through ``train --resume``)."""
+    from aworld_train import hookimpl
+
+    manager = plugins.create_manager("toy", tmp_path)
+    assert manager.hook.resume_support() is None
+
+    class Continues:
+        @hookimpl
+        def resume_support(self) -> str:
+            return "continued"
+
+    manager.register(Continues())
+    assert manager.hook.resume_support() == "continued"
+
+
 def test_hook_trains_segments(tmp_path: Path) -> None:
     """An engine that does not answer trains an episode as one sequence; one that answers
     ``True`` trains each segment."""

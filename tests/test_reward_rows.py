@@ -320,14 +320,39 @@ def test_check_keeps_a_run_path_that_was_there(
 # --- a model name one edit from a folder beside the job --------------------------------------
 
 
-@pytest.mark.parametrize("typo", ["tiny-modle", "tiny-mdel", "tinymodel"])
+@pytest.mark.parametrize(
+    ("folder", "typo"),
+    [
+        ("tiny-model", "tiny-modle"),
+        ("tiny-model", "tiny-mdel"),
+        ("tiny-model", "tinymodel"),
+        # Short names, whose likeness ratio is low: a swap, a change, an insertion, a deletion.
+        ("Qwen", "Qwne"),
+        ("Qwen", "Qwan"),
+        ("phi", "phi2"),
+        ("opt1", "opt"),
+    ],
+)
 def test_check_refuses_a_bare_model_name_close_to_a_folder_beside_the_job(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], typo: str
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], folder: str, typo: str
 ) -> None:
-    (tmp_path / "tiny-model").mkdir()
+    (tmp_path / folder).mkdir()
     job = write_job(tmp_path)
     data = yaml.safe_load(job.read_text())
     data["config"]["model"] = typo
     job.write_text(yaml.safe_dump(data))
     line = one_error_line(*run_cli(capsys, "check", job)[::2])
-    assert f"model folder {typo} not found" in line and "(did you mean tiny-model?)" in line
+    assert f"model folder {typo} not found" in line and f"(did you mean {folder}?)" in line
+
+
+def test_check_takes_a_bare_name_two_edits_from_every_folder_for_a_hub_id(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "Qwen").mkdir()
+    job = write_job(tmp_path)
+    data = yaml.safe_load(job.read_text())
+    data["config"]["model"] = "Qwxyn"
+    job.write_text(yaml.safe_dump(data))
+    code, out, err = run_cli(capsys, "check", job)
+    assert code == 0, err
+    assert "hub id Qwxyn" in out

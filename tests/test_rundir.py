@@ -478,6 +478,9 @@ def test_a_running_run_whose_process_is_gone_reads_crashed(tmp_path: Path) -> No
     assert read_manifest(alive)["status"] == "running"
     assert read_manifest(elsewhere)["status"] == "running", "another host's process is unknown"
     assert read_manifest(unknown)["status"] == "crashed", "no pid: written before pids were"
+    for pid in (2**80, 0, -1):  # no process has it (0 and -1 would name process groups)
+        odd = write_manifest(tmp_path / f"pid{pid}", pid=pid, host=here)
+        assert read_manifest(odd)["status"] == "crashed", pid
     assert json.loads((dead / "manifest.json").read_text())["status"] == "running", (
         "reading changes nothing on disk"
     )

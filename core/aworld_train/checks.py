@@ -62,6 +62,7 @@ from aworld_train.check_steps import (
 )
 from aworld_train.errors import AWorldTrainError
 from aworld_train.job import Job
+from aworld_train.resume import check_resume_support, describe_resume_support
 from aworld_train.saved_job import rerunnable_job
 from aworld_train.version import __version__
 
@@ -150,6 +151,7 @@ class CheckRun:
     reward: RewardSpec | None = None
     settings: list[Setting] | None = None  # None: the engine does not report its settings
     memory: MemoryEstimate | None = None  # None: not estimated (see the resources row)
+    resume_support: str | None = None  # the engine's promise, when the run resumes another
 
     @property
     def engine(self) -> str:
@@ -259,6 +261,13 @@ def _given(name: str) -> Callable[[CheckRun], bool]:
 #: the config first, since the model and the checks' limits come from it.
 CHECKS: tuple[Step, ...] = (
     Step("engine", "core", load_engine, None),
+    Step(
+        "resume",
+        "engine",
+        check_resume_support,
+        describe_resume_support,
+        when=lambda checks: checks.resume_from is not None,
+    ),
     Step("config layout", "engine", read_layout, None),
     Step("config", "core", load_job_config, describe_config),
     Step(

@@ -284,7 +284,11 @@ def _show_chain(run: Path, manifest: dict[str, Any]) -> None:
     continue it up to the one that ends the chain (with its status), and, when that run
     stopped (``interrupted``, ``crashed``), the command that resumes it."""
     if manifest.get("resumed_from"):
-        click.echo(f"resumed from: {manifest['resumed_from']}")
+        # An engine that cannot restore all of its state says so: this run is no replay.
+        inexact = (
+            " (continued, not bit-exact)" if manifest.get("resume_support") == "continued" else ""
+        )
+        click.echo(f"resumed from: {manifest['resumed_from']}{inexact}")
     chain = continuations(run)
     statuses = [_status_of(following) for following in chain]
     for following, status in zip(chain, statuses):

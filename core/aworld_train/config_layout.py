@@ -8,6 +8,7 @@ from typing import Any
 
 from aworld_train.config_rules import describe_value
 from aworld_train.errors import ConfigError
+from aworld_train.spelling import edit_distance, swapped
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,7 @@ def near_miss(key: str, commons: tuple[str, ...]) -> str | None:
         if len(words) > len(common_words) and words[: len(common_words)] == common_words:
             continue
         allowed = 2 if len(letters) >= 10 else 1 if len(letters) >= 6 else 0
-        if word == letters or _swapped(word, letters) or _edit_distance(word, letters) <= allowed:
+        if word == letters or swapped(word, letters) or edit_distance(word, letters) <= allowed:
             return common
     return None
 
@@ -110,29 +111,6 @@ def near_miss(key: str, commons: tuple[str, ...]) -> str | None:
 def _key_letters(key: str) -> str:
     """A key compared by its letters: lower case, without ``+``, ``-`` and ``_``."""
     return key.lower().lstrip("+").replace("-", "").replace("_", "")
-
-
-def _swapped(word: str, other: str) -> bool:
-    """Whether ``word`` is ``other`` with two adjacent letters swapped."""
-    differ = [i for i, (a, b) in enumerate(zip(word, other)) if a != b]
-    return (
-        len(word) == len(other)
-        and len(differ) == 2
-        and differ[1] == differ[0] + 1
-        and word[differ[0]] == other[differ[1]]
-        and word[differ[1]] == other[differ[0]]
-    )
-
-
-def _edit_distance(word: str, other: str) -> int:
-    """Levenshtein distance (insertions, deletions, substitutions)."""
-    previous = list(range(len(other) + 1))
-    for i, a in enumerate(word, start=1):
-        current = [i]
-        for j, b in enumerate(other, start=1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a != b)))
-        previous = current
-    return previous[-1]
 
 
 def _merge_once(

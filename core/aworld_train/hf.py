@@ -13,6 +13,7 @@ import dataclasses
 import functools
 import importlib
 import json
+import logging
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
@@ -23,12 +24,14 @@ from aworld_train.cache import cached
 from aworld_train.errors import AgentError, RunDirectoryError
 from aworld_train.metrics import LogFn, StartFn
 from aworld_train.plugins import installed_versions
-from aworld_train.run_files import CHECKPOINTS, last_checkpoint
+from aworld_train.run_files import CHECKPOINTS, cut_short, last_checkpoint
 
 if TYPE_CHECKING:
     from aworld_train.agent import AgentSpec
     from aworld_train.config import TrainConfig
     from aworld_train.reward import RewardSpec
+
+logger = logging.getLogger("aworld_train")
 
 
 def trainer_callback(base: type, on_start: StartFn, on_log: LogFn) -> type:
@@ -41,7 +44,10 @@ def trainer_callback(base: type, on_start: StartFn, on_log: LogFn) -> type:
     class MetricsCallback(base):  # type: ignore[misc, valid-type]
         """Forwards the trainer's progress and log entries to aworld-train's metrics."""
 
+        first_step = 0  # the step this process started from: 0, or the checkpoint's
+
         def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            self.first_step = state.global_step
             if state.is_world_process_zero:
                 on_start(state.max_steps, state.global_step)
 
@@ -49,9 +55,29 @@ def trainer_callback(base: type, on_start: StartFn, on_log: LogFn) -> type:
             self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any
         ) -> None:
             if state.is_world_process_zero and logs:
-                on_log(state.global_step, dict(logs))
+                on_log(state.global_step, _whole_run_loss(dict(logs), state, self.first_step))
 
     return MetricsCallback
+
+
+def _whole_run_loss(logs: dict[str, Any], state: Any, first_step: int) -> dict[str, Any]:
+    """``logs`` with the run's summary ``train_loss`` averaged over all of its steps.
+
+    The trainer averages the steps of its own ``train()`` call: a resumed run's would leave
+    out the steps before its checkpoint. Their losses are in the checkpoint's ``log_history``,
+    each logged loss the mean of the steps since the one logged before.
+    """
+    if "train_loss" not in logs or first_step == 0 or state.global_step <= first_step:
+        return logs
+    earlier, logged = 0.0, 0
+    for entry in state.log_history:
+        step = entry.get("step", 0)
+        if "loss" in entry and logged < step <= first_step:
+            earlier, logged = earlier + entry["loss"] * (step - logged), step
+    # Steps after the last logged one before the checkpoint count at the mean of those logged.
+    before = earlier / logged * first_step if logged else 0.0
+    later = logs["train_loss"] * (state.global_step - first_step)
+    return {**logs, "train_loss": (before + later) / state.global_step}
 
 
 def score_evaluations(
@@ -116,13 +142,59 @@ def resume_checkpoint(run_dir: Path) -> Path:
 
     :raises RunDirectoryError: when the earlier run left no checkpoint.
     """
-    checkpoint = last_checkpoint(Path(run_dir) / CHECKPOINTS)
+    folder = Path(run_dir) / CHECKPOINTS
+    checkpoint = last_checkpoint(folder)
+    partial = ", ".join(str(path) for path in cut_short(folder))
     if checkpoint is None:
+        unfinished = f" ({partial} was cut short while being saved)" if partial else ""
         raise RunDirectoryError(
-            f"run {run_dir} has no checkpoint to resume from ({CHECKPOINTS}/checkpoint-N): "
-            "set save_steps so runs save checkpoints, or start a new run"
+            f"run {run_dir} has no checkpoint to resume from ({CHECKPOINTS}/checkpoint-N)"
+            f"{unfinished}: set save_steps so runs save checkpoints, or start a new run"
+        )
+    if partial:
+        logger.warning(
+            "%s was cut short while being saved (it has no trainer_state.json): resuming from "
+            "%s, the last whole checkpoint",
+            partial,
+            checkpoint,
         )
     return checkpoint
+
+
+def replay_shuffles(trainer: Any) -> None:
+    """Make the shuffles of ``trainer``'s training sampler a function of the epoch, so that a
+    resumed run draws the order an uninterrupted run would have.
+
+    A sampler that shuffles with a generator of its own (TRL's ``RepeatSampler``, which GRPO
+    trainers use, ms-swift's included) draws each epoch's order from it, and its state is not
+    in a checkpoint: a run resumed in epoch ``k`` starts that generator afresh and shuffles
+    epoch ``k`` as the first one was. Here, each time the trainer sets the epoch, the generator
+    goes back to its seeded state and replays the draws of the epochs before (one pass of the
+    sampler each); in a run that never stopped, that is the state it had anyway.
+
+    :param trainer: a ``transformers.Trainer``; its ``_get_train_sampler`` is wrapped. A
+        sampler without a ``torch.Generator``, or with an epoch of its own, is left alone.
+    """
+    import torch
+
+    make = trainer._get_train_sampler
+
+    def train_sampler(*args: Any, **kwargs: Any) -> Any:
+        sampler = make(*args, **kwargs)
+        generator = getattr(sampler, "generator", None)
+        if not isinstance(generator, torch.Generator) or hasattr(sampler, "set_epoch"):
+            return sampler
+        seeded = generator.get_state()
+
+        def set_epoch(epoch: int) -> None:
+            generator.set_state(seeded)
+            for _ in range(epoch):
+                next(iter(sampler), None)  # a pass draws its order as it starts
+
+        sampler.set_epoch = set_epoch  # accelerate's data loader calls it each epoch
+        return sampler
+
+    trainer._get_train_sampler = train_sampler
 
 
 def policy_model(agent: AgentSpec, config: TrainConfig) -> str:

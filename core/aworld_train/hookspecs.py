@@ -267,6 +267,25 @@ def trains_segments() -> bool | None:
     """
 
 
+@hookspec(firstresult=True)
+def resume_support() -> str | None:
+    """Say how a run the engine resumes (``--resume``) continues the run it resumes.
+
+    ``"exact"``: the resumed run trains on the same samples in the same order with the same
+    random draws, and ends where the run would have ended without the stop (on a deterministic
+    device, to the bit); the conformance suite holds the engine to it. ``"continued"``: it goes
+    on from the last checkpoint, but some state is not restored (the engine's README says
+    which), and ``show`` marks such a resumed run "continued, not bit-exact". ``"none"``: the
+    engine cannot resume, and ``--resume`` is refused in one line naming the engine.
+
+    Called by ``check`` and ``train`` with ``--resume``, before any other check; it must be
+    cheap.
+
+    :returns: ``"exact"``, ``"continued"`` or ``"none"``; ``None`` (the default) counts as
+        ``"exact"``.
+    """
+
+
 @hookspec
 def report_metrics(step: int, metrics: dict[str, float], ctx: RunContext) -> None:
     """Receive one logged step of metrics, after it was written to ``metrics.jsonl``.

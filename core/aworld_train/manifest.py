@@ -55,13 +55,14 @@ def _process_alive(manifest: dict[str, Any]) -> bool:
     """Whether the process a manifest names still runs. On another host it cannot be told, so
     it is taken as alive; a manifest without a pid was written by a process that is gone."""
     pid, host = manifest.get("pid"), manifest.get("host")
-    if not isinstance(pid, int) or isinstance(pid, bool):
+    # No process has a pid of 0 or below (to os.kill those name process groups).
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
         return False
     if host != socket.gethostname():
         return True
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):  # gone, or a pid no process can have
         return False
     except PermissionError:  # alive, owned by another user
         return True

@@ -14,14 +14,20 @@ import contextlib
 import logging
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from aworld_train.errors import RunDirectoryError
+from aworld_train.errors import PluginError, RunDirectoryError
 from aworld_train.manifest import RESUMABLE, read_manifest, write_manifest
 from aworld_train.run_files import JOB_FILE, MANIFEST
 from aworld_train.saved_job import job_reruns
 
+if TYPE_CHECKING:
+    from aworld_train.checks import CheckRun
+
 logger = logging.getLogger("aworld_train")
+
+#: What an engine's ``resume_support`` hook may answer, from the strongest promise down.
+RESUME_SUPPORT = ("exact", "continued", "none")
 
 
 def resolve_resume(run: str | Path, run_path: str | Path) -> Path:
@@ -131,3 +137,31 @@ def _record_crash(path: Path, manifest: dict[str, Any]) -> None:
     run may sit where this process cannot write."""
     with contextlib.suppress(OSError):
         write_manifest(path, manifest)
+
+
+def check_resume_support(checks: CheckRun) -> str:
+    """The engine's answer to ``resume_support`` (``None`` counts as ``"exact"``), kept on
+    ``checks`` for the manifest.
+
+    :raises RunDirectoryError: when the engine cannot resume (``"none"``).
+    :raises PluginError: for an answer that is none of :data:`RESUME_SUPPORT`.
+    """
+    support = checks.call_engine("resume_support") or "exact"
+    if support not in RESUME_SUPPORT:
+        raise PluginError(
+            f"{checks.engine_info.label} resume_support returned {support!r}, not one of "
+            f"{', '.join(RESUME_SUPPORT)} or None"
+        )
+    if support == "none":
+        raise RunDirectoryError(
+            f"engine {checks.engine} cannot resume a run (its resume_support is 'none'): "
+            "train the job again without --resume"
+        )
+    checks.resume_support = support
+    return str(support)
+
+
+def describe_resume_support(support: str) -> str:
+    if support == "exact":
+        return "resumes exactly: the same samples, order and random draws"
+    return "continues from the last checkpoint, not bit-exact (see the engine's README)"

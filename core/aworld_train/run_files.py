@@ -38,11 +38,30 @@ def last_checkpoint(folder: Path) -> Path | None:
     """The ``checkpoint-N`` in ``folder`` with the highest N, or ``None`` when there is none.
 
     Only a checkpoint with its ``trainer_state.json`` counts: the trainer writes that file last,
-    so a folder without it is a save that an interrupt cut short.
+    so a folder without it is a save that an interrupt cut short (:func:`cut_short`).
     """
+    whole = [(step, child) for step, child in _checkpoints(folder) if _whole(child)]
+    return max(whole)[1] if whole else None
+
+
+def cut_short(folder: Path) -> list[Path]:
+    """The ``checkpoint-N`` folders in ``folder`` a stop cut short while they were being saved
+    (no ``trainer_state.json``) and newer than :func:`last_checkpoint`, oldest first."""
+    last = last_checkpoint(folder)
+    after = -1 if last is None else int(last.name.rsplit("-", 1)[1])
+    return [
+        child for step, child in sorted(_checkpoints(folder)) if step > after and not _whole(child)
+    ]
+
+
+def _checkpoints(folder: Path) -> list[tuple[int, Path]]:
     found = []
     for child in Path(folder).glob("checkpoint-*"):
         match = _CHECKPOINT.match(child.name)
-        if match and (child / "trainer_state.json").is_file():
+        if match and child.is_dir():
             found.append((int(match.group(1)), child))
-    return max(found)[1] if found else None
+    return found
+
+
+def _whole(checkpoint: Path) -> bool:
+    return (checkpoint / "trainer_state.json").is_file()

@@ -175,6 +175,7 @@ class AgentTrainer:
                         versions=checks.versions(),
                         **checks.settings_fields(),
                         resumed_from=str(resume_from) if resume_from else None,
+                        resume_support=checks.resume_support,
                     )
         self.initialized = True
 

@@ -28,6 +28,7 @@ from aworld_train.model.files import (
 )
 from aworld_train.model.tokenizer import check_config_ids, check_tokenizer_fits, checked_tokenizer
 from aworld_train.model.weights import check_weight_files
+from aworld_train.spelling import one_edit
 
 
 # A hub repository id as huggingface_hub accepts one: an optional namespace and a name, each of
@@ -120,7 +121,7 @@ def _local_folder(model: str, base_dir: Path | None) -> Path | None:
         )
     places = " or ".join(str(root) for root in roots)
     where = "" if path.is_absolute() else f" in {places}"
-    suggestion = _suggest(path, roots)
+    suggestion = _one_edit_folder(model, roots) or _suggest(path, roots)
     if suggestion:
         hint = " (a hub id is written 'organisation/name')" if "/" not in model else ""
         raise ModelError(
@@ -143,8 +144,22 @@ def _looks_local(model: str, roots: list[Path]) -> bool:
     if model.count("/") > 1 or any((root / model.split("/")[0]).is_dir() for root in roots):
         return True
     # A typo: each part close to a folder there (an organisation named like a local folder
-    # alone does not make a hub id local).
-    return _suggest(Path(model), roots, _TYPO_CUTOFF) is not None
+    # alone does not make a hub id local), or a bare name one edit from one, however short
+    # (a short name's ratio stays under the cutoff: `Qwne` beside `Qwen/`).
+    return (
+        _suggest(Path(model), roots, _TYPO_CUTOFF) is not None
+        or _one_edit_folder(model, roots) is not None
+    )
+
+
+def _one_edit_folder(model: str, roots: list[Path]) -> str | None:
+    """The folder in ``roots`` that a bare name (no ``/``) is one edit from, or ``None``."""
+    if "/" in model:
+        return None
+    return next(
+        (name for root in roots for name in sorted(_subfolders(root)) if one_edit(model, name)),
+        None,
+    )
 
 
 def _is_hub_id(model: str) -> bool:

@@ -171,6 +171,12 @@ def _bare_model_typo(job: JobFolder) -> None:
     job.config["model"] = "tiny-modle"
 
 
+def _short_model_typo(job: JobFolder) -> None:
+    # A short name one edit (a swap) from a folder: too short for a likeness ratio to catch.
+    (job.root / "Qwen").mkdir()
+    job.config["model"] = "Qwne"
+
+
 def _model_is_file(job: JobFolder) -> None:
     job.config["model"] = str(job.write("model.bin", "weights"))
 
@@ -329,6 +335,11 @@ CASES: tuple[BadJob, ...] = (
         "model_bare_name_typo",
         _bare_model_typo,
         r"model folder tiny-modle not found .*\(did you mean tiny-model\?\)",
+    ),
+    BadJob(
+        "model_short_name_one_edit",
+        _short_model_typo,
+        r"model folder Qwne not found .*\(did you mean Qwen\?\)",
     ),
     BadJob("model_is_a_file", _model_is_file, "model.bin"),
     BadJob("model_config_broken", new_model_folder(config="{not json"), "config.json"),

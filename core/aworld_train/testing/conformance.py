@@ -13,7 +13,9 @@ that ``check`` passes on a valid job and fails clearly on bad input, that the se
 reports (``effective_settings``, where it implements the hook) name the device and the precision
 it will use under their common names, and that ``train`` runs a tiny job to completion and
 reports metrics (or raises ``train_error`` where the machine cannot train, such as an engine
-that needs a GPU).
+that needs a GPU), and that a run killed, stopped with Ctrl-C, or with a checkpoint cut short
+resumes as the engine's ``resume_support`` promises
+(:mod:`~aworld_train.testing.resume_conformance`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any, ClassVar
 import pytest
 
 from aworld_train.errors import ConfigError, DatasetError, RewardError
+from aworld_train.testing.resume_conformance import ResumeConformance
 
 _REWARD_FILE = """
 def score(data_source, solution_str, ground_truth, extra_info=None):
@@ -38,8 +41,9 @@ def broken(data_source, solution_str, ground_truth, extra_info=None):
 """
 
 
-class EngineConformance:
-    """The contract every engine keeps. Subclass it and set :attr:`engine_name`."""
+class EngineConformance(ResumeConformance):
+    """The contract every engine keeps. Subclass it and set :attr:`engine_name`. The resume
+    tests come from :class:`~aworld_train.testing.resume_conformance.ResumeConformance`."""
 
     #: The engine's name, as its entry point (or ``register_processor``) gives it.
     engine_name: ClassVar[str] = ""

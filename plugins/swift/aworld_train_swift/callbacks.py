@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.engine import append_samples, score_evaluations, trainer_callback
+from aworld_train.engine import append_samples, replay_shuffles, score_evaluations, trainer_callback
 
 from aworld_train_swift.reward import ORM_PREFIX
 
@@ -68,6 +68,11 @@ def run_callback(
 
     class RunCallback(metrics):  # type: ignore[misc, valid-type]
         """Metrics, rollout samples and the end-only evaluation of one run."""
+
+        def __init__(self, args: Any, trainer: Any) -> None:
+            super().__init__(args, trainer)
+            # swift builds its callbacks before training: the sampler is made afterwards.
+            replay_shuffles(trainer)  # a resumed run shuffles each epoch as the run it continues
 
         def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             super().on_train_begin(args, state, control, **kwargs)

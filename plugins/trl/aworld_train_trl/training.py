@@ -15,6 +15,7 @@ from aworld_train.engine import (
     append_samples,
     completion_text,
     merge_adapter,
+    replay_shuffles,
     resume_checkpoint,
     scoped_environment,
     score_evaluations,
@@ -159,6 +160,7 @@ def train_in_process(
                 )
             )
     trainer.remove_callback(PrinterCallback)
+    replay_shuffles(trainer)  # a resumed run shuffles each epoch as the run it continues
     trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint is not None else None)
     shutil.rmtree(run_dir / VLLM_WEIGHTS, ignore_errors=True)  # the last step's copy for vLLM
     if config.evaluate_at_end:

@@ -194,5 +194,13 @@ def train(dataset: VerlData, config: VerlConfig, ctx: sdk.RunContext) -> dict[st
 
 
 @hookimpl
+def resume_support() -> str:
+    """VeRL restores the weights, the optimizer, the data loader's position and each worker's
+    random state, but not the rollout engine's (vLLM seeds its sampler when it starts): a
+    resumed run samples other completions than the run it continues would have."""
+    return "continued"
+
+
+@hookimpl
 def engine_versions() -> dict[str, str]:
     return installed_versions("verl", "ray", "hydra-core")

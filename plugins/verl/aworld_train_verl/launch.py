@@ -7,6 +7,7 @@ and the local Ray it started) and waits for it to stop before the run is marked 
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shlex
@@ -19,6 +20,8 @@ from aworld_train.engine import CHECKPOINTS, TrainingError, remember_secrets, ru
 
 from aworld_train_verl.config import SAVED_CONFIG_NAME
 from aworld_train_verl.gpus import visible_gpus
+
+logger = logging.getLogger("aworld_train")
 
 LAUNCH_SCRIPT = "launch.sh"
 LOG_NAME = "verl_train.log"
@@ -164,6 +167,20 @@ def last_checkpoint(resume_from: Path) -> tuple[int, Path]:
     target = checkpoints / f"global_step_{step}"
     if not step.isdigit() or not target.is_dir():
         raise TrainingError(f"{marker} names step {step!r}, but {target} does not exist")
+    # VeRL names a checkpoint in the marker once it is whole: a later folder was cut short.
+    later = sorted(
+        (int(match[1]), folder)
+        for folder in checkpoints.glob("global_step_*")
+        if (match := re.fullmatch(r"global_step_(\d+)", folder.name)) and int(match[1]) > int(step)
+    )
+    if later:
+        logger.warning(
+            "%s was cut short while being saved (%s does not name it): resuming from %s, the "
+            "last whole checkpoint",
+            ", ".join(str(folder) for _, folder in later),
+            marker.name,
+            target,
+        )
     return int(step), target
 
 

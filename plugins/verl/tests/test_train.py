@@ -227,6 +227,22 @@ def test_resume_points_verl_at_the_last_checkpoint(tmp_path: Path) -> None:
     ]
 
 
+def test_a_checkpoint_cut_short_is_passed_over_with_a_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    old = tmp_path / "old-run"
+    for step in (2, 4):  # VeRL was writing step 4 when the run stopped
+        (old / "checkpoints" / f"global_step_{step}").mkdir(parents=True)
+    (old / "checkpoints" / "latest_checkpointed_iteration.txt").write_text("2")
+    with caplog.at_level("WARNING", logger="aworld_train"):
+        assert launch.last_checkpoint(old) == (2, old / "checkpoints" / "global_step_2")
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{old / 'checkpoints' / 'global_step_4'} was cut short while being saved "
+        "(latest_checkpointed_iteration.txt does not name it): resuming from "
+        f"{old / 'checkpoints' / 'global_step_2'}, the last whole checkpoint"
+    ]
+
+
 def test_resume_without_a_checkpoint_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(TrainingError, match="no VeRL checkpoint to resume from"):
         launch.last_checkpoint(tmp_path)
