@@ -67,6 +67,9 @@ def framework_job(
             "logging_steps": 1,
             "save_steps": 2,
             "seed": 0,
+            # The tests compare the recorded log-probs with the policy's own in float32: on a
+            # GPU, "auto" would generate in bf16 (~5e-2 apart).
+            "precision": "fp32",
             **config,
         },
         "run_path": "runs",
