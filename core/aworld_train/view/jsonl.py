@@ -1,0 +1,224 @@
+"""Reading a run's growing JSONL files a piece at a time.
+
+A training process appends to ``metrics.jsonl`` and ``samples.jsonl`` while the view reads them,
+so every read starts at the byte after the last whole line read before and stops at the last
+newline: a half-written line waits for its end. What was read is kept in compact arrays, so that
+a run of 100,000 steps costs a few megabytes and a reopened page reads nothing twice.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import math
+import os
+from array import array
+from pathlib import Path
+from typing import Any
+
+# A curve served for drawing holds at most this many points; longer ones keep, per bucket of
+# steps, the lowest and the highest value, so that no spike disappears.
+MAX_POINTS = 2000
+
+
+class JsonlTail:
+    """The whole lines appended to ``path`` since the last :meth:`read`."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+        self._identity: tuple[int, int] | None = None
+
+    def read(self) -> tuple[list[tuple[int, bytes]], bool]:
+        """The new whole lines with the byte offset each starts at, and whether the file was
+        replaced or cut shorter since the last read (what was read before no longer holds)."""
+        try:
+            stat = os.stat(self.path)
+        except OSError:
+            return [], False
+        identity = (stat.st_dev, stat.st_ino)
+        restarted = self._identity is not None and (
+            identity != self._identity or stat.st_size < self.offset
+        )
+        if restarted:
+            self.offset = 0
+        self._identity = identity
+        if stat.st_size <= self.offset:
+            return [], restarted
+        with open(self.path, "rb") as handle:
+            handle.seek(self.offset)
+            data = handle.read(stat.st_size - self.offset)
+        end = data.rfind(b"\n") + 1
+        lines, start = [], 0
+        while start < end:
+            stop = data.index(b"\n", start)
+            if stop > start:
+                lines.append((self.offset + start, data[start:stop]))
+            start = stop + 1
+        self.offset += end
+        return lines, restarted
+
+
+def parse_objects(lines: list[bytes]) -> list[dict[str, Any] | None]:
+    """Each line as a JSON object, ``None`` for one that is not. One ``json.loads`` of them all
+    is several times faster than one per line; a bad line sends them one at a time."""
+    try:
+        parsed = json.loads(b"[" + b",".join(lines) + b"]")
+    except ValueError:
+        parsed = [_parse_one(line) for line in lines]
+    return [item if isinstance(item, dict) else None for item in parsed]
+
+
+def _parse_one(line: bytes) -> Any:
+    try:
+        return json.loads(line)
+    except ValueError:
+        return None
+
+
+class MetricColumns:
+    """A run's ``metrics.jsonl`` as one column per metric: the steps, the values and the number
+    of the record each came from (the cursor a live page asks from)."""
+
+    def __init__(self, path: Path) -> None:
+        self.tail = JsonlTail(path)
+        self.records = 0
+        self.columns: dict[str, tuple[array, array, array]] = {}
+
+    def refresh(self) -> None:
+        lines, restarted = self.tail.read()
+        if restarted:
+            self.records, self.columns = 0, {}
+        for record in parse_objects([line for _, line in lines]):
+            step = record.get("step") if record else None
+            if not isinstance(step, int) or isinstance(step, bool):
+                continue  # as read_metrics: not a record the reporter wrote
+            for key, value in record.items():
+                if key in ("step", "time") or not _is_number(value):
+                    continue
+                column = self.columns.get(key)
+                if column is None:
+                    column = self.columns[key] = (array("q"), array("d"), array("q"))
+                column[0].append(step)
+                column[1].append(float(value))
+                column[2].append(self.records)
+            self.records += 1
+
+    def last(self, key: str) -> tuple[int, float] | None:
+        """The last step and value of ``key``."""
+        column = self.columns.get(key)
+        return (column[0][-1], column[1][-1]) if column else None
+
+    def last_step(self) -> int | None:
+        steps = [column[0][-1] for column in self.columns.values()]
+        return max(steps) if steps else None
+
+    def since(self, after: int) -> dict[str, dict[str, Any]]:
+        """Every metric's points from record ``after`` on, each curve at most
+        :data:`MAX_POINTS` points (``total`` says how many it has)."""
+        curves = {}
+        for key, (steps, values, records) in sorted(self.columns.items()):
+            start = bisect.bisect_left(records, after)
+            if start < len(steps):
+                curves[key] = downsample(steps[start:], values[start:])
+        return curves
+
+
+def downsample(steps: array, values: array) -> dict[str, Any]:
+    """The curve as the page draws it: every point, or for a long curve the lowest and the
+    highest of each of :data:`MAX_POINTS` / 2 buckets, in step order."""
+    total = len(steps)
+    if total <= MAX_POINTS:
+        return {"steps": steps.tolist(), "values": values.tolist(), "total": total}
+    buckets = MAX_POINTS // 2
+    kept: list[int] = []
+    for bucket in range(buckets):
+        start, stop = bucket * total // buckets, (bucket + 1) * total // buckets
+        chunk = values[start:stop]
+        low = start + chunk.index(min(chunk))
+        high = start + chunk.index(max(chunk))
+        kept += sorted({low, high})
+    return {
+        "steps": [steps[i] for i in kept],
+        "values": [values[i] for i in kept],
+        "total": total,
+    }
+
+
+def _is_number(value: Any) -> bool:
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+    )
+
+
+class SampleIndex:
+    """A run's ``samples.jsonl`` as where each sample starts, its step and its reward; the
+    samples themselves are read from the file when shown."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.tail = JsonlTail(path)
+        self.offsets = array("q")
+        self.steps = array("q")
+        self.rewards = array("d")
+
+    def refresh(self) -> None:
+        lines, restarted = self.tail.read()
+        if restarted:
+            self.offsets, self.steps, self.rewards = array("q"), array("q"), array("d")
+        for (offset, _), sample in zip(lines, parse_objects([line for _, line in lines])):
+            if sample is None:
+                continue
+            step, reward = sample.get("step"), sample.get("reward")
+            self.offsets.append(offset)
+            self.steps.append(step if isinstance(step, int) else -1)
+            self.rewards.append(float(reward) if _is_number(reward) else math.nan)
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def sample(self, index: int) -> dict[str, Any] | None:
+        """Sample ``index`` as written, ``None`` when there is no such sample."""
+        if not 0 <= index < len(self.offsets):
+            return None
+        return self.read_at([index])[0]
+
+    def read_at(self, indexes: list[int]) -> list[dict[str, Any]]:
+        with open(self.path, "rb") as handle:
+            found = []
+            for index in indexes:
+                handle.seek(self.offsets[index])
+                found.append(json.loads(handle.readline()))
+        return found
+
+    def search(
+        self,
+        step: int | None = None,
+        min_reward: float | None = None,
+        text: str = "",
+        limit: int = 100,
+    ) -> tuple[list[int], int]:
+        """The indexes of the last ``limit`` samples (newest first) of step ``step``, with a
+        reward of at least ``min_reward`` and ``text`` in their prompt or completion (any
+        case), and how many match in all."""
+        needle = text.casefold()
+        found: list[int] = []
+        matches = 0
+        for index in range(len(self.offsets) - 1, -1, -1):
+            if step is not None and self.steps[index] != step:
+                continue
+            if min_reward is not None and not self.rewards[index] >= min_reward:
+                continue
+            if needle and needle not in _sample_text(self.read_at([index])[0]):
+                continue
+            matches += 1
+            if len(found) < limit:
+                found.append(index)
+        return found, matches
+
+
+def _sample_text(sample: dict[str, Any]) -> str:
+    """What a text search looks in: the prompt and the completion."""
+    return json.dumps([sample.get("prompt"), sample.get("completion")], ensure_ascii=False).casefold()
