@@ -72,6 +72,23 @@ class EpisodeResult:
     def __post_init__(self) -> None:
         self.segments = self.segments or [self.trajectory]
 
+    def record(self, renderer: ChatRenderer) -> dict[str, Any]:
+        """The episode token by token, as ``samples.jsonl`` keeps it (a sample's ``episode``,
+        which ``aworld-train view`` shows): the prompt as the model saw it, the conversation
+        after it, and each response token's text with its mask (1: the model's, trained on;
+        0: context) and the log-prob it was sampled with."""
+        trajectory = self.trajectory
+        return {
+            "prompt_text": renderer.decode(trajectory.prompt_ids),
+            "messages": self.messages,
+            "tokens": renderer.tokenizer.batch_decode(
+                [[token] for token in trajectory.response_ids], skip_special_tokens=False
+            ),
+            "mask": list(trajectory.mask),
+            "logprobs": [round(float(logprob), 4) for logprob in trajectory.logprobs],
+            "segments": len(self.segments),
+        }
+
 
 class AgentRuntime:
     """Runs the user's agent, one episode per row, with the policy as its model.
