@@ -186,6 +186,8 @@ class SampleIndex:
         return self.read_at([index])[0]
 
     def read_at(self, indexes: list[int]) -> list[dict[str, Any]]:
+        if not indexes:
+            return []
         with open(self.path, "rb") as handle:
             found = []
             for index in indexes:

@@ -1,0 +1,133 @@
+"""``aworld-train view`` without a browser, through the real CLI and real toy-engine runs: what
+each route answers, the token, the paths it refuses, a half-written metrics line, the static
+export and its one-line refusals."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aworld_train import AgentTrainer
+from aworld_train.testing.fixtures import one_error_line
+from aworld_train.testing.view import View, running_view
+from helpers import run_cli
+
+SECRET = "sk-view-secret-4242"
+
+
+@pytest.fixture
+def runs(toy_job: dict[str, Any]) -> Path:
+    """A runs folder holding one completed toy run of 6 steps, its agent given an API key."""
+    toy_job["agent"] = {**toy_job["agent"], "llm_api_key": SECRET}
+    AgentTrainer(**toy_job).train()
+    return Path(toy_job["run_path"])
+
+
+def only_run(view: View) -> dict[str, Any]:
+    (run,) = view.ask("runs")["runs"]
+    return run
+
+
+def test_the_routes_answer_a_run_its_curves_and_nothing_secret(runs: Path) -> None:
+    with running_view(runs) as view:
+        assert view.url.startswith("http://127.0.0.1:")
+        status, page = view.get("/")
+        assert status == 200 and b'src="static/plotly.min.js"' in page
+        status, script = view.get("/static/plotly.min.js")
+        assert status == 200 and len(script) > 1_000_000  # plotly's own bundle
+        run = only_run(view)
+        assert run["status"] == "completed" and run["engine"] == "toy"
+        assert run["steps_done"] == 6 and run["steps_total"] == 6
+        detail = view.ask(f"run?run={run['id']}")
+        assert "exact_match" in detail["job"]
+        reward = view.ask(f"metrics?run={run['id']}&after=0")["curves"]["reward"]
+        assert reward["steps"] == [1, 2, 3, 4, 5, 6]
+        for question in ("runs", f"run?run={run['id']}", f"metrics?run={run['id']}&after=0"):
+            assert SECRET not in json.dumps(view.ask(question))
+        assert view.get("/api/run?run=no-such-run")[0] == 404
+        assert view.get("/api/nothing")[0] == 404
+
+
+def test_no_path_leads_out_of_the_folder(runs: Path, tmp_path: Path) -> None:
+    (run_dir,) = runs.iterdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "manifest.json").write_text('{"status": "completed", "engine": "secret"}')
+    (outside / "metrics.jsonl").write_text('{"step": 1, "reward": 99.0}\n')
+    (runs / "linked").symlink_to(outside, target_is_directory=True)
+    (run_dir / "metrics.jsonl").unlink()
+    (run_dir / "metrics.jsonl").symlink_to(outside / "metrics.jsonl")
+    with running_view(runs) as view:
+        assert [run["id"] for run in view.ask("runs")["runs"]] == [run_dir.name]
+        for path in (
+            "/api/run?run=linked",
+            "/api/run?run=..",
+            f"/api/run?run={run_dir.name}/../../outside",
+            f"/api/run?run={outside}",
+            "/static/..%2F__init__.py",
+            "/static/index.html",
+            "/../manifest.json",
+        ):
+            assert view.get(path)[0] == 404, path
+        assert view.ask(f"metrics?run={run_dir.name}&after=0")["curves"] == {}
+
+
+def test_a_half_written_line_waits_for_its_end(runs: Path) -> None:
+    (run_dir,) = runs.iterdir()
+    metrics = run_dir / "metrics.jsonl"
+    with metrics.open("a") as handle:
+        handle.write('{"step": 7, "rew')
+    with running_view(runs) as view:
+        answer = view.ask(f"metrics?run={run_dir.name}&after=0")
+        assert answer["curves"]["reward"]["steps"][-1] == 6 and answer["next"] == 6
+        with metrics.open("a") as handle:
+            handle.write('ard": 0.5}\n')
+        later = view.ask(f"metrics?run={run_dir.name}&after={answer['next']}")
+        assert later["curves"]["reward"] == {"steps": [7], "values": [0.5], "total": 1}
+
+
+def test_a_token_is_needed_off_loopback_and_on_every_request(
+    runs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run_cli(capsys, "view", runs, "--host", "0.0.0.0")
+    assert "--host 0.0.0.0 is reachable from other machines: give --token" in one_error_line(
+        code, err
+    )
+    with running_view(runs, "--host", "0.0.0.0", "--token", "t0ken") as view:
+        assert view.url.endswith("?token=t0ken")
+        for path in ("/", "/static/app.js", "/api/runs"):
+            assert view.get(path, token=False)[0] == 401, path
+            assert view.get(path)[0] == 200, path
+        status, page = view.get("/")
+        assert b"static/app.js?token=t0ken" in page
+
+
+def test_the_static_export_holds_the_run_and_its_scripts(runs: Path, tmp_path: Path) -> None:
+    (run_dir,) = runs.iterdir()
+    target = tmp_path / "run.html"
+    subprocess.run(
+        [sys.executable, "-m", "aworld_train.cli", "view", run_dir, "--html", target],
+        check=True,
+        capture_output=True,
+    )
+    page = target.read_text()
+    assert "<script src=" not in page and "Plotly" in page
+    assert '"metrics?run=.&after=0"' in page and SECRET not in page
+
+
+def test_what_view_refuses_is_one_line(
+    runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run_cli(capsys, "view", tmp_path / "missing")
+    assert one_error_line(code, err) == (
+        f"error: {tmp_path / 'missing'}: not a folder (PATH: give a run directory or a runs folder)"
+    )
+    code, _, err = run_cli(capsys, "view", runs, "--html", tmp_path / "x.html")
+    assert one_error_line(code, err) == (
+        f"error: {runs} is not a run directory (it holds no manifest.json)"
+    )
