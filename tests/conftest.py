@@ -54,3 +54,11 @@ def recording_engine() -> Iterator[type[RecordingProcessor]]:
     plugins.register_processor("recording", RecordingProcessor)
     yield RecordingProcessor
     plugins.unregister_processor("recording")
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
+    """pytest-playwright's browser is the system's Chromium (the browser tests)."""
+    from aworld_train.testing.view import SYSTEM_CHROMIUM
+
+    return {**browser_type_launch_args, **SYSTEM_CHROMIUM}
