@@ -298,6 +298,13 @@
     return el("div", { class: "turn " + role }, el("span", { class: "role" }, role), content);
   }
 
+  // A message as a turn: a tool's result says which tool answered.
+  function messageTurn(message) {
+    const label = message.role + (message.role === "tool" && message.name ? " " + message.name : "");
+    return el("div", { class: "turn " + message.role }, el("span", { class: "role" }, label),
+      messageText(message.content), toolCalls(message));
+  }
+
   function toolCalls(message) {
     return (message.tool_calls || []).map((call) => {
       const fn = call.function || call;
@@ -322,13 +329,13 @@
     ];
     const episode = sample.episode;
     if (Array.isArray(sample.prompt)) {
-      parts.push(el("h2", {}, "prompt"), sample.prompt.map((m) => turn(m.role, messageText(m.content))));
+      parts.push(el("h2", {}, "prompt"), sample.prompt.map(messageTurn));
     } else {
       parts.push(el("h2", {}, "prompt"), turn("user", String(sample.prompt ?? "")));
     }
     if (episode) {
       parts.push(el("h2", {}, "turns"), el("div", { id: "turns" },
-        (episode.messages || []).map((m) => turn(m.role, messageText(m.content), toolCalls(m)))));
+        (episode.messages || []).map(messageTurn)));
       parts.push(el("h2", {}, "tokens"), tokenLegend(), tokenView(episode));
     } else {
       parts.push(el("h2", {}, "completion"), turn("assistant", String(sample.completion ?? "")),
