@@ -61,7 +61,7 @@ def first_logged_run(runs: Path, process: subprocess.Popen[str]) -> Path:
 def test_the_reward_curve_gains_points_while_the_repeat_digit_job_trains(
     page: Any, errors: list[str], tmp_path: Path, tiny_model: Path
 ) -> None:
-    job = job_file(tmp_path, repeat_digit_job(tmp_path, tiny_model, "trl", {"beta": 0.0}), 200)
+    job = job_file(tmp_path, repeat_digit_job(tmp_path, tiny_model, "trl", {"beta": 0.0}), 2000)
     runs = tmp_path / "runs"
     runs.mkdir()
     with running_view(runs) as view:

@@ -198,6 +198,15 @@
     const update = async () => {
       const answer = await ask("metrics", { run: id, after: next });
       if (!answer) return false;
+      if (next > 0) { // how the run stands: its status and steps change while it trains
+        const now = await ask("run", { run: id });
+        if (now) {
+          document.getElementById("summary").replaceWith(summaryTable(now));
+          const status = document.getElementById("status");
+          status.textContent = now.status;
+          status.className = "status-" + now.status;
+        }
+      }
       for (const key of Object.keys(answer.curves).filter(shownCurve).sort(curveOrder)) {
         const curve = answer.curves[key];
         if (plots[key]) {
