@@ -15,6 +15,7 @@ import pytest
 from aworld_train import AgentTrainer
 from aworld_train.testing.fixtures import one_error_line
 from aworld_train.testing.view import View, running_view
+from aworld_train.view.jsonl import MAX_POINTS, PREVIEW_BYTES
 from helpers import run_cli
 
 SECRET = "sk-view-secret-4242"
@@ -131,3 +132,23 @@ def test_what_view_refuses_is_one_line(
     assert one_error_line(code, err) == (
         f"error: {runs} is not a run directory (it holds no manifest.json)"
     )
+
+
+def test_a_large_run_is_previewed_first_then_answered_whole(runs: Path) -> None:
+    (run_dir,) = runs.iterdir()
+    padding = {f"metric_{i}": 0.5 for i in range(20)}
+    records = [{"step": step, "reward": step / 30_000, **padding} for step in range(1, 30_001)]
+    (run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert (run_dir / "metrics.jsonl").stat().st_size > PREVIEW_BYTES
+    with running_view(runs) as view:
+        question = f"metrics?run={run_dir.name}&after=0"
+        preview = view.ask(question)
+        assert preview["partial"] and preview["next"] == 0
+        steps = preview["curves"]["reward"]["steps"]
+        assert MAX_POINTS * 0.9 < len(steps) <= MAX_POINTS and steps == sorted(steps)
+        whole = view.ask(question)
+        assert "partial" not in whole and whole["next"] == 30_000
+        reward = whole["curves"]["reward"]
+        assert reward["total"] == 30_000 and len(reward["steps"]) <= MAX_POINTS
+        assert reward["steps"][0] == 1 and reward["steps"][-1] == 30_000
+        assert only_run(view)["steps_done"] == 30_000

@@ -80,7 +80,7 @@ def export_html(run_dir: Path, target: Path) -> None:
     answers: dict[str, Any] = {
         "runs": api.runs(folder, {}),
         "run?run=.": api.run(folder, run),
-        "metrics?run=.&after=0": api.metrics(folder, {**run, "after": "0"}),
+        "metrics?run=.&after=0": _whole_metrics(folder),
         "samples?run=.": api.samples(folder, run),
     }
     for row in answers["samples?run=."]["samples"]:
@@ -88,3 +88,11 @@ def export_html(run_dir: Path, target: Path) -> None:
             folder, {**run, "index": str(row["index"])}
         )
     target.write_text(exported_page(answers, start="run/."), encoding="utf-8")
+
+
+def _whole_metrics(folder: RunFolder) -> Any:
+    """Every curve of the run, however large (a large run answers a preview first)."""
+    from aworld_train.view import api
+
+    answer = api.metrics(folder, {"run": ".", "after": "0"})
+    return api.metrics(folder, {"run": ".", "after": "0"}) if answer.get("partial") else answer

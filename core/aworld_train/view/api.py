@@ -28,20 +28,31 @@ def run(folder: RunFolder, params: Params) -> Any:
 
 
 def metrics(folder: RunFolder, params: Params) -> Any:
-    """The curves from record ``after`` on (0: all of them) and the cursor to ask from next."""
+    """The curves from record ``after`` on (0: all of them) and the cursor to ask from next.
+
+    A large file not read yet is first answered with a preview (``partial``: a line every so
+    often, the cursor still 0), so that the page draws at once and asks again for the whole.
+    """
     files = folder.run(params.get("run", ""))
-    after = _integer(params.get("after")) or 0
     if files is None:
         return None
-    return {"curves": files.metrics.since(after), "next": files.metrics.records}
+    columns = folder.metrics(files)
+    if columns is None:
+        return {"curves": {}, "next": 0}
+    after = _integer(params.get("after")) or 0
+    if after == 0 and columns.needs_preview():
+        return {"curves": columns.preview(), "next": 0, "partial": True}
+    columns.refresh()
+    return {"curves": columns.since(after), "next": columns.records}
 
 
 def samples(folder: RunFolder, params: Params) -> Any:
     """The newest samples that match the search (``step``, ``min_reward``, ``q``)."""
     files = folder.run(params.get("run", ""))
-    if files is None:
+    index = folder.samples(files) if files is not None else None
+    if index is None:
         return None
-    found, matches = files.samples.search(
+    found, matches = index.search(
         step=_integer(params.get("step")),
         min_reward=_number(params.get("min_reward")),
         text=params.get("q", ""),
@@ -49,22 +60,23 @@ def samples(folder: RunFolder, params: Params) -> Any:
     )
     rows = [
         {
-            "index": index,
+            "index": number,
             "step": sample.get("step"),
             "reward": sample.get("reward"),
             "prompt": _preview(sample.get("prompt")),
             "completion": _preview(sample.get("completion")),
             "tokens": bool(sample.get("episode")),
         }
-        for index, sample in zip(found, files.samples.read_at(found))
+        for number, sample in zip(found, index.read_at(found))
     ]
-    return {"samples": rows, "matches": matches, "total": len(files.samples)}
+    return {"samples": rows, "matches": matches, "total": len(index)}
 
 
 def sample(folder: RunFolder, params: Params) -> Any:
     files = folder.run(params.get("run", ""))
-    index = _integer(params.get("index"))
-    return None if files is None or index is None else files.samples.sample(index)
+    index = folder.samples(files) if files is not None else None
+    number = _integer(params.get("index"))
+    return None if index is None or number is None else index.sample(number)
 
 
 ANSWERS: dict[str, Callable[[RunFolder, Params], Any]] = {

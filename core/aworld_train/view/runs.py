@@ -19,7 +19,7 @@ from aworld_train.run_files import (
     METRICS_FILE,
     SAMPLES_FILE,
 )
-from aworld_train.view.jsonl import MetricColumns, SampleIndex
+from aworld_train.view.jsonl import MetricColumns, SampleIndex, last_records
 
 # Runs are looked for this deep under the folder: a run path holds runs, a folder of run paths
 # holds run paths.
@@ -86,13 +86,25 @@ class RunFolder:
             self._runs[key] = RunFiles(
                 path, MetricColumns(path / METRICS_FILE), SampleIndex(path / SAMPLES_FILE)
             )
-        files = self._runs[key]
-        # A metrics or samples file that is a link out of the folder is not read.
-        if self.inside(files.metrics.tail.path):
-            files.metrics.refresh()
-        if self.inside(files.samples.path):
-            files.samples.refresh()
-        return files
+        return self._runs[key]
+
+    def metrics(self, files: RunFiles) -> MetricColumns | None:
+        """The run's metrics as read so far; ``None`` when its file is not in the folder (a link
+        out of it)."""
+        return files.metrics if self._readable(files.metrics.tail.path) else None
+
+    def samples(self, files: RunFiles) -> SampleIndex | None:
+        """The run's samples, read up to the last whole line; ``None`` when its file is not in
+        the folder."""
+        if not self._readable(files.samples.path):
+            return None
+        files.samples.refresh()
+        return files.samples
+
+    def _readable(self, path: Path) -> bool:
+        """Whether reading ``path`` stays in the folder: it is not there yet (nothing to read),
+        or it resolves inside."""
+        return not (path.exists() or path.is_symlink()) or self.inside(path) is not None
 
     def summary(self, run_id: str) -> dict[str, Any] | None:
         """What the runs page shows of a run."""
@@ -103,7 +115,10 @@ class RunFolder:
         settings = manifest.get("settings") or {}
         job = self.job(files)
         config = job.get("config") if isinstance(job.get("config"), dict) else {}
-        reward = files.metrics.last("reward")
+        # The end of metrics.jsonl, not all of it: listing runs stays quick however long they
+        # trained.
+        last = last_records(files.path / METRICS_FILE) if self.metrics(files) is not None else []
+        rewards = [record["reward"] for record in last if "reward" in record]
         return {
             "id": self.run_id(files.path),
             "status": self._status(manifest),
@@ -112,9 +127,9 @@ class RunFolder:
             "model": settings.get("model") or config.get("model") or _agent_model(job),
             "started": manifest.get("started_at") or manifest.get("checked_at"),
             "ended": manifest.get("ended_at"),
-            "steps_done": files.metrics.last_step(),
+            "steps_done": last[-1].get("step") if last else None,
             "steps_total": settings.get("max_steps") or config.get("max_steps"),
-            "last_reward": reward[1] if reward else None,
+            "last_reward": rewards[-1] if rewards else None,
             "resumed_from": self._linked(manifest.get("resumed_from")),
             "continued_in": self._linked(manifest.get("continued_in")),
             "error": manifest.get("error"),
@@ -135,7 +150,6 @@ class RunFolder:
             "job": self._text(files.path / JOB_FILE),
             "checkpoints": [p.name for p in self._listing(files.path / CHECKPOINTS) if p.is_dir()],
             "evals": self._evals(files.path / EVAL_DIR),
-            "samples": len(files.samples),
         }
 
     def job(self, files: RunFiles) -> dict[str, Any]:
@@ -164,7 +178,9 @@ class RunFolder:
         if not isinstance(path, str):
             return None
         inside = self.inside(Path(path))
-        return self.run_id(inside) if inside is not None and self.run(self.run_id(inside)) else None
+        if inside is None or self.run(self.run_id(inside)) is None:
+            return None
+        return self.run_id(inside)
 
     def _text(self, path: Path) -> str | None:
         inside = self.inside(path)

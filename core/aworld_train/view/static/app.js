@@ -171,9 +171,17 @@
   }
 
   function noteOf(curve) {
+    if (curve.total === null) return "a preview: a step every so often";
     return curve.total > curve.steps.length
-      ? "every step in " + curve.total + " drawn as " + curve.steps.length + " points (lowest and highest of each stretch)"
+      ? curve.total + " steps drawn as " + curve.steps.length + " points (lowest and highest of each stretch)"
       : "";
+  }
+
+  // Markers while a curve is short enough to tell its points apart; a line beyond.
+  function trace(name, curve) {
+    const short = curve.steps.length <= 200;
+    return { x: curve.steps, y: curve.values, mode: short ? "lines+markers" : "lines",
+      marker: { size: 4 }, name, type: "scatter" };
   }
 
   async function runPage(id) {
@@ -185,7 +193,7 @@
       el("h2", {}, "run ", id, " ", el("span", { class: "status-" + detail.status, id: "status" }, detail.status)),
       summaryTable(detail),
       el("p", {}, el("a", { href: "#/episodes/" + encodeURIComponent(id), id: "episodes-link" },
-        "episodes (" + detail.samples + " samples)")),
+        "episodes: the recorded samples of each step")),
       el("h2", {}, "curves"), live, curves,
       evalsSection(detail.evals),
       el("h2", {}, "effective settings"), keyValues(detail.settings, "settings"),
@@ -209,23 +217,27 @@
       }
       for (const key of Object.keys(answer.curves).filter(shownCurve).sort(curveOrder)) {
         const curve = answer.curves[key];
-        if (plots[key]) {
+        if (plots[key] && !preview) {
           Plotly.extendTraces(plots[key], { x: [curve.steps], y: [curve.values] }, [0]);
         } else {
-          plots[key] = el("div", { class: "curve", "data-metric": key });
-          curves.append(plots[key]);
-          Plotly.newPlot(plots[key], [{ x: curve.steps, y: curve.values, mode: "lines+markers",
-            marker: { size: 4 }, name: key, type: "scatter" }], layout(key),
-            { displaylogo: false, responsive: true });
-          const note = noteOf(curve);
-          if (note) plots[key].setAttribute("title", note);
+          if (!plots[key]) {
+            plots[key] = el("div", { class: "curve", "data-metric": key });
+            curves.append(plots[key]);
+          }
+          Plotly.react(plots[key], [trace(key, curve)], layout(key), { displaylogo: false, responsive: true });
+          plots[key].setAttribute("title", noteOf(curve));
         }
       }
+      preview = Boolean(answer.partial);
       next = answer.next;
-      live.textContent = next + " logged records" + (EXPORTED ? " (exported)" : "; updating live");
+      live.textContent = preview ? "a preview: reading the whole run" :
+        next + " logged records" + (EXPORTED ? " (exported)" : "; updating live");
       return !EXPORTED;
     };
+    let preview = false;
     await update();
+    // A large run is first drawn from a preview; the whole of it follows at once.
+    if (preview) await update();
     if (!EXPORTED) every(LIVE_MS, update);
   }
 
@@ -381,7 +393,13 @@
 
   // ---- compare ----
   async function comparePage(ids) {
-    const answers = await Promise.all(ids.map((id) => ask("metrics", { run: id, after: 0 })));
+    // The whole of each run (a large one answers a preview first).
+    const whole = async (id) => {
+      let answer = await ask("metrics", { run: id, after: 0 });
+      while (answer && answer.partial) answer = await ask("metrics", { run: id, after: 0 });
+      return answer;
+    };
+    const answers = await Promise.all(ids.map(whole));
     if (answers.some((a) => !a)) {
       return show("compare", el("p", {}, EXPORTED
         ? "Comparing runs needs aworld-train view." : "One of these runs is not here: " + ids.join(", ")));
@@ -396,8 +414,7 @@
       el("p", {}, "metric ", select), plot);
     function draw(key) {
       const traces = ids.map((id, i) => {
-        const curve = answers[i].curves[key] || { steps: [], values: [] };
-        return { x: curve.steps, y: curve.values, mode: "lines+markers", marker: { size: 4 }, name: id, type: "scatter" };
+        return trace(id, answers[i].curves[key] || { steps: [], values: [] });
       });
       Plotly.react(plot, traces, Object.assign(layout(key), { showlegend: true, legend: { orientation: "h" } }),
         { displaylogo: false, responsive: true });
