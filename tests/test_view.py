@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +54,11 @@ def test_the_routes_answer_a_run_its_curves_and_nothing_secret(runs: Path) -> No
             assert SECRET not in json.dumps(view.ask(question))
         assert view.get("/api/run?run=no-such-run")[0] == 404
         assert view.get("/api/nothing")[0] == 404
+        # Read-only: nothing but GET (and HEAD) is answered.
+        request = urllib.request.Request(view.url + "api/runs", method="POST", data=b"{}")
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=30)
+        assert refused.value.code == 405
 
 
 def test_no_path_leads_out_of_the_folder(runs: Path, tmp_path: Path) -> None:
@@ -152,3 +159,14 @@ def test_a_large_run_is_previewed_first_then_answered_whole(runs: Path) -> None:
         assert reward["total"] == 30_000 and len(reward["steps"]) <= MAX_POINTS
         assert reward["steps"][0] == 1 and reward["steps"][-1] == 30_000
         assert only_run(view)["steps_done"] == 30_000
+
+
+def test_docs_name_every_option_of_view() -> None:
+    from aworld_train.cli_view import view_command
+
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "view.md").read_text()
+    table = {line.split("`")[1] for line in guide.splitlines() if line.startswith("| `")}
+    options = {param.opts[0] if param.opts[0].startswith("-") else param.name.upper()
+               for param in view_command.params}
+    named = {option.split()[0] for option in table}
+    assert options == named, f"docs/view.md: {sorted(options ^ named)}"
