@@ -166,7 +166,9 @@ def test_docs_name_every_option_of_view() -> None:
 
     guide = (Path(__file__).resolve().parents[1] / "docs" / "view.md").read_text()
     table = {line.split("`")[1] for line in guide.splitlines() if line.startswith("| `")}
-    options = {param.opts[0] if param.opts[0].startswith("-") else param.name.upper()
-               for param in view_command.params}
+    options = {
+        param.opts[0] if param.opts[0].startswith("-") else param.name.upper()
+        for param in view_command.params
+    }
     named = {option.split()[0] for option in table}
     assert options == named, f"docs/view.md: {sorted(options ^ named)}"

@@ -41,7 +41,9 @@ POINTS = "key => document.querySelector(`[data-metric='${key}']`).data[0].x"
 def errors(page: Any) -> list[str]:
     """Every console error and uncaught exception of the page."""
     found: list[str] = []
-    page.on("console", lambda message: found.append(message.text) if message.type == "error" else None)
+    page.on(
+        "console", lambda message: found.append(message.text) if message.type == "error" else None
+    )
     page.on("pageerror", lambda error: found.append(str(error)))
     return found
 
@@ -132,7 +134,7 @@ def test_curves_compare_and_the_exported_file(
         page.wait_for_selector("[data-metric='loss'] .main-svg")
         # One point per logged step.
         assert page.evaluate(POINTS, "reward") == [1, 2, 3, 4, 5, 6]
-        rewards = page.evaluate(f"document.querySelector(\"[data-metric='reward']\").data[0].y")
+        rewards = page.evaluate("document.querySelector(\"[data-metric='reward']\").data[0].y")
         assert rewards == [r["reward"] for r in read_jsonl(first / "metrics.jsonl")]
         page.screenshot(path=tmp_path / "run.png", full_page=True)
 

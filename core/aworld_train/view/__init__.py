@@ -44,7 +44,9 @@ def open_socket(host: str, port: int) -> socket.socket:
         sock.listen(128)
     except OSError as exc:
         sock.close()
-        raise JobError(f"--host {host} --port {port}: cannot listen there ({exc.strerror})") from None
+        raise JobError(
+            f"--host {host} --port {port}: cannot listen there ({exc.strerror})"
+        ) from None
     return sock
 
 
@@ -60,9 +62,7 @@ def serve(folder: Path, sock: socket.socket, token: str | None) -> None:
 
     from aworld_train.view.server import make_app
 
-    web.run_app(
-        make_app(RunFolder(folder), token), sock=sock, print=None, handle_signals=True
-    )
+    web.run_app(make_app(RunFolder(folder), token), sock=sock, print=None, handle_signals=True)
 
 
 def export_html(run_dir: Path, target: Path) -> None:

@@ -15,7 +15,7 @@ import os
 from array import array
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 # A curve served for drawing holds at most this many points; longer ones keep, per bucket of
 # steps, the lowest and the highest value, so that no spike disappears.
@@ -224,11 +224,11 @@ def downsample(steps: array, values: array) -> dict[str, Any]:
     }
 
 
-def _is_step(value: Any) -> bool:
+def _is_step(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 

@@ -19,7 +19,7 @@ def static_text(name: str) -> str:
     draws the curves with it; nothing is fetched from the network)."""
     if name == PLOTLY:
         return plotly_js_path().read_text(encoding="utf-8")
-    return resources.files("aworld_train.view").joinpath("static", name).read_text("utf-8")
+    return resources.files("aworld_train.view").joinpath("static").joinpath(name).read_text("utf-8")
 
 
 def plotly_js_path() -> Path:
@@ -31,7 +31,9 @@ def plotly_js_path() -> Path:
     if spec is None or not spec.submodule_search_locations:
         from aworld_train.errors import JobError
 
-        raise JobError("aworld-train view draws with plotly, which is not installed: pip install plotly")
+        raise JobError(
+            "aworld-train view draws with plotly, which is not installed: pip install plotly"
+        )
     return Path(next(iter(spec.submodule_search_locations))) / "package_data" / PLOTLY
 
 

@@ -114,7 +114,7 @@ class RunFolder:
         manifest = _manifest(files.path)
         settings = manifest.get("settings") or {}
         job = self.job(files)
-        config = job.get("config") if isinstance(job.get("config"), dict) else {}
+        config: dict[str, Any] = job["config"] if isinstance(job.get("config"), dict) else {}
         # The end of metrics.jsonl, not all of it: listing runs stays quick however long they
         # trained.
         last = last_records(files.path / METRICS_FILE) if self.metrics(files) is not None else []

@@ -236,7 +236,9 @@ def test_the_tokens_trl_trains_on_are_the_generated_ids_and_the_rendered_tool_me
     assert record["logprobs"] == [round(value, 4) for value in logprobs]
     assert "".join(record["tokens"][c:d]) == tokenizer.decode(completion[c:d])
     assert record["prompt_text"] == tokenizer.decode(prompt, skip_special_tokens=False)
-    assert tool_message["content"] in [m.get("content") for m in record["messages"] if m["role"] == "tool"]
+    assert tool_message["content"] in [
+        m.get("content") for m in record["messages"] if m["role"] == "tool"
+    ]
 
 
 def _rows() -> Any:

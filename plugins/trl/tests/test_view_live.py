@@ -27,7 +27,9 @@ REWARD_STEPS = "() => document.querySelector(\"[data-metric='reward']\").data[0]
 @pytest.fixture
 def errors(page: Any) -> list[str]:
     found: list[str] = []
-    page.on("console", lambda message: found.append(message.text) if message.type == "error" else None)
+    page.on(
+        "console", lambda message: found.append(message.text) if message.type == "error" else None
+    )
     page.on("pageerror", lambda error: found.append(str(error)))
     return found
 
@@ -93,7 +95,13 @@ def test_an_agent_episode_shows_its_tool_result_and_the_tokens_trained_on(
     page: Any, errors: list[str], tmp_path: Path, tiny_model: Path
 ) -> None:
     job = write_agent_job(
-        tmp_path, tiny_model, "trl", {"beta": 0.0}, max_steps=1, save_steps=1, max_completion_length=40
+        tmp_path,
+        tiny_model,
+        "trl",
+        {"beta": 0.0},
+        max_steps=1,
+        save_steps=1,
+        max_completion_length=40,
     )
     subprocess.run(
         [sys.executable, "-m", "aworld_train.cli", "train", job],
@@ -103,7 +111,11 @@ def test_an_agent_episode_shows_its_tool_result_and_the_tokens_trained_on(
     )
     (run,) = (tmp_path / "runs").iterdir()
     samples = read_jsonl(run / "samples.jsonl")
-    index = next(i for i, s in enumerate(samples) if any(m["role"] == "tool" for m in s["episode"]["messages"]))
+    index = next(
+        i
+        for i, s in enumerate(samples)
+        if any(m["role"] == "tool" for m in s["episode"]["messages"])
+    )
     with running_view(tmp_path / "runs") as view:
         page.goto(f"{view.url}#/episodes/{run.name}")
         page.wait_for_selector(f"#samples tr[data-index='{index}']")
