@@ -15,6 +15,7 @@ import pytest
 from helpers import ARITHMETIC, ENV_VARS, RecordingProcessor
 
 from aworld_train import plugins
+from aworld_train.testing.view import browser_type_launch_args, console_errors  # noqa: F401
 
 
 @pytest.fixture(autouse=True)
@@ -54,11 +55,3 @@ def recording_engine() -> Iterator[type[RecordingProcessor]]:
     plugins.register_processor("recording", RecordingProcessor)
     yield RecordingProcessor
     plugins.unregister_processor("recording")
-
-
-@pytest.fixture(scope="session")
-def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
-    """pytest-playwright's browser is the system's Chromium (the browser tests)."""
-    from aworld_train.testing.view import SYSTEM_CHROMIUM
-
-    return {**browser_type_launch_args, **SYSTEM_CHROMIUM}

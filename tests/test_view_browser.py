@@ -37,17 +37,6 @@ def score(data_source, solution_str, ground_truth, extra_info=None):
 POINTS = "key => document.querySelector(`[data-metric='${key}']`).data[0].x"
 
 
-@pytest.fixture
-def errors(page: Any) -> list[str]:
-    """Every console error and uncaught exception of the page."""
-    found: list[str] = []
-    page.on(
-        "console", lambda message: found.append(message.text) if message.type == "error" else None
-    )
-    page.on("pageerror", lambda error: found.append(str(error)))
-    return found
-
-
 def completed_run(toy_job: dict[str, Any], seed: int) -> Path:
     trainer = AgentTrainer(**{**toy_job, "config": {**toy_job["config"], "seed": seed}})
     trainer.train()
@@ -98,7 +87,7 @@ def read_jsonl_if_any(path: Path) -> list[dict[str, Any]]:
 
 
 def test_runs_page_and_a_curve_that_grows_while_the_run_trains(
-    page: Any, errors: list[str], toy_job: dict[str, Any], tmp_path: Path
+    page: Any, console_errors: list[str], toy_job: dict[str, Any], tmp_path: Path
 ) -> None:
     runs = Path(toy_job["run_path"])
     done = completed_run(toy_job, seed=0)
@@ -121,11 +110,11 @@ def test_runs_page_and_a_curve_that_grows_while_the_run_trains(
         later = page.evaluate(POINTS, "reward")
         assert later[: len(first)] == first and later == sorted(set(later))
         page.screenshot(path=tmp_path / "run-live.png", full_page=True)
-    assert errors == []
+    assert console_errors == []
 
 
 def test_curves_compare_and_the_exported_file(
-    page: Any, errors: list[str], toy_job: dict[str, Any], tmp_path: Path
+    page: Any, console_errors: list[str], toy_job: dict[str, Any], tmp_path: Path
 ) -> None:
     runs = Path(toy_job["run_path"])
     first, second = completed_run(toy_job, seed=0), completed_run(toy_job, seed=1)
@@ -167,4 +156,4 @@ def test_curves_compare_and_the_exported_file(
     assert page.evaluate(POINTS, "reward") == [1, 2, 3, 4, 5, 6]
     page.screenshot(path=tmp_path / "exported.png", full_page=True)
     assert asked == []  # nothing fetched: everything is in the file
-    assert errors == []
+    assert console_errors == []

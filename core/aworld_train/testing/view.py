@@ -1,13 +1,11 @@
 """Helpers the tests of ``aworld-train view`` share: the view started through the real CLI, and
-the system's Chromium for Playwright.
+the system's Chromium for Playwright, and the console errors of a page.
 
 The browsers Playwright downloads itself cannot be fetched where the tests run, so the tests
 drive Debian's ``chromium`` (``make chromium`` installs it). A suite points pytest-playwright at
-it from its ``conftest.py``::
+it, and gets the ``console_errors`` fixture, by importing both into its ``conftest.py``::
 
-    @pytest.fixture(scope="session")
-    def browser_type_launch_args(browser_type_launch_args):
-        return {**browser_type_launch_args, **SYSTEM_CHROMIUM}
+    from aworld_train.testing.view import browser_type_launch_args, console_errors  # noqa: F401
 """
 
 from __future__ import annotations
@@ -26,11 +24,30 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 CHROMIUM = Path("/usr/bin/chromium")
 # --no-sandbox: CI runs the tests as root, where Chromium's sandbox refuses to start.
 SYSTEM_CHROMIUM: dict[str, Any] = {"executable_path": str(CHROMIUM), "args": ["--no-sandbox"]}
 # How long the view may take to start and say where it listens.
 _START_SECONDS = 60
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
+    """pytest-playwright's browser is the system's Chromium."""
+    return {**browser_type_launch_args, **SYSTEM_CHROMIUM}
+
+
+@pytest.fixture
+def console_errors(page: Any) -> list[str]:
+    """Every console error and uncaught exception of pytest-playwright's ``page``."""
+    found: list[str] = []
+    page.on(
+        "console", lambda message: found.append(message.text) if message.type == "error" else None
+    )
+    page.on("pageerror", lambda error: found.append(str(error)))
+    return found
 
 
 @dataclass

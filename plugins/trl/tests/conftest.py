@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from aworld_train.testing.fixtures import repeat_digit_job, tiny_model  # noqa: F401
+from aworld_train.testing.view import browser_type_launch_args, console_errors  # noqa: F401
 from aworld_train.testing.real_configs import long_model  # noqa: F401 - the tiny model with room for long configs
 
 
@@ -15,11 +16,3 @@ from aworld_train.testing.real_configs import long_model  # noqa: F401 - the tin
 def job(tmp_path: Path, tiny_model: Path) -> dict[str, Any]:  # noqa: F811
     """``AgentTrainer`` keyword arguments for a tiny GRPO job of 4 steps."""
     return repeat_digit_job(tmp_path, tiny_model, "trl", {"beta": 0.0})
-
-
-@pytest.fixture(scope="session")
-def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
-    """pytest-playwright's browser is the system's Chromium (the view's browser tests)."""
-    from aworld_train.testing.view import SYSTEM_CHROMIUM
-
-    return {**browser_type_launch_args, **SYSTEM_CHROMIUM}

@@ -24,16 +24,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.browser]
 REWARD_STEPS = "() => document.querySelector(\"[data-metric='reward']\").data[0].x"
 
 
-@pytest.fixture
-def errors(page: Any) -> list[str]:
-    found: list[str] = []
-    page.on(
-        "console", lambda message: found.append(message.text) if message.type == "error" else None
-    )
-    page.on("pageerror", lambda error: found.append(str(error)))
-    return found
-
-
 def job_file(folder: Path, kwargs: dict[str, Any], steps: int) -> Path:
     """:func:`repeat_digit_job`'s keyword arguments as a job file of ``steps`` steps."""
     job = {
@@ -61,7 +51,7 @@ def first_logged_run(runs: Path, process: subprocess.Popen[str]) -> Path:
 
 
 def test_the_reward_curve_gains_points_while_the_repeat_digit_job_trains(
-    page: Any, errors: list[str], tmp_path: Path, tiny_model: Path
+    page: Any, console_errors: list[str], tmp_path: Path, tiny_model: Path
 ) -> None:
     job = job_file(tmp_path, repeat_digit_job(tmp_path, tiny_model, "trl", {"beta": 0.0}), 2000)
     runs = tmp_path / "runs"
@@ -88,11 +78,11 @@ def test_the_reward_curve_gains_points_while_the_repeat_digit_job_trains(
             process.wait(timeout=120)
     logged = [record["step"] for record in read_jsonl(run / "metrics.jsonl") if "reward" in record]
     assert later == logged[: len(later)] and later[: len(first)] == first
-    assert errors == []
+    assert console_errors == []
 
 
 def test_an_agent_episode_shows_its_tool_result_and_the_tokens_trained_on(
-    page: Any, errors: list[str], tmp_path: Path, tiny_model: Path
+    page: Any, console_errors: list[str], tmp_path: Path, tiny_model: Path
 ) -> None:
     job = write_agent_job(
         tmp_path,
@@ -132,4 +122,4 @@ def test_an_agent_episode_shows_its_tool_result_and_the_tokens_trained_on(
         assert context == len(episode["mask"]) - trained + 1
         assert page.get_attribute("#tokens span.trained", "title").startswith("log-prob ")
         page.screenshot(path=tmp_path / "episode.png", full_page=True)
-    assert errors == []
+    assert console_errors == []
