@@ -25,8 +25,10 @@ SECRET = "sk-view-secret-4242"
 
 @pytest.fixture
 def runs(toy_job: dict[str, Any]) -> Path:
-    """A runs folder holding one completed toy run of 6 steps, its agent given an API key."""
+    """A runs folder holding one completed toy run of 6 steps, a checkpoint every 2, its agent
+    given an API key."""
     toy_job["agent"] = {**toy_job["agent"], "llm_api_key": SECRET}
+    toy_job["config"] = {**toy_job["config"], "save_steps": 2}
     AgentTrainer(**toy_job).train()
     return Path(toy_job["run_path"])
 
@@ -47,7 +49,8 @@ def test_the_routes_answer_a_run_its_curves_and_nothing_secret(runs: Path) -> No
         assert run["status"] == "completed" and run["engine"] == "toy"
         assert run["steps_done"] == 6 and run["steps_total"] == 6
         detail = view.ask(f"run?run={run['id']}")
-        assert "exact_match" in detail["job"]
+        assert "exact_match" in detail["job"] and "llm_api_key: '***'" in detail["job"]
+        assert detail["checkpoints"] == ["checkpoint-2", "checkpoint-4", "checkpoint-6"]
         reward = view.ask(f"metrics?run={run['id']}&after=0")["curves"]["reward"]
         assert reward["steps"] == [1, 2, 3, 4, 5, 6]
         for question in ("runs", f"run?run={run['id']}", f"metrics?run={run['id']}&after=0"):

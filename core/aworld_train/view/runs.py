@@ -4,6 +4,7 @@ only through paths that stay inside it."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -148,7 +149,7 @@ class RunFolder:
             "device": manifest.get("device"),
             "precision": manifest.get("precision"),
             "job": self._text(files.path / JOB_FILE),
-            "checkpoints": [p.name for p in self._listing(files.path / CHECKPOINTS) if p.is_dir()],
+            "checkpoints": self._checkpoints(files.path),
             "evals": self._evals(files.path / EVAL_DIR),
         }
 
@@ -190,6 +191,17 @@ class RunFolder:
         inside = self.inside(folder)
         return [p for p in _children(inside) if self.inside(p)] if inside else []
 
+    def _checkpoints(self, run: Path) -> list[str]:
+        """The run's checkpoint folders: in ``checkpoints/``, where a trainer engine saves
+        them, or beside its files, where other engines do."""
+        found = [
+            path.relative_to(run).as_posix()
+            for folder in (run / CHECKPOINTS, run)
+            for path in self._listing(folder)
+            if path.is_dir() and (folder != run or path.name.startswith("checkpoint"))
+        ]
+        return sorted(found, key=_natural)
+
     def _evals(self, folder: Path) -> list[dict[str, Any]]:
         """The run's ``eval/*.json`` results, as ``eval`` wrote them."""
         found = []
@@ -203,6 +215,11 @@ class RunFolder:
             if isinstance(result, dict):
                 found.append({"file": path.name, **redact(result)})
         return found
+
+
+def _natural(name: str) -> list[Any]:
+    """``checkpoint-10`` after ``checkpoint-9``."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
 
 def _children(folder: Path) -> list[Path]:
