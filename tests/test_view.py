@@ -18,7 +18,7 @@ from aworld_train import AgentTrainer
 from aworld_train.testing.fixtures import one_error_line
 from aworld_train.testing.view import View, running_view
 from aworld_train.view.jsonl import MAX_POINTS, PREVIEW_BYTES
-from helpers import run_cli
+from helpers import RewardThatStops, run_cli
 
 SECRET = "sk-view-secret-4242"
 
@@ -175,3 +175,18 @@ def test_docs_name_every_option_of_view() -> None:
     }
     named = {option.split()[0] for option in table}
     assert options == named, f"docs/view.md: {sorted(options ^ named)}"
+
+
+def test_a_resumed_run_reads_resumed_into_and_names_its_chain(toy_job: dict[str, Any]) -> None:
+    toy_job["config"] = {"max_steps": 8, "batch_size": 4, "save_steps": 2}
+    first = AgentTrainer(**dict(toy_job, reward_func=RewardThatStops(20, KeyboardInterrupt())))
+    with pytest.raises(KeyboardInterrupt):
+        first.train()
+    resumed = AgentTrainer(**toy_job, resume=first.run_dir.path.name)
+    resumed.train()
+    with running_view(toy_job["run_path"]) as view:
+        runs = {run["id"]: run for run in view.ask("runs")["runs"]}
+    old, new = runs[first.run_dir.path.name], runs[resumed.run_dir.path.name]
+    assert old["status"] == "resumed-into" and old["continued_in"] == new["id"]
+    assert new["status"] == "completed" and new["resumed_from"] == old["id"]
+    assert new["steps_done"] == 8 and new["steps_total"] == 8

@@ -62,7 +62,14 @@ def serve(folder: Path, sock: socket.socket, token: str | None) -> None:
 
     from aworld_train.view.server import make_app
 
-    web.run_app(make_app(RunFolder(folder), token), sock=sock, print=None, handle_signals=True)
+    # No access log: a request's URL carries the token.
+    web.run_app(
+        make_app(RunFolder(folder), token),
+        sock=sock,
+        print=None,
+        handle_signals=True,
+        access_log=None,
+    )
 
 
 def export_html(run_dir: Path, target: Path) -> None:

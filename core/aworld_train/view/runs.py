@@ -122,6 +122,7 @@ class RunFolder:
         rewards = [record["reward"] for record in last if "reward" in record]
         return {
             "id": self.run_id(files.path),
+            "name": files.path.name,
             "status": self._status(manifest),
             "engine": manifest.get("engine"),
             "algorithm": settings.get("algorithm") or config.get("algorithm"),

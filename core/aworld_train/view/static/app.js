@@ -114,7 +114,7 @@
         run.steps_done + (run.steps_total ? " / " + run.steps_total : "");
       return [
         el("td", {}, el("input", { type: "checkbox", value: run.id })),
-        el("td", {}, runLink(run.id)),
+        el("td", {}, runLink(run.id, run.id === "." ? run.name : run.id)),
         el("td", { class: "status-" + run.status }, run.status),
         el("td", {}, run.engine || ""), el("td", {}, run.algorithm || ""),
         el("td", {}, run.model || ""), el("td", {}, run.started || ""),
@@ -190,7 +190,7 @@
     const curves = el("div", { class: "curves", id: "curves" });
     const live = el("p", { class: "note", id: "live" });
     show(id,
-      el("h2", {}, "run ", id, " ", el("span", { class: "status-" + detail.status, id: "status" }, detail.status)),
+      el("h2", {}, "run ", detail.name, " ", el("span", { class: "status-" + detail.status, id: "status" }, detail.status)),
       summaryTable(detail),
       el("p", {}, el("a", { href: "#/episodes/" + encodeURIComponent(id), id: "episodes-link" },
         "episodes: the recorded samples of each step")),
