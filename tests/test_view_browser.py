@@ -97,8 +97,11 @@ def test_runs_page_and_a_curve_that_grows_while_the_run_trains(
         page.wait_for_selector(f"tr[data-run='{live.name}'][data-status='running']")
         page.wait_for_selector(f"tr[data-run='{done.name}'][data-status='completed']")
         page.screenshot(path=tmp_path / "runs.png", full_page=True)
+        # A new run appears without a reload.
+        another = completed_run(toy_job, seed=1)
+        page.wait_for_selector(f"tr[data-run='{another.name}'][data-status='completed']")
         page.fill("#filter", "completed")
-        assert page.eval_on_selector_all("#runs tbody tr", "rows => rows.length") == 1
+        assert page.eval_on_selector_all("#runs tbody tr", "rows => rows.length") == 2
 
         page.goto(f"{view.url}#/run/{live.name}")
         page.wait_for_selector("[data-metric='reward'] .main-svg")
