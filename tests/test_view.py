@@ -132,11 +132,17 @@ def test_the_static_export_holds_the_run_and_its_scripts(runs: Path, tmp_path: P
 
 
 def test_what_view_refuses_is_one_line(
-    runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     code, _, err = run_cli(capsys, "view", tmp_path / "missing")
     assert one_error_line(code, err) == (
-        f"error: {tmp_path / 'missing'}: not a folder (PATH: give a run directory or a runs folder)"
+        f"error: {tmp_path / 'missing'}: not a folder: give a run directory or a folder holding runs"
+    )
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    code, _, err = run_cli(capsys, "view")
+    assert one_error_line(code, err) == (
+        "error: no runs folder here (./runs): give PATH, a run directory or a folder holding runs"
     )
     code, _, err = run_cli(capsys, "view", runs, "--html", tmp_path / "x.html")
     assert one_error_line(code, err) == (

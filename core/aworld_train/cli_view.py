@@ -55,9 +55,12 @@ def view_command(
     from aworld_train import view
 
     folder = path if path is not None else _DEFAULT_RUNS
+    if path is None and not folder.is_dir():
+        raise JobError(
+            "no runs folder here (./runs): give PATH, a run directory or a folder holding runs"
+        )
     if not folder.is_dir():
-        where = "PATH" if path is not None else "no PATH given and ./runs"
-        raise JobError(f"{folder}: not a folder ({where}: give a run directory or a runs folder)")
+        raise JobError(f"{folder}: not a folder: give a run directory or a folder holding runs")
     if html_file is not None:
         view.export_html(folder, html_file)
         click.echo(f"wrote {html_file}")

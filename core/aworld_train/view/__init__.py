@@ -23,6 +23,7 @@ __all__ = ["export_html", "is_loopback", "open_socket", "serve"]
 
 
 def is_loopback(host: str) -> bool:
+    """Whether only this machine reaches ``host``."""
     if host == "localhost":
         return True
     try:
@@ -51,6 +52,7 @@ def open_socket(host: str, port: int) -> socket.socket:
 
 
 def url_of(sock: socket.socket, token: str | None) -> str:
+    """The page's address on ``sock``, carrying ``token``."""
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     return f"http://{shown}:{port}/" + (f"?token={quote(token)}" if token else "")
