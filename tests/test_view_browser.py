@@ -136,6 +136,7 @@ def test_curves_compare_and_the_exported_file(
             "() => document.getElementById('compare-plot').data.map(t => [t.name, t.x.length])"
         )
         assert traces == [[first.name, 6], [second.name, 6]]
+        assert page.inner_text("h2") == f"compare {first.name} {second.name}"
         page.screenshot(path=tmp_path / "compare.png", full_page=True)
 
     exported = tmp_path / "first.html"
