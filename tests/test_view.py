@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from aworld_train import AgentTrainer
+from aworld_train.samples import append_samples
 from aworld_train.testing.fixtures import one_error_line
 from aworld_train.testing.view import View, running_view
 from aworld_train.view.jsonl import MAX_POINTS, PREVIEW_BYTES
@@ -196,3 +197,28 @@ def test_a_resumed_run_reads_resumed_into_and_names_its_chain(toy_job: dict[str,
     assert old["status"] == "resumed-into" and old["continued_in"] == new["id"]
     assert new["status"] == "completed" and new["resumed_from"] == old["id"]
     assert new["steps_done"] == 8 and new["steps_total"] == 8
+
+
+def test_samples_are_searched_by_step_reward_and_text(runs: Path) -> None:
+    (run_dir,) = runs.iterdir()
+    for step in (1, 2, 3):
+        append_samples(
+            run_dir,
+            step,
+            [
+                {"prompt": f"What is {step} + 1?", "completion": str(step + 1), "reward": 1.0},
+                {"prompt": f"What is {step} + 2?", "completion": "no", "reward": 0.0},
+            ],
+        )
+    with running_view(runs) as view:
+
+        def found(query: str) -> list[tuple[int, str]]:
+            answer = view.ask(f"samples?run={run_dir.name}{query}")
+            return [(row["step"], row["prompt"]) for row in answer["samples"]]
+
+        assert found("") == [(3, "What is 3 + 2?"), (3, "What is 3 + 1?"), (2, "What is 2 + 2?"),
+                             (2, "What is 2 + 1?"), (1, "What is 1 + 2?"), (1, "What is 1 + 1?")]  # fmt: skip
+        assert found("&step=2") == [(2, "What is 2 + 2?"), (2, "What is 2 + 1?")]
+        assert found("&min_reward=0.5&q=what+IS+1") == [(1, "What is 1 + 1?")]
+        assert view.ask(f"sample?run={run_dir.name}&index=0")["completion"] == "2"
+        assert view.get(f"/api/sample?run={run_dir.name}&index=6")[0] == 404
