@@ -5,7 +5,7 @@ VENVS := .venvs
 ENGINES := trl swift verl
 PIP_FLAGS ?= -q
 
-.PHONY: demo test test-fast lint test-core test-dist test-aworld test-vllm $(addprefix test-,$(ENGINES)) venvs dist clean
+.PHONY: demo test test-fast chromium lint test-core test-dist test-aworld test-vllm $(addprefix test-,$(ENGINES)) venvs dist clean
 
 demo: $(VENVS)/trl/.ready
 	$(VENVS)/trl/bin/python examples/repeat_digit/prepare.py
@@ -13,15 +13,27 @@ demo: $(VENVS)/trl/.ready
 	$(VENVS)/trl/bin/aworld-train train examples/repeat_digit/job.yaml
 	$(VENVS)/trl/bin/python examples/repeat_digit/summarize.py
 
-test: test-core test-dist test-aworld test-vllm $(addprefix test-,$(ENGINES)) lint
+test: chromium test-core test-dist test-aworld test-vllm $(addprefix test-,$(ENGINES)) lint
 
 # The quick tier, for every change: the core's tests and each engine's that neither train nor
-# build (pytest marker `slow`), and the lint. `make test` runs everything.
-FAST := -m "not slow and not gpu and not network"
+# build (pytest marker `slow`) nor drive a browser (`browser`), and the lint. `make test` runs
+# everything.
+FAST := -m "not slow and not gpu and not network and not browser"
 test-fast: $(addsuffix /.ready,$(addprefix $(VENVS)/,core $(ENGINES)))
 	$(VENVS)/core/bin/python -m pytest -q $(FAST) tests $(CORE_IGNORES)
 	for engine in $(ENGINES); do $(VENVS)/$$engine/bin/python -m pytest -q $(FAST) plugins/$$engine/tests || exit 1; done
 	$(MAKE) lint
+
+# The browser tests of `aworld-train view` drive Debian's Chromium through Playwright, whose
+# own browser downloads cannot be fetched everywhere; installed where it is missing (CI runs
+# as root).
+CHROMIUM := /usr/bin/chromium
+chromium:
+	test -x $(CHROMIUM) || (apt-get update && apt-get install -y chromium)
+
+# What the browser tests need beside the core (the core venv's and TRL's, where a real run is
+# watched while it trains).
+BROWSER_TESTING := "playwright>=1.50" "pytest-playwright>=0.7"
 
 # Every virtual environment; `make -j3 venvs` builds them side by side (mostly downloads).
 # A venv is created only when it is missing (or has no pip, as an interrupted creation leaves
@@ -37,7 +49,7 @@ venvs: $(addsuffix /.ready,$(addprefix $(VENVS)/,core aworld vllm $(ENGINES)))
 # editable, so a change to their code reinstalls them).
 $(VENVS)/core/.ready: pyproject.toml $(wildcard tests/distributions/*/pyproject.toml tests/distributions/*/*/*.py)
 	$(call new_venv,$(VENVS)/core)
-	$(VENVS)/core/bin/pip install $(PIP_FLAGS) -e ".[mcp]" pytest pytest-timeout "ruff>=0.15" "mypy>=1.15"
+	$(VENVS)/core/bin/pip install $(PIP_FLAGS) -e ".[mcp]" pytest pytest-timeout "ruff>=0.15" "mypy>=1.15" $(BROWSER_TESTING)
 	for dist in tests/distributions/*/; do [ -d "$$dist" ] || continue; $(VENVS)/core/bin/pip install $(PIP_FLAGS) --no-deps "$$dist" || exit 1; done
 	touch $@
 
@@ -77,7 +89,7 @@ TEST_EXTRAS_verl := -e "plugins/verl[aworld]"
 AGENT_FRAMEWORKS := "openai-agents==0.2.0" "langgraph==1.2.24" "langchain-openai==1.1.9" "smolagents==1.26.0"
 # TRL's agent tests train AWorld agents too. AWorld pins opentelemetry-proto 1.32 (protobuf 5),
 # which the newest tensorboard (protobuf 6) cannot share a venv with; tensorboard 2.20 can.
-TEST_EXTRAS_trl := -e ".[aworld]" "tensorboard<2.21" $(AGENT_FRAMEWORKS)
+TEST_EXTRAS_trl := -e ".[aworld]" "tensorboard<2.21" $(AGENT_FRAMEWORKS) $(BROWSER_TESTING)
 # ms-swift's tests train the calculator example's AWorld agent: the same pin, for the same reason
 # (ms-swift wants tensorboard, unpinned). Nothing ms-swift pins moves.
 TEST_EXTRAS_swift := -e ".[aworld]" "tensorboard<2.21" $(AGENT_FRAMEWORKS)

@@ -15,6 +15,7 @@ import pytest
 from helpers import ARITHMETIC, ENV_VARS, RecordingProcessor
 
 from aworld_train import plugins
+from aworld_train.testing.view import browser_type_launch_args, console_errors  # noqa: F401
 
 
 @pytest.fixture(autouse=True)

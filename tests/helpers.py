@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from aworld_train import TrainerProcessor
+from aworld_train.rewards import exact_match
 from aworld_train.testing.fixtures import run_cli
 
 __all__ = ["run_cli"]  # re-exported: the core tests import it from here
@@ -156,3 +157,24 @@ class RecordingProcessor(TrainerProcessor):
         self.context.metrics.log(1, {"reward": 0.5, "loss": 1.0})
         self.context.metrics.log(2, {"reward": 0.75, "loss": 0.5})
         return {"reward": 0.75, "initialized_before_train": float(self.initialized)}
+
+
+class RewardThatStops:
+    """``exact_match`` until its ``stop_after``-th call, which raises ``error``."""
+
+    def __init__(self, stop_after: int, error: BaseException) -> None:
+        self.calls = 0
+        self.stop_after = stop_after
+        self.error = error
+
+    def __call__(
+        self,
+        data_source: str,
+        solution_str: str,
+        ground_truth: str,
+        extra_info: dict[str, Any] | None = None,
+    ) -> float:
+        self.calls += 1
+        if self.calls >= self.stop_after:
+            raise self.error
+        return exact_match(data_source, solution_str, ground_truth, extra_info)

@@ -15,6 +15,7 @@ FIRST_STEPS = [
     "Check",
     "Train",
     "Look at the run and evaluate it",
+    "Look at your runs",
     "Python",
     "Where next",
 ]

@@ -122,5 +122,6 @@ def test_make_test_runs_every_tier_and_test_fast_leaves_out_the_slow_tests(tmp_p
     assert f"{venvs}/core/bin/python -m pytest tests/test_dist.py" in everything
     assert "ruff format --check ." in everything and "mypy" in everything
     fast = make("-n", f"VENVS={venvs}", "test-fast")
-    assert fast.count('-m "not slow and not gpu and not network"') == 2, fast
+    assert fast.count('-m "not slow and not gpu and not network and not browser"') == 2, fast
+    assert "apt-get install -y chromium" in everything, "the browser tests' Chromium"
     assert "test_dist" in fast and "pytest tests/test_dist.py" not in fast

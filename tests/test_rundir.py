@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 from helpers import (
+    RewardThatStops,
     RecordingProcessor,
     manifest,
     only_run_dir,
@@ -29,7 +30,6 @@ from aworld_train import AgentTrainer
 from aworld_train.agent import AgentSpec
 from aworld_train.errors import AWorldTrainError, Interrupted, RewardError, RunDirectoryError
 from aworld_train.redaction import REDACTED
-from aworld_train.rewards import exact_match
 from aworld_train.manifest import read_manifest
 from aworld_train.resume import resolve_resume
 from aworld_train.rundir import RunDirectory
@@ -37,27 +37,6 @@ from aworld_train.job import Job
 from aworld_train.saved_job import rerunnable_job
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-
-
-class RewardThatStops:
-    """``exact_match`` until its ``stop_after``-th call, which raises ``error``."""
-
-    def __init__(self, stop_after: int, error: BaseException) -> None:
-        self.calls = 0
-        self.stop_after = stop_after
-        self.error = error
-
-    def __call__(
-        self,
-        data_source: str,
-        solution_str: str,
-        ground_truth: str,
-        extra_info: dict[str, Any] | None = None,
-    ) -> float:
-        self.calls += 1
-        if self.calls >= self.stop_after:
-            raise self.error
-        return exact_match(data_source, solution_str, ground_truth, extra_info)
 
 
 def test_run_directories_are_unique_and_named_after_the_engine(tmp_path: Path) -> None:

@@ -224,9 +224,11 @@ def new_engine(name: str, directory: Path | None) -> None:
 
 
 from aworld_train.cli_eval import eval_command, show_command  # noqa: E402 (commands' modules)
+from aworld_train.cli_view import view_command  # noqa: E402
 
 cli.add_command(eval_command)
 cli.add_command(show_command)
+cli.add_command(view_command)
 
 
 def _load_job(

@@ -1,8 +1,10 @@
 """Rollout samples: what the policy generated during training, a few per logged step.
 
 Every engine appends to ``<run>/samples.jsonl`` through :func:`append_samples` (on rank 0 only),
-one line per sample: ``{"step", "prompt", "completion", "reward", "rewards": {name: score}}``;
-``aworld-train show`` and users read it back with :func:`read_samples`.
+one line per sample: ``{"step", "prompt", "completion", "reward", "rewards": {name: score}}``, and
+``episode`` where the engine recorded the episode token by token (an agent run by the runtime
+on TRL: :meth:`~aworld_train.runtime.EpisodeResult.record`); ``aworld-train show``, ``aworld-train
+view`` and users read it back with :func:`read_samples`.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ def append_samples(run_dir: Path, step: int, rows: list[dict[str, Any]]) -> None
 
     :param rows: each with ``prompt`` (text, or the chat messages), ``completion`` (the text
         the reward saw), ``reward`` (the weighted total) and optionally ``rewards`` (each reward
-        function's score by name). A score that is not a finite number is written as ``null``.
+        function's score by name) and ``episode`` (the episode token by token). A score that
+        is not a finite number is written as ``null``.
     """
     lines = []
     for row in rows:
@@ -32,7 +35,10 @@ def append_samples(run_dir: Path, step: int, rows: list[dict[str, Any]]) -> None
             "reward": _score(row["reward"]),
             "rewards": rewards,
         }
-        lines.append(json.dumps(sample, ensure_ascii=False) + "\n")
+        if row.get("episode") is not None:
+            sample["episode"] = row["episode"]
+        # default=str: a value an agent put in a message that JSON has no form for stays text.
+        lines.append(json.dumps(sample, ensure_ascii=False, default=str) + "\n")
     if lines:
         # One write per call keeps a step's lines together.
         with open(Path(run_dir) / SAMPLES_FILE, "a", encoding="utf-8") as file:

@@ -168,6 +168,7 @@ class Episode:
             budget = min(budget, request.max_tokens)
         if budget <= 0:
             self.ended = True
+            self.messages = messages  # what the segment holds: the context was added
             return self._turn("", "length")
         generated = await self.generate(trajectory.ids, budget)
         ids, logprobs = generated.token_ids, generated.logprobs

@@ -40,6 +40,33 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
+# The most tokens one character is looked for across (a UTF-8 character is at most 4 bytes; a
+# tokenizer may split one further).
+_CHARACTER_TOKENS = 8
+
+
+def token_texts(renderer: ChatRenderer, ids: list[int], mask: list[int]) -> list[str]:
+    """Each token's text, such that together they read as the whole text: a character that
+    byte-level tokens split is shown whole with the token that completes it (the tokens
+    before it show nothing), rather than as a replacement character on each. A character is
+    never looked for across a change of ``mask`` (the model's tokens, then the context's)."""
+    texts: list[str] = []
+    start = 0
+    for end in range(1, len(ids) + 1):
+        text = renderer.decode(ids[start:end])
+        if (
+            text.endswith("\ufffd")
+            and end < len(ids)
+            and mask[end] == mask[end - 1]
+            and end - start < _CHARACTER_TOKENS
+        ):
+            texts.append("")
+            continue
+        texts.append(text)
+        start = end
+    return texts
+
+
 @dataclass
 class EpisodeResult:
     """One episode as an engine trains on it.
@@ -71,6 +98,21 @@ class EpisodeResult:
 
     def __post_init__(self) -> None:
         self.segments = self.segments or [self.trajectory]
+
+    def record(self, renderer: ChatRenderer) -> dict[str, Any]:
+        """The episode token by token, as ``samples.jsonl`` keeps it (a sample's ``episode``,
+        which ``aworld-train view`` shows): the prompt as the model saw it, the conversation
+        after it, and each response token's text with its mask (1: the model's, trained on;
+        0: context) and the log-prob it was sampled with."""
+        trajectory = self.trajectory
+        return {
+            "prompt_text": renderer.decode(trajectory.prompt_ids),
+            "messages": self.messages,
+            "tokens": token_texts(renderer, trajectory.response_ids, trajectory.mask),
+            "mask": list(trajectory.mask),
+            "logprobs": [round(float(logprob), 4) for logprob in trajectory.logprobs],
+            "segments": len(self.segments),
+        }
 
 
 class AgentRuntime:

@@ -24,6 +24,8 @@ MARKERS = {
     "`make test-fast` leaves it out",
     "gpu": "needs a CUDA GPU; left out unless selected with -m gpu",
     "network": "reaches another machine; left out unless selected with -m network",
+    "browser": "drives a real Chromium (Debian's chromium, `make chromium`); `make test-fast` "
+    "leaves it out",
 }
 OFFLINE = {
     "HF_HUB_OFFLINE": "1",

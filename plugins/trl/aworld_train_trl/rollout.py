@@ -35,7 +35,7 @@ from aworld_train.engine import (
 )
 
 if TYPE_CHECKING:
-    from aworld_train.engine import AgentSpec, ToolSet
+    from aworld_train.engine import AgentSpec, EpisodeResult, ToolSet
 
     from aworld_train_trl.agent import TrlAgent
 
@@ -104,6 +104,12 @@ class AgentRollout:
             model=model_name(model),
         )
         self.generate.runtime = self.runtime
+        self.latest: list[EpisodeResult] = []  # the episodes of the batch generated last
+
+    def records(self, count: int) -> list[dict[str, Any]]:
+        """The first ``count`` episodes of the batch generated last, token by token
+        (:meth:`~aworld_train.engine.EpisodeResult.record`), for ``samples.jsonl``."""
+        return [result.record(self.runtime.renderer) for result in self.latest[:count]]
 
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
         self.trainer = trainer
@@ -111,6 +117,7 @@ class AgentRollout:
             self._sync_vllm(self.scratch)
         rows = getattr(trainer, "rollout_rows", None) or [{"prompt": p} for p in prompts]
         results = self.runtime.run([dict(row, prompt=prompt) for row, prompt in zip(rows, prompts)])
+        self.latest = results
         if hasattr(trainer, "rollout_segments"):  # TRL's row is the last; the trainer adds these
             from aworld_train_trl.segments import SegmentRow
 

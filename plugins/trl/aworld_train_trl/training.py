@@ -156,7 +156,12 @@ def train_in_process(
         if config.log_samples:
             trainer.add_callback(
                 samples_callback(
-                    TrainerCallback, trainer, run_dir, config.log_samples, config.reward_names
+                    TrainerCallback,
+                    trainer,
+                    run_dir,
+                    config.log_samples,
+                    config.reward_names,
+                    records=getattr(trainer.rollout_func, "records", None),
                 )
             )
     trainer.remove_callback(PrinterCallback)
@@ -242,11 +247,18 @@ def greedy_evaluation(trainer: Any) -> None:
 
 
 def samples_callback(
-    base: type, trainer: Any, run_dir: Path, count: int, reward_names: list[str]
+    base: type,
+    trainer: Any,
+    run_dir: Path,
+    count: int,
+    reward_names: list[str],
+    records: Callable[[int], list[dict[str, Any]]] | None = None,
 ) -> Any:
     """A ``base`` (TrainerCallback) that appends ``count`` of the latest generation batch's
     (prompt, completion, reward, rewards) to ``<run>/samples.jsonl`` at each logged training
-    step, from the main process.
+    step, from the main process; with ``records`` (an agent's rollout), each episode token by
+    token too. The main process's episodes come first in the gathered batch, so its records
+    line up with the first completions.
 
     The batch is the one GRPOTrainer keeps for its own completion logging (``_logs``, gathered
     from every process); each function's score comes from the column
@@ -270,10 +282,12 @@ def samples_callback(
             self.written = completions
             totals = next(iter(batch["rewards"].values()))
             columns = {name: batch["extra"].get(f"{REWARD_COLUMN}{name}") for name in reward_names}
+            episodes = records(len(completions)) if records is not None else []
             rows = []
             for i, completion in enumerate(completions):
                 rows.append(
                     {
+                        **({"episode": episodes[i]} if i < len(episodes) else {}),
                         "prompt": prompt_text(batch["prompt"][i]),
                         "completion": completion_text(completion),
                         "reward": float(totals[i]),

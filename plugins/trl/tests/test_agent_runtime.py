@@ -229,6 +229,17 @@ def test_the_tokens_trl_trains_on_are_the_generated_ids_and_the_rendered_tool_me
     assert all(logprobs[i] == 0.0 for i in range(len(completion)) if not mask[i])
     assert all(math.isfinite(value) for value in logprobs)
 
+    # What samples.jsonl keeps of the episode for aworld-train view: the same tokens, mask and
+    # log-probs, each token's text, and the conversation with the tool's result.
+    (record,) = rollout.records(1)
+    assert record["mask"] == mask and len(record["tokens"]) == len(completion)
+    assert record["logprobs"] == [round(value, 4) for value in logprobs]
+    assert "".join(record["tokens"][c:d]) == tokenizer.decode(completion[c:d])
+    assert record["prompt_text"] == tokenizer.decode(prompt, skip_special_tokens=False)
+    assert tool_message["content"] in [
+        m.get("content") for m in record["messages"] if m["role"] == "tool"
+    ]
+
 
 def _rows() -> Any:
     import datasets
