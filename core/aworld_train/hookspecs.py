@@ -278,8 +278,8 @@ def resume_support() -> str | None:
     which), and ``show`` marks such a resumed run "continued, not bit-exact". ``"none"``: the
     engine cannot resume, and ``--resume`` is refused in one line naming the engine.
 
-    Called by ``check`` and ``train`` with ``--resume``, before any other check; it must be
-    cheap.
+    Called when a run resumes another (``train --resume``, ``AgentTrainer(resume=...)``),
+    before any check of the job; it must be cheap.
 
     :returns: ``"exact"``, ``"continued"`` or ``"none"``; ``None`` (the default) counts as
         ``"exact"``.

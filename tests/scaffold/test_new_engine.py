@@ -35,7 +35,9 @@ def test_generated_engine_installs_and_passes_conformance(tmp_path: Path) -> Non
         ],
         check=True,
     )
-    env = {**os.environ, "PYTHONPATH": str(site)}
+    # The installed engine first, then whatever this run's own path holds (a checkout's core).
+    path = [str(site), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
 
     listed = subprocess.run([*cli, "engines"], env=env, capture_output=True, text=True, check=True)
     assert "scaffolded" in listed.stdout and "aworld-train-scaffolded" in listed.stdout

@@ -117,6 +117,9 @@ class ResumeConformance:
 
         if cls.train_error is not None:
             pytest.skip(f"engine {cls.engine_name} cannot train on this machine")
+        algorithm = getattr(cls, "common_config", {}).get("algorithm", "grpo")
+        if algorithm != "grpo":  # the runs are stopped from their reward calls
+            pytest.skip(f"engine {cls.engine_name}'s tiny job trains {algorithm}, not grpo")
         answer = plugins.create_manager(cls.engine_name, None).hook.resume_support()
         return str(answer or "exact")
 

@@ -5,6 +5,7 @@ what the engine cannot honour (or a section that disagrees) is one line."""
 from __future__ import annotations
 
 import json
+import types
 from typing import Any
 
 import pytest
@@ -375,7 +376,7 @@ def test_evaluation_at_the_end_only_falls_on_the_last_step_of_an_epoch_run(
         run_dir=tmp_path,
         log_samples=0,
         end_only_eval=True,
-    )(None, None)
+    )(None, types.SimpleNamespace(_get_train_sampler=lambda *_: None))  # what it wraps of a trainer
     state = TrainerState(max_steps=7, eval_steps=3, global_step=7)
     callback.on_train_begin(None, state, TrainerControl())
     assert state.eval_steps == 7

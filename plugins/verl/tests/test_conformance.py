@@ -6,6 +6,8 @@ VeRL trains only on GPUs: on a machine without one, ``train`` must fail at once 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from aworld_train.errors import TrainingError
 from aworld_train.testing.conformance import EngineConformance
 
@@ -20,3 +22,10 @@ class TestVerlConformance(EngineConformance):
         "actor_rollout_ref": {"rollout": {"agent": {"num_workers": 1}}},
     }
     train_error = TrainingError if visible_gpus() == 0 else None
+
+    def cut_short_checkpoint(self, run: Path, step: int) -> Path:
+        """VeRL names a checkpoint in ``latest_checkpointed_iteration.txt`` once it is whole:
+        a stop while it saves leaves a ``global_step_N`` folder the file does not name."""
+        partial = run / "checkpoints" / f"global_step_{step}" / "actor"
+        partial.mkdir(parents=True)
+        return partial.parent
