@@ -25,11 +25,11 @@ def resume_support():
 """
 
 
-def _stopped_run(tmp_path: Path) -> Path:
-    """A run directory a stopped run left, as far as ``--resume`` reads it."""
-    run = tmp_path / "runs" / "toy-stopped"
+def _stopped_run(tmp_path: Path, engine: str) -> Path:
+    """A run directory a stopped run of ``engine`` left, as far as ``--resume`` reads it."""
+    run = tmp_path / "runs" / f"{engine}-stopped"
     run.mkdir(parents=True)
-    (run / "manifest.json").write_text(json.dumps({"status": "interrupted", "engine": "toy"}))
+    (run / "manifest.json").write_text(json.dumps({"status": "interrupted", "engine": engine}))
     return run
 
 
@@ -52,8 +52,9 @@ def engine_answering(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: 
 def test_check_refuses_resume_on_an_engine_that_cannot_resume(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], engine_answering
 ) -> None:
-    job = write_job(tmp_path, engine=engine_answering("none"))
-    run = _stopped_run(tmp_path)
+    engine = engine_answering("none")
+    job = write_job(tmp_path, engine=engine)
+    run = _stopped_run(tmp_path, engine)
     code, _, err = run_cli(capsys, "train", job, "--resume", str(run))
     line = one_error_line(code, err)
     assert "engine resumernone cannot resume a run (its resume_support is 'none')" in line
@@ -63,9 +64,25 @@ def test_check_refuses_resume_on_an_engine_that_cannot_resume(
 def test_an_answer_outside_the_three_is_a_bug_in_the_engine(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], engine_answering
 ) -> None:
-    job = write_job(tmp_path, engine=engine_answering("mostly"))
-    code, _, err = run_cli(capsys, "train", job, "--resume", str(_stopped_run(tmp_path)))
+    engine = engine_answering("mostly")
+    job = write_job(tmp_path, engine=engine)
+    code, _, err = run_cli(capsys, "train", job, "--resume", str(_stopped_run(tmp_path, engine)))
     assert "resume_support returned 'mostly'" in one_error_line(code, err)
+
+
+def test_a_run_of_another_engine_is_refused_and_left_as_it_was(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job = write_job(tmp_path, engine="toy")
+    other = _stopped_run(tmp_path, "ms-swift")
+    before = (other / "manifest.json").read_text()
+    code, _, err = run_cli(capsys, "train", job, "--resume", str(other))
+    assert one_error_line(code, err) == (
+        f"error: run {other} was trained on engine 'ms-swift', and this job trains on 'toy': "
+        "resume it with engine: ms-swift, or train without --resume"
+    )
+    assert (other / "manifest.json").read_text() == before, "no continuation is linked"
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["ms-swift-stopped"]
 
 
 @pytest.mark.parametrize(("answer", "kept"), [("continued", "continued"), (None, "exact")])
@@ -79,8 +96,9 @@ def test_the_manifest_keeps_the_promise_and_show_marks_a_continued_run(
     from aworld_train import AgentTrainer
     from aworld_train.job import load_job
 
-    job = write_job(tmp_path, engine=engine_answering(answer))
-    stopped = _stopped_run(tmp_path)
+    engine = engine_answering(answer)
+    job = write_job(tmp_path, engine=engine)
+    stopped = _stopped_run(tmp_path, engine)
     trainer = AgentTrainer.from_job(load_job(job), resume=stopped)
     run = trainer.run_dir.path
     assert manifest(run)["resume_support"] == kept

@@ -324,7 +324,7 @@ def test_a_second_resume_names_the_end_of_the_chain_and_what_to_do(
     with pytest.raises(KeyboardInterrupt):
         second.train()
     with pytest.raises(RunDirectoryError) as raised:
-        resolve_resume(first, toy_job["run_path"])
+        resolve_resume(first, toy_job["run_path"], "toy")
     # Its reward is an object of this test: the saved job cannot load it, Python can.
     command = f"AgentTrainer(<the same arguments>, resume={str(second.run_dir)!r}).train()"
     assert str(raised.value) == (
@@ -338,7 +338,7 @@ def test_a_second_resume_names_the_end_of_the_chain_and_what_to_do(
     third = AgentTrainer(**toy_job, resume=second.run_dir.path)
     third.train()
     with pytest.raises(RunDirectoryError) as raised:
-        resolve_resume(first, toy_job["run_path"])
+        resolve_resume(first, toy_job["run_path"], "toy")
     assert str(raised.value) == (
         f"run {first} was already resumed: it continues in {second.run_dir}, and the chain "
         f"ends at {third.run_dir} (completed); nothing is left to resume"
@@ -384,7 +384,7 @@ def test_a_trainer_built_but_never_trained_leaves_a_checked_run(
     assert built.stdout.strip() == str(run_dir), "the run directory prints as its path"
     assert read_manifest(run_dir)["status"] == "checked", "never taken for a crashed run"
     with pytest.raises(RunDirectoryError) as raised:
-        resolve_resume(run_dir, runs)
+        resolve_resume(run_dir, runs, "toy")
     assert str(raised.value) == (
         f"run {run_dir} passed its checks but never trained: nothing to resume; train its job "
         f"instead: aworld-train train {run_dir / 'job.yaml'}"
@@ -416,7 +416,7 @@ def test_resume_of_a_missing_or_completed_run(toy_job: dict[str, Any]) -> None:
     trainer = AgentTrainer(**toy_job)
     trainer.train()
     with pytest.raises(RunDirectoryError, match="already completed; nothing to resume"):
-        resolve_resume(trainer.run_dir.path, toy_job["run_path"])
+        resolve_resume(trainer.run_dir.path, toy_job["run_path"], "toy")
 
 
 def test_a_failed_resume_leaves_nothing_new(toy_job: dict[str, Any]) -> None:
@@ -464,9 +464,9 @@ def test_a_running_run_whose_process_is_gone_reads_crashed(tmp_path: Path) -> No
         "reading changes nothing on disk"
     )
 
-    assert resolve_resume(dead, tmp_path) == dead.resolve()
+    assert resolve_resume(dead, tmp_path, "toy") == dead.resolve()
     with pytest.raises(RunDirectoryError) as raised:
-        resolve_resume("alive", tmp_path)
+        resolve_resume("alive", tmp_path, "toy")
     assert str(raised.value) == (
         f"run {tmp_path / 'alive'} is still running (pid {os.getpid()} "
         f"on host {here}); stop it before resuming it"

@@ -30,11 +30,13 @@ logger = logging.getLogger("aworld_train")
 RESUME_SUPPORT = ("exact", "continued", "none")
 
 
-def resolve_resume(run: str | Path, run_path: str | Path) -> Path:
+def resolve_resume(run: str | Path, run_path: str | Path, engine: str) -> Path:
     """The directory of the run to resume: a path, or a run name under ``run_path``.
 
+    :param engine: the engine the resuming job trains on.
     :raises RunDirectoryError: when it does not exist, has no readable manifest, was already
-        resumed (naming its continuation), was only checked, completed, or is still running.
+        resumed (naming its continuation), was only checked, completed, is still running, or
+        was trained on another engine.
     """
     candidates = [Path(run).expanduser(), Path(run_path).expanduser() / str(run)]
     path = next((c for c in candidates if (c / MANIFEST).is_file()), None)
@@ -56,6 +58,14 @@ def resolve_resume(run: str | Path, run_path: str | Path) -> Path:
         raise RunDirectoryError(
             f"run {path} is still running (pid {data.get('pid')} on host {data.get('host')}); "
             "stop it before resuming it"
+        )
+    trained_on = data.get("engine")
+    # Another engine's checkpoint is not one this engine can load; refused before the old run
+    # is linked to a continuation that would fail.
+    if isinstance(trained_on, str) and trained_on != engine:
+        raise RunDirectoryError(
+            f"run {path} was trained on engine {trained_on!r}, and this job trains on "
+            f"{engine!r}: resume it with engine: {trained_on}, or train without --resume"
         )
     if status == "crashed":
         _record_crash(path, data)

@@ -146,7 +146,11 @@ class AgentTrainer:
         progress = not check_only if show_progress is None else show_progress
         self._progress = progress
         with _in_one_line(self._check_crash), _signals_interrupt("checks"):
-            resume_from = resolve_resume(resume, self.run_path) if resume is not None else None
+            resume_from = (
+                resolve_resume(resume, self.run_path, self.train_engine_name)
+                if resume is not None
+                else None
+            )
             self.run_dir = RunDirectory.for_checks(
                 self.run_path, self.train_engine_name, check_only
             )
