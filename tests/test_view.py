@@ -103,6 +103,18 @@ def test_a_half_written_line_waits_for_its_end(runs: Path) -> None:
         assert later["curves"]["reward"] == {"steps": [7], "values": [0.5], "total": 1}
 
 
+def test_a_step_too_large_to_be_one_is_passed_over(runs: Path) -> None:
+    (run_dir,) = runs.iterdir()
+    with (run_dir / "metrics.jsonl").open("a") as handle:
+        handle.write(json.dumps({"step": 2**64, "reward": 1.0}) + "\n")
+    append_samples(run_dir, 2**64, [{"prompt": "huge", "completion": "", "reward": 1.0}])
+    with running_view(runs) as view:
+        answer = view.ask(f"metrics?run={run_dir.name}&after=0")
+        assert answer["curves"]["reward"]["steps"][-1] == 6 and answer["next"] == 6
+        (found,) = view.ask(f"samples?run={run_dir.name}&q=huge")["samples"]
+        assert found["step"] == 2**64, "shown as written, searched as no step"
+
+
 def test_a_token_is_needed_off_loopback_and_on_every_request(
     runs: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -225,7 +225,8 @@ def downsample(steps: array, values: array) -> dict[str, Any]:
 
 
 def _is_step(value: Any) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool)
+    # Steps are kept in 64-bit arrays: a larger number is no step a reporter wrote.
+    return isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63
 
 
 def _is_number(value: Any) -> TypeGuard[float]:
