@@ -161,6 +161,12 @@ def test_what_view_refuses_is_one_line(
     assert one_error_line(code, err) == (
         f"error: {runs} is not a run directory (it holds no manifest.json)"
     )
+    (run_dir,) = runs.iterdir()
+    target = tmp_path / "no-such-folder" / "run.html"
+    code, _, err = run_cli(capsys, "view", run_dir, "--html", target)
+    assert one_error_line(code, err) == (
+        f"error: --html {target}: cannot write it (No such file or directory)"
+    )
 
 
 def test_a_large_run_is_previewed_first_then_answered_whole(runs: Path) -> None:

@@ -78,6 +78,7 @@ def export_html(run_dir: Path, target: Path) -> None:
     """Write the page of the run ``run_dir`` as one HTML file, ``target``.
 
     :raises RunDirectoryError: when ``run_dir`` is not a run directory.
+    :raises JobError: when ``target`` cannot be written.
     """
     from aworld_train.view import api
     from aworld_train.view.page import exported_page
@@ -96,7 +97,10 @@ def export_html(run_dir: Path, target: Path) -> None:
         answers[f"sample?run=.&index={row['index']}"] = api.sample(
             folder, {**run, "index": str(row["index"])}
         )
-    target.write_text(exported_page(answers, start="run/."), encoding="utf-8")
+    try:
+        target.write_text(exported_page(answers, start="run/."), encoding="utf-8")
+    except OSError as exc:
+        raise JobError(f"--html {target}: cannot write it ({exc.strerror})") from None
 
 
 def _whole_metrics(folder: RunFolder) -> Any:
