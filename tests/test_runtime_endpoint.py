@@ -149,6 +149,82 @@ def test_a_field_the_endpoint_cannot_honour_is_a_400_naming_it_and_the_episodes_
     asyncio.run(main())
 
 
+MALFORMED = [
+    ("chat/completions", {"messages": ["hi"]}, "'messages' must be a list of message objects"),
+    ("chat/completions", {**QUESTION, "top_logprobs": "3"}, "'top_logprobs' must be a whole"),
+    (
+        "chat/completions",
+        {**QUESTION, "stream": True, "stream_options": "usage"},
+        "'stream_options' must be an object, not str",
+    ),
+    (
+        "chat/completions",
+        {**QUESTION, "tools": [{"type": "function"}]},
+        "each function tool needs a 'function' object with a 'name'",
+    ),
+    (
+        "chat/completions",
+        {**QUESTION, "tool_choice": {"type": "function", "function": "add"}},
+        "'tool_choice.function' must be an object",
+    ),
+    ("chat/completions", {**QUESTION, "response_format": "json"}, "'response_format' must be"),
+    ("responses", {"input": "x", "previous_response_id": [1]}, "'previous_response_id' must be"),
+    ("responses", {"input": "x", "text": "plain"}, "'text' must be an object, not str"),
+    ("responses", {"input": "x", "include": "all"}, "'include' must be a list of strings"),
+    ("responses", {"input": "x", "tools": [{"type": "function"}]}, "needs a 'name'"),
+    ("responses", {"input": [{"type": "function_call"}]}, "function_call input item needs"),
+    (
+        "responses",
+        {"input": [{"type": "function_call_output", "call_id": "c", "output": 7}]},
+        "must be a string or a list of content parts",
+    ),
+]
+
+
+@pytest.mark.parametrize(("route", "body", "message"), MALFORMED)
+def test_a_field_of_the_wrong_type_is_a_400_naming_it_not_a_server_error(
+    route: str, body: dict[str, Any], message: str
+) -> None:
+    test_a_field_the_endpoint_cannot_honour_is_a_400_naming_it_and_the_episodes_failure(
+        route, body, message
+    )
+
+
+def test_a_body_not_json_or_too_large_is_refused_and_ends_the_episode(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import aiohttp
+
+    from aworld_train.runtime import endpoint as module
+
+    monkeypatch.setattr(module, "MAX_REQUEST_BYTES", 1 << 20)
+
+    async def main() -> None:
+        endpoint = await shared_endpoint()
+
+        async def never(request: TurnRequest) -> Turn:
+            raise AssertionError("a refused request never reaches the policy")
+
+        for body, status, message in [
+            (b"{not json", 400, "the request body is not JSON"),
+            (b'{"messages": "' + b"x" * (2 << 20) + b'"}', 413, "the request body is over 1 MiB"),
+        ]:
+            answerer = Answerer(never)
+            with endpoint.serve(answerer) as url:
+                async with aiohttp.ClientSession() as http:
+                    headers = {"Content-Type": "application/json"}
+                    async with http.post(
+                        f"{url}/chat/completions", data=body, headers=headers
+                    ) as r:
+                        assert (r.status, (await r.json())["error"]["message"]) == (status, message)
+            assert (
+                answerer.failure
+                == f"the training endpoint refused POST chat/completions: {message}"
+            )
+
+    asyncio.run(main())
+
+
 def test_sampling_fields_the_training_governs_are_warned_about_once_and_ignored(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -142,17 +142,23 @@ class ChatEndpoint:
         return _error(404, message)
 
     async def _turn(self, request: Any, route: str) -> Any:
+        from aiohttp import web
+
+        unread = None  # why the body could not be read: (HTTP status, message)
         try:
             body = await request.json()
         except ValueError:
-            body = None
+            body, unread = None, (400, "the request body is not JSON")
+        except web.HTTPRequestEntityTooLarge:
+            body, unread = None, (413, f"the request body is over {MAX_REQUEST_BYTES >> 20} MiB")
         model = body.get("model") if isinstance(body, dict) else None
         episode = self._by_model.get(model) if isinstance(model, str) else None
         served = self._served.get(episode or request.match_info["episode"])
         if served is None:
             return _error(404, "this episode has ended")
-        if body is None:
-            return _error(400, "the request body is not JSON")
+        if unread is not None:
+            served.answerer.fail(f"the training endpoint refused POST {route}: {unread[1]}")
+            return _error(*unread)
         task = asyncio.current_task()
         assert task is not None  # aiohttp answers each request in a task of its own
         served.in_flight.add(task)
@@ -180,8 +186,8 @@ class ChatEndpoint:
         if route == "chat/completions":
             if not stream:
                 return _json(chat_completion(turn, model))
-            usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            events = [(None, chunk) for chunk in chat_chunks(turn, model, usage=usage)]
+            chunks = chat_chunks(turn, model, usage=asked.include_usage)
+            events = [(None, chunk) for chunk in chunks]
             return _stream(events, done=True)
         answer_id = f"resp_{uuid4().hex}"
         answered = response(turn, model, body, answer_id)

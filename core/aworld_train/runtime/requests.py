@@ -116,6 +116,8 @@ class TurnRequest:
     :ivar logprobs: whether the answer carries each token's log-prob.
     :ivar top_logprobs: how many alternatives per token were asked for (the engines record only
         the sampled token's log-prob: it is the one alternative returned).
+    :ivar include_usage: whether a streamed chat answer ends with a usage chunk
+        (``stream_options.include_usage``).
     """
 
     messages: list[dict[str, Any]]
@@ -125,6 +127,7 @@ class TurnRequest:
     tool_choice: str = "auto"
     logprobs: bool = False
     top_logprobs: int = 0
+    include_usage: bool = False
 
 
 def chat_request(body: Any) -> TurnRequest:
@@ -134,6 +137,8 @@ def chat_request(body: Any) -> TurnRequest:
     """
     if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
         raise Refused("a chat-completions request needs a 'messages' list")
+    if not all(isinstance(message, dict) for message in body["messages"]):
+        raise Refused("'messages' must be a list of message objects")
     _note_other_fields(body, _CHAT_FIELDS)
     n = body.get("n")
     if n not in (None, 1):
@@ -141,8 +146,8 @@ def chat_request(body: Any) -> TurnRequest:
             f"n={n} is not supported by the training endpoint: each request is one turn of one "
             "episode (GRPO samples the group as separate episodes); send n=1 or leave it out"
         )
-    response_format = body.get("response_format")
-    if isinstance(response_format, dict) and response_format.get("type") not in (None, "text"):
+    response_format = _mapping(body.get("response_format"), "response_format")
+    if response_format.get("type") not in (None, "text"):
         raise Refused(
             f"response_format {response_format.get('type')!r} is not supported by the training "
             "endpoint: the policy's output is not constrained; ask for the format in the prompt "
@@ -156,7 +161,10 @@ def chat_request(body: Any) -> TurnRequest:
         stop=_stop(body.get("stop")),
         tool_choice=_tool_choice(body.get("tool_choice")),
         logprobs=bool(body.get("logprobs")),
-        top_logprobs=int(body.get("top_logprobs") or 0),
+        top_logprobs=_count(body.get("top_logprobs"), "top_logprobs"),
+        include_usage=bool(
+            _mapping(body.get("stream_options"), "stream_options").get("include_usage")
+        ),
     )
 
 
@@ -177,8 +185,8 @@ def responses_request(body: Any, history: dict[str, list[dict[str, Any]]]) -> Tu
                 f"'{name}' is not supported by the training endpoint: it keeps no server-side "
                 "state or stored prompts; send the conversation as 'input'"
             )
-    text_format = (body.get("text") or {}).get("format") or {}
-    if isinstance(text_format, dict) and text_format.get("type") not in (None, "text"):
+    text_format = _mapping(_mapping(body.get("text"), "text").get("format"), "text.format")
+    if text_format.get("type") not in (None, "text"):
         raise Refused(
             f"text.format {text_format.get('type')!r} is not supported by the training endpoint: "
             "the policy's output is not constrained; ask for the format in the prompt and let "
@@ -186,6 +194,8 @@ def responses_request(body: Any, history: dict[str, list[dict[str, Any]]]) -> Tu
         )
     messages: list[dict[str, Any]] = []
     previous = body.get("previous_response_id")
+    if previous is not None and not isinstance(previous, str):
+        raise Refused("'previous_response_id' must be a string, the id of an earlier response")
     if previous:
         if previous not in history:
             raise Refused(f"previous_response_id {previous!r} is not a response of this episode")
@@ -195,14 +205,16 @@ def responses_request(body: Any, history: dict[str, list[dict[str, Any]]]) -> Tu
         messages.insert(0, {"role": "system", "content": str(body["instructions"])})
     messages += input_messages(body["input"])
     tools = body.get("tools") or None
+    include = body.get("include") or []
+    if not isinstance(include, list):
+        raise Refused("'include' must be a list of strings")
     return TurnRequest(
         messages=messages,
         tools=_function_tools(tools, responses=True) if tools else None,
         max_tokens=_positive(body.get("max_output_tokens")),
         tool_choice=_tool_choice(body.get("tool_choice")),
-        logprobs=bool(body.get("top_logprobs"))
-        or "message.output_text.logprobs" in (body.get("include") or []),
-        top_logprobs=int(body.get("top_logprobs") or 0),
+        logprobs=bool(body.get("top_logprobs")) or "message.output_text.logprobs" in include,
+        top_logprobs=_count(body.get("top_logprobs"), "top_logprobs"),
     )
 
 
@@ -221,6 +233,8 @@ def input_messages(items: Any) -> list[dict[str, Any]]:
             role = "system" if item["role"] == "developer" else item["role"]
             messages.append({"role": role, "content": _input_text(item.get("content"))})
         elif kind == "function_call":
+            if not isinstance(item.get("name"), str):
+                raise Refused("a function_call input item needs its function's 'name'")
             call = {
                 "id": item.get("call_id") or item.get("id"),
                 "type": "function",
@@ -253,6 +267,11 @@ def input_messages(items: Any) -> list[dict[str, Any]]:
 def _input_text(content: Any) -> str:
     if content is None or isinstance(content, str):
         return content or ""
+    if not isinstance(content, list):
+        raise Refused(
+            "a message's 'content' (a function_call_output's 'output') must be a string or a "
+            "list of content parts"
+        )
     texts = []
     for part in content:
         kind = part.get("type") if isinstance(part, dict) else None
@@ -275,12 +294,14 @@ def _function_tools(tools: Any, *, responses: bool) -> list[dict[str, Any]]:
                 f"tool type {kind!r} is not supported by the training endpoint: only function "
                 "tools, which the agent runs itself"
             )
+        function = tool if responses else tool.get("function")
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+            where = "a 'name'" if responses else "a 'function' object with a 'name'"
+            raise Refused(f"each function tool needs {where}")
         if responses:
             function = {
                 key: tool[key] for key in ("name", "description", "parameters") if key in tool
             }
-        else:
-            function = tool["function"]
         schemas.append({"type": "function", "function": function})
     return schemas
 
@@ -292,7 +313,9 @@ def _tool_choice(choice: Any) -> str:
         return str(choice)
     name = None
     if isinstance(choice, dict):
-        name = (choice.get("function") or {}).get("name") or choice.get("name")
+        name = _mapping(choice.get("function"), "tool_choice.function").get("name") or choice.get(
+            "name"
+        )
     if choice == "required" or isinstance(name, str):
         if "tool_choice" not in _warned:
             _warned.add("tool_choice")
@@ -315,6 +338,24 @@ def _stop(stop: Any) -> list[str]:
     if not isinstance(stops, list) or not all(isinstance(s, str) for s in stops):
         raise Refused("'stop' must be a string or a list of strings")
     return [s for s in stops if s]
+
+
+def _mapping(value: Any, name: str) -> dict[str, Any]:
+    """An object field (``{}`` when left out)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise Refused(f"'{name}' must be an object, not {type(value).__name__}")
+    return value
+
+
+def _count(value: Any, name: str) -> int:
+    """A count field (0 when left out)."""
+    if value is None:
+        return 0
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise Refused(f"'{name}' must be a whole number, 0 or more")
+    return value
 
 
 def _positive(value: Any) -> int | None:
