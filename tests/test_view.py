@@ -115,6 +115,23 @@ def test_a_step_too_large_to_be_one_is_passed_over(runs: Path) -> None:
         assert found["step"] == 2**64, "shown as written, searched as no step"
 
 
+def test_a_secret_written_into_job_yaml_by_hand_is_not_shown(runs: Path, tmp_path: Path) -> None:
+    (run_dir,) = runs.iterdir()
+    job = run_dir / "job.yaml"
+    job.write_text(job.read_text() + "api_key: sk-edited-by-hand-77\n")
+    with running_view(runs) as view:
+        shown = view.ask(f"run?run={run_dir.name}")["job"]
+    assert "sk-edited-by-hand-77" not in shown and "api_key: '***'" in shown
+    assert "exact_match" in shown, "the rest of the job as saved"
+    target = tmp_path / "run.html"
+    subprocess.run(
+        [sys.executable, "-m", "aworld_train.cli", "view", run_dir, "--html", target],
+        check=True,
+        capture_output=True,
+    )
+    assert "sk-edited-by-hand-77" not in target.read_text()
+
+
 def test_a_token_is_needed_off_loopback_and_on_every_request(
     runs: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

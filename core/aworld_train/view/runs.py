@@ -149,7 +149,7 @@ class RunFolder:
             "settings": redact(manifest.get("settings") or {}),
             "device": manifest.get("device"),
             "precision": manifest.get("precision"),
-            "job": self._text(files.path / JOB_FILE),
+            "job": self._job_text(files),
             "checkpoints": self._checkpoints(files.path),
             "evals": self._evals(files.path / EVAL_DIR),
         }
@@ -171,6 +171,15 @@ class RunFolder:
             files.job = (changed, redact(loaded) if isinstance(loaded, dict) else {})
         return files.job[1]
 
+    def _job_text(self, files: RunFiles) -> str | None:
+        """``job.yaml`` as the page shows it: written again from its redacted mapping, which is
+        the file itself for a job ``aworld-train`` saved (it writes the file that way) and hides
+        a secret a hand-edited one holds."""
+        import yaml
+
+        job = self.job(files)
+        return yaml.safe_dump(job, sort_keys=False, allow_unicode=True) if job else None
+
     def _status(self, manifest: dict[str, Any]) -> str:
         status = str(manifest.get("status", "?"))
         return "resumed-into" if self._linked(manifest.get("continued_in")) else status
@@ -183,10 +192,6 @@ class RunFolder:
         if inside is None or self.run(self.run_id(inside)) is None:
             return None
         return self.run_id(inside)
-
-    def _text(self, path: Path) -> str | None:
-        inside = self.inside(path)
-        return inside.read_text(encoding="utf-8", errors="replace") if inside else None
 
     def _listing(self, folder: Path) -> list[Path]:
         inside = self.inside(folder)
