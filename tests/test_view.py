@@ -52,6 +52,14 @@ def test_the_routes_answer_a_run_its_curves_and_nothing_secret(runs: Path) -> No
         detail = view.ask(f"run?run={run['id']}")
         assert "exact_match" in detail["job"] and "llm_api_key: '***'" in detail["job"]
         assert detail["checkpoints"] == ["checkpoint-2", "checkpoint-4", "checkpoint-6"]
+        # Where a trainer engine saves them, the folder itself is no checkpoint.
+        (runs / run["id"] / "checkpoints" / "checkpoint-8").mkdir(parents=True)
+        assert view.ask(f"run?run={run['id']}")["checkpoints"] == [
+            "checkpoint-2",
+            "checkpoint-4",
+            "checkpoint-6",
+            "checkpoints/checkpoint-8",
+        ]
         reward = view.ask(f"metrics?run={run['id']}&after=0")["curves"]["reward"]
         assert reward["steps"] == [1, 2, 3, 4, 5, 6]
         for question in ("runs", f"run?run={run['id']}", f"metrics?run={run['id']}&after=0"):

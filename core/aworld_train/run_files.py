@@ -30,8 +30,8 @@ TENSORBOARD_DIR = "tensorboard"
 #: The results of ``aworld-train eval`` (also beside a job file that is evaluated).
 EVAL_DIR = "eval"
 
-# The folder name transformers' Trainer saves each checkpoint under.
-_CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+#: The folder name transformers' Trainer saves each checkpoint under.
+CHECKPOINT_NAME = re.compile(r"^checkpoint-(\d+)$")
 
 
 def last_checkpoint(folder: Path) -> Path | None:
@@ -57,7 +57,7 @@ def cut_short(folder: Path) -> list[Path]:
 def _checkpoints(folder: Path) -> list[tuple[int, Path]]:
     found = []
     for child in Path(folder).glob("checkpoint-*"):
-        match = _CHECKPOINT.match(child.name)
+        match = CHECKPOINT_NAME.match(child.name)
         if match and child.is_dir():
             found.append((int(match.group(1)), child))
     return found

@@ -13,6 +13,7 @@ from aworld_train.errors import RunDirectoryError
 from aworld_train.manifest import read_manifest
 from aworld_train.redaction import redact
 from aworld_train.run_files import (
+    CHECKPOINT_NAME,
     CHECKPOINTS,
     EVAL_DIR,
     JOB_FILE,
@@ -204,7 +205,8 @@ class RunFolder:
             path.relative_to(run).as_posix()
             for folder in (run / CHECKPOINTS, run)
             for path in self._listing(folder)
-            if path.is_dir() and (folder != run or path.name.startswith("checkpoint"))
+            # Beside the run's files, only checkpoint-N: not the checkpoints/ folder itself.
+            if path.is_dir() and (folder != run or CHECKPOINT_NAME.match(path.name))
         ]
         return sorted(found, key=_natural)
 
