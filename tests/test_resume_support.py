@@ -74,15 +74,15 @@ def test_a_run_of_another_engine_is_refused_and_left_as_it_was(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     job = write_job(tmp_path, engine="toy")
-    other = _stopped_run(tmp_path, "ms-swift")
+    other = _stopped_run(tmp_path, "swift")
     before = (other / "manifest.json").read_text()
     code, _, err = run_cli(capsys, "train", job, "--resume", str(other))
     assert one_error_line(code, err) == (
-        f"error: run {other} was trained on engine 'ms-swift', and this job trains on 'toy': "
-        "resume it with engine: ms-swift, or train without --resume"
+        f"error: run {other} was trained on engine 'swift', and this job trains on 'toy': "
+        "resume it with engine: swift, or train without --resume"
     )
     assert (other / "manifest.json").read_text() == before, "no continuation is linked"
-    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["ms-swift-stopped"]
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["swift-stopped"]
 
 
 @pytest.mark.parametrize(("answer", "kept"), [("continued", "continued"), (None, "exact")])
