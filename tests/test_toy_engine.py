@@ -14,6 +14,7 @@ from aworld_train import AgentTrainer
 from aworld_train.errors import ConfigError
 from aworld_train.rewards import exact_match
 from aworld_train.testing.conformance import EngineConformance
+from aworld_train_toy.policy import POLICY_FILE
 
 
 def train_toy(job: dict[str, Any], **config: Any) -> tuple[dict[str, Any], Path]:
@@ -137,3 +138,11 @@ class TestToyConformance(EngineConformance):
         # The toy policy is a table: it loads no model, and this environment has no torch; the
         # folder only has to pass the core's model check.
         return write_model_folder(tmp_path_factory.mktemp("no-model") / "model")
+
+    def cut_short_checkpoint(self, run: Path, step: int) -> Path:
+        # The toy writes a checkpoint's policy whole, then renames it into place: a stop while
+        # saving leaves the folder with the policy half written under its temporary name.
+        partial = run / f"checkpoint-{step}"
+        partial.mkdir()
+        (partial / f"{POLICY_FILE}.tmp").write_text('{"step": ')
+        return partial

@@ -160,6 +160,12 @@ def train_policy(
     policy = Policy(settings.candidates, settings.temperature)
     done = 0
     if ctx.resume_from is not None:
+        for partial in cut_short(Path(ctx.resume_from)):
+            ctx.logger.warning(
+                "%s was cut short while being saved (it has no %s): passed over",
+                partial,
+                POLICY_FILE,
+            )
         checkpoint = last_checkpoint(Path(ctx.resume_from))
         if checkpoint is not None:
             done = load_checkpoint(checkpoint, policy, rng)
@@ -222,6 +228,13 @@ def save_policy(folder: Path, policy: Policy, step: int, rng: random.Random) -> 
     partial = folder / f"{POLICY_FILE}.tmp"
     partial.write_text(json.dumps(data), encoding="utf-8")
     partial.replace(folder / POLICY_FILE)
+
+
+def cut_short(run_dir: Path) -> list[Path]:
+    """The ``checkpoint-N`` folders of ``run_dir`` that a stop left without their policy."""
+    return sorted(
+        path for path in run_dir.glob("checkpoint-*") if not (path / POLICY_FILE).is_file()
+    )
 
 
 def last_checkpoint(run_dir: Path) -> Path | None:
