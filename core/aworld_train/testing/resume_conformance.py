@@ -279,12 +279,14 @@ def _assert_same_weights(ours: Path, theirs: Path, tolerance: float) -> None:
     """The final models' weights are equal within ``tolerance``; a model saved in a format of
     the engine's own (no safetensors file) is compared file by file, exactly."""
     if not any(theirs.glob("*.safetensors")):
-        mine, other = _files(ours), _files(theirs)
-        assert mine, f"no model in {theirs}"
-        apart = sorted(
-            name for name in mine.keys() | other.keys() if mine.get(name) != other.get(name)
+        my_files, their_files = _files(ours), _files(theirs)
+        assert my_files, f"no model in {theirs}"
+        differ = sorted(
+            name
+            for name in my_files.keys() | their_files.keys()
+            if my_files.get(name) != their_files.get(name)
         )
-        assert not apart, f"final model files differ: {apart}"
+        assert not differ, f"final model files differ: {differ}"
         return
     from safetensors.torch import load_file
 
