@@ -139,20 +139,20 @@ def grpo_batch(
         url,
         job.request_timeout,
     )
-    params = types.SamplingParams(
-        max_tokens=job.max_completion_length,
-        temperature=job.temperature,
-        stop=[tokenizer.eos_token_id],
-        seed=job.seed + step,
-    )
     prompts = [prompt_ids(tokenizer, row["prompt"], system_prompt) for row in batch]
     futures = [
         sampler.sample(
-            prompt=types.ModelInput.from_ints(ids), num_samples=job.num_generations,
-            sampling_params=params,
+            prompt=types.ModelInput.from_ints(ids),
+            num_samples=job.num_generations,
+            sampling_params=types.SamplingParams(
+                max_tokens=job.max_completion_length,
+                temperature=job.temperature,
+                stop=[tokenizer.eos_token_id],
+                seed=sample_seed(job, step, index),
+            ),
         )
-        for ids in prompts
-    ]  # fmt: skip
+        for index, ids in enumerate(prompts)
+    ]
     data, scores, lengths, samples = [], [], [], []
     extra: dict[str, list[float]] = {}
     for row, ids, future in zip(batch, prompts, futures):
@@ -189,6 +189,13 @@ def grpo_batch(
         **{name: statistics.fmean(values) for name, values in extra.items()},
     }
     return data, metrics, samples
+
+
+def sample_seed(job: TinkerJob, step: int, prompt: int) -> int:
+    """The seed of one prompt's group: reproducible, and apart from every other group's by
+    ``num_generations`` (SkyRL tx seeds the group's n-th sample with seed + n)."""
+    group = (step - 1) * job.prompts_per_step + prompt
+    return (job.seed * 1_000_003 + group * job.num_generations) % 2**31
 
 
 def advantages(scores: list[float], scale: bool) -> list[float]:

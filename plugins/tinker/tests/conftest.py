@@ -4,7 +4,6 @@ through ``TINKER_BASE_URL`` and ``TINKER_API_KEY``, as a user's shell would set 
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,10 +13,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from skyrl_server import start_server  # noqa: E402
+from jobs import LOCAL_KEY  # noqa: E402
 from tiny_qwen3 import build_tiny_qwen3  # noqa: E402
-
-# A local SkyRL tx server takes any key with the SDK's prefix.
-LOCAL_KEY = "tml-local-test"
 
 
 @pytest.fixture(scope="session")
@@ -37,8 +34,3 @@ def service(server: str, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setenv("TINKER_BASE_URL", server)
     monkeypatch.setenv("TINKER_API_KEY", LOCAL_KEY)
     return server
-
-
-def cli_environment(url: str, **extra: str) -> dict[str, str]:
-    """The environment of an ``aworld-train`` subprocess against ``url``."""
-    return dict(os.environ, TINKER_BASE_URL=url, TINKER_API_KEY=LOCAL_KEY, **extra)

@@ -1,0 +1,84 @@
+"""Job folders for the tinker engine's tests, and the real CLI run on them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+CLI = str(Path(sys.executable).with_name("aworld-train"))
+# A local SkyRL tx server takes any key with the SDK's prefix.
+LOCAL_KEY = "tml-local-test"
+
+REWARD = '''
+def score(data_source, solution_str, ground_truth, extra_info=None):
+    """The repeat-digit reward (examples/repeat_digit/reward.py)."""
+    output = solution_str.strip()
+    if output == ground_truth:
+        return 1.0
+    if output.startswith(ground_truth):
+        return 0.5 + 0.5 * len(ground_truth) / len(output)
+    return 0.25 if ground_truth in output else 0.0
+'''
+
+
+def write_job(
+    folder: Path, model: Path, config: dict[str, Any] | None = None, digits: int = 16
+) -> Path:
+    """A tiny repeat-digit GRPO job in ``folder``; ``config`` overrides its config keys."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = [
+        {"prompt": f"Repeat: {d % 10}", "ground_truth": str(d % 10), "data_source": "digits"}
+        for d in range(digits)
+    ]
+    (folder / "train.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    (folder / "reward.py").write_text(REWARD)
+    job = {
+        "engine": "tinker",
+        "agent": {"name": "digits", "model": str(model)},
+        "train_dataset": "train.jsonl",
+        "reward": "reward.py:score",
+        "config": {
+            "algorithm": "grpo",
+            "max_steps": 2,
+            "batch_size": 8,
+            "num_generations": 4,
+            "learning_rate": 0.01,
+            "max_completion_length": 4,
+            "logging_steps": 1,
+            **(config or {}),
+        },
+        "run_path": "runs",
+    }
+    path = folder / "job.yaml"
+    path.write_text(yaml.safe_dump(job))
+    return path
+
+
+def run_cli(
+    *arguments: str, url: str | None, key: str | None = LOCAL_KEY, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
+    """``aworld-train ARGUMENTS`` against the service at ``url``, with ``key`` as
+    TINKER_API_KEY."""
+    environment = {
+        k: v for k, v in os.environ.items() if k not in ("TINKER_BASE_URL", "TINKER_API_KEY")
+    }
+    if url is not None:
+        environment["TINKER_BASE_URL"] = url
+    if key is not None:
+        environment["TINKER_API_KEY"] = key
+    return subprocess.run(
+        [CLI, *arguments], capture_output=True, text=True, env=environment, timeout=timeout
+    )
+
+
+def error_line(result: subprocess.CompletedProcess[str]) -> str:
+    """The one ``error:`` line of a refused command (the test fails if there is not exactly one)."""
+    lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1, result.stderr
+    return lines[0]
