@@ -24,8 +24,8 @@ def served_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def server(served_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with start_server(served_model, tmp_path_factory.mktemp("skyrl")) as url:
-        yield url
+    with start_server(served_model, tmp_path_factory.mktemp("skyrl")) as running:
+        yield running.url
 
 
 @pytest.fixture

@@ -15,9 +15,21 @@ CLI = str(Path(sys.executable).with_name("aworld-train"))
 # A local SkyRL tx server takes any key with the SDK's prefix.
 LOCAL_KEY = "tml-local-test"
 
+# The repeat-digit reward (examples/repeat_digit/reward.py). When a file named `interrupt` lies
+# beside it and the run has saved checkpoint-2, it removes the file and sends SIGINT to its own
+# process, as a user's Ctrl-C would arrive mid-training.
 REWARD = '''
+import os, signal
+from pathlib import Path
+
+HERE = Path(__file__).parent
+
+
 def score(data_source, solution_str, ground_truth, extra_info=None):
-    """The repeat-digit reward (examples/repeat_digit/reward.py)."""
+    marker = HERE / "interrupt"
+    if marker.exists() and list((HERE / "runs").glob("*/checkpoints/checkpoint-2/*.json")):
+        marker.unlink()
+        os.kill(os.getpid(), signal.SIGINT)
     output = solution_str.strip()
     if output == ground_truth:
         return 1.0
@@ -28,15 +40,20 @@ def score(data_source, solution_str, ground_truth, extra_info=None):
 
 
 def write_job(
-    folder: Path, model: Path, config: dict[str, Any] | None = None, digits: int = 16
+    folder: Path,
+    model: Path,
+    config: dict[str, Any] | None = None,
+    digits: tuple[int, ...] = tuple(range(10)),
+    rows: int = 16,
 ) -> Path:
-    """A tiny repeat-digit GRPO job in ``folder``; ``config`` overrides its config keys."""
+    """A tiny repeat-digit GRPO job in ``folder`` of ``rows`` prompts, ``digits`` in turn;
+    ``config`` overrides its config keys."""
     folder.mkdir(parents=True, exist_ok=True)
-    rows = [
-        {"prompt": f"Repeat: {d % 10}", "ground_truth": str(d % 10), "data_source": "digits"}
-        for d in range(digits)
+    data = [
+        {"prompt": f"Repeat: {d}", "ground_truth": str(d), "data_source": "repeat_digit"}
+        for d in (digits[i % len(digits)] for i in range(rows))
     ]
-    (folder / "train.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    (folder / "train.jsonl").write_text("".join(json.dumps(row) + "\n" for row in data))
     (folder / "reward.py").write_text(REWARD)
     job = {
         "engine": "tinker",

@@ -19,6 +19,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 # The first start compiles nothing yet, but imports JAX twice (API and engine): ~30-60 s here.
@@ -37,13 +38,20 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+@dataclass
+class Server:
+    url: str
+    process: subprocess.Popen[bytes]
+
+
 @contextmanager
 def start_server(
     model: Path, folder: Path, backend_config: dict[str, object] | None = None
-) -> Iterator[str]:
-    """Serve ``model`` on a free loopback port until the block ends; yields the base URL.
+) -> Iterator[Server]:
+    """Serve ``model`` on a free loopback port until the block ends.
 
-    The database, checkpoints, the ``uv`` shim and the server's log go to ``folder``.
+    The database, checkpoints, the ``uv`` shim and the server's log go to ``folder``; a server
+    started again on the same folder has the checkpoints of the one before.
     """
     folder.mkdir(parents=True, exist_ok=True)
     shim = folder / "bin" / "uv"
@@ -72,7 +80,7 @@ def start_server(
     )
     try:
         _wait_healthy(url, process, folder / "server.log")
-        yield url
+        yield Server(url, process)
     finally:
         stop_server(process)
         log.close()
