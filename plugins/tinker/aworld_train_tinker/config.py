@@ -79,6 +79,7 @@ class TinkerJob:
     api_key_env: str
     lora_rank: int
     loss_fn: str
+    loss_aggregation: str
     learning_rate: float
     max_steps: int | None
     num_epochs: float
@@ -188,6 +189,7 @@ def resolve(config: TrainConfig, section: Section, temperature: float | None) ->
         api_key_env=section.api_key_env,
         lora_rank=rank,
         loss_fn=section.loss_fn if algorithm == "grpo" else "cross_entropy",
+        loss_aggregation=config.loss_aggregation or "token-mean",
         learning_rate=config.learning_rate or 1e-4,
         max_steps=config.max_steps,
         num_epochs=config.num_epochs or 1.0,
@@ -220,7 +222,7 @@ def _refuse_unsupported(config: TrainConfig) -> None:
             f"config kl_coef: {config.kl_coef}: the service's losses have no KL term; "
             "set kl_coef: 0 or leave it out"
         )
-    for name in ("loss_aggregation", "clip_ratio", "entropy_coef", "eval_steps", "eval_limit"):
+    for name in ("clip_ratio", "entropy_coef", "eval_steps", "eval_limit"):
         if getattr(config, name) is not None:
             raise ConfigError(
                 f"config {name}: the tinker engine cannot apply it (the service computes the "
@@ -261,7 +263,10 @@ def settings_of(job: TinkerJob, config: TrainConfig, section: Section) -> list[S
         Setting("report_to", [], "", [], source("report_to")),
     ]  # fmt: skip
     if job.algorithm == "grpo":
-        rows.append(
-            Setting("log_samples", job.log_samples, "", job.log_samples, source("log_samples"))
-        )
+        rows += [
+            # The service sums its loss over tokens; the advantages are scaled to aggregate.
+            Setting("loss_aggregation", job.loss_aggregation, "advantages", "scaled",
+                    source("loss_aggregation")),
+            Setting("log_samples", job.log_samples, "", job.log_samples, source("log_samples")),
+        ]  # fmt: skip
     return rows

@@ -72,7 +72,8 @@ def run_training(
 def train_step(
     client: Any, datums: list[Any], job: TinkerJob, learning_rate: float, url: str
 ) -> float:
-    """One ``forward_backward`` and ``optim_step``; returns the loss per weighted token."""
+    """One ``forward_backward`` and ``optim_step``; returns the loss: GRPO's objective as the
+    advantages' scaling aggregates it, SFT's per answer token."""
     from tinker import types
 
     backward = client.forward_backward(datums, job.loss_fn)
@@ -86,6 +87,8 @@ def train_step(
         mask = _weights(datum)
         total += sum(loss * w for loss, w in zip(losses, mask))
         weights += sum(mask)
+    if job.algorithm == "grpo":
+        return total
     return total / weights if weights else 0.0
 
 
@@ -153,7 +156,7 @@ def grpo_batch(
         )
         for index, ids in enumerate(prompts)
     ]
-    data, scores, lengths, samples = [], [], [], []
+    scores, lengths, samples, groups = [], [], [], []
     extra: dict[str, list[float]] = {}
     for row, ids, future in zip(batch, prompts, futures):
         sequences = wait(future, "sample", url, job.request_timeout).sequences
@@ -167,18 +170,30 @@ def grpo_batch(
             for name, value in result.metrics.items():
                 extra.setdefault(name, []).append(value)
             lengths.append(len(sequence.tokens))
-            samples.append({"prompt": row["prompt"], "completion": text, "reward": result.score,
-                            "rewards": {k.removeprefix("rewards/"): v for k, v in result.metrics.items() if k.startswith("rewards/")}})  # fmt: skip
+            rewards = {
+                name.removeprefix("rewards/"): value
+                for name, value in result.metrics.items()
+                if name.startswith("rewards/")
+            }
+            samples.append(
+                {"prompt": row["prompt"], "completion": text, "reward": result.score,
+                 "rewards": rewards}
+            )  # fmt: skip
         scores.extend(group)
-        for sequence, advantage in zip(sequences, advantages(group, job.scale_rewards)):
+        groups.append((ids, sequences, advantages(group, job.scale_rewards)))
+    data = []
+    for ids, sequences, group_advantages in groups:
+        for sequence, advantage in zip(sequences, group_advantages):
             if advantage == 0.0:
                 continue  # no signal: the whole group scored alike
+            tokens = len(sequence.tokens)
+            scaled = advantage * aggregation_scale(job, tokens, lengths)
             prompt_zeros = [0.0] * len(ids)
             data.append(
                 _datum(
                     ids + list(sequence.tokens),
                     logprobs=prompt_zeros + list(sequence.logprobs),
-                    advantages=prompt_zeros + [advantage] * len(sequence.tokens),
+                    advantages=prompt_zeros + [scaled] * tokens,
                 )
             )
     metrics = {
@@ -189,6 +204,18 @@ def grpo_batch(
         **{name: statistics.fmean(values) for name, values in extra.items()},
     }
     return data, metrics, samples
+
+
+def aggregation_scale(job: TinkerJob, tokens: int, lengths: list[int]) -> float:
+    """The factor on a completion's advantage that makes the service's per-token sum the
+    job's ``loss_aggregation`` over the batch (``lengths``: every completion's tokens)."""
+    if job.loss_aggregation == "token-mean":
+        return 1.0 / max(sum(lengths), 1)
+    if job.loss_aggregation == "seq-mean-token-mean":
+        return 1.0 / (max(tokens, 1) * len(lengths))
+    if job.loss_aggregation == "seq-mean-token-sum-norm":
+        return 1.0 / (job.max_completion_length * len(lengths))
+    return 1.0 / len(lengths)  # seq-mean-token-sum
 
 
 def sample_seed(job: TinkerJob, step: int, prompt: int) -> int:

@@ -18,7 +18,7 @@ LOCAL_KEY = "tml-local-test"
 # The repeat-digit reward (examples/repeat_digit/reward.py). When a file named `interrupt` lies
 # beside it and the run has saved checkpoint-2, it removes the file and sends SIGINT to its own
 # process, as a user's Ctrl-C would arrive mid-training.
-REWARD = '''
+REWARD = """
 import os, signal
 from pathlib import Path
 
@@ -36,7 +36,7 @@ def score(data_source, solution_str, ground_truth, extra_info=None):
     if output.startswith(ground_truth):
         return 0.5 + 0.5 * len(ground_truth) / len(output)
     return 0.25 if ground_truth in output else 0.0
-'''
+"""
 
 
 def write_job(
