@@ -26,11 +26,13 @@ if TYPE_CHECKING:
 
 
 @hookimpl
-def check_agent(agent: sdk.AgentSpec, tools: sdk.ToolSet) -> sdk.AgentSpec:
-    if tools or agent.form != "spec" or (agent.max_turns or 1) > 1:
+def check_agent(agent: sdk.AgentSpec, tools: sdk.ToolSet, config: sdk.TrainConfig) -> sdk.AgentSpec:
+    from aworld_train_tinker.sampling import uses_runtime
+
+    if config.algorithm == "sft" and uses_runtime(agent, tools):
         raise AgentError(
-            f"agent '{agent.name}': the tinker engine trains single-turn prompts; an agent with "
-            "tools, turns or code of its own trains on the trl, swift or verl engine"
+            f"agent '{agent.name}': SFT trains on the rows' answers; an agent with tools, turns "
+            "or code of its own trains with algorithm grpo"
         )
     return agent
 
@@ -84,9 +86,16 @@ def train(
     from aworld_train_tinker.training import run_training
 
     tokenizer = sdk.load_tokenizer(agent.model or config.base_model)
-    return run_training(agent.system_prompt, dataset, reward, config, ctx, tokenizer)
+    return run_training(agent, ctx.tools, dataset, reward, config, ctx, tokenizer)
 
 
 @hookimpl
 def engine_versions() -> dict[str, str]:
     return installed_versions("tinker")
+
+
+@hookimpl
+def trains_segments() -> bool:
+    # Each segment of an episode the agent rewrote is a datum with the episode's advantage
+    # (aworld_train_tinker.grpo).
+    return True

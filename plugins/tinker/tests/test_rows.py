@@ -7,7 +7,8 @@ from pathlib import Path
 
 from aworld_train_tinker.config import Section, resolve
 from aworld_train_tinker.rows import batch_indices, prompt_ids, sft_example
-from aworld_train_tinker.training import advantages, sample_seed
+from aworld_train_tinker.grpo import advantages
+from aworld_train_tinker.sampling import sample_seed
 
 from aworld_train.engine import TrainConfig, load_tokenizer
 
