@@ -62,10 +62,12 @@ def check_reward(reward: sdk.RewardSpec | None, config: sdk.TrainConfig) -> sdk.
 def check_config(config: sdk.TrainConfig, agent: sdk.AgentSpec, ctx: sdk.RunContext) -> TinkerJob:
     from aworld_train_tinker.config import read_section, resolve
     from aworld_train_tinker.service import check_service
+    from aworld_train_tinker.tokenizer import check_tokenizer
 
     if ctx.resume_from is not None:
         resume_checkpoint(ctx.resume_from)  # a run without checkpoints fails now
     job = resolve(config, read_section(config.engine_section()), agent.llm_temperature)
+    check_tokenizer(config.model, job.base_model, config.trust_remote_code)
     check_service(job)
     return job
 

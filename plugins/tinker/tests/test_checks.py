@@ -174,3 +174,14 @@ def test_a_base_model_the_server_does_not_serve_is_one_line(
     line = error_line(result)
     assert f"tinker service {service} does not serve the base model 'Qwen/Qwen3-8B'" in line
     assert str(served_model) in line
+
+
+def test_a_base_model_that_tokenizes_otherwise_is_one_line(
+    check: Any, closed_port: int, tmp_path: Path
+) -> None:
+    from aworld_train.testing import build_tiny_model
+
+    other = build_tiny_model(tmp_path / "other", alphabet="0123456789")
+    code, errors = check(f"http://127.0.0.1:{closed_port}", {"tinker": {"base_model": str(other)}})
+    assert code == 2 and len(errors) == 1, errors
+    assert f"tinker.base_model {other} tokenize differently (vocabulary" in errors[0]

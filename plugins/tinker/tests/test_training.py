@@ -19,9 +19,11 @@ pytestmark = pytest.mark.slow
 
 # The repeat-digit example's job (examples/repeat_digit/job.yaml) with --engine tinker, trained
 # STEPS steps on prompts of the digits 3 and 7 with a rank-8 LoRA at a higher rate: the mean
-# reward of the last WINDOW steps is above the untrained policy's (step 1) by RISE. A LoRA on a
-# tiny random model learns all ten digits far more slowly than the demo's full fine-tuning.
-STEPS = 24
+# reward of the last WINDOW steps is above the untrained policy's (step 1) by RISE. Measured on
+# this machine (the sampling is seeded: every run draws the same): 0.058 at step 1, 0.236 over
+# steps 9-16. A LoRA on a tiny random model learns all ten digits far more slowly than the
+# demo's full fine-tuning.
+STEPS = 16
 WINDOW = 8
 RISE = 0.1
 OVERRIDES = {
