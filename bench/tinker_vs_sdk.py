@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -29,22 +30,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "plugins" / "tinker" / "tests"))
 sys.path.insert(0, str(ROOT / "examples" / "repeat_digit"))
 
-from jobs import LOCAL_KEY, REWARD  # noqa: E402
-from prepare import ALPHABET, MODEL_ARGS  # noqa: E402
+from jobs import LOCAL_KEY, REWARD_FILE  # noqa: E402
+from prepare import MODEL_ARGS  # noqa: E402
+from reward import score  # noqa: E402
 from skyrl_server import start_server  # noqa: E402
 from tiny_qwen3 import build_tiny_qwen3  # noqa: E402
 
 PROMPTS, GROUP, TOKENS, RANK, RATE = 4, 16, 8, 8, 0.005
-
-
-def score(solution: str, truth: str) -> float:
-    """The repeat-digit reward (examples/repeat_digit/reward.py)."""
-    output = solution.strip()
-    if output == truth:
-        return 1.0
-    if output.startswith(truth):
-        return 0.5 + 0.5 * len(truth) / len(output)
-    return 0.25 if truth in output else 0.0
 
 
 def plain_loop(url: str, model: Path, steps: int) -> list[float]:
@@ -81,8 +73,10 @@ def plain_loop(url: str, model: Path, steps: int) -> list[float]:
         data = []
         for digit, ids, future in zip(digits, prompts, futures):
             sequences = future.result().sequences
-            rewards = [score(tokenizer.decode(s.tokens, skip_special_tokens=True), str(digit))
-                       for s in sequences]  # fmt: skip
+            rewards = [
+                score("", tokenizer.decode(s.tokens, skip_special_tokens=True), str(digit))
+                for s in sequences
+            ]
             mean, spread = statistics.fmean(rewards), statistics.pstdev(rewards)
             if spread == 0:
                 continue
@@ -112,7 +106,7 @@ def engine_run(url: str, folder: Path, model: Path, steps: int) -> list[float]:
     """The same job through ``aworld-train train``; returns each step's logged time."""
     rows = [{"prompt": f"Repeat: {d % 10}", "ground_truth": str(d % 10)} for d in range(400)]
     (folder / "train.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
-    (folder / "reward.py").write_text(REWARD)
+    shutil.copy(REWARD_FILE, folder / "reward.py")
     config = {
         "algorithm": "grpo", "model": str(model), "max_steps": steps,
         "batch_size": PROMPTS * GROUP, "num_generations": GROUP, "learning_rate": RATE,
@@ -145,7 +139,7 @@ def main() -> None:
     arguments = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
-        model = build_tiny_qwen3(folder / "model", **{**MODEL_ARGS, "alphabet": ALPHABET})
+        model = build_tiny_qwen3(folder / "model", **MODEL_ARGS)
         with start_server(model, folder / "server") as server:
             plain_loop(server.url, model, 4)  # the warm-up: the server compiles its shapes
             results: dict[str, list[float]] = {"engine": [], "plain": []}
@@ -153,9 +147,7 @@ def main() -> None:
                 results["plain"].append(rate(plain_loop(server.url, model, arguments.steps)))
                 run = folder / f"engine-{round_}"
                 run.mkdir()
-                results["engine"].append(
-                    rate(engine_run(server.url, run, model, arguments.steps))
-                )
+                results["engine"].append(rate(engine_run(server.url, run, model, arguments.steps)))
     engine, plain = statistics.median(results["engine"]), statistics.median(results["plain"])
     print(json.dumps({
         "steps": arguments.steps, "rounds": arguments.rounds,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,28 +16,8 @@ CLI = str(Path(sys.executable).with_name("aworld-train"))
 # A local SkyRL tx server takes any key with the SDK's prefix.
 LOCAL_KEY = "tml-local-test"
 
-# The repeat-digit reward (examples/repeat_digit/reward.py). When a file named `interrupt` lies
-# beside it and the run has saved checkpoint-2, it removes the file and sends SIGINT to its own
-# process, as a user's Ctrl-C would arrive mid-training.
-REWARD = """
-import os, signal
-from pathlib import Path
-
-HERE = Path(__file__).parent
-
-
-def score(data_source, solution_str, ground_truth, extra_info=None):
-    marker = HERE / "interrupt"
-    if marker.exists() and list((HERE / "runs").glob("*/checkpoints/checkpoint-2/*.json")):
-        marker.unlink()
-        os.kill(os.getpid(), signal.SIGINT)
-    output = solution_str.strip()
-    if output == ground_truth:
-        return 1.0
-    if output.startswith(ground_truth):
-        return 0.5 + 0.5 * len(ground_truth) / len(output)
-    return 0.25 if ground_truth in output else 0.0
-"""
+# The repeat-digit example's reward.
+REWARD_FILE = Path(__file__).resolve().parents[3] / "examples" / "repeat_digit" / "reward.py"
 
 
 def write_job(
@@ -54,7 +35,7 @@ def write_job(
         for d in (digits[i % len(digits)] for i in range(rows))
     ]
     (folder / "train.jsonl").write_text("".join(json.dumps(row) + "\n" for row in data))
-    (folder / "reward.py").write_text(REWARD)
+    shutil.copy(REWARD_FILE, folder / "reward.py")
     job = {
         "engine": "tinker",
         "agent": {"name": "digits", "model": str(model)},
