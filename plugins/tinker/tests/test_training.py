@@ -70,6 +70,8 @@ def test_the_repeat_digit_job_checks_and_its_grpo_raises_the_reward(
     assert (run / "model" / "config.json").is_file(), "the adapter merged into the local base"
     assert (run / "samples.jsonl").read_text().count("\n") >= STEPS
     assert json.loads((run / "manifest.json").read_text())["status"] == "completed"
+    evaluated = run_cli("eval", str(run), "--limit", "2", url=service)  # the merged model/
+    assert evaluated.returncode == 0, evaluated.stderr[-3000:]
     for path in run.rglob("*"):
         if path.is_file() and path.suffix in (".json", ".jsonl", ".yaml", ".log", ".txt"):
             assert LOCAL_KEY not in path.read_text(errors="replace"), f"the key is in {path}"
