@@ -5,7 +5,6 @@ user's shell would set them."""
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import sys
 from collections.abc import Iterator
@@ -17,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from skyrl_server import start_server  # noqa: E402
 from jobs import LOCAL_KEY  # noqa: E402
-from tiny_qwen3 import build_tiny_qwen3  # noqa: E402
+from tiny_qwen3 import build_tiny_qwen3, repeat_digit_prepare  # noqa: E402
 
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "repeat_digit"
@@ -27,10 +26,7 @@ EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "repeat_digit"
 def repeat_digit(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A copy of ``examples/repeat_digit`` with what its ``prepare.py`` builds: the model with
     the same arguments, but a Qwen3 (SkyRL tx serves no Qwen2), and the same datasets."""
-    spec = importlib.util.spec_from_file_location("repeat_digit_prepare", EXAMPLE / "prepare.py")
-    assert spec is not None and spec.loader is not None
-    prepare = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(prepare)
+    prepare = repeat_digit_prepare()
     copy = tmp_path_factory.mktemp("examples") / "repeat_digit"
     shutil.copytree(EXAMPLE, copy, ignore=shutil.ignore_patterns("build", "runs"))
     build = copy / "build"

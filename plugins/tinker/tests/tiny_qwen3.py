@@ -47,3 +47,30 @@ def build_tiny_qwen3(path: Path, hidden_size: int = 64, **tokenizer_args: Any) -
     )
     model.save_pretrained(path)
     return path
+
+
+def repeat_digit_prepare() -> Any:
+    """``examples/repeat_digit/prepare.py`` as a module: its model arguments and datasets."""
+    import importlib.util
+
+    example = Path(__file__).resolve().parents[3] / "examples" / "repeat_digit" / "prepare.py"
+    spec = importlib.util.spec_from_file_location("repeat_digit_prepare", example)
+    assert spec is not None and spec.loader is not None
+    prepare = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(prepare)
+    return prepare
+
+
+def main() -> None:
+    """``python plugins/tinker/tests/tiny_qwen3.py FOLDER``: the repeat-digit example's model
+    (``prepare.py``'s arguments) as a Qwen3, which SkyRL tx serves."""
+    import shutil
+    import sys
+
+    folder = Path(sys.argv[1])
+    shutil.rmtree(folder, ignore_errors=True)
+    print(f"model: {build_tiny_qwen3(folder, **repeat_digit_prepare().MODEL_ARGS)}")
+
+
+if __name__ == "__main__":
+    main()
