@@ -144,12 +144,22 @@ def read_section(raw: dict[str, Any]) -> Section:
     return section
 
 
-def resolve(config: TrainConfig, section: Section, temperature: float | None) -> TinkerJob:
+def resolve(
+    config: TrainConfig, section: Section, temperature: float | None, given: Any = None
+) -> TinkerJob:
     """The job's common keys and section as one :class:`TinkerJob`, each common key the
     service cannot honour refused by name.
 
     :param temperature: the agent's ``llm_temperature``, when it sets one.
+    :param given: the job's config as written (a mapping, or a file's path): ``lora: null``
+        there asks for full fine-tuning, which the service does not do. A job that leaves
+        ``lora`` out trains the service's LoRA adapter.
     """
+    if isinstance(given, dict) and "lora" in given and given["lora"] is None:
+        raise ConfigError(
+            "config lora: null asks for full fine-tuning; a Tinker service trains LoRA "
+            "adapters only: give lora: {rank: N} or leave lora out"
+        )
     algorithm = config.algorithm
     if algorithm not in ALGORITHMS:
         raise ConfigError(
@@ -159,8 +169,6 @@ def resolve(config: TrainConfig, section: Section, temperature: float | None) ->
     refuse_grpo_only(algorithm, vars(config), "tinker")
     _refuse_unsupported(config)
     lora = config.lora
-    if config.is_set("lora") and lora is None:
-        raise ConfigError("config lora: Tinker trains LoRA adapters only; give lora: {rank: N}")
     rank = section.lora_rank or (lora.rank if lora else 32)
     if lora is not None and section.lora_rank is not None and lora.rank != section.lora_rank:
         raise ConfigError(

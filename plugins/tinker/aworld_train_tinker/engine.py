@@ -66,7 +66,8 @@ def check_config(config: sdk.TrainConfig, agent: sdk.AgentSpec, ctx: sdk.RunCont
 
     if ctx.resume_from is not None:
         resume_checkpoint(ctx.resume_from)  # a run without checkpoints fails now
-    job = resolve(config, read_section(config.engine_section()), agent.llm_temperature)
+    section = read_section(config.engine_section())
+    job = resolve(config, section, agent.llm_temperature, ctx.given.config)
     check_tokenizer(config.model, job.base_model, config.trust_remote_code)
     check_service(job)
     return job

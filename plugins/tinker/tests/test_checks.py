@@ -147,6 +147,7 @@ def test_a_missing_or_malformed_key_is_one_line(
         ({"kl_coef": 0.1}, "config kl_coef: 0.1: the service's losses have no KL term"),
         ({"clip_ratio": 0.2}, "config clip_ratio: the tinker engine cannot apply it"),
         ({"lora": {"rank": 8, "dropout": 0.1}}, "config lora: the service adapts every linear"),
+        ({"lora": None}, "config lora: null asks for full fine-tuning"),
     ],
 )  # fmt: skip
 def test_a_job_the_service_cannot_train_is_one_line(
