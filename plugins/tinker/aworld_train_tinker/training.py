@@ -62,8 +62,8 @@ def run_training(
         else:
             data, metrics = sft_data(batch, agent.system_prompt, tokenizer), {}
         rate = job.learning_rate_at(step, total)
-        if data:
-            metrics["loss"] = train_step(client, data, job, rate, url)
+        # Every group scored alike (no advantage anywhere): nothing to train, a loss of 0.
+        metrics["loss"] = train_step(client, data, job, rate, url) if data else 0.0
         metrics.update(learning_rate=rate, step_seconds=time.monotonic() - began)
         if step % job.logging_steps == 0 or step == total:
             ctx.metrics.log(step, metrics)

@@ -90,7 +90,8 @@ def test_a_service_that_dies_mid_run_fails_the_run_which_resumes_on_a_new_server
     tmp_path: Path, served_model: Path
 ) -> None:
     folder = tmp_path / "job"
-    config = {"max_steps": 4, "save_steps": 2, "tinker": {"request_timeout": 20.0}}
+    # A dead service is given up on after a minute (the first call compiles, slowly under load).
+    config = {"max_steps": 4, "save_steps": 2, "tinker": {"request_timeout": 60.0}}
     job = write_job(folder, served_model, config)
     state = tmp_path / "server"
     with start_server(served_model, state) as first:
@@ -112,7 +113,8 @@ def test_a_service_that_dies_mid_run_fails_the_run_which_resumes_on_a_new_server
     assert json.loads((failed / "manifest.json").read_text())["status"] == "failed"
 
     with start_server(served_model, state) as second:  # the same state: its checkpoints
-        result = run_cli("train", str(job), "--resume", str(failed), url=second.url)
+        result = run_cli("train", str(job), "--resume", str(failed),
+                         "-o", "tinker.request_timeout=600", url=second.url)  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     (resumed,) = [run for run in (folder / "runs").iterdir() if run != failed]
     assert [record["step"] for record in metrics(resumed)] == [1, 2, 3, 4]
