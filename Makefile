@@ -2,7 +2,7 @@
 # Each engine lives in its own virtual environment because their pinned versions collide.
 PYTHON ?= python3
 VENVS := .venvs
-ENGINES := trl swift verl
+ENGINES := trl swift verl tinker
 PIP_FLAGS ?= -q
 
 .PHONY: demo test test-fast chromium lint test-core test-dist test-aworld test-vllm $(addprefix test-,$(ENGINES)) venvs dist clean
@@ -100,6 +100,10 @@ $(VENVS)/%/.ready: pyproject.toml plugins/%/pyproject.toml constraints.txt
 	$(VENVS)/$*/bin/pip install $(PIP_FLAGS) -c constraints.txt -e ".[testing]" -e "plugins/$*[test]"
 	$(if $(TEST_EXTRAS_$*),$(VENVS)/$*/bin/pip install $(PIP_FLAGS) -c constraints.txt $(TEST_EXTRAS_$*))
 	touch $@
+
+# The tinker engine's venv is the pattern rule's too: its `test` extra brings the test server,
+# SkyRL tx with JAX on the CPU, and the Tinker SDK version that server speaks; SkyRL tx pins
+# transformers below 5, which is why this engine has a venv of its own like the others.
 
 # The scaffold's generated engine trains with torch, so its test runs in the TRL venv, and so
 # do the model checks that load a real tokenizer.

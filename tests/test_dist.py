@@ -29,7 +29,7 @@ VERSION = aworld_train.__version__
 HEAVY = {"torch", "transformers", "trl", "ms-swift", "verl", "vllm", "accelerate"}
 # Distributions of the engines and of the test engine installed beside the core.
 TOY = "tests/distributions/toy"
-ENGINES = ("trl", "swift", "verl")
+ENGINES = ("trl", "swift", "verl", "tinker")
 # Safety net against a hung download or build, not a measured time.
 LIMIT_S = 900
 
@@ -52,7 +52,7 @@ EXPECTED = [
         ".",
         "core/aworld_train",
         {("console_scripts", "aworld-train"): "aworld_train.cli:main"},
-        frozenset({"aworld", "mcp", "trl", "swift", "verl", "testing"}),
+        frozenset({"aworld", "mcp", "trl", "swift", "verl", "tinker", "testing"}),
         None,
     ),
     Expected(
@@ -78,6 +78,14 @@ EXPECTED = [
         {("aworld_train.engines", "verl"): "aworld_train_verl.engine"},
         frozenset({"aworld", "test"}),
         "verl",
+    ),
+    Expected(
+        "aworld-train-tinker",
+        "plugins/tinker",
+        "plugins/tinker/aworld_train_tinker",
+        {("aworld_train.engines", "tinker"): "aworld_train_tinker.engine"},
+        frozenset({"merge", "test"}),
+        "tinker",
     ),
 ]
 
@@ -127,7 +135,7 @@ def readme_pip_lines() -> list[list[str]]:
 def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """This working tree as a fresh clone of it would be (git's tracked and not-ignored
     files, edits included), with `make dist` run in it: the builds write into the copy, never
-    into the tree others are using. The toy engine is built beside the four distributions."""
+    into the tree others are using. The toy engine is built beside the five distributions."""
     tree = tmp_path_factory.mktemp("source")
     listed = run(
         ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=REPO
