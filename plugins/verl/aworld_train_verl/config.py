@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 from aworld_train.engine import ConfigError, check_trackers
 
 from aworld_train_verl.composition import base_config, compose_config, one_line
+from aworld_train_verl.device import ENVIRONMENT as CPU_ENVIRONMENT
+from aworld_train_verl.device import check_cpu_job, on_cpu
 from aworld_train_verl.overrides import job_overrides
 from aworld_train_verl.settings import tracker_variables, trackers_of
 from aworld_train_verl.vault import Vault
@@ -43,7 +45,7 @@ class VerlConfig:
     :ivar environment: the job's secrets, by the environment variable VeRL's processes read
         each from (the saved files reference them, :mod:`aworld_train_verl.vault`).
     :ivar variables: the environment VeRL's processes need that is not secret: where each
-        tracker writes inside the run directory.
+        tracker writes inside the run directory, and on the CPU the platform VeRL loads.
     """
 
     config: DictConfig
@@ -75,6 +77,9 @@ def resolve(
     from omegaconf import OmegaConf
 
     vault = vault or Vault()
+    cpu = on_cpu(config)
+    if cpu:
+        check_cpu_job(config)
     overrides, origins = job_overrides(config, run_dir, inputs)
     composed = compose_config(overrides)
     _validate(composed, origins)
@@ -88,7 +93,7 @@ def resolve(
         path=path,
         overrides=overrides,
         environment=vault.environment,
-        variables=tracker_variables(trackers, run_dir),
+        variables={**tracker_variables(trackers, run_dir), **(CPU_ENVIRONMENT if cpu else {})},
     )
 
 

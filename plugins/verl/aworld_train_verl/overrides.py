@@ -21,6 +21,7 @@ from aworld_train_verl.composition import (
     flatten,
     known_keys,
 )
+from aworld_train_verl.device import CPU_OVERRIDES, on_cpu
 from aworld_train_verl.gpus import cluster_address, visible_gpus
 from aworld_train_verl.schema import check_choice, check_values
 from aworld_train_verl.settings import same_target, setting_overrides
@@ -172,7 +173,8 @@ def job_overrides(
 
     They apply in this order, each winning over the one before: the engine's defaults,
     ``inputs`` (what the earlier checks produced: the model, data files, the wired reward), the
-    common keys, then the ``verl:`` section, less its nulls for keys the engine sets
+    common keys, what training on the CPU takes (:data:`aworld_train_verl.device.CPU_OVERRIDES`,
+    when it does), then the ``verl:`` section, less its nulls for keys the engine sets
     (:func:`_fill_nulls`).
 
     :raises ConfigError: for an unknown key of the section (with a suggestion), a value VeRL
@@ -201,6 +203,7 @@ def job_overrides(
         **(inputs or {}),
         **common_overrides(config),
         **settings,
+        **(CPU_OVERRIDES if on_cpu(config) else {}),
     }
     section = _fill_nulls(section, origins, engine)
     origins = {key: origin for key, origin in origins.items() if key in section}
