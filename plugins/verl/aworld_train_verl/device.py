@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from aworld_train.engine import ConfigError
 
+from aworld_train_verl.composition import flatten, section_of
 from aworld_train_verl.gpus import cluster_address, visible_gpus
 
 if TYPE_CHECKING:
@@ -73,17 +74,36 @@ CPU_OVERRIDES: dict[str, Any] = {
 
 
 def on_cpu(config: TrainConfig) -> bool:
-    """Whether the job trains on this machine's CPU."""
+    """Whether the job trains on this machine's CPU: with ``resources.device: cpu``, or with
+    ``auto`` where no GPU is visible, no Ray cluster is named and the job asks for one GPU on
+    one node at most, of no stated size (a job sized for more, or for a cluster's GPU with
+    ``resources.gpu_memory_gb``, is checked here and trained elsewhere)."""
     if config.resources.device == "cpu":
         return True
-    return cluster_address(config) is None and visible_gpus() == 0
+    return (
+        cluster_address(config) is None
+        and config.resources.gpu_memory_gb is None
+        and visible_gpus() == 0
+        and _one_device(config)
+    )
+
+
+def _one_device(config: TrainConfig) -> bool:
+    """Whether the job asks for one GPU on one node at most, through the common keys or VeRL's."""
+    section = {key.lstrip("+"): value for key, value in flatten(section_of(config)).items()}
+    asked = (
+        config.resources.nnodes,
+        config.resources.gpus_per_node,
+        *(section.get(key) for key in ("trainer.nnodes", "trainer.n_gpus_per_node")),
+    )
+    return all(count is None or count <= 1 for count in asked)
 
 
 def check_cpu_job(config: TrainConfig) -> None:
     """Refuse, in one line each, what the CPU platform cannot train.
 
     :raises ConfigError: for another VeRL release than :data:`VERL_VERSION`, a Ray cluster, or
-        more than one node.
+        more than one GPU or node.
     """
     installed = importlib.metadata.version("verl")
     if installed != VERL_VERSION:
@@ -96,8 +116,9 @@ def check_cpu_job(config: TrainConfig) -> None:
             "resources.device: cpu trains on this machine, but the job joins a Ray cluster "
             "(resources.ray_address or RAY_ADDRESS); drop one of them"
         )
-    if config.resources.nnodes != 1 or (config.resources.gpus_per_node or 1) != 1:
+    if not _one_device(config):
         raise ConfigError(
             "resources.device: on the CPU VeRL trains one worker on one node; leave "
-            "resources.nnodes and resources.gpus_per_node unset"
+            "resources.nnodes, resources.gpus_per_node and VeRL's trainer.nnodes and "
+            "trainer.n_gpus_per_node unset (or 1)"
         )

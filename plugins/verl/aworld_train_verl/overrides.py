@@ -16,10 +16,12 @@ from aworld_train.engine import CHECKPOINTS, ENGINE_KEYS, CommonKeys, ConfigErro
 
 from aworld_train_verl.composition import (
     CONFIG_NAME,
+    SECTION,
     base_config,
     compose_config,
     flatten,
     known_keys,
+    section_of,
 )
 from aworld_train_verl.device import CPU_OVERRIDES, on_cpu
 from aworld_train_verl.gpus import cluster_address, visible_gpus
@@ -31,7 +33,6 @@ if TYPE_CHECKING:
 
     from aworld_train.engine import TrainConfig
 
-SECTION = "verl"  # the section's name when the config names no engine (one built by hand)
 
 # The common ``algorithm`` values and VeRL's advantage estimator for each; any other value is
 # passed through and must be one of VeRL's own estimators.
@@ -99,11 +100,6 @@ _AS_GIVEN = (
     "seed",
     "save_steps",
 )
-
-
-def section_of(config: TrainConfig) -> dict[str, Any]:
-    """The job's ``verl:`` section (or the section of the name the engine is installed under)."""
-    return config.engine_section() if config.engine is not None else config.engine_section(SECTION)
 
 
 def common_overrides(config: TrainConfig) -> dict[str, Any]:
