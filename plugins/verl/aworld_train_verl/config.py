@@ -143,9 +143,10 @@ def _validate(composed: DictConfig, origins: Mapping[str, str]) -> None:
 
 def _without_vllm_lora_lookup(composed: DictConfig, origins: Mapping[str, str]) -> DictConfig:
     """``composed`` for ``validate_config``: with LoRA and the vLLM rollout, ``validate_config``
-    imports vLLM to look up its largest LoRA rank. Where vLLM is not installed (a machine that
-    checks, not trains), the rank is checked here against the ranks VeRL falls back to, and
-    ``validate_config`` sees the config without LoRA (its only LoRA check is that look-up).
+    imports vLLM to look up its largest LoRA rank. The rank is checked here first against the
+    ranks VeRL falls back to (one message wherever the check runs); where vLLM is not installed
+    (a machine that checks, not trains), ``validate_config`` sees the config without LoRA (its
+    only LoRA check is that look-up).
 
     :raises ConfigError: for a rank past vLLM's largest.
     """
@@ -153,11 +154,7 @@ def _without_vllm_lora_lookup(composed: DictConfig, origins: Mapping[str, str]) 
     import importlib.util
 
     rank = composed.actor_rollout_ref.model.lora_rank
-    if (
-        not rank
-        or composed.actor_rollout_ref.rollout.name != "vllm"
-        or importlib.util.find_spec("vllm")
-    ):
+    if not rank or composed.actor_rollout_ref.rollout.name != "vllm":
         return composed
     if rank > VLLM_MAX_LORA_RANK:
         origin = origins.get("actor_rollout_ref.model.lora_rank", "config key 'lora.rank'")
@@ -165,6 +162,8 @@ def _without_vllm_lora_lookup(composed: DictConfig, origins: Mapping[str, str]) 
             f"{origin}: {rank} is past vLLM's largest LoRA rank, {VLLM_MAX_LORA_RANK}, which VeRL's rollout "
             f"refuses; lower it"
         )
+    if importlib.util.find_spec("vllm"):
+        return composed
     validated = copy.deepcopy(composed)
     validated.actor_rollout_ref.model.lora_rank = 0
     return validated

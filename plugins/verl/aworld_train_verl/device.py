@@ -13,9 +13,10 @@ Nothing heavy is imported here: ``check`` decides the device without importing V
 from __future__ import annotations
 
 import importlib.metadata
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.engine import ConfigError
+from aworld_train.engine import ConfigError, TrainingError, vllm_generation
 
 from aworld_train_verl.composition import flatten, section_of
 from aworld_train_verl.gpus import cluster_address, visible_gpus
@@ -122,3 +123,16 @@ def check_cpu_job(config: TrainConfig) -> None:
             "resources.nnodes, resources.gpus_per_node and VeRL's trainer.nnodes and "
             "trainer.n_gpus_per_node unset (or 1)"
         )
+
+
+def check_cpu_model(model: Path) -> None:
+    """Refuse, before Ray starts, a model whose attention heads vLLM's CPU build cannot run (it
+    would fail on the rollout's first forward pass, deep inside Ray). ``check`` leaves it be:
+    the same job may train on a GPU.
+
+    :raises TrainingError: naming the model's width of heads.
+    """
+    try:
+        vllm_generation.check_cpu_model(model)
+    except ValueError as error:
+        raise TrainingError(f"on the CPU: {error} ({model}); train it on a GPU") from error

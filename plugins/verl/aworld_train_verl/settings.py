@@ -388,11 +388,13 @@ def tracker_variables(trackers: tuple[str, ...], run_dir: Path) -> dict[str, str
 
 def training_precision(config: TrainConfig) -> str:
     """The precision VeRL computes in: the job's, with ``auto`` resolved by
-    :func:`aworld_train.engine.resolve_precision` on the device the job trains on (fp32 on the
-    CPU). A Ray cluster's GPUs are not visible here: ``auto`` is VeRL's own default, bf16."""
-    if config.precision == "auto" and cluster_address(config):
+    :func:`aworld_train.engine.resolve_precision` on the device the job trains on here (fp32 on
+    the CPU). For GPUs this machine does not show (a check before training elsewhere, a Ray
+    cluster's) ``auto`` is VeRL's own default, bf16."""
+    cpu = on_cpu(config)
+    if config.precision == "auto" and not cpu and (visible_gpus() == 0 or cluster_address(config)):
         return "bf16"
-    return resolve_precision(config.precision, use_gpu=not on_cpu(config))
+    return resolve_precision(config.precision, use_gpu=not cpu)
 
 
 def same_target(value: Any, wired: Any) -> bool:

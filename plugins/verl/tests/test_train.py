@@ -25,7 +25,7 @@ from conftest import Checks, dataset, make_ctx, repeat_rows
 from aworld_train.agent import AgentSpec
 from aworld_train.errors import TrainingError
 from aworld_train.reward import RewardFunction, RewardSpec
-from aworld_train_verl import export, launch
+from aworld_train_verl import export, launch, training
 from aworld_train_verl.gpus import visible_gpus
 
 STEP_LINE = (
@@ -52,12 +52,17 @@ sys.exit(130 if stopped else 0)
 @pytest.fixture
 def checked(tmp_path: Path, tiny_model: Path, reward_file: Path) -> Checks:
     """All four checks of a valid job, done."""
+    return check_all(tmp_path, tiny_model, reward_file, save_steps=1)
+
+
+def check_all(tmp_path: Path, model: Path, reward_file: Path, **config: Any) -> Checks:
+    """All four checks of a valid job with these config keys, done."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("train_rewards", reward_file)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    checks = Checks(make_ctx(tmp_path / "run", tiny_model, save_steps=1))
+    checks = Checks(make_ctx(tmp_path / "run", model, **config))
     checks.ctx.run_dir.mkdir(parents=True)
     reward = RewardSpec(
         [RewardFunction("rewards.py:exact", module.exact, 1.0, f"{reward_file}:exact")]
@@ -67,14 +72,29 @@ def checked(tmp_path: Path, tiny_model: Path, reward_file: Path) -> Checks:
 
 
 @pytest.mark.skipif(visible_gpus() > 0, reason="this machine has a GPU")
-def test_train_without_a_gpu_fails_in_seconds(checked: Checks) -> None:
+def test_train_on_the_cpu_refuses_heads_vllm_cannot_run_in_seconds(checked: Checks) -> None:
+    """The tiny model's heads are 16 wide: vLLM's CPU attention would fail on its first
+    forward pass, inside Ray, minutes later."""
     started = time.monotonic()
     with pytest.raises(
-        TrainingError, match=r"VeRL needs 1 GPU\(s\).*but 0 NVIDIA GPU\(s\) are visible here"
+        TrainingError,
+        match=r"on the CPU: vLLM's CPU attention takes heads 32 to 512 wide; the model's are 16",
     ):
         checked.train()
     assert time.monotonic() - started < 5
     assert not (checked.ctx.run_dir / launch.LOG_NAME).exists(), "main_ppo was started"
+
+
+@pytest.mark.skipif(visible_gpus() > 0, reason="this machine has a GPU")
+def test_a_job_of_several_gpus_still_needs_them(
+    tmp_path: Path, tiny_model: Path, reward_file: Path
+) -> None:
+    """``auto`` trains on the CPU only a job of one GPU: one sized for more stops in one line."""
+    checks = check_all(tmp_path, tiny_model, reward_file, verl={"trainer.n_gpus_per_node": 2})
+    with pytest.raises(
+        TrainingError, match=r"VeRL needs 2 GPU\(s\).*but 0 NVIDIA GPU\(s\) are visible here"
+    ):
+        checks.train()
 
 
 def test_preflight_counts_gpus_against_nodes(
@@ -97,7 +117,8 @@ def test_preflight_refuses_a_ray_that_would_wait_forever_for_cpus(
     checked: Checks, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """main_ppo on 2 CPUs hangs in the transfer queue's placement group: 8 storage units × 1 CPU."""
-    config = checked.config.config
+    config = checked.config.config.copy()
+    config.transfer_queue.backend.SimpleStorage.num_data_storage_units = 8  # VeRL's default
     monkeypatch.setattr(launch, "visible_gpus", lambda: 1)
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     assert launch.ray_cpus_held(config) == 10
@@ -245,19 +266,22 @@ def test_train_passes_resume_and_cpus_to_main_ppo(
     (old / "checkpoints" / "latest_checkpointed_iteration.txt").write_text("2")
     checked.ctx.resume_from = old
     seen: dict[str, Any] = {}
-    monkeypatch.setattr(launch, "preflight", lambda config, num_cpus: None)
+    monkeypatch.setattr(launch, "preflight", lambda config, num_cpus, gpus: None)
+    monkeypatch.setattr(training, "check_cpu_model", lambda model: None)  # heads 16 wide
     monkeypatch.setattr(
         launch,
         "run",
-        lambda command, run_dir, on_step, **_: (
-            seen.update(command=command) or on_step(1, {"reward": 0.5})
+        lambda command, run_dir, on_step, variables, **_: (
+            seen.update(command=command, variables=variables) or on_step(1, {"reward": 0.5})
         ),
     )
     monkeypatch.setattr(export, "export_model", lambda run_dir: seen.update(exported=run_dir))
     result = checked.train()
     assert seen["exported"] == checked.ctx.run_dir, "the last checkpoint becomes the run's model"
     assert f"trainer.resume_from_path={old / 'checkpoints' / 'global_step_2'}" in seen["command"]
-    assert f"ray_kwargs.ray_init.num_cpus={os.cpu_count()}" in seen["command"]
+    # No GPU here: main_ppo runs under the CPU platform, with more logical CPUs than cores.
+    assert "ray_kwargs.ray_init.num_cpus=8" in seen["command"]
+    assert seen["variables"]["VERL_PLATFORM"] == "cpu"
     assert result["reward"] == 0.5
     assert (
         json.loads((checked.ctx.run_dir / "metrics.jsonl").read_text().splitlines()[0])["step"] == 1
