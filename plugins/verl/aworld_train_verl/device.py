@@ -44,7 +44,7 @@ ENVIRONMENT = {
 
 # VeRL's keys that training on the CPU sets, and why:
 # - FSDP2: FSDP1 does not run on the CPU; no reference model, whose offload pins memory,
-#   which the CPU cannot (a job that asks for a KL term is refused, see check_cpu_job);
+#   which the CPU cannot (a job that asks for a KL term is refused, see check_cpu_training);
 # - attention through torch's SDPA, without flash-attention's padding removal or compilation;
 # - vLLM without sleep mode, keeping its cache between steps (sleeping needs CUDA memory pools),
 #   run eagerly (no CUDA graphs);
@@ -125,13 +125,21 @@ def check_cpu_job(config: TrainConfig) -> None:
         )
 
 
-def check_cpu_model(model: Path) -> None:
-    """Refuse, before Ray starts, a model whose attention heads vLLM's CPU build cannot run (it
-    would fail on the rollout's first forward pass, deep inside Ray). ``check`` leaves it be:
-    the same job may train on a GPU.
+def check_cpu_training(composed: Any) -> None:
+    """Refuse, before Ray starts, what fails on the CPU only deep inside Ray: a KL term, whose
+    reference model's offload pins memory, and a model whose attention heads vLLM's CPU build
+    cannot run (on the rollout's first forward pass). ``check`` leaves them be: the same job
+    may train on a GPU.
 
-    :raises TrainingError: naming the model's width of heads.
+    :param composed: the job's composed VeRL config.
+    :raises TrainingError: naming the KL term, or the model's width of heads.
     """
+    if composed.actor_rollout_ref.actor.use_kl_loss or composed.algorithm.use_kl_in_reward:
+        raise TrainingError(
+            "on the CPU VeRL trains without a reference model (its offload pins memory, which "
+            "the CPU cannot): set config key kl_coef: 0, or train on a GPU"
+        )
+    model = Path(str(composed.actor_rollout_ref.model.path))
     try:
         vllm_generation.check_cpu_model(model)
     except ValueError as error:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from aworld_train.engine import DEFAULT_LOG_SAMPLES, append_samples
 
 from aworld_train_verl import launch
-from aworld_train_verl.device import check_cpu_model, on_cpu
+from aworld_train_verl.device import check_cpu_training, on_cpu
 
 if TYPE_CHECKING:
     from aworld_train.engine import RunContext
@@ -48,7 +48,7 @@ def train(dataset: VerlData, config: VerlConfig, ctx: RunContext) -> dict[str, A
 
     cpu = on_cpu(ctx.config)
     if cpu:
-        check_cpu_model(Path(str(config.config.actor_rollout_ref.model.path)))
+        check_cpu_training(config.config)
     # On the CPU, Ray's logical CPUs are the config's (more than the cores, CPU_OVERRIDES).
     num_cpus = int(config.config.ray_kwargs.ray_init.num_cpus) if cpu else os.cpu_count() or 1
     launch.preflight(config.config, num_cpus, gpus=not cpu)

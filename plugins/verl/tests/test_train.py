@@ -86,6 +86,17 @@ def test_train_on_the_cpu_refuses_heads_vllm_cannot_run_in_seconds(checked: Chec
 
 
 @pytest.mark.skipif(visible_gpus() > 0, reason="this machine has a GPU")
+def test_train_on_the_cpu_refuses_a_kl_term_in_seconds(
+    tmp_path: Path, tiny_model: Path, reward_file: Path
+) -> None:
+    """``check`` passes (the job may train on a GPU); ``train`` here stops before Ray."""
+    checks = check_all(tmp_path, tiny_model, reward_file, kl_coef=0.01)
+    with pytest.raises(TrainingError, match=r"on the CPU VeRL trains without a reference model"):
+        checks.train()
+    assert not (checks.ctx.run_dir / launch.LOG_NAME).exists(), "main_ppo was started"
+
+
+@pytest.mark.skipif(visible_gpus() > 0, reason="this machine has a GPU")
 def test_a_job_of_several_gpus_still_needs_them(
     tmp_path: Path, tiny_model: Path, reward_file: Path
 ) -> None:
@@ -267,7 +278,7 @@ def test_train_passes_resume_and_cpus_to_main_ppo(
     checked.ctx.resume_from = old
     seen: dict[str, Any] = {}
     monkeypatch.setattr(launch, "preflight", lambda config, num_cpus, gpus: None)
-    monkeypatch.setattr(training, "check_cpu_model", lambda model: None)  # heads 16 wide
+    monkeypatch.setattr(training, "check_cpu_training", lambda config: None)  # heads 16 wide
     monkeypatch.setattr(
         launch,
         "run",

@@ -241,7 +241,7 @@ def test_train_logs_eval_metrics_and_copies_samples_at_each_step(
             on_step(step, metrics)
 
     monkeypatch.setattr(launch, "preflight", lambda config, num_cpus, gpus: None)
-    monkeypatch.setattr(training, "check_cpu_model", lambda model: None)  # heads 16 wide
+    monkeypatch.setattr(training, "check_cpu_training", lambda config: None)  # heads 16 wide
     monkeypatch.setattr(launch, "run", main_ppo)
     monkeypatch.setattr(
         export, "export_model", lambda run_dir: None
