@@ -29,7 +29,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from conftest import LocalActorHandle
-from rollouts import ScriptedTokenClient
+from rollouts import ScriptedTokenClient, build_tool_model
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "gaia_verl"
 EXECUTABLE = Path(sys.executable).with_name("aworld-train")
@@ -160,6 +160,41 @@ def test_the_cli_train_of_the_job_file_stops_at_the_same_line(cli_run: Run) -> N
     """The job file trains as main.py does: every check passes, then VeRL's one line, exit 2."""
     assert cli_run.result.returncode == 2, cli_run.output
     assert cli_run.result.stderr.strip().splitlines()[-1].startswith("error: on the CPU: vLLM's")
+
+
+@pytest.mark.slow
+def test_the_gaia_job_trains_a_step_on_the_cpu_with_a_stand_in_model_vllm_runs(
+    example: Path, tmp_path: Path
+) -> None:
+    """The job as written, with a stand-in policy whose heads (32 wide) vLLM's CPU build runs:
+    VeRL's own trainer takes one GRPO step, each episode the AWorld agent's, through the
+    plugin's agent loop and the example's MCP server, and the run's model is converted."""
+    model = build_tool_model(tmp_path / "model", num_heads=2)
+    result = subprocess.run(
+        [
+            str(EXECUTABLE),
+            "train",
+            str(example / "job.yaml"),
+            "--run-path",
+            str(tmp_path / "runs"),
+            "-o",
+            f"model={model}",
+            "-o",
+            "max_steps=1",
+            "-o",
+            "max_completion_length=128",
+        ],
+        cwd=tmp_path,
+        env=NO_GPU,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    run_dir = next((tmp_path / "runs").glob("*-verl-*"))
+    row = json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[0])
+    assert row["step"] == 1 and "actor/pg_loss" in row
+    assert (run_dir / "model" / "config.json").is_file()
 
 
 @pytest.mark.slow
