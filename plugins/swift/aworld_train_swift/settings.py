@@ -246,7 +246,11 @@ def effective_settings(
             describe_device(use_gpu),
             "use_cpu",
             not use_gpu,
-            "section" if section.get("use_cpu") is not None else "default",
+            "job"
+            if config.resources.device == "cpu"
+            else "section"
+            if section.get("use_cpu") is not None
+            else "default",
         ),
         _precision_setting(arguments, source("precision", *_PRECISION_KEYS)),
         Setting(

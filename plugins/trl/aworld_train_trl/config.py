@@ -149,8 +149,12 @@ def config_to_trl(
         if section.get(key) is not None
     }
 
-    # The section's use_cpu keeps a GPU machine's run on its CPU.
-    use_gpu = torch.cuda.is_available() and not section.get("use_cpu")
+    # resources.device cpu, or the section's use_cpu, keeps a GPU machine's run on its CPU.
+    use_gpu = (
+        torch.cuda.is_available()
+        and not section.get("use_cpu")
+        and config.resources.device != "cpu"
+    )
     common = resolve_settings(
         config,
         section,

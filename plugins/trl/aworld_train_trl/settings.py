@@ -96,7 +96,11 @@ def resolve_settings(
             describe_device(use_gpu),
             "use_cpu",
             not use_gpu,
-            "section" if "use_cpu" in section else "default",
+            "job"
+            if config.resources.device == "cpu"
+            else "section"
+            if "use_cpu" in section
+            else "default",
         )
     )
     rows.append(_precision(config, common, use_gpu))

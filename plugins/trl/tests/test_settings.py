@@ -91,6 +91,12 @@ def test_use_cpu_in_the_section_keeps_auto_precision_on_fp32(job: dict[str, Any]
     assert config.arguments["bf16"] is False
 
 
+def test_resources_device_cpu_keeps_the_run_on_the_cpu(job: dict[str, Any]) -> None:
+    config = _checked(job, resources={"device": "cpu"})
+    assert _table(config)["device"] == ("cpu", "use_cpu", True, "job")
+    assert _table(config)["precision"] == ("fp32", "bf16", False, "default")
+
+
 def test_bf16_on_cpu_asks_trl_for_bf16(job: dict[str, Any]) -> None:
     config = _checked(job, {"use_cpu": True}, precision="bf16")
     assert (config.arguments["bf16"], config.arguments["fp16"]) == (True, False)

@@ -20,7 +20,10 @@ from aworld_train.engine import ConfigError, cached
 if TYPE_CHECKING:
     from omegaconf import DictConfig
 
+    from aworld_train.engine import TrainConfig
+
 CONFIG_NAME = "ppo_trainer"
+SECTION = "verl"  # the section's name when the config names no engine (one built by hand)
 #: Bumped when the texts cached under :func:`cache_key` change shape or content (2: ``Any`` is
 #: ``"any"`` in the schema; 3: the KL estimators).
 FORMAT = 3
@@ -167,3 +170,8 @@ def one_line(error: BaseException) -> str:
     """An error's text on one line, at most 400 characters."""
     text = " ".join(str(error).split()) or type(error).__name__
     return text if len(text) <= 400 else text[:397] + "..."
+
+
+def section_of(config: TrainConfig) -> dict[str, Any]:
+    """The job's ``verl:`` section (or the section of the name the engine is installed under)."""
+    return config.engine_section() if config.engine is not None else config.engine_section(SECTION)

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 from aworld_train.engine import ConfigError, check_trackers
 
 from aworld_train_verl.composition import base_config, compose_config, one_line
+from aworld_train_verl.device import ENVIRONMENT as CPU_ENVIRONMENT
+from aworld_train_verl.device import check_cpu_job, on_cpu
 from aworld_train_verl.overrides import job_overrides
 from aworld_train_verl.settings import tracker_variables, trackers_of
 from aworld_train_verl.vault import Vault
@@ -43,7 +45,7 @@ class VerlConfig:
     :ivar environment: the job's secrets, by the environment variable VeRL's processes read
         each from (the saved files reference them, :mod:`aworld_train_verl.vault`).
     :ivar variables: the environment VeRL's processes need that is not secret: where each
-        tracker writes inside the run directory.
+        tracker writes inside the run directory, and on the CPU the platform VeRL loads.
     """
 
     config: DictConfig
@@ -75,6 +77,9 @@ def resolve(
     from omegaconf import OmegaConf
 
     vault = vault or Vault()
+    cpu = on_cpu(config)
+    if cpu:
+        check_cpu_job(config)
     overrides, origins = job_overrides(config, run_dir, inputs)
     composed = compose_config(overrides)
     _validate(composed, origins)
@@ -88,7 +93,7 @@ def resolve(
         path=path,
         overrides=overrides,
         environment=vault.environment,
-        variables=tracker_variables(trackers, run_dir),
+        variables={**tracker_variables(trackers, run_dir), **(CPU_ENVIRONMENT if cpu else {})},
     )
 
 
@@ -138,9 +143,10 @@ def _validate(composed: DictConfig, origins: Mapping[str, str]) -> None:
 
 def _without_vllm_lora_lookup(composed: DictConfig, origins: Mapping[str, str]) -> DictConfig:
     """``composed`` for ``validate_config``: with LoRA and the vLLM rollout, ``validate_config``
-    imports vLLM to look up its largest LoRA rank. Where vLLM is not installed (a machine that
-    checks, not trains), the rank is checked here against the ranks VeRL falls back to, and
-    ``validate_config`` sees the config without LoRA (its only LoRA check is that look-up).
+    imports vLLM to look up its largest LoRA rank. The rank is checked here first against the
+    ranks VeRL falls back to (one message wherever the check runs); where vLLM is not installed
+    (a machine that checks, not trains), ``validate_config`` sees the config without LoRA (its
+    only LoRA check is that look-up).
 
     :raises ConfigError: for a rank past vLLM's largest.
     """
@@ -148,11 +154,7 @@ def _without_vllm_lora_lookup(composed: DictConfig, origins: Mapping[str, str]) 
     import importlib.util
 
     rank = composed.actor_rollout_ref.model.lora_rank
-    if (
-        not rank
-        or composed.actor_rollout_ref.rollout.name != "vllm"
-        or importlib.util.find_spec("vllm")
-    ):
+    if not rank or composed.actor_rollout_ref.rollout.name != "vllm":
         return composed
     if rank > VLLM_MAX_LORA_RANK:
         origin = origins.get("actor_rollout_ref.model.lora_rank", "config key 'lora.rank'")
@@ -160,6 +162,8 @@ def _without_vllm_lora_lookup(composed: DictConfig, origins: Mapping[str, str]) 
             f"{origin}: {rank} is past vLLM's largest LoRA rank, {VLLM_MAX_LORA_RANK}, which VeRL's rollout "
             f"refuses; lower it"
         )
+    if importlib.util.find_spec("vllm"):
+        return composed
     validated = copy.deepcopy(composed)
     validated.actor_rollout_ref.model.lora_rank = 0
     return validated

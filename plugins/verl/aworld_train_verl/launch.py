@@ -122,11 +122,12 @@ def ray_cpus_held(config: Any) -> int:
     return units + 2
 
 
-def preflight(config: Any, num_cpus: int) -> None:
+def preflight(config: Any, num_cpus: int, gpus: bool = True) -> None:
     """Fail in seconds when this machine cannot start the job, instead of in VeRL after Ray starts
     (or never: Ray waits forever for CPUs it will not get).
 
     :param num_cpus: the CPUs the local Ray gets.
+    :param gpus: whether the job trains on GPUs (else on the CPU, :mod:`aworld_train_verl.device`).
     :raises TrainingError: when fewer GPUs are visible than the config asks for on this node, or
         the local Ray gets fewer CPUs than VeRL's actors hold.
     """
@@ -134,7 +135,7 @@ def preflight(config: Any, num_cpus: int) -> None:
         return  # the cluster's nodes hold the GPUs and CPUs, not necessarily this one
     wanted = int(config.trainer.n_gpus_per_node) * int(config.trainer.nnodes)
     visible = visible_gpus()
-    if visible < wanted:
+    if gpus and visible < wanted:
         raise TrainingError(
             f"VeRL needs {wanted} GPU(s) (trainer.n_gpus_per_node={config.trainer.n_gpus_per_node} "
             f"x trainer.nnodes={config.trainer.nnodes}) but {visible} NVIDIA GPU(s) are visible here; "

@@ -16,11 +16,14 @@ from aworld_train.engine import CHECKPOINTS, ENGINE_KEYS, CommonKeys, ConfigErro
 
 from aworld_train_verl.composition import (
     CONFIG_NAME,
+    SECTION,
     base_config,
     compose_config,
     flatten,
     known_keys,
+    section_of,
 )
+from aworld_train_verl.device import CPU_OVERRIDES, on_cpu
 from aworld_train_verl.gpus import cluster_address, visible_gpus
 from aworld_train_verl.schema import check_choice, check_values
 from aworld_train_verl.settings import same_target, setting_overrides
@@ -30,7 +33,6 @@ if TYPE_CHECKING:
 
     from aworld_train.engine import TrainConfig
 
-SECTION = "verl"  # the section's name when the config names no engine (one built by hand)
 
 # The common ``algorithm`` values and VeRL's advantage estimator for each; any other value is
 # passed through and must be one of VeRL's own estimators.
@@ -100,11 +102,6 @@ _AS_GIVEN = (
 )
 
 
-def section_of(config: TrainConfig) -> dict[str, Any]:
-    """The job's ``verl:`` section (or the section of the name the engine is installed under)."""
-    return config.engine_section() if config.engine is not None else config.engine_section(SECTION)
-
-
 def common_overrides(config: TrainConfig) -> dict[str, Any]:
     """The VeRL keys the engine-neutral config sets."""
     algorithm = config.algorithm.lower()
@@ -172,7 +169,8 @@ def job_overrides(
 
     They apply in this order, each winning over the one before: the engine's defaults,
     ``inputs`` (what the earlier checks produced: the model, data files, the wired reward), the
-    common keys, then the ``verl:`` section, less its nulls for keys the engine sets
+    common keys, what training on the CPU takes (:data:`aworld_train_verl.device.CPU_OVERRIDES`,
+    when it does), then the ``verl:`` section, less its nulls for keys the engine sets
     (:func:`_fill_nulls`).
 
     :raises ConfigError: for an unknown key of the section (with a suggestion), a value VeRL
@@ -201,6 +199,7 @@ def job_overrides(
         **(inputs or {}),
         **common_overrides(config),
         **settings,
+        **(CPU_OVERRIDES if on_cpu(config) else {}),
     }
     section = _fill_nulls(section, origins, engine)
     origins = {key: origin for key, origin in origins.items() if key in section}

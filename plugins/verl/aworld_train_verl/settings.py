@@ -26,6 +26,7 @@ from aworld_train.engine import (
 )
 
 from aworld_train_verl.composition import flatten
+from aworld_train_verl.device import PLATFORM, on_cpu
 from aworld_train_verl.gpus import cluster_address, visible_gpus
 
 if TYPE_CHECKING:
@@ -387,12 +388,13 @@ def tracker_variables(trackers: tuple[str, ...], run_dir: Path) -> dict[str, str
 
 def training_precision(config: TrainConfig) -> str:
     """The precision VeRL computes in: the job's, with ``auto`` resolved by
-    :func:`aworld_train.engine.resolve_precision` on the GPUs visible here. VeRL trains on GPUs
-    only, so where this machine shows none (a check before training elsewhere, a Ray cluster's
-    GPUs) ``auto`` is VeRL's own default, bf16."""
-    if config.precision == "auto" and (visible_gpus() == 0 or cluster_address(config)):
+    :func:`aworld_train.engine.resolve_precision` on the device the job trains on here (fp32 on
+    the CPU). For GPUs this machine does not show (a check before training elsewhere, a Ray
+    cluster's) ``auto`` is VeRL's own default, bf16."""
+    cpu = on_cpu(config)
+    if config.precision == "auto" and not cpu and (visible_gpus() == 0 or cluster_address(config)):
         return "bf16"
-    return resolve_precision(config.precision, use_gpu=True)
+    return resolve_precision(config.precision, use_gpu=not cpu)
 
 
 def same_target(value: Any, wired: Any) -> bool:
@@ -417,7 +419,11 @@ def _eval_every(eval_steps: int | None, test_freq: int | None, source: str) -> i
 
 
 def _device_row(config: TrainConfig, composed: DictConfig) -> Setting:
-    """Where VeRL trains: the GPUs visible here, or a Ray cluster's."""
+    """Where VeRL trains: this machine's CPU (under the platform VeRL's processes select through
+    ``VERL_PLATFORM``), the GPUs visible here, or a Ray cluster's."""
+    if on_cpu(config):
+        chosen = config.resources.device == "cpu"
+        return Setting("device", "cpu", "VERL_PLATFORM", PLATFORM, "job" if chosen else "default")
     gpus = int(composed.trainer.n_gpus_per_node)
     nodes = int(composed.trainer.nnodes)
     if cluster_address(config):

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from aworld_train.engine import DEFAULT_LOG_SAMPLES, append_samples
 
 from aworld_train_verl import launch
+from aworld_train_verl.device import check_cpu_training, on_cpu
 
 if TYPE_CHECKING:
     from aworld_train.engine import RunContext
@@ -45,8 +46,12 @@ def train(dataset: VerlData, config: VerlConfig, ctx: RunContext) -> dict[str, A
     """
     from aworld_train_verl.export import export_model
 
-    num_cpus = os.cpu_count() or 1
-    launch.preflight(config.config, num_cpus)
+    cpu = on_cpu(ctx.config)
+    if cpu:
+        check_cpu_training(config.config)
+    # On the CPU, Ray's logical CPUs are the config's (more than the cores, CPU_OVERRIDES).
+    num_cpus = int(config.config.ray_kwargs.ray_init.num_cpus) if cpu else os.cpu_count() or 1
+    launch.preflight(config.config, num_cpus, gpus=not cpu)
     # Ray refuses a CPU count when it joins an existing cluster.
     cpus = "null" if launch.joins_cluster(config.config) else str(num_cpus)
     extra = [f"ray_kwargs.ray_init.num_cpus={cpus}"]

@@ -25,12 +25,19 @@ from aworld_train.reward import resolve_reward
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "calculator_agent"
 
 
-def build_tool_model(folder: Path) -> Path:
-    """The example's tiny model: a chat template that renders tools and tool calls."""
+def build_tool_model(folder: Path, num_heads: int = 4) -> Path:
+    """The example's tiny model: a chat template that renders tools and tool calls.
+
+    :param num_heads: 2 makes heads 32 wide, which vLLM's CPU build runs.
+    """
     from aworld_train.testing import build_tiny_model
 
     return build_tiny_model(
-        folder, extra_tokens=("<answer>", "</answer>"), max_positions=4096, tools=True
+        folder,
+        extra_tokens=("<answer>", "</answer>"),
+        max_positions=4096,
+        tools=True,
+        num_heads=num_heads,
     )
 
 

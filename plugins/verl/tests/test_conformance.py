@@ -1,7 +1,8 @@
 """The engine conformance suite, run against the verl engine.
 
-VeRL trains only on GPUs: on a machine without one, ``train`` must fail at once with a
-``TrainingError`` (the GPU preflight), and the run must be marked failed.
+On a machine without a GPU the suite's job goes to the CPU, where the suite's tiny model (heads
+16 wide, which vLLM's CPU build cannot run) stops ``train`` at once with a ``TrainingError``, and
+the run must be marked failed; ``test_cpu_training`` trains on the CPU with models it can run.
 """
 
 from __future__ import annotations

@@ -4,8 +4,10 @@ complete — VeRL's own dataset, agent-loop and reward code read it.
 
 The example is copied into a temporary folder and its own ``create_dataset.py`` builds the data
 and the tiny model there, so no run directory or generated file lands in the repository. No GPU
-is visible to the runs (``CUDA_VISIBLE_DEVICES=""``): on this machine, as on a laptop, they stop
-at ``train`` with VeRL's one line, after the run directory and its saved config were written.
+is visible to the runs (``CUDA_VISIBLE_DEVICES=""``): on this machine, as on a laptop, the job of
+one GPU would train on the CPU, but the stand-in model's heads (16 wide) are not ones vLLM's CPU
+build runs, so they stop at ``train`` with one line, after the run directory and its saved config
+were written.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from conftest import LocalActorHandle
-from rollouts import ScriptedTokenClient
+from rollouts import ScriptedTokenClient, build_tool_model
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "gaia_verl"
 EXECUTABLE = Path(sys.executable).with_name("aworld-train")
@@ -136,7 +138,7 @@ def test_the_gaia_job_file_passes_check_as_written(example: Path, tmp_path: Path
 
 
 @pytest.mark.slow
-def test_main_py_in_aworlds_shape_passes_every_check_then_says_in_one_line_that_it_needs_a_gpu(
+def test_main_py_in_aworlds_shape_passes_every_check_then_says_in_one_line_why_it_cannot_train_here(
     main_run: Run,
 ) -> None:
     """AWorld's main.py shape with only the import changed: every check passes (the run
@@ -145,19 +147,54 @@ def test_main_py_in_aworlds_shape_passes_every_check_then_says_in_one_line_that_
     errors = [line for line in main_run.result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1, main_run.output
     assert (
-        errors[0].startswith("error: VeRL needs 1 GPU(s)")
-        and "0 NVIDIA GPU(s) are visible" in errors[0]
+        errors[0].startswith("error: on the CPU: vLLM's CPU attention takes heads 32 to 512 wide")
+        and "the model's are 16" in errors[0]
     )
     assert "Traceback" not in main_run.result.stderr
     manifest = json.loads((main_run.run_dir / "manifest.json").read_text())
-    assert manifest["status"] == "failed" and "VeRL needs 1 GPU(s)" in manifest["error"]
+    assert manifest["status"] == "failed" and "vLLM's CPU attention" in manifest["error"]
 
 
 @pytest.mark.slow
 def test_the_cli_train_of_the_job_file_stops_at_the_same_line(cli_run: Run) -> None:
     """The job file trains as main.py does: every check passes, then VeRL's one line, exit 2."""
     assert cli_run.result.returncode == 2, cli_run.output
-    assert cli_run.result.stderr.strip().splitlines()[-1].startswith("error: VeRL needs 1 GPU(s)")
+    assert cli_run.result.stderr.strip().splitlines()[-1].startswith("error: on the CPU: vLLM's")
+
+
+@pytest.mark.slow
+def test_the_gaia_job_trains_a_step_on_the_cpu_with_a_stand_in_model_vllm_runs(
+    example: Path, tmp_path: Path
+) -> None:
+    """The job as written, with a stand-in policy whose heads (32 wide) vLLM's CPU build runs:
+    VeRL's own trainer takes one GRPO step, each episode the AWorld agent's, through the
+    plugin's agent loop and the example's MCP server, and the run's model is converted."""
+    model = build_tool_model(tmp_path / "model", num_heads=2)
+    result = subprocess.run(
+        [
+            str(EXECUTABLE),
+            "train",
+            str(example / "job.yaml"),
+            "--run-path",
+            str(tmp_path / "runs"),
+            "-o",
+            f"model={model}",
+            "-o",
+            "max_steps=1",
+            "-o",
+            "max_completion_length=128",
+        ],
+        cwd=tmp_path,
+        env=NO_GPU,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    run_dir = next((tmp_path / "runs").glob("*-verl-*"))
+    row = json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[0])
+    assert row["step"] == 1 and "actor/pg_loss" in row
+    assert (run_dir / "model" / "config.json").is_file()
 
 
 @pytest.mark.slow

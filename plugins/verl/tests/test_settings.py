@@ -12,9 +12,11 @@ import yaml
 
 from conftest import make_ctx
 
+from aworld_train.config import Resources
 from aworld_train.engine import ConfigError, Lora, Setting
 from aworld_train.testing.fixtures import hide_packages
 from aworld_train_verl.config import VerlConfig, resolve
+from aworld_train_verl.device import ENVIRONMENT
 from aworld_train_verl.gpus import visible_gpus
 from aworld_train_verl.overrides import model_overrides, schedule_overrides
 from aworld_train_verl.settings import FSDP_NODES, effective_settings
@@ -61,12 +63,31 @@ def test_precision_sets_every_fsdp_engine_and_the_rollout(
 
 
 @pytest.mark.skipif(visible_gpus() > 0, reason="a visible GPU resolves auto by its bf16 support")
-def test_auto_precision_is_verls_bf16_where_no_gpu_is_visible(
+def test_auto_trains_on_the_cpu_in_fp32_where_no_gpu_is_visible(
     tmp_path: Path, tiny_model: Path
 ) -> None:
     rows = table(tmp_path, tiny_model)
-    assert (rows["precision"].value, rows["precision"].source) == ("bf16", "default")
-    assert rows["device"].value == "cpu"
+    assert (rows["precision"].value, rows["precision"].source) == ("fp32", "default")
+    device = rows["device"]
+    assert (device.value, device.engine_key, device.engine_value, device.source) == (
+        "cpu",
+        "VERL_PLATFORM",
+        "cpu",
+        "default",
+    )
+
+
+def test_a_job_sized_for_a_cluster_gpu_is_checked_for_it_not_for_the_cpu(
+    tmp_path: Path, tiny_model: Path
+) -> None:
+    """``auto`` keeps a job of several GPUs (or of a stated GPU size) on GPUs: checked here,
+    trained elsewhere, in VeRL's own bf16."""
+    rows = table(tmp_path, tiny_model, resources=Resources(gpus_per_node=4))
+    assert (
+        rows["precision"].value == "bf16" and rows["device"].engine_key == "trainer.n_gpus_per_node"
+    )
+    sized = resolved(tmp_path, tiny_model, resources=Resources(gpu_memory_gb=80))
+    assert "VERL_PLATFORM" not in sized.variables
 
 
 def test_a_dtype_of_the_section_that_contradicts_precision_is_one_line_naming_both(
@@ -149,7 +170,8 @@ def test_report_to_adds_trackers_to_verls_logger_and_keeps_their_files_in_the_ru
 ) -> None:
     result = resolved(tmp_path, tiny_model, report_to=("tensorboard",))
     assert saved(result, "trainer.logger") == ["console", "file", "tensorboard"]
-    assert result.variables == {"TENSORBOARD_DIR": str(tmp_path / "run" / "tensorboard")}
+    trackers = {name: value for name, value in result.variables.items() if name not in ENVIRONMENT}
+    assert trackers == {"TENSORBOARD_DIR": str(tmp_path / "run" / "tensorboard")}
     assert table(tmp_path, tiny_model, report_to=("tensorboard",))["report_to"].value == [
         "tensorboard"
     ]

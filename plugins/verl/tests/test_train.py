@@ -25,7 +25,7 @@ from conftest import Checks, dataset, make_ctx, repeat_rows
 from aworld_train.agent import AgentSpec
 from aworld_train.errors import TrainingError
 from aworld_train.reward import RewardFunction, RewardSpec
-from aworld_train_verl import export, launch
+from aworld_train_verl import export, launch, training
 from aworld_train_verl.gpus import visible_gpus
 
 STEP_LINE = (
@@ -52,12 +52,17 @@ sys.exit(130 if stopped else 0)
 @pytest.fixture
 def checked(tmp_path: Path, tiny_model: Path, reward_file: Path) -> Checks:
     """All four checks of a valid job, done."""
+    return check_all(tmp_path, tiny_model, reward_file, save_steps=1)
+
+
+def check_all(tmp_path: Path, model: Path, reward_file: Path, **config: Any) -> Checks:
+    """All four checks of a valid job with these config keys, done."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("train_rewards", reward_file)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    checks = Checks(make_ctx(tmp_path / "run", tiny_model, save_steps=1))
+    checks = Checks(make_ctx(tmp_path / "run", model, **config))
     checks.ctx.run_dir.mkdir(parents=True)
     reward = RewardSpec(
         [RewardFunction("rewards.py:exact", module.exact, 1.0, f"{reward_file}:exact")]
@@ -67,14 +72,40 @@ def checked(tmp_path: Path, tiny_model: Path, reward_file: Path) -> Checks:
 
 
 @pytest.mark.skipif(visible_gpus() > 0, reason="this machine has a GPU")
-def test_train_without_a_gpu_fails_in_seconds(checked: Checks) -> None:
+def test_train_on_the_cpu_refuses_heads_vllm_cannot_run_in_seconds(checked: Checks) -> None:
+    """The tiny model's heads are 16 wide: vLLM's CPU attention would fail on its first
+    forward pass, inside Ray, minutes later."""
     started = time.monotonic()
     with pytest.raises(
-        TrainingError, match=r"VeRL needs 1 GPU\(s\).*but 0 NVIDIA GPU\(s\) are visible here"
+        TrainingError,
+        match=r"on the CPU: vLLM's CPU attention takes heads 32 to 512 wide; the model's are 16",
     ):
         checked.train()
     assert time.monotonic() - started < 5
     assert not (checked.ctx.run_dir / launch.LOG_NAME).exists(), "main_ppo was started"
+
+
+@pytest.mark.skipif(visible_gpus() > 0, reason="this machine has a GPU")
+def test_train_on_the_cpu_refuses_a_kl_term_in_seconds(
+    tmp_path: Path, tiny_model: Path, reward_file: Path
+) -> None:
+    """``check`` passes (the job may train on a GPU); ``train`` here stops before Ray."""
+    checks = check_all(tmp_path, tiny_model, reward_file, kl_coef=0.01)
+    with pytest.raises(TrainingError, match=r"on the CPU VeRL trains without a reference model"):
+        checks.train()
+    assert not (checks.ctx.run_dir / launch.LOG_NAME).exists(), "main_ppo was started"
+
+
+@pytest.mark.skipif(visible_gpus() > 0, reason="this machine has a GPU")
+def test_a_job_of_several_gpus_still_needs_them(
+    tmp_path: Path, tiny_model: Path, reward_file: Path
+) -> None:
+    """``auto`` trains on the CPU only a job of one GPU: one sized for more stops in one line."""
+    checks = check_all(tmp_path, tiny_model, reward_file, verl={"trainer.n_gpus_per_node": 2})
+    with pytest.raises(
+        TrainingError, match=r"VeRL needs 2 GPU\(s\).*but 0 NVIDIA GPU\(s\) are visible here"
+    ):
+        checks.train()
 
 
 def test_preflight_counts_gpus_against_nodes(
@@ -97,7 +128,8 @@ def test_preflight_refuses_a_ray_that_would_wait_forever_for_cpus(
     checked: Checks, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """main_ppo on 2 CPUs hangs in the transfer queue's placement group: 8 storage units × 1 CPU."""
-    config = checked.config.config
+    config = checked.config.config.copy()
+    config.transfer_queue.backend.SimpleStorage.num_data_storage_units = 8  # VeRL's default
     monkeypatch.setattr(launch, "visible_gpus", lambda: 1)
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     assert launch.ray_cpus_held(config) == 10
@@ -142,7 +174,8 @@ def test_main_ppo_reads_the_saved_config_and_runs_verls_own_validation(checked: 
     assert out.returncode == 0, out.stderr[-2000:]
     assert f"default_local_dir: {checked.ctx.run_dir / 'checkpoints'}" in out.stdout
     assert "name: vllm" in out.stdout
-    assert f"num_cpus: {os.cpu_count()}" in out.stdout
+    # This machine's CPUs, or on the CPU platform the logical CPUs its Ray gets.
+    assert f"num_cpus: {checked.config.config.ray_kwargs.ray_init.num_cpus}" in out.stdout
     joining = subprocess.run(
         ["bash", str(script), "--cfg", "job"],
         cwd=checked.ctx.run_dir.parent,
@@ -261,19 +294,22 @@ def test_train_passes_resume_and_cpus_to_main_ppo(
     (old / "checkpoints" / "latest_checkpointed_iteration.txt").write_text("2")
     checked.ctx.resume_from = old
     seen: dict[str, Any] = {}
-    monkeypatch.setattr(launch, "preflight", lambda config, num_cpus: None)
+    monkeypatch.setattr(launch, "preflight", lambda config, num_cpus, gpus: None)
+    monkeypatch.setattr(training, "check_cpu_training", lambda config: None)  # heads 16 wide
     monkeypatch.setattr(
         launch,
         "run",
-        lambda command, run_dir, on_step, **_: (
-            seen.update(command=command) or on_step(1, {"reward": 0.5})
+        lambda command, run_dir, on_step, variables, **_: (
+            seen.update(command=command, variables=variables) or on_step(1, {"reward": 0.5})
         ),
     )
     monkeypatch.setattr(export, "export_model", lambda run_dir: seen.update(exported=run_dir))
     result = checked.train()
     assert seen["exported"] == checked.ctx.run_dir, "the last checkpoint becomes the run's model"
     assert f"trainer.resume_from_path={old / 'checkpoints' / 'global_step_2'}" in seen["command"]
-    assert f"ray_kwargs.ray_init.num_cpus={os.cpu_count()}" in seen["command"]
+    # No GPU here: main_ppo runs under the CPU platform, with more logical CPUs than cores.
+    assert "ray_kwargs.ray_init.num_cpus=8" in seen["command"]
+    assert seen["variables"]["VERL_PLATFORM"] == "cpu"
     assert result["reward"] == 0.5
     assert (
         json.loads((checked.ctx.run_dir / "metrics.jsonl").read_text().splitlines()[0])["step"] == 1

@@ -25,7 +25,7 @@ from test_pipeline import FakeTokenClient
 from aworld_train.agent import AgentSpec
 from aworld_train.samples import read_samples
 from aworld_train.reward import RewardFunction, RewardSpec
-from aworld_train_verl import export, launch
+from aworld_train_verl import export, launch, training
 from aworld_train_verl.training import Evaluation, RolloutSamples
 
 
@@ -240,7 +240,8 @@ def test_train_logs_eval_metrics_and_copies_samples_at_each_step(
                 metrics["val-core/repeat/reward/mean@1"] = 0.25
             on_step(step, metrics)
 
-    monkeypatch.setattr(launch, "preflight", lambda config, num_cpus: None)
+    monkeypatch.setattr(launch, "preflight", lambda config, num_cpus, gpus: None)
+    monkeypatch.setattr(training, "check_cpu_training", lambda config: None)  # heads 16 wide
     monkeypatch.setattr(launch, "run", main_ppo)
     monkeypatch.setattr(
         export, "export_model", lambda run_dir: None
