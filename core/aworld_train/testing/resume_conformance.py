@@ -53,7 +53,7 @@ def score(data_source, solution_str, ground_truth, extra_info=None):
 """
 
 # Metrics that measure the machine, not the training: never compared.
-_TIMINGS = ("time", "runtime", "per_second", "step_time", "flos")
+_TIMINGS = ("time", "runtime", "seconds", "per_second", "flos")
 # Summaries of the whole run, which a resumed run adds up from the same values in another
 # order: compared within this much more than the per-step metrics.
 _SUMMED = {"train_loss": 1e-6}

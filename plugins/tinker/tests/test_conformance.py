@@ -6,12 +6,14 @@ the service is found where a user's shell names it, ``TINKER_BASE_URL`` and ``TI
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 
 from aworld_train.testing.conformance import EngineConformance
+from jobs import LOCAL_KEY
 
 
 class TestTinkerConformance(EngineConformance):
@@ -19,6 +21,11 @@ class TestTinkerConformance(EngineConformance):
     engine_section: ClassVar[dict[str, Any]] = {"lora_rank": 8}
     sft_section: ClassVar[dict[str, Any] | None] = {"lora_rank": 8}
 
-    @pytest.fixture
-    def tiny_model(self, served_model: Path, service: str) -> Path:
-        return served_model
+    @pytest.fixture(scope="class")
+    @classmethod
+    def tiny_model(cls, served_model: Path, server: str) -> Iterator[Path]:
+        # Class-scoped, as the suite's runs that several tests compare (the resume tests') are.
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("TINKER_BASE_URL", server)
+            patch.setenv("TINKER_API_KEY", LOCAL_KEY)
+            yield served_model
