@@ -125,16 +125,22 @@ lint: $(VENVS)/core/.ready
 # The core's tests in a venv without torch: scaffold, aworld and vllm tests run in other venvs,
 # and test_dist (building every wheel, minutes) is a target of its own.
 CORE_IGNORES := --ignore=tests/scaffold --ignore=tests/with_aworld --ignore=tests/with_vllm --ignore=tests/test_dist.py
+# Playwright's sync API keeps an event loop running in pytest's main thread until the session
+# ends, and no test after a browser test could call asyncio.run: the browser tests (marker
+# `browser`) run in a session of their own.
 test-core: $(VENVS)/core/.ready
-	$(VENVS)/core/bin/python -m pytest tests $(CORE_IGNORES)
+	$(VENVS)/core/bin/python -m pytest tests $(CORE_IGNORES) -m "not browser"
+	$(VENVS)/core/bin/python -m pytest tests $(CORE_IGNORES) -m browser
 
 test-dist: $(VENVS)/core/.ready
 	$(VENVS)/core/bin/python -m pytest tests/test_dist.py
 
 # A static pattern rule: make skips implicit-rule search for .PHONY targets, so a plain
 # `test-%:` pattern rule would never run.
+BROWSER_TESTS_trl := plugins/trl/tests/test_view_live.py
 $(addprefix test-,$(ENGINES)): test-%: $(VENVS)/%/.ready
-	$(VENVS)/$*/bin/python -m pytest plugins/$*/tests $(EXTRA_TESTS_$*)
+	$(VENVS)/$*/bin/python -m pytest plugins/$*/tests $(EXTRA_TESTS_$*) -m "not browser"
+	$(if $(BROWSER_TESTS_$*),$(VENVS)/$*/bin/python -m pytest $(BROWSER_TESTS_$*))
 	# The README's job, as written, on each engine (a run of its own: the engines' test
 	# folders and the core's each have a conftest module).
 	$(VENVS)/$*/bin/python -m pytest tests/test_quickstart.py

@@ -124,4 +124,10 @@ def test_make_test_runs_every_tier_and_test_fast_leaves_out_the_slow_tests(tmp_p
     fast = make("-n", f"VENVS={venvs}", "test-fast")
     assert fast.count('-m "not slow and not gpu and not network and not browser"') == 2, fast
     assert "apt-get install -y chromium" in everything, "the browser tests' Chromium"
+    # Playwright keeps an event loop running in the session that drives a browser: the browser
+    # tests get sessions of their own, apart from the tests that call asyncio.run.
+    sessions = [line for line in everything.splitlines() if " -m pytest " in line]
+    assert any('-m "not browser"' in line and "test_runtime_protocol" in line for line in sessions)
+    assert any(line.endswith("-m browser") for line in sessions), "the core's browser tests"
+    assert any(line.endswith("-m pytest plugins/trl/tests/test_view_live.py") for line in sessions)
     assert "test_dist" in fast and "pytest tests/test_dist.py" not in fast
