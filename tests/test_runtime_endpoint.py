@@ -178,6 +178,11 @@ MALFORMED = [
         {"input": [{"type": "function_call_output", "call_id": "c", "output": 7}]},
         "must be a string or a list of content parts",
     ),
+    ("chat/completions", {**QUESTION, "stream": "false"}, "'stream' must be true or false"),
+    ("chat/completions", {**QUESTION, "logprobs": "yes"}, "'logprobs' must be true or false"),
+    ("chat/completions", {**QUESTION, "max_tokens": "5"}, "'max_tokens' must be a whole number"),
+    ("responses", {"input": "x", "stream": 1}, "'stream' must be true or false, not int"),
+    ("responses", {"input": "x", "max_output_tokens": 0}, "'max_output_tokens' must be a whole"),
 ]
 
 
@@ -207,6 +212,7 @@ def test_a_body_not_json_or_too_large_is_refused_and_ends_the_episode(
 
         for body, status, message in [
             (b"{not json", 400, "the request body is not JSON"),
+            (b"[" * 100_000 + b"]" * 100_000, 400, "the request body is not JSON"),
             (b'{"messages": "' + b"x" * (2 << 20) + b'"}', 413, "the request body is over 1 MiB"),
         ]:
             answerer = Answerer(never)

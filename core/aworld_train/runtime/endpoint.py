@@ -147,7 +147,7 @@ class ChatEndpoint:
         unread = None  # why the body could not be read: (HTTP status, message)
         try:
             body = await request.json()
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: JSON nested beyond Python's stack
             body, unread = None, (400, "the request body is not JSON")
         except web.HTTPRequestEntityTooLarge:
             body, unread = None, (413, f"the request body is over {MAX_REQUEST_BYTES >> 20} MiB")

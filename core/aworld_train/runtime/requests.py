@@ -140,6 +140,7 @@ def chat_request(body: Any) -> TurnRequest:
     if not all(isinstance(message, dict) for message in body["messages"]):
         raise Refused("'messages' must be a list of message objects")
     _note_other_fields(body, _CHAT_FIELDS)
+    _flag(body, "stream")  # the endpoint streams on it
     n = body.get("n")
     if n not in (None, 1):
         raise Refused(
@@ -157,10 +158,10 @@ def chat_request(body: Any) -> TurnRequest:
     return TurnRequest(
         messages=body["messages"],
         tools=_function_tools(tools, responses=False) if tools else None,
-        max_tokens=_positive(body.get("max_completion_tokens") or body.get("max_tokens")),
+        max_tokens=_positive(body, "max_completion_tokens", "max_tokens"),
         stop=_stop(body.get("stop")),
         tool_choice=_tool_choice(body.get("tool_choice")),
-        logprobs=bool(body.get("logprobs")),
+        logprobs=_flag(body, "logprobs"),
         top_logprobs=_count(body.get("top_logprobs"), "top_logprobs"),
         include_usage=bool(
             _mapping(body.get("stream_options"), "stream_options").get("include_usage")
@@ -179,6 +180,7 @@ def responses_request(body: Any, history: dict[str, list[dict[str, Any]]]) -> Tu
     if not isinstance(body, dict) or "input" not in body:
         raise Refused("a Responses API request needs an 'input'")
     _note_other_fields(body, _RESPONSES_FIELDS)
+    _flag(body, "stream")  # the endpoint streams on it
     for name in ("background", "conversation", "prompt"):
         if body.get(name):
             raise Refused(
@@ -211,7 +213,7 @@ def responses_request(body: Any, history: dict[str, list[dict[str, Any]]]) -> Tu
     return TurnRequest(
         messages=messages,
         tools=_function_tools(tools, responses=True) if tools else None,
-        max_tokens=_positive(body.get("max_output_tokens")),
+        max_tokens=_positive(body, "max_output_tokens"),
         tool_choice=_tool_choice(body.get("tool_choice")),
         logprobs=bool(body.get("top_logprobs")) or "message.output_text.logprobs" in include,
         top_logprobs=_count(body.get("top_logprobs"), "top_logprobs"),
@@ -358,8 +360,24 @@ def _count(value: Any, name: str) -> int:
     return value
 
 
-def _positive(value: Any) -> int | None:
-    return value if isinstance(value, int) and value > 0 else None
+def _positive(body: dict[str, Any], *names: str) -> int | None:
+    """The first of the token-limit fields ``names`` that ``body`` sets (``None`` when none)."""
+    for name in names:
+        value = body.get(name)
+        if value is None:
+            continue
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise Refused(f"'{name}' must be a whole number above 0")
+        return value
+    return None
+
+
+def _flag(body: dict[str, Any], name: str) -> bool:
+    """A true-or-false field (false when left out): a string "false" must not read as true."""
+    value = body.get(name)
+    if value is not None and not isinstance(value, bool):
+        raise Refused(f"'{name}' must be true or false, not {type(value).__name__}")
+    return bool(value)
 
 
 def _note_other_fields(body: dict[str, Any], read: frozenset[str]) -> None:
