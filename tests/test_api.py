@@ -469,6 +469,8 @@ def test_the_surface_shared_with_aworld_train_refuses_with_value_errors(
     toy_job["train_engine_name"] = "toy"
     with pytest.raises(ValueError, match="check_only=True"):
         AgentTrainer(**toy_job, check_only=True).train()
+    with pytest.raises(ValueError, match="no run to evaluate"):
+        AgentTrainer(**toy_job, check_only=True).inference()
     trainer = AgentTrainer(**toy_job)
     trainer.train()
     with pytest.raises(ValueError, match="already ended"):

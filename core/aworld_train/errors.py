@@ -16,8 +16,8 @@ class AWorldTrainError(Exception):
 
     Not a ``ValueError``: an ``except ValueError`` around a library call must not swallow a bad
     job or a missing GPU. The surface shared with AWorld Train (``AgentTrainer(...)``,
-    ``train()``, ``register_processor``, ``unregister_processor``) raises its refusals as
-    ``ValueError`` subclasses of these types, as AWorld Train does."""
+    ``train()``, ``inference()``, ``register_processor``, ``unregister_processor``) raises its
+    refusals as ``ValueError`` subclasses of these types, as AWorld Train does."""
 
 
 class JobError(AWorldTrainError):

@@ -262,21 +262,25 @@ class AgentTrainer:
         :param dataset: ``test``, ``train`` or a dataset file.
         :param limit: score only the first ``limit`` rows.
         :param samples: 1: one greedy completion per row; K: K sampled ones and pass@K.
-        :raises AWorldTrainError: for bad input (no final model yet, no such dataset, ...).
+        :raises AWorldTrainError: for bad input (no final model yet, no such dataset, ...), a
+            ``ValueError`` too, as AWorld Train's ``inference`` raises it.
         """
         from aworld_train.errors import JobError
         from aworld_train.evaluation import evaluate
 
-        if self.check_only:
-            raise JobError("this trainer was made with check_only=True: it has no run to evaluate")
-        return evaluate(
-            self.run_dir.path,
-            model=model,
-            dataset=dataset,
-            limit=limit,
-            samples=samples,
-            progress=True,
-        )
+        with _as_value_errors():  # as AWorld Train's inference() refuses
+            if self.check_only:
+                raise JobError(
+                    "this trainer was made with check_only=True: it has no run to evaluate"
+                )
+            return evaluate(
+                self.run_dir.path,
+                model=model,
+                dataset=dataset,
+                limit=limit,
+                samples=samples,
+                progress=True,
+            )
 
     #: AWorld Train's name for :meth:`evaluate`.
     inference = evaluate
