@@ -76,13 +76,15 @@ def test_the_calculator_examples_aworld_agent_trains_unchanged_and_its_tool_resu
 
     from aworld_train.runtime import parse_tool_calls
     from aworld_train.runtime.episode import Episode
+    from aworld_train.runtime.replies import Turn
+    from aworld_train.runtime.requests import TurnRequest
     from aworld_train.testing.tool_caller import multiplication_exchanges, teach_sometimes_calling
     from aworld_train_swift.rollout import TRAJECTORY_KEY
 
-    requests: list[dict[str, Any]] = []
+    requests: list[TurnRequest] = []
     chat = Episode.chat
 
-    async def recording(self: Episode, request: dict[str, Any]) -> dict[str, Any]:
+    async def recording(self: Episode, request: TurnRequest) -> Turn:
         requests.append(request)
         return await chat(self, request)
 
@@ -95,10 +97,11 @@ def test_the_calculator_examples_aworld_agent_trains_unchanged_and_its_tool_resu
 
     rows = read_jsonl(calculator_job.parent / "train.jsonl")
     first = requests[0]
-    schemas = first["tools"]
+    schemas = first.tools
+    assert schemas is not None
     assert [schema["function"]["name"] for schema in schemas] == ["add", "multiply", "divide"]
-    exchanges = multiplication_exchanges(rows, first["messages"][0]["content"])
-    assert exchanges[0].messages == first["messages"]  # the prompt AWorld sends is taught
+    exchanges = multiplication_exchanges(rows, first.messages[0]["content"])
+    assert exchanges[0].messages == first.messages  # the prompt AWorld sends is taught
     model = Path(json.loads(calculator_job.read_text())["config"]["model"])
     # A few steps teach the call's form; a sampled call may still get digits wrong (the server
     # multiplies them as written) or come out malformed (the agent then takes it as its answer).
