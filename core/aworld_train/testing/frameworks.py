@@ -79,6 +79,21 @@ def framework_job(
     return path
 
 
+def train_framework_job(job: Path, capsys: Any) -> tuple[Path, list[dict[str, Any]]]:
+    """Train ``job`` (a :func:`framework_job`) through the CLI; its run directory and the
+    metrics of its training steps, once it completed its 2 steps without a failed episode."""
+    from aworld_train.testing.fixtures import read_jsonl, run_cli
+
+    code, _, err = run_cli(capsys, "train", job)
+    assert code == 0, err
+    run_dir = next((job.parent / "runs").iterdir())
+    assert json.loads((run_dir / "manifest.json").read_text())["status"] == "completed"
+    steps = [m for m in read_jsonl(run_dir / "metrics.jsonl") if "loss" in m]
+    assert [m["step"] for m in steps] == [1, 2]
+    assert all(m["agent_failed"] == 0 for m in steps), steps
+    return run_dir, steps
+
+
 def scripted_turn(prompt: str) -> str:
     """What the scripted policy writes after ``prompt`` (the rendered conversation so far):
     a call to ``multiply`` with the last question's numbers, or, once the product is in the

@@ -14,8 +14,13 @@ from typing import Any
 
 import pytest
 
-from aworld_train.testing.fixtures import read_jsonl, run_cli
-from aworld_train.testing.frameworks import FRAMEWORK_AGENTS, framework_job, teach_framework_agent
+from aworld_train.testing.fixtures import run_cli
+from aworld_train.testing.frameworks import (
+    FRAMEWORK_AGENTS,
+    framework_job,
+    teach_framework_agent,
+    train_framework_job,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "examples" / "agent_frameworks"
@@ -40,13 +45,7 @@ def test_a_framework_agent_trains_as_written(
     assert code == 0, err
     teach_framework_agent(job)
 
-    code, out, err = run_cli(capsys, "train", job)
-    assert code == 0, err
-    run_dir = next((tmp_path / "runs").iterdir())
-    assert json.loads((run_dir / "manifest.json").read_text())["status"] == "completed"
-    steps = [m for m in read_jsonl(run_dir / "metrics.jsonl") if "loss" in m]
-    assert [m["step"] for m in steps] == [1, 2]
-    assert all(m["agent_failed"] == 0 for m in steps), steps
+    run_dir, steps = train_framework_job(job, capsys)
 
     tokenizer = AutoTokenizer.from_pretrained(tmp_path / "model")
     called = 0
