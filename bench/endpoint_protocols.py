@@ -39,50 +39,25 @@ TOOL = {
 }
 QUESTION = "What is 6411 * 876?"
 
+CHAT: dict[str, Any] = {
+    "model": "tiny",
+    "messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": QUESTION}],
+    "tools": [TOOL],
+}
+RESPONSES: dict[str, Any] = {
+    "model": "tiny",
+    "instructions": SYSTEM,
+    "input": [{"role": "user", "content": QUESTION}],
+    "tools": [{"type": "function", **TOOL["function"]}],
+}
 REQUESTS: dict[str, tuple[str, dict[str, Any]]] = {
-    "chat": (
-        "chat/completions",
-        {
-            "model": "tiny",
-            "messages": [
-                {"role": "system", "content": SYSTEM},
-                {"role": "user", "content": QUESTION},
-            ],
-            "tools": [TOOL],
-        },
-    ),
+    "chat": ("chat/completions", CHAT),
     "chat streamed": (
         "chat/completions",
-        {
-            "model": "tiny",
-            "messages": [
-                {"role": "system", "content": SYSTEM},
-                {"role": "user", "content": QUESTION},
-            ],
-            "tools": [TOOL],
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        },
+        {**CHAT, "stream": True, "stream_options": {"include_usage": True}},
     ),
-    "responses": (
-        "responses",
-        {
-            "model": "tiny",
-            "instructions": SYSTEM,
-            "input": [{"role": "user", "content": QUESTION}],
-            "tools": [{"type": "function", **TOOL["function"]}],
-        },
-    ),
-    "responses streamed": (
-        "responses",
-        {
-            "model": "tiny",
-            "instructions": SYSTEM,
-            "input": [{"role": "user", "content": QUESTION}],
-            "tools": [{"type": "function", **TOOL["function"]}],
-            "stream": True,
-        },
-    ),
+    "responses": ("responses", RESPONSES),
+    "responses streamed": ("responses", {**RESPONSES, "stream": True}),
 }
 
 
