@@ -326,9 +326,8 @@ def trl_tool_trainer(steps: int, seed: int, model: Path, output: Path) -> Any:
     from trl import GRPOConfig, GRPOTrainer
 
     sys.path.insert(0, str(WORK))
-    from tools import multiply  # noqa: PLC0415 - the bench's own tool file
-
     from aworld_train.rewards import answer_match
+    from tools import multiply  # noqa: PLC0415 - the bench's own tool file
 
     def reward(completions: list[Any], ground_truth: list[str], **_: Any) -> list[float]:
         texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
@@ -610,11 +609,10 @@ def tool_model() -> tuple[Path, dict[str, Any]]:
     """The tiny tool-calling model taught the multiply exchange on the prompt as each loop
     renders it (the runtime's schema from the core's ToolSet, TRL's from transformers)."""
     import torch
-    from transformers import AutoTokenizer
-    from transformers.utils import get_json_schema
-
     from aworld_train.testing import build_tiny_model
     from aworld_train.tools.python_tools import PythonTool
+    from transformers import AutoTokenizer
+    from transformers.utils import get_json_schema
 
     torch.set_num_threads(2)
     WORK.mkdir(parents=True, exist_ok=True)
@@ -677,10 +675,9 @@ def overhead(args: argparse.Namespace) -> dict[str, Any]:
     tokens, the second the end of turn): the demo's 128 one-turn episodes through
     ``AgentRuntime.run``, per agent; wall and CPU seconds (all threads) per 128 episodes."""
     import torch
-    from transformers import AutoTokenizer
-
     from aworld_train.agent import load_agent
     from aworld_train.runtime import AgentRuntime, BatchedGenerate, ChatRenderer, Generated, Limits
+    from transformers import AutoTokenizer
 
     torch.set_num_threads(1)
     WORK.mkdir(parents=True, exist_ok=True)

@@ -32,7 +32,7 @@ import json, resource, sys
 what, path = sys.argv[1], sys.argv[2]
 code = 0
 if what == "load_dataset":
-    from aworld_train.dataset import load_dataset
+    from aworld_train.dataset.loading import load_dataset
     load_dataset(path)
 else:
     from aworld_train.cli import main

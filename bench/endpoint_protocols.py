@@ -68,12 +68,11 @@ def main() -> None:
     args = parser.parse_args()
 
     import aiohttp
-    from transformers import AutoTokenizer
-
     from aworld_train.runtime.endpoint import shared_endpoint
     from aworld_train.runtime.episode import Episode, Generated, Limits
     from aworld_train.runtime.trajectory import ChatRenderer
     from aworld_train.testing.tiny_model import build_tiny_model
+    from transformers import AutoTokenizer
 
     folder = build_tiny_model(Path(tempfile.mkdtemp()) / "model", tools=True)
     tokenizer = AutoTokenizer.from_pretrained(folder)

@@ -32,7 +32,6 @@ BATCH = 16
 def write_job(rows: int, tokens: int) -> Path:
     """The model, the dataset and the job file; returns the job file."""
     import yaml
-
     from aworld_train.testing import build_tiny_model
 
     WORK.mkdir(parents=True, exist_ok=True)
@@ -61,9 +60,8 @@ def write_job(rows: int, tokens: int) -> Path:
 def plain_loop(model_folder: str, rows: list[dict[str, Any]], tokens: int, batch: int) -> list[str]:
     """The plain transformers recipe: left-padded batches in the dataset's order, greedy."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
     from aworld_train.rewards import exact_match
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(model_folder, padding_side="left")
     model = AutoModelForCausalLM.from_pretrained(model_folder, dtype=torch.float32)
@@ -102,7 +100,6 @@ def main() -> None:
     args = parser.parse_args()
 
     import torch
-
     from aworld_train.evaluation import evaluate
 
     # One thread: on a shared machine, threads that wait on each other make both figures noise.

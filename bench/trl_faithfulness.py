@@ -150,7 +150,6 @@ def reward_wrapper_cost(work: Path, calls: int = 200) -> dict[str, float]:
     """Milliseconds per GRPO step (64 completions) spent scoring: through the adapter's TRL
     reward function (RewardSpec, weights, metrics) and through a bare TRL-style function."""
     from aworld_train.reward import resolve_reward
-
     from aworld_train_trl.reward import TrlReward
 
     namespace: dict[str, Any] = {}

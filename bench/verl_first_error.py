@@ -150,8 +150,8 @@ def main() -> None:
         results["valid job"]["train (preflight)"] = train
         run_dir = next((folder / "runs").iterdir())
 
-        from aworld_train_verl.dataset import verl_rows, write_parquet
         import datasets
+        from aworld_train_verl.dataset import verl_rows, write_parquet
 
         long_parquet = write_parquet(
             verl_rows(datasets.Dataset.from_list(long_rows), "train", "Answer with the digit."),

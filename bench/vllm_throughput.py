@@ -64,7 +64,6 @@ def write_eval_job(
     folder: Path, rows: int, tokens: int, hidden: int, layers: int, heads: int
 ) -> Path:
     import yaml
-
     from aworld_train.testing import build_tiny_model
     from aworld_train.testing.eval_reference import varied_model
 
@@ -98,7 +97,6 @@ def write_eval_job(
 
 def run_eval(args: argparse.Namespace) -> dict[str, Any]:
     import torch
-
     from aworld_train.evaluation import generate_and_score, load_model, load_rows, open_target
 
     folder = WORK / f"eval-h{args.hidden}-l{args.layers}-a{args.heads}"
@@ -198,7 +196,6 @@ def _vllm_settings(llm: Any) -> dict[str, Any]:
 
 def write_grpo_jobs(steps: int, prompts: int, generations: int, tokens: int) -> dict[str, Path]:
     import yaml
-
     from aworld_train.testing import build_tiny_model
 
     folder = WORK / "grpo"
@@ -284,7 +281,7 @@ def _yaml(path: Path) -> dict[str, Any]:
 
 
 def run_grpo(args: argparse.Namespace) -> dict[str, Any]:
-    from aworld_train.metrics import read_metrics
+    from aworld_train.run.metrics import read_metrics
 
     jobs = write_grpo_jobs(args.steps, args.prompts, args.generations, args.tokens)
     runs: dict[str, list[dict[str, Any]]] = {"vllm": [], "transformers": []}

@@ -12,10 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import ARITHMETIC, ENV_VARS, RecordingProcessor
-
 from aworld_train import plugins
 from aworld_train.testing.view import browser_type_launch_args, console_errors  # noqa: F401
+from helpers import ARITHMETIC, ENV_VARS, RecordingProcessor
 
 
 @pytest.fixture(autouse=True)

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from aworld_train.agent import AgentSpec, load_agent
 from aworld_train.errors import AgentError
 

@@ -9,18 +9,8 @@ import pickle
 from pathlib import Path
 from typing import Any
 
-import pytest
-from helpers import (
-    ARITHMETIC,
-    RecordingProcessor,
-    manifest,
-    read_jsonl,
-    run_python,
-    write_jsonl,
-    write_model_folder,
-)
-
 import aworld_train
+import pytest
 from aworld_train import AgentTrainer, TrainerProcessor, plugins
 from aworld_train.config import TrainConfig
 from aworld_train.errors import (
@@ -35,6 +25,15 @@ from aworld_train.errors import (
 from aworld_train.processor import ProcessorPlugin
 from aworld_train.reward import RewardSpec
 from aworld_train.rewards import BUILTIN_REWARDS
+from helpers import (
+    ARITHMETIC,
+    RecordingProcessor,
+    manifest,
+    read_jsonl,
+    run_python,
+    write_jsonl,
+    write_model_folder,
+)
 
 
 def test_public_surface() -> None:
@@ -195,7 +194,7 @@ def test_the_arguments_and_the_job_file_make_the_same_job(
 ) -> None:
     """AWorld Train's argument names are the job's ``reward`` and ``engine``; a job file read
     with ``load_job`` checks as the same arguments do, and ``ctx.given`` is that job."""
-    from aworld_train.job import Job, load_job
+    from aworld_train.job.spec import Job, load_job
 
     write_jsonl(tmp_path / "train.jsonl", ARITHMETIC)
     (tmp_path / "job.yaml").write_text(
@@ -433,7 +432,7 @@ def test_train_raises_value_error_when_not_initialised(toy_job: dict[str, Any]) 
 def test_the_surface_shared_with_aworld_train_refuses_with_value_errors(
     toy_job: dict[str, Any], recording_engine: type
 ) -> None:
-    from aworld_train.job import Job
+    from aworld_train.job.spec import Job
 
     # Each call as AWorld Train's documentation uses it, wrapped as code written for it is: in
     # ``except ValueError``. The error is the project's own type all the same, with its line.

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from aworld_train.rewards import BUILTIN_REWARDS, answer_match, exact_match, extract_answer
 
 

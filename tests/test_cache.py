@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from aworld_train.cache import cache_file, cached
 
 KEY = ["library 1.0", "engine 0.1"]

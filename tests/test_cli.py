@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 import yaml
+from aworld_train import AgentTrainer
 from helpers import (
     ARITHMETIC,
     ENV_VARS,
@@ -35,8 +36,6 @@ from helpers import (
     signal_when,
     write_jsonl,
 )
-
-from aworld_train import AgentTrainer
 
 EXECUTABLE = Path(sys.executable).with_name("aworld-train")
 
@@ -931,7 +930,7 @@ def leaky(data_source, solution_str, ground_truth, extra_info=None):
 def test_sigterm_before_the_checks_ends_the_command_as_ctrl_c_does(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from aworld_train import job as job_module
+    from aworld_train.job import spec as job_module
 
     real_load_job = job_module.load_job
 

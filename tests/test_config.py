@@ -9,7 +9,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from aworld_train.config import (
     ConfigLayout,
     TrainConfig,
@@ -590,7 +589,6 @@ def test_a_null_section_key_is_found() -> None:
 
 def test_the_common_settings_read_and_write_back() -> None:
     import yaml
-
     from aworld_train.settings import Lora
 
     config = load_config(

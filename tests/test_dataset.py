@@ -7,10 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import write_jsonl
-
-from aworld_train.dataset import load_dataset
+from aworld_train.dataset.loading import load_dataset
 from aworld_train.errors import DatasetError
+from helpers import write_jsonl
 
 QA = [
     {"question": "2+2?", "answer": "4", "level": 1},
@@ -308,7 +307,7 @@ def test_a_deeply_nested_row_given_in_python() -> None:
 
 
 def test_a_line_over_the_limit_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from aworld_train import dataset
+    from aworld_train.dataset import loading as dataset
 
     monkeypatch.setattr(dataset, "MAX_LINE_CHARS", 60)
     exact = '{"prompt": "a", "ground_truth": "1", "pad": "' + "x" * 13 + '"}'
@@ -323,7 +322,7 @@ def test_a_line_over_the_limit_is_refused(tmp_path: Path, monkeypatch: pytest.Mo
 def test_streaming_keeps_row_numbers_and_types_across_batches(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from aworld_train import dataset
+    from aworld_train.dataset import loading as dataset
 
     monkeypatch.setattr(dataset, "BATCH_ROWS", 3)
     rows: list[Any] = [{"prompt": f"q{i}", "ground_truth": str(i), "level": i} for i in range(7)]
@@ -362,7 +361,7 @@ def test_streaming_keeps_row_numbers_and_types_across_batches(
 
 
 def test_a_clash_inside_a_column_across_batches(monkeypatch: pytest.MonkeyPatch) -> None:
-    from aworld_train import dataset
+    from aworld_train.dataset import loading as dataset
 
     monkeypatch.setattr(dataset, "BATCH_ROWS", 2)
     rows = [{"prompt": "q", "ground_truth": "1", "extra_info": {"tags": ["a"]}}] * 2 + [
@@ -376,8 +375,7 @@ def test_a_clash_inside_a_column_across_batches(monkeypatch: pytest.MonkeyPatch)
 
 def test_a_large_datasets_dataset_streams(monkeypatch: pytest.MonkeyPatch) -> None:
     import datasets
-
-    from aworld_train import dataset
+    from aworld_train.dataset import loading as dataset
 
     monkeypatch.setattr(dataset, "BATCH_ROWS", 4)
     given = datasets.Dataset.from_list(

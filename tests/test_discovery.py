@@ -9,10 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import engine_source, lay_out_distribution, lay_out_engine, run_python
-
 from aworld_train import AgentTrainer, plugins
 from aworld_train.errors import AgentError, PluginError
+from helpers import engine_source, lay_out_distribution, lay_out_engine, run_python
 
 HEAVY = ("torch", "transformers", "datasets", "ray", "verl", "swift", "trl", "aworld")
 TEST_ENGINE_MODULES = (

@@ -18,10 +18,9 @@ from dataclasses import dataclass
 from importlib.metadata import PathDistribution
 from pathlib import Path
 
+import aworld_train
 import pytest
 from packaging.requirements import Requirement
-
-import aworld_train
 
 REPO = Path(__file__).resolve().parents[1]
 VERSION = aworld_train.__version__

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from aworld_train import hookspecs
 from aworld_train.context import RunContext
 

@@ -24,8 +24,11 @@ from aworld_train.testing.eval_reference import (  # noqa: E402
     assert_eval_reproduces,
     varied_model,
 )
-from aworld_train.testing.fixtures import read_jsonl, repeat_digit_job  # noqa: E402
-from aworld_train.testing.fixtures import tiny_model  # noqa: E402, F401
+from aworld_train.testing.fixtures import (  # noqa: E402
+    read_jsonl,
+    repeat_digit_job,
+    tiny_model,  # noqa: E402, F401
+)
 from helpers import run_cli  # noqa: E402
 
 
@@ -172,11 +175,10 @@ def test_generate_and_score_leaves_a_model_in_training_as_it_was(run: Path) -> N
     """An engine may score its model mid-training: it stays in training mode, and sampling
     leaves the global random state where it was."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
     from aworld_train.agent import load_agent
     from aworld_train.evaluation import generate_and_score
     from aworld_train.reward import resolve_reward
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     model = AutoModelForCausalLM.from_pretrained(run / "model").train()
     tokenizer = AutoTokenizer.from_pretrained(run / "model")
@@ -405,7 +407,7 @@ def test_a_job_without_a_test_set(
 def test_show_prints_status_metrics_evals_samples_and_plots(
     run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from aworld_train.samples import append_samples
+    from aworld_train.run.samples import append_samples
 
     copy = tmp_path / "run"
     shutil.copytree(run, copy, ignore=shutil.ignore_patterns("model", "checkpoints"))

@@ -9,9 +9,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from aworld_train.evaluation.target import _no_final_model
-from aworld_train.samples import append_samples, read_samples
+from aworld_train.run.samples import append_samples, read_samples
 from helpers import run_cli
 
 

@@ -126,7 +126,6 @@ def job(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A job file whose agent has a Python tool and the calculator's multiply, and whose tiny
     model has been taught the :data:`LESSONS` on the prompts eval renders."""
     import yaml
-
     from aworld_train.testing import build_tiny_model
     from aworld_train.tools import resolve_tools
 

@@ -8,9 +8,8 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-
 from aworld_train.errors import ConfigError, DatasetError, JobError
-from aworld_train.files import (
+from aworld_train.job.files import (
     MAX_BYTES,
     MAX_DEPTH,
     load_yaml_text,

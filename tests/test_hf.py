@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from aworld_train.errors import RunDirectoryError
 from aworld_train.hf import (
     TrainerConfig,

@@ -17,12 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import RecordingProcessor, lay_out_distribution, lay_out_engine, manifest, read_jsonl
-
 from aworld_train import AgentTrainer, hookspecs, plugins
 from aworld_train.agent import AgentSpec
 from aworld_train.errors import AgentError, ConfigError, PluginError, TrainingCrash
 from aworld_train.reward import RewardSpec
+from helpers import RecordingProcessor, lay_out_distribution, lay_out_engine, manifest, read_jsonl
 
 TESTS = Path(__file__).parent
 HOOKS_DOC = TESTS.parent / "docs" / "hooks.md"

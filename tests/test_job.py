@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from aworld_train.errors import JobError
-from aworld_train.job import JOB_FIELDS, Job, absolute_paths, load_job
+from aworld_train.job.spec import JOB_FIELDS, Job, absolute_paths, load_job
 
 
 def test_job_file_fields_and_base_dir(tmp_path: Path) -> None:

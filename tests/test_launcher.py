@@ -18,10 +18,9 @@ import time
 from pathlib import Path
 
 import pytest
-
-from aworld_train import launcher
 from aworld_train.errors import Interrupted, TrainingCrash, TrainingError
-from aworld_train.launcher import run_process
+from aworld_train.launch import launcher
+from aworld_train.launch.launcher import run_process
 
 CHILD = """
 import signal, sys, time
@@ -193,7 +192,7 @@ def test_a_signal_is_forwarded_to_the_group_which_stops(
 LAUNCHING = f"""
 import sys
 from pathlib import Path
-from aworld_train import launcher
+from aworld_train.launch import launcher
 launcher.STOP_GRACE_S = 1.0
 try:
     launcher.run_process([sys.executable, "-c", {LEADER!r}, "run"], what="family",
@@ -229,7 +228,7 @@ def test_sigterm_to_a_launching_process_leaves_no_process_of_the_group(tmp_path:
 KILLED_PARENT = """
 import sys
 from pathlib import Path
-from aworld_train.launcher import run_process
+from aworld_train.launch.launcher import run_process
 run_process([sys.executable, "-c", "import os, time; print(os.getpid(), flush=True); "
              "time.sleep(600)"], what="sleeper", log_path=Path(sys.argv[1]), on_line=print)
 """

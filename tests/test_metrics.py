@@ -7,10 +7,9 @@ import re
 from pathlib import Path
 
 import pytest
+from aworld_train.run.metrics import MetricsReporter
+from aworld_train.run.plots import plot_run
 from helpers import read_jsonl
-
-from aworld_train.metrics import MetricsReporter
-from aworld_train.plots import plot_run
 
 
 def test_log_writes_one_json_line_per_step_and_tells_the_listener(tmp_path: Path) -> None:

@@ -9,10 +9,9 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
 from aworld_train.errors import RunDirectoryError, TrainingError
-from aworld_train.rundir import RunDirectory, node_rank
-from aworld_train.workers import DEFAULT_JOIN_TIMEOUT_S, join_timeout, node_failure
+from aworld_train.launch.workers import DEFAULT_JOIN_TIMEOUT_S, join_timeout, node_failure
+from aworld_train.run.directory import RunDirectory, node_rank
 
 
 @pytest.mark.parametrize(("value", "rank"), [(None, 0), ("0", 0), ("1", 1), ("3", 3), ("x", 0)])

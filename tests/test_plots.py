@@ -6,8 +6,7 @@ import json
 from pathlib import Path
 
 import numpy as np
-
-from aworld_train.plots import CURVES, plot_run
+from aworld_train.run.plots import CURVES, plot_run
 
 EVAL_COLOUR = np.array([0xFF, 0x7F, 0x0E]) / 255  # the eval curve's colour
 

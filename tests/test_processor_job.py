@@ -12,12 +12,11 @@ from typing import Any
 
 import pytest
 import yaml
-from helpers import ARITHMETIC, only_run_dir, run_cli, write_jsonl
-
 from aworld_train import AgentTrainer, TrainerProcessor, plugins
 from aworld_train.config import near_common_key
 from aworld_train.reward import RewardSpec
 from aworld_train.testing.fixtures import one_error_line
+from helpers import ARITHMETIC, only_run_dir, run_cli, write_jsonl
 
 REWARDS = """
 def score(data_source, solution_str, ground_truth, extra_info=None):

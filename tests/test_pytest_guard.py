@@ -7,7 +7,6 @@ import os
 import socket
 
 import pytest
-
 from aworld_train.testing.pytest_guard import NetworkRefused
 
 

@@ -42,9 +42,8 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_readme_model_command_prints_its_one_line(tmp_path: Path) -> None:
     """No progress bar of transformers' under it; a bar the caller enabled stays enabled."""
     pytest.importorskip("torch", reason="building the model needs torch")
-    from transformers.utils import logging as transformers_logging
-
     from aworld_train.testing import build_tiny_model
+    from transformers.utils import logging as transformers_logging
 
     result = _run([sys.executable, "-m", "aworld_train.testing.tiny_model", "my-model"], tmp_path)
     assert (result.stdout, result.stderr) == ("model: my-model\n", "")

@@ -14,9 +14,8 @@ from typing import Any
 
 import pytest
 import yaml
-
-from aworld_train import redaction
-from aworld_train.redaction import (
+from aworld_train.run import redaction
+from aworld_train.run.redaction import (
     REDACTED,
     SecretFilter,
     install_secret_filter,

@@ -8,10 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
+from aworld_train.testing.fixtures import one_error_line, run_cli
 from helpers import lay_out_engine, manifest
 from test_cli import write_job
-
-from aworld_train.testing.fixtures import one_error_line, run_cli
 
 # The toy engine, answering resume_support with {answer}.
 RESUMING_TOY = """
@@ -94,7 +93,7 @@ def test_the_manifest_keeps_the_promise_and_show_marks_a_continued_run(
     kept: str,
 ) -> None:
     from aworld_train import AgentTrainer
-    from aworld_train.job import load_job
+    from aworld_train.job.spec import load_job
 
     engine = engine_answering(answer)
     job = write_job(tmp_path, engine=engine)

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from aworld_train.errors import RewardError
 from aworld_train.reward import RewardSpec, resolve_reward
 from aworld_train.reward_check import check_reward_on_row
@@ -390,7 +389,7 @@ def test_a_reward_file_that_ends_or_stalls_the_process_on_import(
     tmp_path: Path, code: str, message: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Tried in a child process first: here it would end or stall check without a word.
-    from aworld_train import references
+    from aworld_train.job import references
 
     monkeypatch.setattr(references, "IMPORT_SECONDS", 0.5)
     (tmp_path / "hostile.py").write_text(code + "def score(**kwargs):\n    return 1.0\n")
@@ -494,8 +493,8 @@ def test_a_bare_reward_file_stays_one_in_the_saved_job(
 ) -> None:
     """The saved job.yaml names a bare reward file by its absolute path, so a re-run from
     another folder finds it and still picks its one reward function."""
-    from aworld_train.job import Job
-    from aworld_train.saved_job import rerunnable_job
+    from aworld_train.job.saved import rerunnable_job
+    from aworld_train.job.spec import Job
 
     (tmp_path / "job" / "reward").mkdir(parents=True)
     (tmp_path / "job" / "reward" / "gaia_reward_function.py").write_text(GAIA_REWARD_FILE)

@@ -13,14 +13,13 @@ from typing import Any
 
 import pytest
 import yaml
-from helpers import run_cli, write_jsonl
-
 from aworld_train import reward_check
 from aworld_train.errors import RewardError
 from aworld_train.reward import NONE_REFUSED, RewardSpec, resolve_reward
 from aworld_train.reward_check import check_reward_on_rows, sample_rows
 from aworld_train.testing.bad_job_cases import LATE_ROW_REWARDS
 from aworld_train.testing.fixtures import one_error_line
+from helpers import run_cli, write_jsonl
 
 # none_late, nan_late and text_late come from LATE_ROW_REWARDS.
 REWARDS = (

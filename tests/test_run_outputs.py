@@ -11,7 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from aworld_train.errors import TrainingError
 from aworld_train.hf import merge_adapter
 from aworld_train.testing.fixtures import (  # noqa: F401 (pytest fixtures)

@@ -16,25 +16,24 @@ from typing import Any
 
 import pytest
 import yaml
+from aworld_train import AgentTrainer
+from aworld_train.agent import AgentSpec
+from aworld_train.errors import AWorldTrainError, Interrupted, RewardError, RunDirectoryError
+from aworld_train.job.saved import rerunnable_job
+from aworld_train.job.spec import Job
+from aworld_train.run.directory import RunDirectory
+from aworld_train.run.manifest import read_manifest
+from aworld_train.run.redaction import REDACTED
+from aworld_train.run.resume import resolve_resume
 from helpers import (
-    RewardThatStops,
     RecordingProcessor,
+    RewardThatStops,
     manifest,
     only_run_dir,
     read_jsonl,
     run_cli,
     signal_when,
 )
-
-from aworld_train import AgentTrainer
-from aworld_train.agent import AgentSpec
-from aworld_train.errors import AWorldTrainError, Interrupted, RewardError, RunDirectoryError
-from aworld_train.redaction import REDACTED
-from aworld_train.manifest import read_manifest
-from aworld_train.resume import resolve_resume
-from aworld_train.rundir import RunDirectory
-from aworld_train.job import Job
-from aworld_train.saved_job import rerunnable_job
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

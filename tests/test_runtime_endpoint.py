@@ -9,7 +9,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-
 from aworld_train.runtime.endpoint import shared_endpoint
 from aworld_train.runtime.replies import Turn
 from aworld_train.runtime.requests import TurnRequest
@@ -199,7 +198,6 @@ def test_a_body_not_json_or_too_large_is_refused_and_ends_the_episode(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import aiohttp
-
     from aworld_train.runtime import endpoint as module
 
     monkeypatch.setattr(module, "MAX_REQUEST_BYTES", 1 << 20)

@@ -9,10 +9,9 @@ import pytest
 
 def test_a_repeated_prompt_gives_the_tokens_the_template_renders(tmp_path: Path) -> None:
     pytest.importorskip("transformers")
-    from transformers import AutoTokenizer
-
     from aworld_train.runtime.trajectory import ChatRenderer
     from aworld_train.testing import build_tiny_model
+    from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(build_tiny_model(tmp_path / "model", tools=True))
     renderer = ChatRenderer(tokenizer)

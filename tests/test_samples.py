@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from aworld_train.samples import append_samples, read_samples
+from aworld_train.run.samples import append_samples, read_samples
 
 
 def test_samples_append_per_step_and_read_back(tmp_path: Path) -> None:

@@ -6,9 +6,8 @@ import ast
 import json
 from pathlib import Path
 
-from helpers import run_python
-
 import aworld_train.engine
+from helpers import run_python
 
 HEAVY = ("torch", "transformers", "datasets", "ray", "verl", "swift", "trl", "aworld")
 
@@ -73,13 +72,13 @@ def test_core_imports_finds_every_form(tmp_path: Path) -> None:
         "from aworld_train import hookimpl\nfrom . import agent\n"
         "import aworld_train_trl.agent\nif TYPE_CHECKING:\n"
         "    from aworld_train.context import RunContext\n"
-        "def f():\n    import aworld_train.workers as w\n"
+        "def f():\n    import aworld_train.launch.workers as w\n"
     )
     assert core_imports(source) == [
         "2: aworld_train.engine",
         "3: aworld_train",
         "7: aworld_train.context",
-        "9: aworld_train.workers",
+        "9: aworld_train.launch.workers",
     ]
 
 

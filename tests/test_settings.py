@@ -7,12 +7,11 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from aworld_train.config import COMMON_KEYS
-from aworld_train.errors import ConfigError
 from aworld_train.engine_keys import ENGINE_KEYS, common_name
+from aworld_train.errors import ConfigError
+from aworld_train.run.trackers import check_trackers, tracker_environment
 from aworld_train.settings import Lora, describe_device, resolve_precision
-from aworld_train.trackers import check_trackers, tracker_environment
 
 
 def test_lora_fills_alpha_and_writes_plain_data() -> None:

@@ -3,14 +3,13 @@ trackers check and the warnings for other engines' sections."""
 
 from __future__ import annotations
 
-import pytest
-
 import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from helpers import ARITHMETIC, ENV_VARS, lay_out_engine, write_jsonl, write_model_folder
 

@@ -11,9 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from aworld_train import threads
-from aworld_train.launcher import run_process
+from aworld_train.launch import threads
+from aworld_train.launch.launcher import run_process
 from helpers import lay_out_engine, only_run_dir
 from test_cli import write_job
 

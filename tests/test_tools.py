@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any, Literal, Optional
 
 import pytest
-
 from aworld_train import AgentTrainer
 from aworld_train.agent import AgentSpec, load_agent
 from aworld_train.errors import AgentError

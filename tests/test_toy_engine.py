@@ -8,13 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import read_jsonl, write_model_folder
-
 from aworld_train import AgentTrainer
 from aworld_train.errors import ConfigError
 from aworld_train.rewards import exact_match
 from aworld_train.testing.conformance import EngineConformance
 from aworld_train_toy.policy import POLICY_FILE
+from helpers import read_jsonl, write_model_folder
 
 
 def train_toy(job: dict[str, Any], **config: Any) -> tuple[dict[str, Any], Path]:

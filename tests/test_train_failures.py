@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 import yaml
+from aworld_train import AgentTrainer
+from aworld_train.errors import AWorldTrainError, RewardError, TrainingCrash
 from helpers import (
     ARITHMETIC,
     ENV_VARS,
@@ -23,9 +25,6 @@ from helpers import (
     run_cli,
     write_jsonl,
 )
-
-from aworld_train import AgentTrainer
-from aworld_train.errors import AWorldTrainError, RewardError, TrainingCrash
 
 EXECUTABLE = Path(sys.executable).with_name("aworld-train")
 

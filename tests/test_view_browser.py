@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from aworld_train import AgentTrainer
 from aworld_train.testing.view import running_view
 from helpers import ARITHMETIC, read_jsonl

@@ -8,19 +8,18 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from aworld_train.config import TrainConfig
 from aworld_train.context import RunContext
 from aworld_train.errors import TrainingError
-from aworld_train.metrics import MetricsReporter
-from aworld_train.reward import resolve_reward
-from aworld_train.workers import (
+from aworld_train.launch.workers import (
     EVENT_MARKER,
     load_rewards,
     rendezvous,
     reward_references,
     run_workers,
 )
+from aworld_train.reward import resolve_reward
+from aworld_train.run.metrics import MetricsReporter
 
 
 def make_ctx(tmp_path: Path) -> RunContext:
@@ -61,7 +60,7 @@ def test_several_nodes_need_the_rendezvous_variables(monkeypatch: pytest.MonkeyP
 
 
 WORKER = """
-from aworld_train.workers import emit
+from aworld_train.launch.workers import emit
 print("a line for the log")
 emit("start", total=2, done=0)
 emit("log", step=1, metrics={"reward": 0.25})
@@ -100,7 +99,7 @@ def test_a_failing_launch_names_its_last_error(tmp_path: Path) -> None:
 
 
 def test_scoped_environment_sets_unsets_and_restores(monkeypatch: pytest.MonkeyPatch) -> None:
-    from aworld_train.workers import scoped_environment
+    from aworld_train.launch.workers import scoped_environment
 
     monkeypatch.setenv("AWORLD_TRAIN_KEPT", "before")
     monkeypatch.delenv("AWORLD_TRAIN_NEW", raising=False)

@@ -134,7 +134,7 @@ def load_agent(agent: Any, base_dir: Path | None = None) -> AgentSpec:
         text = str(agent)
         path = Path(text) if base_dir is None else base_dir / text
         if path.suffix in (".yaml", ".yml", ".json"):
-            from aworld_train.files import read_mapping
+            from aworld_train.job.files import read_mapping
 
             return _resolve_run(
                 from_mapping(read_mapping(path, AgentError, "agent file"), str(path)), path.parent
@@ -169,7 +169,7 @@ def python_agent(run: Any, name: str, **values: Any) -> AgentSpec:
 def _from_reference(reference: str, base_dir: Path | None) -> AgentSpec:
     """``file.py:name`` or ``package.module:name``: a Python agent when the function takes the
     row and the llm, else a factory whose result is the agent."""
-    from aworld_train.references import import_object
+    from aworld_train.job.references import import_object
     from aworld_train.runtime.agents import takes_row
 
     function = import_object(reference, AgentError, "agent", base_dir)
@@ -194,7 +194,7 @@ def _resolve_run(spec: AgentSpec, base_dir: Path | None) -> AgentSpec:
     """An agent mapping's ``run: file.py:run`` imported (relative to ``base_dir``)."""
     if not isinstance(spec.run, str):
         return spec
-    from aworld_train.references import import_object
+    from aworld_train.job.references import import_object
     from aworld_train.runtime.agents import takes_row
 
     function = import_object(spec.run, AgentError, "agent", base_dir)

@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.errors import PluginError
 from aworld_train.engine_keys import ENGINE_KEYS, common_name
+from aworld_train.errors import PluginError
+from aworld_train.run.trackers import check_trackers, effective_trackers
 from aworld_train.settings import PRECISIONS, Setting
-from aworld_train.trackers import check_trackers, effective_trackers
 
 if TYPE_CHECKING:
     from aworld_train.checks import CheckRun

@@ -25,10 +25,10 @@ from aworld_train.config import (
     without_section_key,
 )
 from aworld_train.context import RunContext
-from aworld_train.dataset import load_dataset
+from aworld_train.dataset.loading import load_dataset
 from aworld_train.errors import ConfigError, PluginError
-from aworld_train.job import Job, absolute_paths
-from aworld_train.metrics import MetricsReporter, read_metrics
+from aworld_train.job.references import resolve_path
+from aworld_train.job.spec import Job, absolute_paths
 from aworld_train.model import (
     check_lengths,
     check_lora_targets,
@@ -36,10 +36,10 @@ from aworld_train.model import (
     load_tokenizer,
     preflight_model,
 )
-from aworld_train.redaction import remember_secrets
-from aworld_train.references import resolve_path
 from aworld_train.reward import engine_rewards_for, own_functions, resolve_reward
 from aworld_train.reward_check import check_reward_on_rows
+from aworld_train.run.metrics import MetricsReporter, read_metrics
+from aworld_train.run.redaction import remember_secrets
 from aworld_train.settings import ALL_LINEAR
 
 if TYPE_CHECKING:

@@ -61,9 +61,9 @@ from aworld_train.check_steps import (
     run_agent_once,
 )
 from aworld_train.errors import AWorldTrainError
-from aworld_train.job import Job
-from aworld_train.resume import check_resume_support, describe_resume_support
-from aworld_train.saved_job import rerunnable_job
+from aworld_train.job.saved import rerunnable_job
+from aworld_train.job.spec import Job
+from aworld_train.run.resume import check_resume_support, describe_resume_support
 from aworld_train.version import __version__
 
 if TYPE_CHECKING:
@@ -74,9 +74,9 @@ if TYPE_CHECKING:
     from aworld_train.config import ConfigLayout, TrainConfig
     from aworld_train.context import RunContext
     from aworld_train.memory import MemoryEstimate
-    from aworld_train.metrics import MetricsReporter
     from aworld_train.reward import RewardSpec
-    from aworld_train.rundir import RunDirectory
+    from aworld_train.run.directory import RunDirectory
+    from aworld_train.run.metrics import MetricsReporter
     from aworld_train.settings import Setting
     from aworld_train.tools import ToolSet
 

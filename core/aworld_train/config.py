@@ -17,8 +17,8 @@ from aworld_train.config_layout import ConfigLayout, claim, near_miss, not_a_sec
 from aworld_train.config_rules import checked, config_key, describe_value, rule, rules_of
 from aworld_train.config_rules import first_non_finite as first_non_finite  # engines read it here
 from aworld_train.errors import ConfigError, PluginError, did_you_mean
-from aworld_train.files import guarded_yaml_loader, read_mapping
-from aworld_train.job import JOB_FIELDS
+from aworld_train.job.files import guarded_yaml_loader, read_mapping
+from aworld_train.job.spec import JOB_FIELDS
 from aworld_train.settings import (
     ALL_LINEAR,
     LOSS_AGGREGATIONS,
@@ -236,7 +236,7 @@ _OMIT_AT_DEFAULT = ("trust_remote_code", "reward_timeout", "precision", "report_
 def parse_overrides(overrides: list[str] | tuple[str, ...]) -> dict[str, Any]:
     """Turn ``["a.b=1", "trl.beta=0.0"]`` into a nested dict; values are parsed as YAML scalars.
 
-    A value that is not valid YAML (or one past the YAML guards in :mod:`aworld_train.files`)
+    A value that is not valid YAML (or one past the YAML guards in :mod:`aworld_train.job.files`)
     stays text.
 
     :raises ConfigError: for an item without ``=`` or with an empty key.

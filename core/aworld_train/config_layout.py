@@ -8,7 +8,7 @@ from typing import Any
 
 from aworld_train.config_rules import describe_value
 from aworld_train.errors import ConfigError
-from aworld_train.spelling import edit_distance, swapped
+from aworld_train.job.spelling import edit_distance, swapped
 
 
 @dataclass(frozen=True)

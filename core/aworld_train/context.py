@@ -7,15 +7,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from aworld_train.job import Job
+from aworld_train.job.spec import Job
 
 if TYPE_CHECKING:
     from aworld_train.config import TrainConfig
-    from aworld_train.metrics import MetricsReporter
+    from aworld_train.run.metrics import MetricsReporter
     from aworld_train.tools import ToolSet
 
 
-#: What ``ctx.given`` is: the job as the user gave it (:class:`~aworld_train.job.Job`), what a
+#: What ``ctx.given`` is: the job as the user gave it (:class:`~aworld_train.job.spec.Job`), what a
 #: ``TrainerProcessor``'s checks are handed from (objects as they are; a dataset path with
 #: ``columns`` and a reward named by text as the job means them, see
 #: :mod:`aworld_train.processor`). Its paths are absolute strings (relative ones resolved
@@ -45,7 +45,7 @@ class RunContext:
     :ivar tools: the agent's resolved :class:`~aworld_train.tools.ToolSet` (empty for an
         agent without tools), as ``check_agent`` receives it.
     :ivar given: the job as the user gave it (:data:`Given`, a
-        :class:`~aworld_train.job.Job`). Hooks receive the
+        :class:`~aworld_train.job.spec.Job`). Hooks receive the
         core's resolved forms (an ``AgentSpec`` even when no agent was given); a
         ``TrainerProcessor``'s checks receive these.
     """

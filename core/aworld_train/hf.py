@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from aworld_train.cache import cached
 from aworld_train.errors import AgentError, RunDirectoryError
-from aworld_train.metrics import LogFn, StartFn
 from aworld_train.plugins import installed_versions
-from aworld_train.run_files import CHECKPOINTS, cut_short, last_checkpoint
+from aworld_train.run.files import CHECKPOINTS, cut_short, last_checkpoint
+from aworld_train.run.metrics import LogFn, StartFn
 
 if TYPE_CHECKING:
     from aworld_train.agent import AgentSpec

@@ -19,10 +19,10 @@ import os
 import re
 import sys
 import types
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pluggy
@@ -440,7 +440,7 @@ def _selected(entry_points: Any) -> list[metadata.EntryPoint]:
 
 
 def _trace(manager: pluggy.PluginManager) -> None:
-    from aworld_train.redaction import redact_text
+    from aworld_train.run.redaction import redact_text
 
     def show(line: str) -> None:  # an agent's repr holds its API key
         print(redact_text(f"[aworld-train trace] {line}"), file=sys.stderr)

@@ -130,7 +130,7 @@ def _meant_dataset(ctx: RunContext, given: Any, loaded: datasets.Dataset | None,
     """The dataset as the processor receives it: a path given with ``columns`` becomes the
     path of the core's canonical rows written to the run directory (a processor reads files,
     and the user's file lacks the mapped names); anything else as the user gave it."""
-    from aworld_train.dataset import write_canonical
+    from aworld_train.dataset.loading import write_canonical
 
     if not isinstance(given, (str, Path)) or not ctx.given.columns or loaded is None:
         return given

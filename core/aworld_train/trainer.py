@@ -1,7 +1,7 @@
 """``AgentTrainer``: the one entry point, for Python users and the CLI alike.
 
 The constructor runs the check pipeline (:data:`aworld_train.checks.CHECKS`) in the directory
-that becomes the run's (:mod:`aworld_train.rundir` keeps its life: checks, start, end);
+that becomes the run's (:mod:`aworld_train.run.directory` keeps its life: checks, start, end);
 ``train()`` trains.
 """
 
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from aworld_train import plugins
 from aworld_train.checks import CHECKS, CheckResult, CheckRun
 from aworld_train.errors import AWorldTrainError, CheckCrash, Interrupted, TrainingCrash
-from aworld_train.job import Job, absolute_paths
+from aworld_train.job.spec import Job, absolute_paths
 
 if TYPE_CHECKING:
     from aworld_train.evaluation import EvalResult
@@ -54,7 +54,7 @@ class AgentTrainer:
     An agent, dataset or reward left ``None`` is not loaded: the engine's hooks receive
     ``None`` and decide whether they need it.
 
-    The arguments make one :class:`~aworld_train.job.Job` (``reward_func`` its ``reward``,
+    The arguments make one :class:`~aworld_train.job.spec.Job` (``reward_func`` its ``reward``,
     ``train_engine_name`` its ``engine``), which ``job`` holds, its engine the one picked;
     :meth:`from_job` takes a job as the CLI reads it.
 
@@ -110,7 +110,7 @@ class AgentTrainer:
         show_progress: bool | None = None,
         on_check: Callable[[CheckResult], None] | None = None,
     ) -> AgentTrainer:
-        """A trainer for ``job`` (as :func:`~aworld_train.job.load_job` reads a job file with
+        """A trainer for ``job`` (as :func:`~aworld_train.job.spec.load_job` reads a job file with
         the CLI's flags), its checks run as the constructor runs them."""
         trainer = cls.__new__(cls)
         trainer._check(job, resume, check_only, show_progress, on_check)
@@ -125,9 +125,9 @@ class AgentTrainer:
         on_check: Callable[[CheckResult], None] | None,
     ) -> None:
         """Run the check pipeline for ``job``, in the run's directory unless ``check_only``."""
-        from aworld_train.redaction import install_secret_filter, remember_secrets
-        from aworld_train.resume import resolve_resume
-        from aworld_train.rundir import RunDirectory
+        from aworld_train.run.directory import RunDirectory
+        from aworld_train.run.redaction import install_secret_filter, remember_secrets
+        from aworld_train.run.resume import resolve_resume
 
         # Before anything can print a secret: an error line, a log record.
         remember_secrets({"agent": job.agent, "config": job.config, "reward": job.reward})
@@ -309,7 +309,7 @@ class AgentTrainer:
         """The one-line error for an exception the engine did not mean (a bug, a library's
         failure), or ``None`` for one that already says what is wrong (an
         ``AWorldTrainError``) or stops the run (a ``KeyboardInterrupt``)."""
-        from aworld_train.failure import crash_line, raised_at
+        from aworld_train.launch.failure import crash_line, raised_at
 
         if isinstance(error, (AWorldTrainError, KeyboardInterrupt)):
             return None
@@ -323,7 +323,7 @@ class AgentTrainer:
         a hook's names the plugin and the hook (as ``check`` prints it), anything else what it
         was and where it was raised."""
         from aworld_train.errors import CheckCrash
-        from aworld_train.failure import check_crash_line, raised_at
+        from aworld_train.launch.failure import check_crash_line, raised_at
 
         own = plugins.plugin_packages(self.manager) if self.manager is not None else {}
         return CheckCrash(check_crash_line(error, raised_at(error, own)))
@@ -403,7 +403,7 @@ def _value_error_type(kind: type[AWorldTrainError]) -> type[AWorldTrainError]:
 def _fold(error: AWorldTrainError) -> None:
     """Make ``str(error)`` the CLI's line (whitespace folded, secrets hidden), keeping the
     error's type, traceback and cause."""
-    from aworld_train.failure import one_line
+    from aworld_train.launch.failure import one_line
 
     line = one_line(str(error))
     if line != str(error):

@@ -80,7 +80,6 @@ def rows(questions: list[tuple[str, str, int]], split: str) -> list[dict]:
 
 def main() -> None:
     import datasets
-
     from aworld_train.testing import build_tiny_model
 
     for split, questions in (("train", TRAIN), ("test", TEST)):

@@ -18,7 +18,6 @@ from pathlib import Path
 
 from aworld.agents.llm_agent import Agent
 from aworld.config import AgentConfig
-
 from aworld_train import AgentTrainer
 from reward.gaia_reward_function import gaia_reward_func
 

@@ -21,7 +21,6 @@ import pytest
 pytest.importorskip("aworld", reason="needs the aworld extra: pip install aworld-train[aworld]")
 
 import yaml  # noqa: E402
-
 from aworld_train import AgentTrainer, TrainerProcessor  # noqa: E402
 
 CALCULATOR = Path(__file__).resolve().parents[2] / "examples" / "calculator_agent" / "server.py"

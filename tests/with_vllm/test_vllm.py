@@ -87,11 +87,10 @@ def test_the_agent_runtime_through_vllm_records_the_exact_tokens(model: Path) ->
     log-probs the transformers model recomputes, around the chat template's rendering of the
     agent's tool message."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
     from aworld_train import vllm_generation
     from aworld_train.agent import load_agent
     from aworld_train.runtime import AgentRuntime, BatchedGenerate, ChatRenderer, Limits
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     async def agent(row: dict[str, Any], llm: Any) -> str:
         from openai import AsyncOpenAI
@@ -160,10 +159,9 @@ def test_grpo_rollouts_come_from_vllm_and_follow_the_trained_weights(
     vLLM engine, whose log-probs match the policy as it is at that step (its weights loaded
     before each step), not the model it started from."""
     import torch
-    from transformers import AutoModelForCausalLM
-
     from aworld_train import AgentTrainer
     from aworld_train_trl import rollout as trl_rollout
+    from transformers import AutoModelForCausalLM
 
     start = AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32).eval()
     gaps: list[tuple[float, float]] = []  # per step: to the policy now, to the starting model

@@ -12,13 +12,12 @@ from pathlib import Path
 from aworld_train import plugins
 from aworld_train.agent import AgentSpec, load_agent
 from aworld_train.config import TrainConfig, load_config
-from aworld_train.dataset import load_dataset
+from aworld_train.dataset.loading import load_dataset
 from aworld_train.errors import DatasetError, JobError, RunDirectoryError
 from aworld_train.evaluation.loading import model_path
-from aworld_train.job import Job, load_job
-from aworld_train.manifest import read_manifest
+from aworld_train.job.spec import Job, load_job
 from aworld_train.reward import RewardSpec, resolve_reward
-from aworld_train.run_files import (
+from aworld_train.run.files import (
     CHECKPOINTS,
     EVAL_DIR,
     JOB_FILE,
@@ -26,7 +25,7 @@ from aworld_train.run_files import (
     MODEL_DIR,
     last_checkpoint,
 )
-
+from aworld_train.run.manifest import read_manifest
 
 #: Completion tokens when the job sets neither ``max_completion_length`` nor the agent's
 #: ``llm_max_tokens``: TRL's and ms-swift's default ``max_completion_length``.

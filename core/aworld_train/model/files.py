@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from aworld_train.errors import ModelError
-from aworld_train.files import parse_json_text, read_text
-
+from aworld_train.job.files import parse_json_text, read_text
 
 #: The JSON files of a model folder whose ``auto_map`` makes transformers import the folder's code.
 REMOTE_CODE_FILES = (

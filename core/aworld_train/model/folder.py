@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from aworld_train.errors import ModelError
+from aworld_train.job.spelling import one_edit
 from aworld_train.model.files import (
     FIX,
     REMOTE_CODE_FILES,
@@ -28,8 +29,6 @@ from aworld_train.model.files import (
 )
 from aworld_train.model.tokenizer import check_config_ids, check_tokenizer_fits, checked_tokenizer
 from aworld_train.model.weights import check_weight_files
-from aworld_train.spelling import one_edit
-
 
 # A hub repository id as huggingface_hub accepts one: an optional namespace and a name, each of
 # word characters, '-' and '.' (a trailing '.git', '--' and '..' are refused below).

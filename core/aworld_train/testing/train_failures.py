@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 import pytest
 import yaml
 
-from aworld_train.rundir import RunDirectory
+from aworld_train.run.directory import RunDirectory
 from aworld_train.testing.fixtures import manifest, run_cli
 
 

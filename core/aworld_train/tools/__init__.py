@@ -27,7 +27,7 @@ one-line :class:`~aworld_train.errors.AgentError` naming the server or tool that
 server's stderr goes to a temporary file, never to the terminal; a server that fails says so
 with its exit status and its last stderr line, and one that writes to stdout what is not an MCP
 message is refused (stdout carries the protocol). Every message is redacted
-(:func:`aworld_train.redaction.redact_text`): a URL's credentials never reach the terminal.
+(:func:`aworld_train.run.redaction.redact_text`): a URL's credentials never reach the terminal.
 
 Every tool is then called the same way, ``tool.call(**arguments) -> str``, from synchronous
 code in any thread (``await tool.acall(...)`` from async code). MCP calls share one session per

@@ -19,7 +19,7 @@ import tempfile
 from typing import Any
 
 from aworld_train.errors import AgentError
-from aworld_train.redaction import redact_text
+from aworld_train.run.redaction import redact_text
 from aworld_train.tools.mcp_config import MCPServer
 from aworld_train.tools.tool import as_text, run_sync
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aworld_train.errors import AgentError, did_you_mean
-from aworld_train.redaction import redact, redact_text, remember_secrets
+from aworld_train.run.redaction import redact, redact_text, remember_secrets
 
 if TYPE_CHECKING:
     from aworld_train.agent import AgentSpec

@@ -62,7 +62,7 @@ def python_tool_from_reference(
 
     :raises AgentError: for a reference that does not import or is not callable.
     """
-    from aworld_train.references import import_object, resolve_path, split_reference
+    from aworld_train.job.references import import_object, resolve_path, split_reference
 
     target, attribute = split_reference(reference)
     function = import_object(reference, AgentError, "agent tool", base_dir)

@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import quote
 
 from aworld_train.errors import JobError, RunDirectoryError
-from aworld_train.run_files import MANIFEST
+from aworld_train.run.files import MANIFEST
 from aworld_train.view.runs import RunFolder
 
 __all__ = ["export_html", "is_loopback", "open_socket", "serve"]

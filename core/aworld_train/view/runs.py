@@ -10,9 +10,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from aworld_train.errors import RunDirectoryError
-from aworld_train.manifest import read_manifest
-from aworld_train.redaction import redact
-from aworld_train.run_files import (
+from aworld_train.run.files import (
     CHECKPOINT_NAME,
     CHECKPOINTS,
     EVAL_DIR,
@@ -21,6 +19,8 @@ from aworld_train.run_files import (
     METRICS_FILE,
     SAMPLES_FILE,
 )
+from aworld_train.run.manifest import read_manifest
+from aworld_train.run.redaction import redact
 from aworld_train.view.jsonl import MetricColumns, SampleIndex, last_records
 
 # Runs are looked for this deep under the folder: a run path holds runs, a folder of run paths

@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from aworld_train.engine import RunContext, Secrets
 
     from aworld_train_swift.agent import SwiftAgent
-
     from aworld_train_swift.config import SwiftConfig
     from aworld_train_swift.reward import SwiftReward
 

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from aworld_train.testing.fixtures import repeat_digit_job, tiny_model  # noqa: F401
 
 

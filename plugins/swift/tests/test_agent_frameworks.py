@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from aworld_train.testing.fixtures import run_cli
 from aworld_train.testing.frameworks import (
     FRAMEWORK_AGENTS,
@@ -36,9 +35,8 @@ def test_a_framework_agent_trains_as_written(
     capsys: pytest.CaptureFixture[str],
     collated: list[tuple[Any, dict[str, Any]]],
 ) -> None:
-    from transformers import AutoTokenizer
-
     from aworld_train_swift.rollout import TRAJECTORY_KEY
+    from transformers import AutoTokenizer
 
     job = framework_job(tmp_path, EXAMPLES, CALCULATOR, "swift", form, swift={"beta": 0.0})
     code, out, err = run_cli(capsys, "check", job)

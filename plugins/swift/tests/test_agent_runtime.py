@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from aworld_train.testing.agents import (
     SHOUT_TOOLS,
     SYSTEM,
@@ -153,10 +152,9 @@ def test_the_tokens_swift_trains_on_are_the_generated_ids_and_the_rendered_tool_
     tokens are as generated (labelled), the tool message is as the chat template renders it
     (not labelled), and the log-probs the model recomputes equal the recorded ones."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
     from aworld_train.runtime import ChatRenderer
     from aworld_train_swift.rollout import TRAJECTORY_KEY
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     job = json.loads(agent_job.read_text())
     job["config"].update(max_steps=1, save_steps=1, max_completion_length=64)

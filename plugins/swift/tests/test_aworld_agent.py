@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from aworld_train.testing.agents import mask_segments
 from aworld_train.testing.fixtures import read_jsonl, run_cli
 
@@ -72,14 +71,13 @@ def test_the_calculator_examples_aworld_agent_trains_unchanged_and_its_tool_resu
     through the CLI: every episode ends with an answer, the episodes that call the tool get the
     server's product of the model's own arguments back, and swift trains on each episode's
     tokens with the tool result as unlabelled context."""
-    from transformers import AutoTokenizer
-
     from aworld_train.runtime import parse_tool_calls
     from aworld_train.runtime.episode import Episode
     from aworld_train.runtime.replies import Turn
     from aworld_train.runtime.requests import TurnRequest
     from aworld_train.testing.tool_caller import multiplication_exchanges, teach_sometimes_calling
     from aworld_train_swift.rollout import TRAJECTORY_KEY
+    from transformers import AutoTokenizer
 
     requests: list[TurnRequest] = []
     chat = Episode.chat

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from aworld_train.testing.bad_jobs import (
     USE_VLLM_CASE,
     BadJob,
@@ -169,7 +168,6 @@ def test_swift_never_runs_code_from_an_untrusted_model_folder(
     import shutil
 
     from aworld_train.errors import ModelError
-
     from aworld_train_swift.config import SwiftConfig, check_arguments
 
     folder = tmp_path / "evil"

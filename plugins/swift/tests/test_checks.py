@@ -7,12 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from aworld_train import AgentTrainer
 from aworld_train.errors import AgentError, ConfigError, DatasetError, RewardError
 from aworld_train.reward import RewardFunction, RewardSpec
 from aworld_train.testing.bad_jobs import vllm_can_run
-
 from aworld_train_swift.dataset import convert_dataset
 from aworld_train_swift.reward import reward_to_swift, score_batch
 

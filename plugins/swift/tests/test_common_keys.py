@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from aworld_train import AgentTrainer
 from aworld_train.testing import common_keys
 from aworld_train.testing.eval_reference import varied_model

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from aworld_train import AgentTrainer
 from aworld_train.errors import ConfigError
 from aworld_train.testing.fixtures import check_config_file
@@ -32,9 +31,8 @@ def test_section_keys_are_every_argument_but_the_jobs_own_fields() -> None:
     """The layout claims the arguments of each dataclass the engine parses an algorithm into,
     ``model`` among them, but not ``columns``, which at a config's top level is a misplaced
     job field."""
-    from swift.arguments import RLHFArguments, SftArguments
-
     from aworld_train_swift.schema import MODEL_KEY, section_keys
+    from swift.arguments import RLHFArguments, SftArguments
 
     keys = section_keys()
     assert {"template", "beta", "num_generations", "lora_rank", MODEL_KEY} <= keys

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 import torch
-
 from aworld_train import AgentTrainer
 from aworld_train.cli import main
 from aworld_train.testing.eval_reference import (

@@ -11,7 +11,6 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-
 from aworld_train.memory import MemoryPlan, default_plan, estimate, model_shape
 from aworld_train.testing.memory import (
     assert_plan_sizes_the_step,
@@ -19,7 +18,6 @@ from aworld_train.testing.memory import (
     seven_b_on_one_gpu,
     write_job,
 )
-
 from aworld_train_swift.memory import swift_memory_plan
 
 

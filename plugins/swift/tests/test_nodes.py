@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from aworld_train import AgentTrainer
 from aworld_train.testing.fixtures import manifest, read_jsonl
 from aworld_train.testing.nodes import (

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 import yaml
-
 from aworld_train.testing.fixtures import hide_packages
 
 
@@ -189,11 +188,10 @@ def swifts_verdict(name: str, model: Path, folder: Path) -> str | None:
     ``swift rlhf``/``swift sft`` refuse it), the argument class is built for the script's
     ``NPROC_PER_NODE`` (as ``build_arguments`` does), then the packages its trainer imports
     and each reward in ``reward_funcs`` created as the GRPO trainer creates it."""
+    from aworld_train_swift.config import own_process_group, world_size
     from swift.arguments import RLHFArguments, SftArguments
     from swift.rewards import orms
     from swift.utils import import_external_file, parse_args
-
-    from aworld_train_swift.config import own_process_group, world_size
 
     config = read_config(name, folder, model)
     environment = config.pop("ENV", None) or {}

@@ -3,12 +3,11 @@ beside swift's ``eval_loss``; a job without a reward keeps the loss only."""
 
 from __future__ import annotations
 
-import pytest
-
 import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from aworld_train import AgentTrainer
 from aworld_train.testing.sft_eval import (
     EVAL_LIMIT,

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 import yaml
-
 from aworld_train.testing.fixtures import hide_packages, read_jsonl, run_cli
 
 PLUGIN = """from swift.rewards import ORM, orms

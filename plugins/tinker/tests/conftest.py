@@ -14,10 +14,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from skyrl_server import start_server  # noqa: E402
 from jobs import LOCAL_KEY  # noqa: E402
+from skyrl_server import start_server  # noqa: E402
 from tiny_qwen3 import build_tiny_qwen3, repeat_digit_prepare  # noqa: E402
-
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "repeat_digit"
 

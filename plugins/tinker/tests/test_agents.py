@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from aworld_train.testing.agents import assert_agent_trains, write_agent_job
 
 pytestmark = pytest.mark.slow

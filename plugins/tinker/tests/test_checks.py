@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from jobs import LOCAL_KEY, error_line, run_cli, write_job
-
 from aworld_train.cli import main
+from jobs import LOCAL_KEY, error_line, run_cli, write_job
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-
 from aworld_train.testing.conformance import EngineConformance
 from jobs import LOCAL_KEY
 

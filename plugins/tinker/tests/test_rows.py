@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aworld_train_tinker.config import Section, resolve
-from aworld_train_tinker.rows import batch_indices, prompt_ids, sft_example
-from aworld_train_tinker.grpo import advantages
-from aworld_train_tinker.sampling import sample_seed
-
 from aworld_train.engine import TrainConfig, load_tokenizer
+from aworld_train_tinker.config import Section, resolve
+from aworld_train_tinker.grpo import advantages
+from aworld_train_tinker.rows import batch_indices, prompt_ids, sft_example
+from aworld_train_tinker.sampling import sample_seed
 
 
 def test_sft_weights_the_answer_and_its_end_only(served_model: Path) -> None:

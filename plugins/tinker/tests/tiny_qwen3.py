@@ -16,9 +16,8 @@ def build_tiny_qwen3(path: Path, hidden_size: int = 64, **tokenizer_args: Any) -
     :param tokenizer_args: passed on to ``build_tiny_model`` (``alphabet``, ``tools``, ...).
     """
     import torch
-    from transformers import AutoConfig, GenerationConfig, Qwen3Config, Qwen3ForCausalLM
-
     from aworld_train.testing import build_tiny_model
+    from transformers import AutoConfig, GenerationConfig, Qwen3Config, Qwen3ForCausalLM
 
     build_tiny_model(path, **tokenizer_args)
     qwen2 = AutoConfig.from_pretrained(path)

@@ -22,8 +22,7 @@ from aworld_train.engine import (
 )
 
 if TYPE_CHECKING:
-    from aworld_train.engine import RunContext, ToolSet
-    from aworld_train.engine import Secrets
+    from aworld_train.engine import RunContext, Secrets, ToolSet
 
     from aworld_train_trl.agent import TrlAgent
     from aworld_train_trl.config import TrlConfig

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from aworld_train.engine import MemoryPlan, TrainConfig
+
     from aworld_train_trl.config import TrlConfig
 
 # TRL's defaults for the keys the plan reads (GRPOConfig / SFTConfig in TRL 1.x), so that no

@@ -15,11 +15,13 @@ import functools
 from typing import Any
 
 from aworld_train.engine import (
-    check_value as check_strictly,
     ConfigError,
     did_you_mean,
     field_types,
     union_members,
+)
+from aworld_train.engine import (
+    check_value as check_strictly,
 )
 
 # GRPOConfig fields typed ``str`` whose values TRL 1.16 compares against a fixed set only inside

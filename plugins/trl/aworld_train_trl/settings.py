@@ -30,8 +30,8 @@ from aworld_train.engine import (
     plain_value,
     refuse_grpo_only,
     resolve_precision,
-    trainer_scheduler,
     tracker_environment,
+    trainer_scheduler,
 )
 
 if TYPE_CHECKING:

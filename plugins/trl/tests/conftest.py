@@ -6,10 +6,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from aworld_train.testing.fixtures import repeat_digit_job, tiny_model  # noqa: F401
-from aworld_train.testing.view import browser_type_launch_args, console_errors  # noqa: F401
 from aworld_train.testing.real_configs import long_model  # noqa: F401 - the tiny model with room for long configs
+from aworld_train.testing.view import browser_type_launch_args, console_errors  # noqa: F401
 
 
 @pytest.fixture

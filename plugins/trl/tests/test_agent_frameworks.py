@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from aworld_train.testing.fixtures import run_cli
 from aworld_train.testing.frameworks import (
     FRAMEWORK_AGENTS,
@@ -113,7 +112,8 @@ def test_a_framework_agent_trains_as_written(
     code, out, err = run_cli(capsys, "eval", run_dir, "--dataset", "train", "--json")
     assert code == 0, err
     summary = json.loads(out)
-    assert summary["mean_reward"] == 1.0, summary
+    episodes = [path.read_text() for path in (run_dir / "eval").glob("*.samples.jsonl")]
+    assert summary["mean_reward"] == 1.0, (summary, episodes)
 
 
 def _has_product(text: str) -> bool:

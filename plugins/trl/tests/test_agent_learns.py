@@ -10,15 +10,13 @@ runtime's endpoint:
 
 from __future__ import annotations
 
-import pytest
-
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
-
+import pytest
 from aworld_train.testing.fixtures import read_jsonl
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "repeat_digit"
@@ -116,7 +114,6 @@ def test_the_calculator_agent_learns_to_call_its_tool(tmp_path: Path) -> None:
     anew for every episode (12-20 s per step of 8 episodes here), where the spec form keeps one
     session for the run."""
     import torch
-
     from aworld_train.testing.tool_caller import tool_learning_job
 
     # One thread: this process's OpenMP threads may spin while they wait (the training's own

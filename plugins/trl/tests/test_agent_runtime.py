@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from aworld_train.testing.agents import (
     SHOUT_TOOLS,
     SYSTEM,
@@ -85,10 +84,9 @@ def test_a_bad_agent_is_one_line_on_the_terminal_and_training_logs_each_agents_f
     """The terminal sees what the checked episode's child process logs too, which the
     in-process runs above cannot capture: the error line and nothing else. Training logs the
     first failed episode of a run, once."""
-    from transformers import AutoTokenizer
-
     from aworld_train.agent import load_agent
     from aworld_train.runtime import AgentRuntime, ChatRenderer, Generated, Limits
+    from transformers import AutoTokenizer
 
     agents = agent_job.parent / "bad_agents.py"
     result = subprocess.run(
@@ -164,12 +162,11 @@ def test_the_tokens_trl_trains_on_are_the_generated_ids_and_the_rendered_tool_me
     generated (mask 1), the tool message as the chat template renders it (mask 0), and the
     log-probs the model recomputes equal to the recorded ones."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    from trl import GRPOConfig
-
     from aworld_train.agent import load_agent
     from aworld_train.runtime import ChatRenderer
     from aworld_train_trl.rollout import AgentRollout, agent_trainer_class
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig
 
     spec = load_agent("my_agent.py:run", agent_job.parent)
     tokenizer = AutoTokenizer.from_pretrained(tiny_model)

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
-
 from aworld_train.testing.bad_jobs import (
     USE_VLLM_CASE,
     BadJob,

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from aworld_train import AgentTrainer
 from aworld_train.errors import AgentError, ConfigError, DatasetError, RewardError
 from aworld_train.testing.bad_jobs import vllm_can_run
@@ -263,7 +262,6 @@ def test_plain_prompts_without_a_chat_template() -> None:
 
 def test_chat_prompt_without_a_chat_template_names_the_row() -> None:
     import datasets
-
     from aworld_train_trl.dataset import datasets_to_trl
 
     rows = datasets.Dataset.from_list(
@@ -274,9 +272,8 @@ def test_chat_prompt_without_a_chat_template_names_the_row() -> None:
 
 
 def test_conversion_draws_no_progress_bar(capsys: pytest.CaptureFixture[str]) -> None:
-    from datasets.utils import are_progress_bars_disabled, enable_progress_bars
-
     from aworld_train_trl.dataset import datasets_to_trl
+    from datasets.utils import are_progress_bars_disabled, enable_progress_bars
 
     enable_progress_bars()  # the user's setting, whatever an earlier test left
     datasets_to_trl(_canonical(), _canonical(), _agent(), "grpo")
@@ -301,7 +298,6 @@ def test_sft_rows_become_prompt_and_completion() -> None:
 
 def test_reward_wrapper_scores_each_completion_and_logs_extra_metrics() -> None:
     from aworld_train.reward import resolve_reward
-
     from aworld_train_trl.reward import TrlReward
 
     def graded(data_source, solution_str, ground_truth, extra_info=None):
@@ -327,7 +323,6 @@ def test_reward_wrapper_scores_each_completion_and_logs_extra_metrics() -> None:
 
 def test_reward_wrapper_error_names_the_row() -> None:
     from aworld_train.reward import resolve_reward
-
     from aworld_train_trl.reward import TrlReward
 
     def broken(data_source, solution_str, ground_truth, extra_info=None):
@@ -376,9 +371,8 @@ def test_several_weighted_rewards_become_one_trl_reward(job: dict[str, Any]) -> 
 def test_trainer_choices_are_the_ones_trls_help_lists() -> None:
     """The choices TRL checks only in its trainer are kept by hand: each must still be named in
     the installed TRL's own help for the field, so an upgrade that renames one fails here."""
-    from trl import GRPOConfig
-
     from aworld_train_trl.schema import GRPO_CHOICES, field_metadata
+    from trl import GRPOConfig
 
     for key, choices in GRPO_CHOICES.items():
         help_text = field_metadata(GRPOConfig)[key]["help"]

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from aworld_train import AgentTrainer
 from aworld_train.testing.fixtures import check_config_file
 
@@ -29,9 +28,8 @@ def test_section_keys_are_every_trainer_field_and_the_model_key() -> None:
     """The layout claims the fields of each trainer config the engine maps (GRPO's and SFT's
     own ones too), TRL's model key, and what ``trl sft --config`` also reads: ScriptArguments,
     ModelConfig and the launcher's keys; nothing else."""
-    from trl import GRPOConfig, ModelConfig, ScriptArguments, SFTConfig
-
     from aworld_train_trl.config import section_keys
+    from trl import GRPOConfig, ModelConfig, ScriptArguments, SFTConfig
 
     keys = section_keys()
     assert {

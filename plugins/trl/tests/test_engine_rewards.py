@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from aworld_train.testing.fixtures import run_cli
 
 

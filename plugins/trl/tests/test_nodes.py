@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from aworld_train.testing.fixtures import manifest, read_jsonl
 from aworld_train.testing.nodes import (
     kill_tree,

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from aworld_train.testing.real_configs import (
     assert_a_dozen_configs,
     assert_same_verdict,

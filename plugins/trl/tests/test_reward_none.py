@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from aworld_train.errors import RewardError
 from aworld_train.reward import NONE_REFUSED, resolve_reward
 from aworld_train_trl.reward import reward_to_trl

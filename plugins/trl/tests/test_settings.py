@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from aworld_train import AgentTrainer
 from aworld_train.errors import ConfigError
 from aworld_train.testing.fixtures import hide_packages

@@ -9,10 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from aworld_train.agent import AgentSpec, load_agent
 from aworld_train.engine import Secrets, TrainingError, ship_agent, unship_agent
-from aworld_train.redaction import remember_secrets
+from aworld_train.run.redaction import remember_secrets
 
 SECRET = "sk-planted-mcp-5e1f0a"
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from aworld_train.testing import build_tiny_model
 
 

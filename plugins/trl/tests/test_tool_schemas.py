@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from aworld_train import AgentTrainer
 from policy_inputs import train_recording_inputs
 
@@ -117,9 +116,8 @@ def advertised(server: Path) -> list[Any]:
 def test_trl_renders_the_tool_schema_the_server_advertises(
     clock_job: dict[str, Any], tmp_path: Path
 ) -> None:
-    from transformers import AutoTokenizer
-
     from aworld_train.runtime import ChatRenderer, prompt_messages
+    from transformers import AutoTokenizer
 
     [tool] = advertised(tmp_path / "clock_server.py")
     schema = tool.model_dump(by_alias=True)["inputSchema"]  # as sent: mcp 2 calls it input_schema

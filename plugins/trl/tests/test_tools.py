@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from aworld_train import AgentTrainer
 from aworld_train.errors import AgentError
 from aworld_train.runtime import ChatRenderer, prompt_messages

@@ -8,7 +8,6 @@ import re
 from typing import Any
 
 import pytest
-
 from aworld_train.testing.fixtures import manifest, run_cli
 from aworld_train.testing.train_failures import (
     TrainFailureSuite,

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from aworld_train.testing.agents import write_agent_job
 from aworld_train.testing.fixtures import read_jsonl, repeat_digit_job
 from aworld_train.testing.view import running_view

@@ -328,7 +328,6 @@ def _load_back(config_file: Path, environment: dict[str, str]) -> None:
     them)."""
     from hydra.utils import get_class
     from omegaconf import OmegaConf
-
     from verl.experimental.agent_loop.agent_loop import AgentLoopBase
 
     from aworld_train_verl.vault import loads

@@ -34,9 +34,6 @@ from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
-from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput
-from verl.utils.profiler import simple_timer
-
 from aworld_train.engine import (
     AgentRuntime,
     AgentSpec,
@@ -47,6 +44,8 @@ from aworld_train.engine import (
     ToolSet,
     model_name,
 )
+from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput
+from verl.utils.profiler import simple_timer
 
 from aworld_train_verl.vault import loads
 

@@ -18,9 +18,8 @@ from typing import TYPE_CHECKING, Any
 from aworld_train.engine import ConfigError, cached
 
 if TYPE_CHECKING:
-    from omegaconf import DictConfig
-
     from aworld_train.engine import TrainConfig
+    from omegaconf import DictConfig
 
 CONFIG_NAME = "ppo_trainer"
 SECTION = "verl"  # the section's name when the config names no engine (one built by hand)

@@ -25,9 +25,8 @@ from aworld_train_verl.settings import tracker_variables, trackers_of
 from aworld_train_verl.vault import Vault
 
 if TYPE_CHECKING:
-    from omegaconf import DictConfig
-
     from aworld_train.engine import TrainConfig
+    from omegaconf import DictConfig
 
 SAVED_CONFIG_NAME = "verl_config"
 

@@ -151,7 +151,6 @@ def load_back(path: Path, tokenizer: Any, data_config: Any, expected_rows: int) 
     :raises DatasetError: naming the file when VeRL cannot read it or loses rows.
     """
     from omegaconf import OmegaConf
-
     from verl.utils.dataset.rl_dataset import RLHFDataset
 
     config = OmegaConf.merge(

@@ -29,9 +29,8 @@ from aworld_train_verl.schema import check_choice, check_values
 from aworld_train_verl.settings import same_target, setting_overrides
 
 if TYPE_CHECKING:
-    from omegaconf import DictConfig
-
     from aworld_train.engine import TrainConfig
+    from omegaconf import DictConfig
 
 
 # The common ``algorithm`` values and VeRL's advantage estimator for each; any other value is

@@ -208,7 +208,6 @@ def sample_batch(rows: list[dict[str, Any]], tokenizer: Any) -> Any:
     """A ``DataProto`` like the rollout's output: each row's prompt, answered by its ground truth."""
     import numpy as np
     import torch
-
     from verl import DataProto
 
     prompts, responses = [], []

@@ -241,17 +241,15 @@ def python_type(term: Any) -> Any:
 def registry_names() -> dict[str, list[str]]:
     """The names VeRL's registries hold now, for each key of :data:`REGISTRIES` (imports VeRL,
     which also loads the ``verl.plugins`` that register more)."""
+    import verl.experimental.reward_loop.reward_manager  # noqa: F401 - registers the built-in managers
     from verl.experimental.reward_loop.reward_manager.registry import REWARD_MANAGER
     from verl.trainer.ppo.core_algos import (
         ADV_ESTIMATOR_REGISTRY,
         POLICY_LOSS_REGISTRY,
         AdvantageEstimator,
     )
-    from verl.workers.rollout.replica import RolloutReplicaRegistry
-
-    import verl.experimental.reward_loop.reward_manager  # noqa: F401 - registers the built-in managers
-
     from verl.utils.tracking import Tracking
+    from verl.workers.rollout.replica import RolloutReplicaRegistry
 
     estimators = kl_estimators()
     names = {

@@ -30,9 +30,8 @@ from aworld_train_verl.device import PLATFORM, on_cpu
 from aworld_train_verl.gpus import cluster_address, visible_gpus
 
 if TYPE_CHECKING:
-    from omegaconf import DictConfig
-
     from aworld_train.engine import TrainConfig
+    from omegaconf import DictConfig
 
     from aworld_train_verl.config import VerlConfig
 

@@ -4,7 +4,7 @@ VeRL's workers read what they run from files: the agent's tool set and the AWorl
 pickled (``agent_tools.pkl``, ``agent.pkl``), unimportable rewards too, and the composed config
 is saved as ``verl_config.yaml``. MCP servers' ``env`` and headers, credentials in URLs, the
 values of ``--api-key`` arguments or a secret-named key of the ``verl:`` section would otherwise
-sit in those files. Each string that holds a secret (by :mod:`aworld_train.redaction`'s rules)
+sit in those files. Each string that holds a secret (by :mod:`aworld_train.run.redaction`'s rules)
 is written instead as a reference to an environment variable, ``AWORLD_TRAIN_SECRET_<n>``: in a
 pickle as a persistent id that :func:`loads` resolves, in the config as ``${oc.env:NAME}``.
 The values reach VeRL's processes only through the environment of ``main_ppo``

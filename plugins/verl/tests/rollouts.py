@@ -17,10 +17,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-
-from conftest import Checks, LocalActorHandle, dataset, make_ctx
-
 from aworld_train.reward import resolve_reward
+from conftest import Checks, LocalActorHandle, dataset, make_ctx
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "calculator_agent"
 
@@ -97,12 +95,11 @@ def rollout(
 ) -> tuple[Any, Any, Any]:
     """Check the job with the engine's hooks, then run VeRL's agent-loop worker on its data with
     VeRL's reward loop; returns the worker's output, the fake client, and the composed config."""
+    from aworld_train_verl.agent import load_tokenizer
     from verl import DataProto
     from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
     from verl.experimental.reward_loop.reward_loop import RewardLoopWorker
     from verl.utils.dataset.rl_dataset import RLHFDataset, collate_fn
-
-    from aworld_train_verl.agent import load_tokenizer
 
     ctx = make_ctx(
         tmp_path / "run",

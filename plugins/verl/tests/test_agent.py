@@ -7,11 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-
-from conftest import Checks, make_ctx
-
 from aworld_train.agent import AgentSpec
 from aworld_train.errors import AgentError
+from conftest import Checks, make_ctx
 
 
 def test_a_plain_agent_gives_model_system_prompt_and_sampling(
@@ -44,7 +42,7 @@ def test_an_agent_whose_tools_were_not_resolved_is_an_error(
 
 
 def test_a_chat_template_that_ignores_tools_is_an_error(tmp_path: Path, tiny_model: Path) -> None:
-    from aworld_train.tools import ToolSet, PythonTool
+    from aworld_train.tools import PythonTool, ToolSet
 
     def lookup(word: str) -> str:
         """Look a word up."""

@@ -9,13 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from rollouts import EXAMPLE, assert_exact_tool_episodes, model_tokens, rollout
-
 from aworld_train.agent import load_agent, python_agent
 from aworld_train.errors import AgentError
 from aworld_train.tools import close_sessions, resolve_tools
 from aworld_train_verl import agent_loop
+from rollouts import EXAMPLE, assert_exact_tool_episodes, model_tokens, rollout
 
 SLOW_TOOL = '''
 import time

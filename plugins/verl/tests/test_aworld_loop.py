@@ -13,13 +13,11 @@ from typing import Any
 
 import pytest
 from aworld.agents.llm_agent import Agent
-
-from rollouts import EXAMPLE, assert_exact_tool_episodes, model_tokens, rollout
-
 from aworld_train.agent import load_agent
 from aworld_train.errors import AgentError
 from aworld_train.tools import close_sessions, resolve_tools
 from aworld_train_verl import agent_loop
+from rollouts import EXAMPLE, assert_exact_tool_episodes, model_tokens, rollout
 
 SYSTEM_PROMPT = (
     "You are a calculator agent. Call the tools for every step; answer as <answer>NUMBER</answer>."

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from aworld_train.testing.bad_jobs import (
     BadJob,
     BadJobSuite,

@@ -19,10 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from aworld_train.errors import ConfigError
 from aworld_train.testing.nodes import free_port
-
 from aworld_train_verl.cluster import (
     ClusterNode,
     Demand,

@@ -10,14 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from conftest import make_ctx
-
 from aworld_train.config import Resources, TrainConfig
 from aworld_train.errors import ConfigError
 from aworld_train_verl.composition import base_config, flatten
 from aworld_train_verl.config import resolve
 from aworld_train_verl.overrides import common_overrides, model_overrides
+from conftest import make_ctx
 
 
 def resolved(tmp_path: Path, model: Path, **config: Any) -> Any:
@@ -211,13 +209,11 @@ def test_every_base_key_is_known_and_flatten_reads_added_keys_as_hydra_does() ->
 
 def test_the_cached_base_config_is_what_hydra_composes() -> None:
     """The base config is composed by Hydra once per VeRL version and kept as YAML."""
+    from aworld_train.cache import cache_file
+    from aworld_train_verl.composition import cache_key, config_dir
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
     from omegaconf import OmegaConf
-
-    from aworld_train.cache import cache_file
-
-    from aworld_train_verl.composition import cache_key, config_dir
 
     assert cache_file("verl-ppo_trainer.yaml", cache_key()).is_file()
     GlobalHydra.instance().clear()
@@ -250,9 +246,8 @@ def test_the_entry_point_module_imports_nothing_heavy() -> None:
 def test_every_default_of_verls_config_passes_the_value_checks() -> None:
     """Set back to its default, no key is refused: the types come from VeRL's own dataclasses,
     the ranges leave VeRL's defaults alone."""
-    from omegaconf import OmegaConf
-
     from aworld_train_verl.schema import check_values, schema
+    from omegaconf import OmegaConf
 
     defaults = flatten(OmegaConf.to_container(base_config(), resolve=False))
     defaults = {key: value for key, value in defaults.items() if value != "???"}  # mandatory, unset
@@ -392,11 +387,9 @@ def saved_config_of(tmp_path: Path, model: Path | None, reward_file: Path, confi
     a user's script does; the run directory and its saved VeRL config, read back.
 
     :param model: the agent's model, or ``None`` when the config names it."""
-    from omegaconf import OmegaConf
-
     from aworld_train import AgentTrainer
-
     from conftest import repeat_rows
+    from omegaconf import OmegaConf
 
     (tmp_path / "tools.py").write_text(TOOLS_FILE)
     trainer = AgentTrainer(
@@ -668,7 +661,6 @@ def test_config_layout_names_verls_top_level_keys_without_importing_verl() -> No
     its model key as the job's model; once the composed config is cached, the hook imports
     neither VeRL nor torch."""
     from aworld_train.config import ConfigLayout
-
     from aworld_train_verl import engine
 
     layout = engine.config_layout()
@@ -697,7 +689,6 @@ def job_config(model: Path, **data: Any) -> TrainConfig:
     """A config as the core loads a job's (a whole VeRL config's top-level keys claimed, which
     common keys the job set recorded)."""
     from aworld_train.config import load_config
-
     from aworld_train_verl.engine import config_layout
 
     overrides = data.pop("overrides", ())
@@ -816,7 +807,6 @@ def test_a_kl_estimator_verl_cannot_compute_is_refused_with_its_names(
 
 def test_the_kl_estimators_are_read_from_verls_code() -> None:
     import torch
-
     from aworld_train_verl.schema import kl_estimators
     from verl.trainer.ppo.core_algos import kl_penalty
 

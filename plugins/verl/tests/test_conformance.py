@@ -11,7 +11,6 @@ from pathlib import Path
 
 from aworld_train.errors import TrainingError
 from aworld_train.testing.conformance import EngineConformance
-
 from aworld_train_verl.gpus import visible_gpus
 
 

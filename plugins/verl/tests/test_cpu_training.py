@@ -17,10 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-from rollouts import EXAMPLE, build_tool_model
-
 from aworld_train_verl.device import ENVIRONMENT
+from rollouts import EXAMPLE, build_tool_model
 
 EXECUTABLE = Path(sys.executable).with_name("aworld-train")
 DEMO = Path(__file__).resolve().parents[3] / "examples" / "repeat_digit"

@@ -7,11 +7,9 @@ import logging
 from pathlib import Path
 
 import pytest
-
-from conftest import Checks, dataset, make_ctx, repeat_rows
-
 from aworld_train.agent import AgentSpec
 from aworld_train.errors import DatasetError
+from conftest import Checks, dataset, make_ctx, repeat_rows
 
 
 def agent_checked(tmp_path: Path, tiny_model: Path, **config) -> Checks:
@@ -123,12 +121,11 @@ def test_a_verl_layout_parquet_converts_and_rlhf_dataset_reads_it(
     (the job's agent loop, or none for VeRL's default loop) replace the rows' own; ability and
     extra_info pass through; VeRL's RLHFDataset reads the converted file."""
     import datasets
-    from omegaconf import OmegaConf
-
-    from aworld_train.dataset import load_dataset
-    from aworld_train_verl.overrides import preview
+    from aworld_train.dataset.loading import load_dataset
     from aworld_train_verl import dataset as verl_dataset
     from aworld_train_verl.agent import load_tokenizer
+    from aworld_train_verl.overrides import preview
+    from omegaconf import OmegaConf
     from verl.utils.dataset.rl_dataset import RLHFDataset
 
     source = tmp_path / "gaia.parquet"

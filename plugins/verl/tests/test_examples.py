@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from rollouts import EXAMPLE
 
 EXECUTABLE = Path(sys.executable).with_name("aworld-train")

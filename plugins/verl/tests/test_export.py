@@ -20,7 +20,6 @@ from typing import Any
 
 import pytest
 import torch
-
 from aworld_train.engine import TrainingError
 from aworld_train.testing.fixtures import assert_loads_without_peft
 from aworld_train_verl import export

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from aworld_train.memory import default_plan, estimate, model_shape
 from aworld_train.testing.memory import (
     assert_plan_sizes_the_step,
@@ -21,7 +20,6 @@ from aworld_train.testing.memory import (
     seven_b_on_one_gpu,
     write_job,
 )
-
 from aworld_train_verl.memory import verl_memory_plan
 
 GRPO = {"algorithm": "grpo", "num_generations": 2, "batch_size": 2}

@@ -26,9 +26,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from omegaconf import OmegaConf
-
 from conftest import LocalActorHandle
+from omegaconf import OmegaConf
 from rollouts import ScriptedTokenClient, build_tool_model
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "gaia_verl"
@@ -253,9 +252,8 @@ def test_verls_reward_loader_finds_the_users_gaia_reward_in_the_saved_config(
 def test_verls_dataset_reads_the_saved_data_files_as_the_trainer_would(main_run: Run) -> None:
     """VeRL's own RLHFDataset reads the converted parquet the saved config names: every question,
     its GAIA fields kept, each row naming the agent loop of the AWorld agent."""
-    from verl.utils.dataset.rl_dataset import RLHFDataset
-
     from aworld_train_verl.agent import load_tokenizer
+    from verl.utils.dataset.rl_dataset import RLHFDataset
 
     cfg = saved_config(main_run)
     tokenizer = load_tokenizer(str(cfg.actor_rollout_ref.model.path))
@@ -311,12 +309,11 @@ def test_verls_agent_loop_runs_the_aworld_agent_from_the_saved_config_and_its_re
     """The pipeline a GPU run goes through, from main.py's saved config alone: VeRL's
     AgentLoopWorker registers the agent loop it names, which runs the user's AWorld agent with
     its own MCP server; VeRL's reward loop scores each episode with gaia_reward_func."""
+    from aworld_train_verl.agent import load_tokenizer
     from verl import DataProto
     from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
     from verl.experimental.reward_loop.reward_loop import RewardLoopWorker
     from verl.utils.dataset.rl_dataset import RLHFDataset, collate_fn
-
-    from aworld_train_verl.agent import load_tokenizer
 
     cfg = saved_config(main_run)
     tokenizer = load_tokenizer(str(cfg.actor_rollout_ref.model.path))

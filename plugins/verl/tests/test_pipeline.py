@@ -20,11 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from conftest import Checks, LocalActorHandle, dataset, make_ctx, repeat_rows
-
 from aworld_train.agent import AgentSpec
 from aworld_train.reward import RewardFunction, RewardSpec
+from conftest import Checks, LocalActorHandle, dataset, make_ctx, repeat_rows
 
 
 class FakeTokenClient:
@@ -55,16 +53,15 @@ class FakeTokenClient:
 def test_agent_loop_reward_loop_and_grpo_on_cpu(
     tmp_path: Path, tiny_model: Path, reward_file: Path
 ) -> None:
+    import importlib.util
+
+    from aworld_train_verl.agent import load_tokenizer
     from verl import DataProto
     from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
     from verl.experimental.reward_loop.reward_loop import RewardLoopWorker
     from verl.trainer.ppo.core_algos import AdvantageEstimator
     from verl.trainer.ppo.ray_trainer import compute_advantage
     from verl.utils.dataset.rl_dataset import RLHFDataset, collate_fn
-
-    from aworld_train_verl.agent import load_tokenizer
-
-    import importlib.util
 
     spec = importlib.util.spec_from_file_location("pipeline_rewards", reward_file)
     module = importlib.util.module_from_spec(spec)

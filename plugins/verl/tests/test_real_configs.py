@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from aworld_train.testing.real_configs import (
     assert_a_dozen_configs,
     assert_same_verdict,
@@ -45,7 +44,6 @@ def config_lines(name: str, model: Path) -> list[str]:
     """A config's ``key=value`` overrides as the shell hands them to ``main_ppo`` (quotes
     removed), ``MODEL`` replaced by ``model``; a YAML config flattened to the same form."""
     import yaml
-
     from aworld_train_verl.composition import flatten
 
     text = (HERE / name).read_text().replace("MODEL", str(model))
@@ -67,12 +65,11 @@ def verls_verdict(lines: list[str]) -> str | None:
     import importlib.util
 
     import torch
+    from aworld_train_verl.composition import config_dir
+    from aworld_train_verl.overrides import engine_defaults
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
     from omegaconf import OmegaConf
-
-    from aworld_train_verl.composition import config_dir
-    from aworld_train_verl.overrides import engine_defaults
     from verl.trainer.ppo.core_algos import get_adv_estimator_fn, get_policy_loss_fn, kl_penalty
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
     from verl.utils.config import omega_conf_to_dataclass, validate_config
@@ -187,10 +184,9 @@ def test_verls_quickstart_as_a_whole_config_file_trains_ppo_with_its_critic(
 ) -> None:
     """VeRL's quickstart configures a critic and leaves the estimator to VeRL (gae): given whole
     as the job's config, with no common ``algorithm``, the saved config trains what VeRL would."""
-    from omegaconf import OmegaConf
-
     from aworld_train import AgentTrainer
     from aworld_train_verl.composition import base_config
+    from omegaconf import OmegaConf
 
     write_job(tmp_path, long_model, "quickstart_ppo.yaml")
     trainer = AgentTrainer(

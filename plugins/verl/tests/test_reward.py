@@ -9,14 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from conftest import Checks, dataset, make_ctx, repeat_rows
-
 from aworld_train.agent import AgentSpec
 from aworld_train.errors import RewardError
 from aworld_train.reward import RewardFunction, RewardSpec
 from aworld_train_verl.overrides import preview
 from aworld_train_verl.reward import MODULE_NAME, score_with_reward_manager
+from conftest import Checks, dataset, make_ctx, repeat_rows
 
 
 def load(reward_file: Path) -> Any:

@@ -10,9 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from conftest import Checks, dataset, make_ctx
-
 from aworld_train.agent import load_agent
 from aworld_train.config import Resources
 from aworld_train.reward import resolve_reward
@@ -20,6 +17,7 @@ from aworld_train.tools import close_sessions, resolve_tools
 from aworld_train_verl import launch
 from aworld_train_verl.cluster import query_nodes as ask_the_cluster
 from aworld_train_verl.vault import ENV_PREFIX, Vault, loads
+from conftest import Checks, dataset, make_ctx
 
 ENV_SECRET = "sk-planted-env-7f3a91"
 ARG_SECRET = "sk-planted-arg-42c8d0"
@@ -86,7 +84,7 @@ def a_cluster_that_holds_the_job(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_a_cluster_that_does_not_answer_is_named_without_its_credentials() -> None:
     from aworld_train.errors import ConfigError
-    from aworld_train.redaction import remember_secrets
+    from aworld_train.run.redaction import remember_secrets
 
     address = f"ray://admin:{URL_SECRET}@127.0.0.1:1"  # nothing listens on port 1
     remember_secrets({"resources": {"ray_address": address}})
@@ -160,7 +158,6 @@ def test_an_aworld_agents_secrets_stay_out_of_the_run_directory(
     pytest.importorskip("aworld")
     from aworld.agents.llm_agent import Agent
     from aworld.config.conf import AgentConfig
-
     from rollouts import EXAMPLE
 
     agent = Agent(
@@ -196,7 +193,7 @@ def test_an_aworld_agents_secrets_stay_out_of_the_run_directory(
 
 def test_a_pickle_without_its_variables_says_which_is_missing() -> None:
     from aworld_train.errors import TrainingError
-    from aworld_train.redaction import remember_secrets
+    from aworld_train.run.redaction import remember_secrets
 
     remember_secrets({"token": ENV_SECRET})
     vault = Vault()

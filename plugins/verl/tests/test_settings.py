@@ -9,9 +9,6 @@ from typing import Any
 
 import pytest
 import yaml
-
-from conftest import make_ctx
-
 from aworld_train.config import Resources
 from aworld_train.engine import ConfigError, Lora, Setting
 from aworld_train.testing.fixtures import hide_packages
@@ -20,6 +17,7 @@ from aworld_train_verl.device import ENVIRONMENT
 from aworld_train_verl.gpus import visible_gpus
 from aworld_train_verl.overrides import model_overrides, schedule_overrides
 from aworld_train_verl.settings import FSDP_NODES, effective_settings
+from conftest import make_ctx
 
 ACTOR = "actor_rollout_ref.actor"
 

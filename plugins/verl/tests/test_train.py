@@ -19,14 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from conftest import Checks, dataset, make_ctx, repeat_rows
-
 from aworld_train.agent import AgentSpec
 from aworld_train.errors import TrainingError
 from aworld_train.reward import RewardFunction, RewardSpec
 from aworld_train_verl import export, launch, training
 from aworld_train_verl.gpus import visible_gpus
+from conftest import Checks, dataset, make_ctx, repeat_rows
 
 STEP_LINE = (
     "(TaskRunner pid=4242) step:3 - actor/pg_loss:-0.0123 - critic/score/mean:0.75 - "

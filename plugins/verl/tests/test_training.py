@@ -18,15 +18,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-
-from conftest import Checks, LocalActorHandle, dataset, make_ctx, repeat_rows
-from test_pipeline import FakeTokenClient
-
 from aworld_train.agent import AgentSpec
-from aworld_train.samples import read_samples
 from aworld_train.reward import RewardFunction, RewardSpec
+from aworld_train.run.samples import read_samples
 from aworld_train_verl import export, launch, training
 from aworld_train_verl.training import Evaluation, RolloutSamples
+from conftest import Checks, LocalActorHandle, dataset, make_ctx, repeat_rows
+from test_pipeline import FakeTokenClient
 
 
 def rewards(reward_file: Path, *weighted: tuple[str, float]) -> RewardSpec:
@@ -58,13 +56,12 @@ def validate(checks: Checks, model: Path) -> tuple[dict[str, Any], Any, Any, lis
     """One validation pass as VeRL's trainer runs it: the agent loop and the reward loop on the
     validation file, then the trainer's own metric code. Returns the metrics, the worker's
     input and output batches, and the decoded prompts and responses."""
+    from aworld_train_verl.agent import load_tokenizer
     from verl import DataProto
     from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
     from verl.experimental.reward_loop.reward_loop import RewardLoopWorker
     from verl.trainer.ppo.v1.trainer_base import PPOTrainer
     from verl.utils.dataset.rl_dataset import RLHFDataset, collate_fn
-
-    from aworld_train_verl.agent import load_tokenizer
 
     cfg = checks.config.config
     tokenizer = load_tokenizer(str(model))
@@ -274,10 +271,9 @@ def test_verls_tracking_writes_the_reward_to_tensorboard_inside_the_run(
 ) -> None:
     """VeRL's own Tracking, as its trainer builds it from trainer.logger, in the environment the
     engine gives main_ppo (which Ray hands on to the trainer's actor)."""
+    from aworld_train.testing.fixtures import tensorboard_scalars
     from omegaconf import OmegaConf
     from verl.utils.tracking import Tracking
-
-    from aworld_train.testing.fixtures import tensorboard_scalars
 
     checks = checked(
         tmp_path, tiny_model, rewards(reward_file, ("exact", 1.0)), report_to=("tensorboard",)

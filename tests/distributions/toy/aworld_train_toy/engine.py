@@ -10,13 +10,12 @@ from aworld_train.errors import AgentError
 
 if TYPE_CHECKING:
     import datasets
-
     from aworld_train.agent import AgentSpec
     from aworld_train.config import TrainConfig
     from aworld_train.context import RunContext
     from aworld_train.reward import RewardSpec
 
-    from aworld_train_toy.policy import ToySettings, ToyReward
+    from aworld_train_toy.policy import ToyReward, ToySettings
 
 
 @hookimpl

@@ -20,7 +20,6 @@ from aworld_train.errors import ConfigError, TrainingError, did_you_mean
 
 if TYPE_CHECKING:
     import datasets
-
     from aworld_train.config import TrainConfig
     from aworld_train.context import RunContext
     from aworld_train.reward import RewardResult, RewardSpec

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from aworld_train.errors import Interrupted, TrainingCrash
-from aworld_train.redaction import redact_text
-from aworld_train.threads import with_thread_policy
+from aworld_train.launch.threads import with_thread_policy
+from aworld_train.run.redaction import redact_text
 
 STOP_GRACE_S = 30.0  # a trainer saving a checkpoint after SIGTERM may need this long
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -146,7 +146,7 @@ def last_frame(log_path: Path) -> str | None:
     """``file.py:line`` of the innermost frame of the traceback that ends in the line
     :func:`last_error` names (a library's file as it reads inside its package), or ``None``
     when no traceback leads to that line."""
-    from aworld_train.failure import short_path
+    from aworld_train.launch.failure import short_path
 
     lines = _log_lines(log_path)
     index = _error_index(lines)

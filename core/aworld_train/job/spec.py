@@ -16,7 +16,7 @@ from typing import Any
 
 from aworld_train.config_rules import describe_value
 from aworld_train.errors import JobError, did_you_mean
-from aworld_train.references import absolute_reference, resolve_path
+from aworld_train.job.references import absolute_reference, resolve_path
 
 
 @dataclass(frozen=True)
@@ -120,7 +120,7 @@ def load_job(
     :raises JobError: for a missing or unreadable file, a YAML error, an unknown field or a
         field of the wrong type, naming the file and the field.
     """
-    from aworld_train.files import read_mapping
+    from aworld_train.job.files import read_mapping
 
     if path is None:
         data: dict[str, Any] = {}

@@ -8,7 +8,7 @@ the run directory: Python tools as their references, the functions of files the 
 (``my_agent.py:run``) by value, since another process cannot import them under the name this
 one gave them, and an AWorld agent's sandbox as its settings
 (:func:`~aworld_train.runtime.agents.aworld_pickler`). Every string that holds a secret (by
-:mod:`aworld_train.redaction`'s rules: an MCP server's ``env`` or headers, an API key) is
+:mod:`aworld_train.run.redaction`'s rules: an MCP server's ``env`` or headers, an API key) is
 written as a reference to an environment variable, ``AWORLD_TRAIN_SECRET_<n>``; the processes
 get the values through their environment (:attr:`Secrets.environment`).
 """
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 ENV_PREFIX = "AWORLD_TRAIN_SECRET_"
 _TAG = "aworld-train-secret"
-# The module names aworld_train.references gives the files a job names.
+# The module names aworld_train.job.references gives the files a job names.
 _USER_MODULES = "aworld_train_user_"
 
 
@@ -50,7 +50,7 @@ class Secrets:
 
     def reference(self, text: str) -> str | None:
         """The variable that carries ``text`` when it holds a secret, else ``None``."""
-        from aworld_train.redaction import redact_text
+        from aworld_train.run.redaction import redact_text
 
         if redact_text(text) == text:
             return None

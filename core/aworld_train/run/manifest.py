@@ -16,10 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from aworld_train.errors import RunDirectoryError
-from aworld_train.files import parse_json_text, read_text
-from aworld_train.redaction import redact
-from aworld_train.run_files import MANIFEST
-
+from aworld_train.job.files import parse_json_text, read_text
+from aworld_train.run.files import MANIFEST
+from aworld_train.run.redaction import redact
 
 # How a run's manifest says it ended in a way ``--resume`` can continue: stopped by a signal,
 # its process gone without a word, or an exception inside the engine.

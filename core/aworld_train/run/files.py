@@ -9,15 +9,15 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-#: The run's status, process, versions, times and final metrics (:mod:`aworld_train.manifest`).
+#: The run's status, process, versions, times and final metrics (:mod:`aworld_train.run.manifest`).
 MANIFEST = "manifest.json"
-#: The job as it ran, secrets redacted, re-runnable from any folder (:mod:`aworld_train.saved_job`).
+#: The job as it ran, secrets redacted, re-runnable from any folder (:mod:`aworld_train.job.saved`).
 JOB_FILE = "job.yaml"
-#: One JSON object per logged step (:class:`aworld_train.metrics.MetricsReporter`).
+#: One JSON object per logged step (:class:`aworld_train.run.metrics.MetricsReporter`).
 METRICS_FILE = "metrics.jsonl"
-#: A few rollout samples per logged step (:mod:`aworld_train.samples`).
+#: A few rollout samples per logged step (:mod:`aworld_train.run.samples`).
 SAMPLES_FILE = "samples.jsonl"
-#: The traceback of a failed run (:mod:`aworld_train.failure`).
+#: The traceback of a failed run (:mod:`aworld_train.launch.failure`).
 ERROR_LOG = "error.log"
 #: Where a trainer engine's checkpoints go.
 CHECKPOINTS = "checkpoints"

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aworld_train.errors import PluginError, RunDirectoryError
-from aworld_train.manifest import RESUMABLE, read_manifest, write_manifest
-from aworld_train.run_files import JOB_FILE, MANIFEST
-from aworld_train.saved_job import job_reruns
+from aworld_train.job.saved import job_reruns
+from aworld_train.run.files import JOB_FILE, MANIFEST
+from aworld_train.run.manifest import RESUMABLE, read_manifest, write_manifest
 
 if TYPE_CHECKING:
     from aworld_train.checks import CheckRun

@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from aworld_train.errors import AWorldTrainError, TrainingCrash
-from aworld_train.redaction import redact_text
-from aworld_train.quiet import apply_quiet_libraries
-from aworld_train.threads import apply_thread_policy
+from aworld_train.launch.quiet import apply_quiet_libraries
+from aworld_train.launch.threads import apply_thread_policy
+from aworld_train.run.redaction import redact_text
 
 if TYPE_CHECKING:
-    from aworld_train.job import Job
+    from aworld_train.job.spec import Job
 
 EXIT_CRASH = 1  # the engine failed while it trained: not a mistake the checks could name
 EXIT_BAD_INPUT = 2
@@ -192,7 +192,7 @@ def train(
         if resume is None:
             again = _resume_command(job, engine, overrides, fields, run_path, trainer.run_dir.path)
         else:  # the command named the run this one continues: this one's job, as show says
-            from aworld_train.resume import resume_command
+            from aworld_train.run.resume import resume_command
 
             again = resume_command(trainer.run_dir.path)
         click.echo(f"to continue this run: {again}", err=True)
@@ -223,8 +223,8 @@ def new_engine(name: str, directory: Path | None) -> None:
     )
 
 
-from aworld_train.cli_eval import eval_command, show_command  # noqa: E402 (commands' modules)
-from aworld_train.cli_view import view_command  # noqa: E402
+from aworld_train.cli.eval import eval_command, show_command  # noqa: E402 (commands' modules)
+from aworld_train.cli.view import view_command  # noqa: E402
 
 cli.add_command(eval_command)
 cli.add_command(show_command)
@@ -240,7 +240,7 @@ def _load_job(
 ) -> Job:
     """The job file (if any) with the flags that replace its fields and the ``-o`` overrides,
     its engine the one picked when it names none."""
-    from aworld_train.job import load_job
+    from aworld_train.job.spec import load_job
 
     loaded = load_job(
         job,
@@ -261,7 +261,7 @@ def _agent_flag(value: str | None) -> Any:
     import os
 
     from aworld_train.errors import JobError
-    from aworld_train.files import load_yaml_text
+    from aworld_train.job.files import load_yaml_text
 
     # A reference (module:factory, file.py:factory) has no ": " and opens no brace.
     if (
@@ -395,7 +395,7 @@ def _setting_text(value: Any) -> str:
 def _one_line(text: str) -> str:
     """An error as the one line the CLI prints: whitespace folded, secrets hidden (what
     ``str()`` of an error ``AgentTrainer`` raised already is)."""
-    from aworld_train.failure import one_line
+    from aworld_train.launch.failure import one_line
 
     return one_line(text)
 
@@ -403,9 +403,9 @@ def _one_line(text: str) -> str:
 def _print_run(run_dir: Path) -> bool:
     """Print where the run is; whether this node holds it (a node above 0 prints node 0's as
     its last line, having no run, and no metrics, of its own)."""
-    from aworld_train.plots import CURVES
-    from aworld_train.run_files import METRICS_FILE
-    from aworld_train.rundir import node_rank
+    from aworld_train.run.directory import node_rank
+    from aworld_train.run.files import METRICS_FILE
+    from aworld_train.run.plots import CURVES
 
     if (rank := node_rank()) > 0:  # node 0 holds the run: its directory, metrics and model
         kept = f"; this node's output: {run_dir}" if run_dir.is_dir() else ""
@@ -417,7 +417,3 @@ def _print_run(run_dir: Path) -> bool:
         if (run_dir / curve.filename).is_file():
             click.echo(f"{curve.metric + ' curve:':<14} {run_dir / curve.filename}")
     return True
-
-
-if __name__ == "__main__":
-    main()

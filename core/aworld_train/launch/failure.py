@@ -40,7 +40,7 @@ def check_crash_line(error: BaseException, where: str) -> str:
 
 def one_line(text: str) -> str:
     """``text`` as the CLI prints an error: whitespace folded into one line, secrets hidden."""
-    from aworld_train.redaction import redact_text
+    from aworld_train.run.redaction import redact_text
 
     return redact_text(" ".join(text.split()))
 
@@ -55,7 +55,7 @@ def _what(error: BaseException) -> str:
 
 def write_traceback(path: Path, error: BaseException) -> None:
     """Write ``error``'s traceback (its causes included) to ``path``, secrets hidden."""
-    from aworld_train.redaction import redact_text
+    from aworld_train.run.redaction import redact_text
 
     text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
     path.write_text(redact_text(text), encoding="utf-8")

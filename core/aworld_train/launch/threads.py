@@ -5,7 +5,7 @@ the cores are shared (other processes, a trainer beside its generation engine, s
 the spinning threads take the cores the working ones need: the demo's 6 steps took 57 s with
 OpenMP's default and 13 s with ``OMP_WAIT_POLICY=PASSIVE``. OpenMP reads the variable once, when
 its runtime loads (when torch is imported), so it is set in the environment before that: by
-the CLI's entry point for its own process, and by :func:`aworld_train.launcher.run_process` for
+the CLI's entry point for its own process, and by :func:`aworld_train.launch.launcher.run_process` for
 every process an engine starts. A value the user set is never changed, and a machine with an
 accelerator gets nothing (its CPU threads only feed the device).
 

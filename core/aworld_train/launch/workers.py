@@ -1,7 +1,7 @@
 """Training in worker processes, for engines that launch them (``accelerate``, ``torchrun``).
 
 The parent writes the checked job to a file, starts the launcher with the engine's worker
-module (through :func:`aworld_train.launcher.run_process`, which stops every worker however the
+module (through :func:`aworld_train.launch.launcher.run_process`, which stops every worker however the
 run ends), and forwards the metrics events the main worker prints — one marked JSON line each —
 to the run's metrics reporter. Rewards reach the workers as importable references.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aworld_train.errors import RewardError, TrainingCrash, TrainingError
-from aworld_train.launcher import run_process
+from aworld_train.launch.launcher import run_process
 
 if TYPE_CHECKING:
     from aworld_train.context import RunContext
@@ -96,7 +96,7 @@ def reward_references(spec: RewardSpec) -> list[dict[str, Any]]:
 
 def load_rewards(references: list[dict[str, Any]]) -> RewardSpec:
     """Worker side: import the rewards :func:`reward_references` listed."""
-    from aworld_train.references import import_object
+    from aworld_train.job.references import import_object
     from aworld_train.reward import RewardFunction, RewardSpec, engine_reward
 
     # An engine's own reward (swift:accuracy) is a name in the engine's registry, not an import.
@@ -181,7 +181,7 @@ def run_workers(
     env: dict[str, str] | None = None,
     nnodes: int = 1,
 ) -> dict[str, Any]:
-    """Run the launcher ``command`` through :func:`~aworld_train.launcher.run_process`, forward
+    """Run the launcher ``command`` through :func:`~aworld_train.launch.launcher.run_process`, forward
     the main worker's events to ``ctx.metrics``; every line goes to ``log_path``. Returns the
     final metrics.
 

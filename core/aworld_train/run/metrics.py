@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from aworld_train.run_files import METRICS_FILE
+from aworld_train.run.files import METRICS_FILE
 
 # Shown beside the progress, in this order, when an engine reports them.
 _HEADLINE = ("reward", "loss")

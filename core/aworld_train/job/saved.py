@@ -6,13 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from aworld_train.job import Job, absolute_paths
-from aworld_train.references import absolute_reference, resolve_path
+from aworld_train.job.references import absolute_reference, resolve_path
+from aworld_train.job.spec import Job, absolute_paths
 
 
 def rerunnable_job(job: Job, agent_spec: Any, config: dict[str, Any]) -> dict[str, Any]:
     """The job as ``job.yaml`` keeps it, so that ``aworld-train train runs/<run>/job.yaml``
-    re-runs it from any folder: its paths absolute (:func:`~aworld_train.job.absolute_paths`),
+    re-runs it from any folder: its paths absolute (:func:`~aworld_train.job.spec.absolute_paths`),
     the agent and the config written out whole (a ``module:factory`` agent stays a reference,
     since what a factory returns cannot be written down), and in-memory inputs described.
 

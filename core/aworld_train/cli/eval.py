@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from aworld_train.errors import JobError, RunDirectoryError
-from aworld_train.manifest import STOPPED, read_manifest
-from aworld_train.resume import continuations, resume_command
-from aworld_train.run_files import EVAL_DIR, MANIFEST
-from aworld_train.samples import read_samples
+from aworld_train.run.files import EVAL_DIR, MANIFEST
+from aworld_train.run.manifest import STOPPED, read_manifest
+from aworld_train.run.resume import continuations, resume_command
+from aworld_train.run.samples import read_samples
 
 if TYPE_CHECKING:
     from aworld_train.evaluation import EvalResult

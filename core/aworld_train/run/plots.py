@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from aworld_train.metrics import read_metrics
+from aworld_train.run.metrics import read_metrics
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

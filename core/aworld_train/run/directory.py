@@ -1,12 +1,12 @@
 """The run directory: ``<run_path>/<timestamp>-<engine>-<id>/``, never reused or overwritten.
 
 It holds ``job.yaml`` (the job as it ran, secrets redacted, re-runnable from any folder:
-:mod:`aworld_train.saved_job`), ``manifest.json`` (status, process, versions, times, the device,
+:mod:`aworld_train.job.saved`), ``manifest.json`` (status, process, versions, times, the device,
 precision and effective settings the engine reported, final metrics; a failed run's error, with
-its traceback in ``error.log``: :mod:`aworld_train.manifest`), ``metrics.jsonl``, the reward and
+its traceback in ``error.log``: :mod:`aworld_train.run.manifest`), ``metrics.jsonl``, the reward and
 loss plots, and whatever the engine writes: converted inputs, checkpoints, ``samples.jsonl``
 (rollout samples), ``adapter/`` (a LoRA adapter), ``model/`` (the final model).
-:mod:`aworld_train.run_files` names them all. A folder under the run path without
+:mod:`aworld_train.run.files` names them all. A folder under the run path without
 ``manifest.json`` is not a run.
 
 Its life: the checks run in it (:meth:`RunDirectory.for_checks`, :meth:`RunDirectory.checking`:
@@ -14,7 +14,7 @@ it is removed when a check fails), it becomes a ``checked`` run when :meth:`RunD
 writes the job and the manifest, a ``running`` one when :meth:`RunDirectory.begin` is called as
 training starts, and :meth:`RunDirectory.close` records how the run ended and draws its curves.
 A check-only run checks in a temporary directory, always removed. A resumed run is linked to the
-run it continues (:mod:`aworld_train.resume`).
+run it continues (:mod:`aworld_train.run.resume`).
 """
 
 from __future__ import annotations
@@ -32,12 +32,12 @@ from pathlib import Path
 from typing import Any
 
 from aworld_train.errors import RunDirectoryError
-from aworld_train.failure import write_traceback
-from aworld_train.manifest import now, write_manifest
-from aworld_train.plots import plot_run
-from aworld_train.redaction import redact, redact_text
-from aworld_train.resume import link_continuation
-from aworld_train.run_files import ERROR_LOG, JOB_FILE, METRICS_FILE
+from aworld_train.launch.failure import write_traceback
+from aworld_train.run.files import ERROR_LOG, JOB_FILE, METRICS_FILE
+from aworld_train.run.manifest import now, write_manifest
+from aworld_train.run.plots import plot_run
+from aworld_train.run.redaction import redact, redact_text
+from aworld_train.run.resume import link_continuation
 
 logger = logging.getLogger("aworld_train")
 
@@ -162,7 +162,7 @@ class RunDirectory:
 
     def start(self, job: dict[str, Any], **fields: Any) -> None:
         """Make the directory a run whose checks passed: write ``job.yaml``
-        (:func:`~aworld_train.saved_job.rerunnable_job`) and the manifest with status
+        (:func:`~aworld_train.job.saved.rerunnable_job`) and the manifest with status
         ``checked``. A trainer built but never trained leaves its run so: never taken for a run
         that crashed."""
         self.write_job(job)
@@ -172,7 +172,7 @@ class RunDirectory:
     def begin(self) -> None:
         """Training starts: status ``running`` with this process's pid and host, which tell a
         later reader whether the run is still alive; a resumed run is named in the manifest of
-        the run it continues (:func:`~aworld_train.resume.link_continuation`).
+        the run it continues (:func:`~aworld_train.run.resume.link_continuation`).
 
         :raises RunDirectoryError: when the run this one resumes got another continuation since
             the checks (two trainers resuming one run); this run stays ``checked``.
