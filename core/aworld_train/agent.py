@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -148,8 +149,6 @@ def load_agent(agent: Any, base_dir: Path | None = None) -> AgentSpec:
     if _is_aworld_agent(agent):
         return from_aworld(agent)
     if callable(agent):
-        from aworld_train.runtime.agents import takes_row
-
         if takes_row(agent):
             return python_agent(agent, getattr(agent, "__name__", "agent"))
     raise AgentError(
@@ -170,7 +169,6 @@ def _from_reference(reference: str, base_dir: Path | None) -> AgentSpec:
     """``file.py:name`` or ``package.module:name``: a Python agent when the function takes the
     row and the llm, else a factory whose result is the agent."""
     from aworld_train.job.references import import_object
-    from aworld_train.runtime.agents import takes_row
 
     function = import_object(reference, AgentError, "agent", base_dir)
     if not callable(function):
@@ -195,7 +193,6 @@ def _resolve_run(spec: AgentSpec, base_dir: Path | None) -> AgentSpec:
     if not isinstance(spec.run, str):
         return spec
     from aworld_train.job.references import import_object
-    from aworld_train.runtime.agents import takes_row
 
     function = import_object(spec.run, AgentError, "agent", base_dir)
     if not callable(function) or not takes_row(function):
@@ -323,3 +320,19 @@ def _call_factory(factory: Any, reference: str) -> Any:
 
 def _callable_name(obj: Any) -> str:
     return f"{getattr(obj, '__module__', '?')}:{getattr(obj, '__qualname__', repr(obj))}"
+
+
+def takes_row(function: Any) -> bool:
+    """Whether ``function`` is a Python agent (it takes the row and the llm) rather than a
+    factory (called with nothing, it returns an agent)."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    required = [
+        p
+        for p in parameters
+        if p.default is inspect.Parameter.empty
+        and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    return len(required) >= 1

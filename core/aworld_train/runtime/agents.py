@@ -278,19 +278,3 @@ async def _call_tool(tools: ToolSet | None, name: str, arguments: Any) -> str:
         return await asyncio.wait_for(tools.acall(name, arguments), timeout)
     except asyncio.TimeoutError:
         return f"Error: tool '{name}' did not answer within {timeout:g} s"
-
-
-def takes_row(function: Any) -> bool:
-    """Whether ``function`` is a Python agent (it takes the row and the llm) rather than a
-    factory (called with nothing, it returns an agent)."""
-    try:
-        parameters = inspect.signature(function).parameters.values()
-    except (TypeError, ValueError):
-        return False
-    required = [
-        p
-        for p in parameters
-        if p.default is inspect.Parameter.empty
-        and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-    ]
-    return len(required) >= 1
