@@ -93,18 +93,18 @@ if TYPE_CHECKING:
 __all__ = ["CHECKS", "Check", "CheckResult", "Checked", "HandOff", "check_job"]
 
 
-def _handed_on(result: Any, hand_off: HandOff, **core_form: Any) -> Found:
-    """What an engine's check found: its result, handed on under the check's name, or the
-    core's form (``core_form``) when it returned ``None``."""
-    ((key, form),) = core_form.items()
-    return Found(result, hand_off=replace(hand_off, **{key: form if result is None else result}))
+def _handed_on(hand_off: HandOff, key: str, result: Any, core_form: Any) -> Found:
+    """What the engine's ``check_<key>`` found: its result, handed on under ``key``, or the
+    core's form when it returned ``None``."""
+    handed_on = core_form if result is None else result
+    return Found(result, hand_off=replace(hand_off, **{key: handed_on}))
 
 
 def engine_check_agent(
     hooks: EngineHooks, spec: AgentSpec, config: TrainConfig, context: RunContext, hand_off: HandOff
 ) -> Found:
     result = hooks.call("check_agent", agent=spec, config=config, tools=context.tools, ctx=context)
-    return _handed_on(result, hand_off, agent=spec)
+    return _handed_on(hand_off, "agent", result, spec)
 
 
 def engine_check_dataset(
@@ -123,7 +123,7 @@ def engine_check_dataset(
         config=config,
         ctx=context,
     )
-    return _handed_on(result, hand_off, dataset=train_dataset)
+    return _handed_on(hand_off, "dataset", result, train_dataset)
 
 
 def engine_check_reward(
@@ -141,7 +141,7 @@ def engine_check_reward(
         config=config,
         ctx=context,
     )
-    return _handed_on(result, hand_off, reward=reward)
+    return _handed_on(hand_off, "reward", result, reward)
 
 
 def engine_check_config(
@@ -155,7 +155,7 @@ def engine_check_config(
         reward=hand_off.reward,
         ctx=context,
     )
-    return _handed_on(result, hand_off, config=config)
+    return _handed_on(hand_off, "config", result, config)
 
 
 def _describe_engine_result(result: Any) -> str:
