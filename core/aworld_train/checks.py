@@ -93,9 +93,17 @@ if TYPE_CHECKING:
 __all__ = ["CHECKS", "Check", "CheckResult", "Checked", "HandOff", "check_job"]
 
 
-def _handed_on(hand_off: HandOff, key: str, result: Any, core_form: Any) -> Found:
-    """What the engine's ``check_<key>`` found: its result, handed on under ``key``, or the
-    core's form when it returned ``None``."""
+def _engine_check(
+    hooks: EngineHooks,
+    context: RunContext,
+    hand_off: HandOff,
+    key: str,
+    core_form: Any,
+    **arguments: Any,
+) -> Found:
+    """Call the engine's ``check_<key>`` with ``arguments``: what it returned is what it found,
+    handed on under ``key``, or the core's form when it returned ``None``."""
+    result = hooks.call(f"check_{key}", **arguments, ctx=context)
     handed_on = core_form if result is None else result
     return Found(result, hand_off=replace(hand_off, **{key: handed_on}))
 
@@ -103,8 +111,9 @@ def _handed_on(hand_off: HandOff, key: str, result: Any, core_form: Any) -> Foun
 def engine_check_agent(
     hooks: EngineHooks, spec: AgentSpec, config: TrainConfig, context: RunContext, hand_off: HandOff
 ) -> Found:
-    result = hooks.call("check_agent", agent=spec, config=config, tools=context.tools, ctx=context)
-    return _handed_on(hand_off, "agent", result, spec)
+    return _engine_check(
+        hooks, context, hand_off, "agent", spec, agent=spec, config=config, tools=context.tools
+    )
 
 
 def engine_check_dataset(
@@ -115,15 +124,9 @@ def engine_check_dataset(
     context: RunContext,
     hand_off: HandOff,
 ) -> Found:
-    result = hooks.call(
-        "check_dataset",
-        train_dataset=train_dataset,
-        test_dataset=test_dataset,
-        agent=hand_off.agent,
-        config=config,
-        ctx=context,
-    )
-    return _handed_on(hand_off, "dataset", result, train_dataset)
+    given = {"train_dataset": train_dataset, "test_dataset": test_dataset}
+    earlier = {"agent": hand_off.agent, "config": config}
+    return _engine_check(hooks, context, hand_off, "dataset", train_dataset, **given, **earlier)
 
 
 def engine_check_reward(
@@ -133,29 +136,15 @@ def engine_check_reward(
     context: RunContext,
     hand_off: HandOff,
 ) -> Found:
-    result = hooks.call(
-        "check_reward",
-        reward=reward,
-        agent=hand_off.agent,
-        dataset=hand_off.dataset,
-        config=config,
-        ctx=context,
-    )
-    return _handed_on(hand_off, "reward", result, reward)
+    earlier = {"agent": hand_off.agent, "dataset": hand_off.dataset, "config": config}
+    return _engine_check(hooks, context, hand_off, "reward", reward, reward=reward, **earlier)
 
 
 def engine_check_config(
     hooks: EngineHooks, config: TrainConfig, context: RunContext, hand_off: HandOff
 ) -> Found:
-    result = hooks.call(
-        "check_config",
-        config=config,
-        agent=hand_off.agent,
-        dataset=hand_off.dataset,
-        reward=hand_off.reward,
-        ctx=context,
-    )
-    return _handed_on(hand_off, "config", result, config)
+    earlier = {"agent": hand_off.agent, "dataset": hand_off.dataset, "reward": hand_off.reward}
+    return _engine_check(hooks, context, hand_off, "config", config, config=config, **earlier)
 
 
 def _describe_engine_result(result: Any) -> str:
