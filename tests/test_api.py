@@ -695,11 +695,11 @@ def test_a_crash_of_the_checks_outside_any_hook_is_one_line_with_its_cause(
     from aworld_train import checks, trainer
     from aworld_train.errors import CheckCrash
 
-    def breaks(run: checks.CheckRun) -> None:
+    def breaks() -> None:
         raise RuntimeError("a bug\nin the core")
 
     monkeypatch.setattr(
-        trainer, "CHECKS", (*checks.CHECKS[:3], checks.Step("dataset", "core", breaks, None))
+        trainer, "CHECKS", (*checks.CHECKS[:3], checks.Check("dataset", "core", breaks, None))
     )
     with pytest.raises(AWorldTrainError) as raised:
         AgentTrainer(**toy_job)

@@ -1,20 +1,23 @@
 """The checks of the settings a job trains with: the trackers it logs to (the ones the job
 names, then the ones the engine adds), the sections of other engines, which do nothing, and the
-engine's ``effective_settings`` answer under the common names."""
+engine's ``effective_settings`` answer under the common names. Each check is a step of
+:data:`aworld_train.checks.CHECKS`, given by name what it needs."""
 
 from __future__ import annotations
 
 import json
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.engine_keys import ENGINE_KEYS, common_name
+from aworld_train.check_pipeline import Found
 from aworld_train.errors import PluginError
-from aworld_train.run.trackers import check_trackers, effective_trackers
+from aworld_train.engine_keys import ENGINE_KEYS, common_name
 from aworld_train.settings import PRECISIONS, Setting
+from aworld_train.run.trackers import check_trackers, effective_trackers
 
 if TYPE_CHECKING:
-    from aworld_train.checks import CheckRun
+    from aworld_train.check_pipeline import EngineHooks, HandOff
     from aworld_train.config import TrainConfig
+    from aworld_train.context import RunContext
 
 
 def other_sections_warnings(config: TrainConfig, engine: str) -> list[str]:
@@ -49,38 +52,40 @@ def _section_keys(section: dict[str, Any], dotted: bool, prefix: str = "") -> li
     return keys
 
 
-def check_job_trackers(checks: CheckRun) -> tuple[str, ...]:
+def check_job_trackers(config: TrainConfig) -> tuple[str, ...]:
     """The trackers the job's ``report_to`` names are installed (and wandb has a key)."""
-    check_trackers(checks.config.report_to)
-    return checks.config.report_to
+    check_trackers(config.report_to)
+    return config.report_to
 
 
 def describe_trackers(report_to: tuple[str, ...]) -> str:
     return f"{', '.join(report_to)}: installed"
 
 
-def _report_to_row(checks: CheckRun) -> Setting | None:
-    return next((s for s in checks.settings or () if s.name == "report_to"), None)
+def _report_to_row(settings: list[Setting] | None) -> Setting | None:
+    return next((s for s in settings or () if s.name == "report_to"), None)
 
 
-def engine_adds_trackers(checks: CheckRun) -> bool:
+def engine_adds_trackers(config: TrainConfig, settings: list[Setting] | None) -> bool:
     """The engine will log to trackers the job's ``report_to`` did not name (its own section
     chose them, or its default does), which the trackers step has not checked."""
-    row = _report_to_row(checks)
-    return row is not None and bool(set(effective_trackers(row)) - set(checks.config.report_to))
+    row = _report_to_row(settings)
+    return row is not None and bool(set(effective_trackers(row)) - set(config.report_to))
 
 
-def check_effective_trackers(checks: CheckRun) -> tuple[tuple[str, ...], str]:
+def check_effective_trackers(
+    engine: str, settings: list[Setting] | None
+) -> tuple[tuple[str, ...], str]:
     """The trackers the engine will really log to (its ``report_to`` row) are known, installed
     and, for wandb, have a key; the error names the key they came from."""
-    row = _report_to_row(checks)
+    row = _report_to_row(settings)
     assert row is not None
     if row.source == "job" or not row.engine_key:
         key = "report_to"
     else:
-        key = f"{checks.engine}.{row.engine_key}"
+        key = f"{engine}.{row.engine_key}"
     if row.source == "default":
-        key = f"{key} (the {checks.engine} engine's default)"
+        key = f"{key} (the {engine} engine's default)"
     trackers = effective_trackers(row)
     check_trackers(trackers, key)
     return trackers, key
@@ -91,23 +96,22 @@ def describe_effective_trackers(checked: tuple[tuple[str, ...], str]) -> str:
     return f"{', '.join(trackers)} (from {key}): installed"
 
 
-def effective_settings(checks: CheckRun) -> list[Setting] | None:
-    """The engine's answer to ``effective_settings``, checked.
+def effective_settings(hooks: EngineHooks, hand_off: HandOff, context: RunContext) -> Found:
+    """The engine's answer to ``effective_settings``, checked, kept as ``settings`` (``None``
+    when the engine reports none).
 
     :raises PluginError: for an answer that is not a list of ``Setting`` with unique names,
         ``device`` and a resolved ``precision`` among them and JSON values (a bug in the
         engine).
     """
-    answer = checks.call_engine(
-        "effective_settings", config=checks.hand_off.config, ctx=checks.context
-    )
+    answer = hooks.call("effective_settings", config=hand_off.config, ctx=context)
     if answer is None:
-        return None
+        return Found(None, settings=None)
     problem = _settings_problem(answer)
     if problem:
-        raise PluginError(f"{checks.engine_info.label} effective_settings {problem}")
-    checks.settings = list(answer)
-    return checks.settings
+        raise PluginError(f"{hooks.info.label} effective_settings {problem}")
+    settings = list(answer)
+    return Found(settings, settings=settings)
 
 
 def _settings_problem(answer: Any) -> str | None:

@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aworld_train import plugins
-from aworld_train.checks import CHECKS, CheckResult, CheckRun
+from aworld_train.checks import CHECKS, CheckResult, check_job
 from aworld_train.errors import AWorldTrainError, CheckCrash, Interrupted, TrainingCrash
 from aworld_train.job.spec import Job, absolute_paths
 
 if TYPE_CHECKING:
+    from aworld_train.check_pipeline import EngineHooks
     from aworld_train.evaluation import EvalResult
 
 
@@ -155,20 +156,19 @@ class AgentTrainer:
                 self.run_path, self.train_engine_name, check_only
             )
             with self.run_dir.checking():
-                checks = CheckRun(
+                checks = check_job(
                     self.job,
                     self.engine_info,
                     self.run_dir,
-                    check_only,
-                    resume_from,
-                    progress,
+                    check_only=check_only,
+                    resume_from=resume_from,
+                    progress=progress,
                     record=self._record,
+                    checks=CHECKS,
+                    # where a crash was raised is told by the plugins' packages
+                    loaded=self._loaded,
                 )
-                try:
-                    checks.run(CHECKS)
-                finally:  # where a crash was raised is told by the plugins' packages
-                    self.manager = getattr(checks, "manager", None)
-                self.context, self.metrics = checks.context, checks.metrics
+                self.context, self.metrics = checks.context, checks.context.metrics
                 self.hand_off, self.settings = checks.hand_off, checks.settings
                 # check refuses what train would: a node rank the job has no room for.
                 self.run_dir.require_nodes(self.context.config.resources.nnodes)
@@ -299,6 +299,9 @@ class AgentTrainer:
         """Remove an engine added with :meth:`register_processor` (no error when absent)."""
         with _as_value_errors():
             plugins.unregister_processor(train_engine_name)
+
+    def _loaded(self, hooks: EngineHooks) -> None:
+        self.manager = hooks.manager
 
     def _record(self, check: CheckResult) -> None:
         self.checks.append(check)
