@@ -75,16 +75,17 @@ def read_layout(checks: CheckRun) -> None:
 def load_job_config(checks: CheckRun) -> TrainConfig:
 
     job = checks.job
-    engine_names = tuple(set(plugins.installed_engine_names()) | set(plugins.KNOWN_ENGINES))
+    declarations = plugins.engine_declarations()
     checks.config = load_config(
         job.config,
         job.overrides,
-        engine_names,
+        tuple(plugins.installed_engine_names()),
         job.base_dir,
         engine=checks.engine,
         layout=checks.layout,
+        declarations=declarations,
     )
-    for line in other_sections_warnings(checks.config, checks.engine):
+    for line in other_sections_warnings(checks.config, checks.engine, declarations):
         logger.warning(line)
     _check_evaluation(checks.config, job)
     return checks.config

@@ -93,8 +93,8 @@ from aworld_train.shipping import (
     unship_agent,
 )
 from aworld_train.memory import MemoryPlan, prompt_budget, trainer_sharding
+from aworld_train.declaration import EngineKey, SettingsDeclaration
 from aworld_train.engine_keys import (
-    ENGINE_KEYS,
     GRPO_ONLY,
     TRAINER_LOSS_TYPES,
     TRAINER_SCHEDULERS,
@@ -163,7 +163,8 @@ __all__ = [
     "unship_agent",
     "refuse_sharded_episodes",
     "TRACKERS",
-    "ENGINE_KEYS",
+    "EngineKey",
+    "SettingsDeclaration",
     "DEFAULT_LOG_SAMPLES",
     "TENSORBOARD_DIR",
     "ADAPTER_DIR",

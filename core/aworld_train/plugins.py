@@ -23,20 +23,20 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
 from aworld_train import hookspecs
 from aworld_train.errors import PluginError, did_you_mean
 
+if TYPE_CHECKING:
+    from aworld_train.declaration import SettingsDeclaration
+
 ENGINE_GROUP = "aworld_train.engines"
 PLUGIN_GROUP = "aworld_train.plugins"
 REGISTERED = "(registered in-process)"
 PLUGIN_PREFIX = "plugin:"  # an extension plugin's name in the plugin manager
-# The engines this project ships, each its own distribution ``aworld-train-<name>``. A job may
-# carry their sections even where they are not installed, so one job file trains on any.
-KNOWN_ENGINES = ("trl", "swift", "verl")
 
 logger = logging.getLogger("aworld_train")
 
@@ -135,15 +135,17 @@ def find_engine(name: str) -> EngineInfo:
     if not matches:
         names = sorted({info.name for info in engines})
         installed = ", ".join(names) if names else "none (pip install aworld-train-trl, ...)"
-        hint = ""
-        if name in KNOWN_ENGINES:
-            hint = (
-                f"; install it with pip install aworld-train-{name} (engines may live in "
-                "separate virtual environments: run aworld-train from the one that has it)"
-            )
-        raise PluginError(
-            f"unknown engine '{name}'{did_you_mean(name, names)}; installed: {installed}{hint}"
+        near = did_you_mean(name, names)
+        # Engines may live in separate virtual environments: an engine that is not installed
+        # here may be installed elsewhere, as its distribution aworld-train-<name>.
+        hint = (
+            ""
+            if near
+            else f"; if it is an engine's name, install it with pip install aworld-train-{name} "
+            "(engines may live in separate virtual environments: run aworld-train from the one "
+            "that has it)"
         )
+        raise PluginError(f"unknown engine '{name}'{near}; installed: {installed}{hint}")
     if not matches[0].ok:
         raise PluginError(f"engine '{name}' cannot be used: {matches[0].status}")
     return matches[0]
@@ -152,6 +154,24 @@ def find_engine(name: str) -> EngineInfo:
 def installed_engine_names() -> list[str]:
     """The names of the installed engines, sorted; imports no engine."""
     return sorted({info.name for info in list_engines()})
+
+
+def engine_declarations() -> dict[str, SettingsDeclaration]:
+    """The settings each installed engine declares (the ``SETTINGS`` attribute of its
+    entry-point object, :mod:`aworld_train.declaration`), by engine name; imports each engine's
+    entry-point module, which is light, and skips one that fails to import or declares none."""
+    from aworld_train.declaration import SettingsDeclaration
+
+    declarations = {}
+    for info in list_engines():
+        try:
+            engine = load_engine(info) if info.ok else None
+        except PluginError:
+            continue
+        declared = getattr(engine, "SETTINGS", None)
+        if isinstance(declared, SettingsDeclaration):
+            declarations[info.name] = declared
+    return declarations
 
 
 def segment_engines() -> list[str]:

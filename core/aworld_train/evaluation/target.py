@@ -112,8 +112,11 @@ def open_target(target: str | Path) -> EvalTarget:
 
 
 def _job_config(job: Job) -> TrainConfig:
-    engine_names = tuple(set(plugins.installed_engine_names()) | set(plugins.KNOWN_ENGINES))
-    return load_config(job.config, (), engine_names, job.base_dir, engine=job.engine)
+    names = tuple(plugins.installed_engine_names())
+    declarations = plugins.engine_declarations()
+    return load_config(
+        job.config, (), names, job.base_dir, engine=job.engine, declarations=declarations
+    )
 
 
 def resolve_model(target: EvalTarget, model: str | None) -> tuple[str, str]:
