@@ -9,13 +9,19 @@ is built from those fields. The keys are checked before any engine code runs, so
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.config_layout import ConfigLayout, claim, near_miss, not_a_section
+from aworld_train.config_layout import (
+    ConfigLayout,
+    claim,
+    near_miss,
+    not_a_section,
+    other_engine_section,
+    whole_config_hint,
+)
 from aworld_train.config_rules import checked, config_key, describe_value, rule, rules_of
 from aworld_train.config_rules import first_non_finite as first_non_finite  # engines read it here
 from aworld_train.errors import ConfigError, PluginError, did_you_mean
@@ -48,41 +54,8 @@ def _unknown_key_hint(
     if key in JOB_FIELDS:  # an engine's config may have a 'reward' key too: the job's is meant
         flag = f"--{key.replace('_', '-')} or " if key in _JOB_FLAGS else ""
         return f"; '{key}' is a field of the job, not of its config: give it as {flag}a top-level key of the job file"
-    return _whole_config_hint(key, engine, declarations)
+    return whole_config_hint(key, engine, declarations)
 
-
-def _whole_config_hint(
-    key: str, engine: str | None, declarations: Mapping[str, SettingsDeclaration]
-) -> str:
-    """``; this looks like a whole <engine> config ...`` for a top-level key of an installed
-    engine's own config file, given to another engine (``""`` otherwise)."""
-    for name, declared in declarations.items():
-        if name != engine and key.lstrip("+") in declared.config_keys:
-            return (
-                f"; this looks like a whole {declared.label} config: run it with --engine {name}, "
-                f"or put it under '{name}:'"
-            )
-    return ""
-
-
-def _other_engine_section(
-    key: str, value: Any, declarations: Mapping[str, SettingsDeclaration] | None
-) -> bool:
-    """Whether ``key`` holds the section of an engine not installed here, as a job that trains
-    on several engines carries: a mapping under a name that is neither a common key misspelt
-    nor a key of an installed engine's own config. Only where the installed engines were asked
-    (``declarations``): without them every section is named by ``engine_names``."""
-    if declarations is None or not isinstance(value, dict):
-        return False
-    if any(key.lstrip("+") in declared.config_keys for declared in declarations.values()):
-        return False
-    return _ENGINE_NAME.fullmatch(key) is not None and not did_you_mean(
-        key, (*COMMON_KEYS, "resources")
-    )
-
-
-# An engine's name, as its entry point spells it.
-_ENGINE_NAME = re.compile(r"[a-z][a-z0-9_-]*")
 
 # The job fields `check` and `train` take as options of their own.
 _JOB_FLAGS = frozenset({"agent", "train_dataset", "test_dataset", "reward", "config"})
@@ -342,7 +315,9 @@ def load_config(
         keys.take(key, value)
     lora = keys.values.pop("lora", None)
     hint = _algorithm_hint(engine, declarations or {})
-    common = checked("TrainConfigKeys", rules_of(TrainConfig), keys.values, where, "", sources, hint)
+    common = checked(
+        "TrainConfigKeys", rules_of(TrainConfig), keys.values, where, "", sources, hint
+    )
     explicit = frozenset(common) | ({"lora"} if lora is not None else frozenset())
     return TrainConfig(
         **common,
@@ -378,7 +353,9 @@ class _TopLevel:
                 self.values[key] = value
         elif key == "resources":
             self.resources = _resources(self.where, value, self.sources)
-        elif key in self.engine_names or _other_engine_section(key, value, self.declarations):
+        elif key in self.engine_names or other_engine_section(
+            key, value, self.declarations, (*COMMON_KEYS, "resources")
+        ):
             if not isinstance(value, dict):
                 raise not_a_section(self.where, key)
             # A copy: an engine that changes its section leaves the user's own mapping as
@@ -453,7 +430,7 @@ def _algorithm_hint(
     def hint(key: str, value: Any) -> str:
         if key != "algorithm" or not isinstance(value, dict):
             return ""
-        return _whole_config_hint(key, engine, declarations)
+        return whole_config_hint(key, engine, declarations)
 
     return hint
 

@@ -141,7 +141,7 @@ def find_engine(name: str) -> EngineInfo:
         hint = (
             ""
             if near
-            else f"; if it is an engine's name, install it with pip install aworld-train-{name} "
+            else f"; install it with pip install aworld-train-{name} "
             "(engines may live in separate virtual environments: run aworld-train from the one "
             "that has it)"
         )

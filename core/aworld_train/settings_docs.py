@@ -20,6 +20,11 @@ def _block(name: str) -> re.Pattern[str]:
     return re.compile(rf"(<!-- settings: {re.escape(name)} -->\n)[^<]*(<!-- /settings -->)")
 
 
+def _escaped(table: str) -> str:
+    """``table`` as a replacement template writes it literally."""
+    return table.replace("\\", "\\\\")
+
+
 def regenerate(text: str) -> str:
     """``text`` with each installed engine's table written from its declaration.
 
@@ -29,7 +34,7 @@ def regenerate(text: str) -> str:
         block = _block(name)
         if not block.search(text):
             raise ValueError(f"docs/settings.md has no '<!-- settings: {name} -->' block")
-        text = block.sub(lambda found: found[1] + declared.markdown() + "\n" + found[2], text)
+        text = block.sub(rf"\g<1>{_escaped(declared.markdown())}\n\g<2>", text)
     return text
 
 

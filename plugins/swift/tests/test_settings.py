@@ -335,13 +335,12 @@ def test_a_job_that_asks_for_the_cpu_keeps_it_where_a_gpu_is_visible(
 
 
 def test_engine_keys_name_swift_s_own_keys() -> None:
-    from aworld_train.engine import ENGINE_KEYS
-
+    from aworld_train_swift.declaration import SETTINGS
     from aworld_train_swift.schema import section_fields
 
     fields = section_fields("grpo")
-    for name, keys in ENGINE_KEYS["swift"].items():
-        assert all(key in fields for key in keys), name
+    for declared in SETTINGS.keys:
+        assert all(key in fields for key in declared.keys), declared.name
 
 
 def test_eval_limit_keeps_the_first_rows_of_the_test_set(tmp_path: Any) -> None:

@@ -8,10 +8,11 @@ from aworld_train.engine import EngineKey, SettingsDeclaration
 ACTOR = "actor_rollout_ref.actor"
 
 # The top-level keys of VeRL's own config (its composed ppo_trainer.yaml): a whole VeRL config
-# given to another engine is named as VeRL's.
+# given to another engine is named as VeRL's (``algorithm`` where it is a mapping).
 CONFIG_KEYS = frozenset(
     {
         "actor_rollout_ref",
+        "algorithm",
         "critic",
         "custom_reward_function",
         "data",
@@ -57,7 +58,8 @@ SETTINGS = SettingsDeclaration(
             "lr_scheduler", (f"{ACTOR}.optim.lr_scheduler_type", f"{ACTOR}.optim.warmup_style")
         ),
         EngineKey(
-            "warmup_ratio", (f"{ACTOR}.optim.lr_warmup_steps_ratio", f"{ACTOR}.optim.lr_warmup_steps")
+            "warmup_ratio",
+            (f"{ACTOR}.optim.lr_warmup_steps_ratio", f"{ACTOR}.optim.lr_warmup_steps"),
         ),
         EngineKey("loss_aggregation", (f"{ACTOR}.loss_agg_mode",)),
         EngineKey(

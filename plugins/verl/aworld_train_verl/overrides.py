@@ -136,9 +136,7 @@ def common_overrides(config: TrainConfig) -> dict[str, Any]:
                 f"config key 'batch_size': {config.batch_size} completions per step do not divide "
                 f"into groups of num_generations={generations}; make it a multiple of {generations}"
             )
-        out.update(
-            dict.fromkeys(SETTINGS.own_keys("batch_size"), config.batch_size // generations)
-        )
+        out.update(dict.fromkeys(SETTINGS.own_keys("batch_size"), config.batch_size // generations))
     out["trainer.nnodes"] = config.resources.nnodes
     out["trainer.n_gpus_per_node"] = config.resources.gpus_per_node or max(visible_gpus(), 1)
     return out
