@@ -25,6 +25,7 @@ from aworld_train.config import (
     without_section_key,
 )
 from aworld_train.context import RunContext
+from aworld_train.declaration import installed_declarations
 from aworld_train.dataset import load_dataset
 from aworld_train.errors import ConfigError, PluginError
 from aworld_train.job import Job, absolute_paths
@@ -75,7 +76,7 @@ def read_layout(checks: CheckRun) -> None:
 def load_job_config(checks: CheckRun) -> TrainConfig:
 
     job = checks.job
-    declarations = plugins.engine_declarations()
+    declarations = installed_declarations()
     checks.config = load_config(
         job.config,
         job.overrides,

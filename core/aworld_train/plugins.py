@@ -23,15 +23,12 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pluggy
 
 from aworld_train import hookspecs
 from aworld_train.errors import PluginError, did_you_mean
-
-if TYPE_CHECKING:
-    from aworld_train.declaration import SettingsDeclaration
 
 ENGINE_GROUP = "aworld_train.engines"
 PLUGIN_GROUP = "aworld_train.plugins"
@@ -154,24 +151,6 @@ def find_engine(name: str) -> EngineInfo:
 def installed_engine_names() -> list[str]:
     """The names of the installed engines, sorted; imports no engine."""
     return sorted({info.name for info in list_engines()})
-
-
-def engine_declarations() -> dict[str, SettingsDeclaration]:
-    """The settings each installed engine declares (the ``SETTINGS`` attribute of its
-    entry-point object, :mod:`aworld_train.declaration`), by engine name; imports each engine's
-    entry-point module, which is light, and skips one that fails to import or declares none."""
-    from aworld_train.declaration import SettingsDeclaration
-
-    declarations = {}
-    for info in list_engines():
-        try:
-            engine = load_engine(info) if info.ok else None
-        except PluginError:
-            continue
-        declared = getattr(engine, "SETTINGS", None)
-        if isinstance(declared, SettingsDeclaration):
-            declarations[info.name] = declared
-    return declarations
 
 
 def segment_engines() -> list[str]:

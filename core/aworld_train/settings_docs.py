@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from aworld_train import plugins
+from aworld_train.declaration import installed_declarations
 
 REGENERATE = "python -m aworld_train.settings_docs docs/settings.md"
 
@@ -30,7 +30,7 @@ def regenerate(text: str) -> str:
 
     :raises ValueError: for an installed engine whose table has no place in ``text``.
     """
-    for name, declared in plugins.engine_declarations().items():
+    for name, declared in installed_declarations().items():
         block = _block(name)
         if not block.search(text):
             raise ValueError(f"docs/settings.md has no '<!-- settings: {name} -->' block")

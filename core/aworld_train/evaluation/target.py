@@ -13,6 +13,7 @@ from aworld_train import plugins
 from aworld_train.agent import AgentSpec, load_agent
 from aworld_train.config import TrainConfig, load_config
 from aworld_train.dataset import load_dataset
+from aworld_train.declaration import installed_declarations
 from aworld_train.errors import DatasetError, JobError, RunDirectoryError
 from aworld_train.evaluation.loading import model_path
 from aworld_train.job import Job, load_job
@@ -113,7 +114,7 @@ def open_target(target: str | Path) -> EvalTarget:
 
 def _job_config(job: Job) -> TrainConfig:
     names = tuple(plugins.installed_engine_names())
-    declarations = plugins.engine_declarations()
+    declarations = installed_declarations()
     return load_config(
         job.config, (), names, job.base_dir, engine=job.engine, declarations=declarations
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aworld_train import plugins
+from aworld_train.declaration import installed_declarations
 from aworld_train.settings_docs import REGENERATE, regenerate
 
 ENGINE = "swift"
@@ -13,5 +13,5 @@ DOCS = Path(__file__).resolve().parents[3] / "docs" / "settings.md"
 
 def test_the_settings_guide_holds_the_declared_table() -> None:
     text = DOCS.read_text(encoding="utf-8")
-    assert ENGINE in plugins.engine_declarations(), "the engine declares its settings"
+    assert ENGINE in installed_declarations(), "the engine declares its settings"
     assert regenerate(text) == text, f"docs/settings.md is out of date: run {REGENERATE}"
