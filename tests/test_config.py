@@ -17,6 +17,7 @@ from aworld_train.config import (
     parse_overrides,
     without_section_key,
 )
+from aworld_train.declaration import SettingsDeclaration
 from aworld_train.errors import ConfigError, PluginError
 
 ENGINES = ("toy", "trl", "verl")
@@ -507,6 +508,15 @@ def test_without_a_layout_a_whole_config_is_refused_as_before() -> None:
 
 
 HINT = "this looks like a whole VeRL config: run it with --engine verl, or put it under 'verl:'"
+# An installed engine that declares its own config file's top-level keys.
+VERL = {
+    "verl": SettingsDeclaration(
+        "VeRL",
+        (),
+        frozenset({"data", "actor_rollout_ref", "trainer", "critic", "custom_reward_function",
+                   "reward_model", "ray_kwargs", "algorithm"}),
+    )
+}  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -523,7 +533,7 @@ HINT = "this looks like a whole VeRL config: run it with --engine verl, or put i
 )
 def test_a_verl_key_on_another_engine_says_where_it_belongs(key: str) -> None:
     with pytest.raises(ConfigError) as raised:
-        load_config({key: {}}, engine_names=ENGINES, engine="toy")
+        load_config({key: {}}, engine_names=ENGINES, engine="toy", declarations=VERL)
     message = str(raised.value)
     assert message.startswith(f"config: unknown config key '{key}'") and message.endswith(HINT)
     assert "\n" not in message
@@ -541,7 +551,12 @@ def test_the_verl_hint_is_only_for_verl_names_and_other_engines() -> None:
         match=r"config 'algorithm' must be an algorithm name .*got "
         rf"dict .*; {re.escape(HINT)}$",
     ):
-        load_config({"algorithm": {"adv_estimator": "grpo"}}, engine_names=ENGINES, engine="toy")
+        load_config(
+            {"algorithm": {"adv_estimator": "grpo"}},
+            engine_names=ENGINES,
+            engine="toy",
+            declarations=VERL,
+        )
 
 
 @pytest.mark.parametrize(

@@ -487,7 +487,7 @@ def test_columns_take_dotted_paths_into_nested_fields(tmp_path: Path) -> None:
         (
             {"prompt": "q", "reward_model": {"style": "GAIA"}},
             {},
-            "missing column 'ground_truth' (read from 'reward_model.ground_truth', as in VeRL's "
+            "missing column 'ground_truth' (read from 'reward_model.ground_truth', the nested "
             "layout): 'reward_model' has no field 'ground_truth'",
         ),
         (

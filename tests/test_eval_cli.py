@@ -31,7 +31,7 @@ def test_eval_without_torch_is_one_line(tmp_path: Path, capsys: pytest.CaptureFi
     assert code == 2 and out == ""
     assert err.strip().splitlines() == [
         "error: aworld-train eval needs torch and transformers (torch and transformers not "
-        "installed here): install an engine, e.g. pip install aworld-train-trl, and run eval in "
+        "installed here): install an engine (pip install aworld-train-<engine>) and run eval in "
         "its environment"
     ]
 

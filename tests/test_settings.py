@@ -7,11 +7,12 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from aworld_train.config import COMMON_KEYS
-from aworld_train.engine_keys import ENGINE_KEYS, common_name
 from aworld_train.errors import ConfigError
-from aworld_train.run.trackers import check_trackers, tracker_environment
+from aworld_train.declaration import EngineKey, SettingsDeclaration
 from aworld_train.settings import Lora, describe_device, resolve_precision
+from aworld_train.run.trackers import check_trackers, tracker_environment
 
 
 def test_lora_fills_alpha_and_writes_plain_data() -> None:
@@ -92,31 +93,40 @@ def test_tracker_files_stay_in_the_run_directory(
     }, "the user's server is kept"
 
 
-def test_engine_keys_name_common_keys_only() -> None:
-    assert set(ENGINE_KEYS) == {"trl", "swift", "verl"}
-    for engine, keys in ENGINE_KEYS.items():
-        assert set(keys) <= set(COMMON_KEYS), engine
-        assert all(isinstance(own, tuple) and own and all(own) for own in keys.values()), engine
+MIXED = "actor.fsdp.mixed_precision"
+DECLARED = SettingsDeclaration(
+    "Mine",
+    (
+        EngineKey("precision", (f"{MIXED}.param_dtype", "fp16")),
+        EngineKey("kl_coef", ("beta",), float, float, 0.04),
+        EngineKey("eval_limit"),
+    ),
+)
 
 
 def test_an_engine_key_is_named_by_its_common_key() -> None:
-    assert common_name("trl", "beta") == "kl_coef"
-    assert common_name("trl", "fp16") == "precision", "a second own key of one setting"
-    assert common_name("verl", "actor_rollout_ref.actor.kl_loss_coef") == "kl_coef"
-    assert common_name("trl", "num_iterations") is None
-    assert common_name("trl", "num_generations") == "num_generations", "an older common key"
-    assert common_name("swift", "max_length") == "max_prompt_length"
-    assert common_name("verl", "critic.ppo_mini_batch_size") == "batch_size"
-    assert common_name("verl", "actor_rollout_ref.model.path") == "model"
-    assert common_name("verl", "actor_rollout_ref.actor.kl_loss_coef_extra") is None
-    mixed = "actor_rollout_ref.actor.fsdp_config.mixed_precision"
-    assert common_name("verl", f"{ENGINE_KEYS['verl']['precision'][0]}.inner") == "precision"
-    assert common_name("verl", f"{mixed}x") != "precision", "a longer name is another key"
-    assert common_name("mine", "beta") is None
+    assert DECLARED.common_name("beta") == "kl_coef"
+    assert DECLARED.common_name("fp16") == "precision", "a second own key of one setting"
+    assert DECLARED.common_name(f"{MIXED}.param_dtype.inner") == "precision"
+    assert DECLARED.common_name(f"{MIXED}.param_dtypex") is None, "a longer name is another key"
+    assert DECLARED.common_name("num_iterations") is None
+    assert DECLARED.dotted and not SettingsDeclaration("x", (EngineKey("a", ("b",)),)).dotted
+
+
+def test_a_row_says_where_its_value_came_from() -> None:
+    from aworld_train.engine_keys import CommonKeys
+
+    job = DECLARED.row(CommonKeys("mine", {}), "kl_coef", 0)
+    assert (job.value, job.engine_key, job.engine_value, job.source) == (0, "beta", 0.0, "job")
+    section = DECLARED.row(CommonKeys("mine", {"beta": 0.1}), "kl_coef", None)
+    assert (section.value, section.source) == (0.1, "section")
+    default = DECLARED.row(CommonKeys("mine", {}), "kl_coef", None)
+    assert (default.value, default.engine_value, default.source) == (0.04, 0.04, "default")
+    with pytest.raises(ConfigError, match=r"^config kl_coef: 0.0 and mine.beta: 0.1 disagree"):
+        DECLARED.row(CommonKeys("mine", {"beta": 0.1}), "kl_coef", 0.0)
 
 
 def test_the_settings_guide_explains_every_common_key() -> None:
-    from aworld_train.config import COMMON_KEYS
 
     readme = (Path(__file__).parent.parent / "docs" / "settings.md").read_text(encoding="utf-8")
     explained = re.findall(r"^\| `(\w+)`", readme, flags=re.MULTILINE)
@@ -127,9 +137,7 @@ def test_the_settings_guide_explains_every_common_key() -> None:
     }
     missing = [key for key in COMMON_KEYS if key not in documented]
     assert not missing, f"docs/settings.md does not explain {missing}"
-    table = readme[readme.index("The engines' own keys for each setting") :]
-    table = table[: table.index("\n\n", table.index("| key | TRL"))]
-    rows = re.findall(r"^\| `(\w+)`", table, flags=re.MULTILINE)
-    mapped = [key for engine in ENGINE_KEYS.values() for key in engine if key not in rows]
-    assert not mapped, f"docs/settings.md has no row of engine keys for {mapped}"
+    tables = re.findall(r"<!-- settings: \w+ -->\n(.*?)<!-- /settings -->", readme, flags=re.S)
+    assert len(tables) == 4, "one generated table per shipped engine"
+    rows = re.findall(r"^\| `(\w+)`", tables[0], flags=re.MULTILINE)
     assert all(explained.count(key) >= 2 for key in rows[:12]), "the new common keys' rows"

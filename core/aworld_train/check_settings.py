@@ -10,19 +10,24 @@ from typing import TYPE_CHECKING, Any
 
 from aworld_train.check_pipeline import Found
 from aworld_train.errors import PluginError
-from aworld_train.engine_keys import ENGINE_KEYS, common_name
 from aworld_train.settings import PRECISIONS, Setting
 from aworld_train.run.trackers import check_trackers, effective_trackers
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from aworld_train.check_pipeline import EngineHooks, HandOff
+    from aworld_train.declaration import SettingsDeclaration
     from aworld_train.config import TrainConfig
     from aworld_train.context import RunContext
 
 
-def other_sections_warnings(config: TrainConfig, engine: str) -> list[str]:
+def other_sections_warnings(
+    config: TrainConfig, engine: str, declarations: Mapping[str, SettingsDeclaration]
+) -> list[str]:
     """One line per key of another engine's section: it has no effect on ``engine``, and the
-    common key that carries it to every engine, where one does (:data:`ENGINE_KEYS`).
+    common key that carries it to every engine, where that engine is installed and its
+    declaration names one (``declarations``).
 
     A section whose engine has dotted keys (VeRL) is named by its leaf keys, dotted.
     """
@@ -30,9 +35,9 @@ def other_sections_warnings(config: TrainConfig, engine: str) -> list[str]:
     for name, section in config.sections.items():
         if name == engine:
             continue
-        dotted = any("." in key for keys in ENGINE_KEYS.get(name, {}).values() for key in keys)
-        for key in _section_keys(section, dotted):
-            common = common_name(name, key)
+        declared = declarations.get(name)
+        for key in _section_keys(section, declared is not None and declared.dotted):
+            common = declared.common_name(key) if declared else None
             carried = f"; the common key {common} carries it to every engine" if common else ""
             lines.append(
                 f"config {name}.{key}: no effect on engine {engine} (only the {name} "

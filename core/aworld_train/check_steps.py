@@ -26,6 +26,7 @@ from aworld_train.config import (
 )
 from aworld_train.context import RunContext
 from aworld_train.dataset.loading import load_dataset
+from aworld_train.declaration import installed_declarations
 from aworld_train.errors import ConfigError, PluginError
 from aworld_train.job.spec import Job, absolute_paths
 from aworld_train.run.metrics import MetricsReporter, read_metrics
@@ -68,16 +69,17 @@ def read_layout(hooks: EngineHooks) -> Found:
 
 def load_job_config(job: Job, engine: str, layout: ConfigLayout | None) -> Found:
 
-    engine_names = tuple(set(plugins.installed_engine_names()) | set(plugins.KNOWN_ENGINES))
+    declarations = installed_declarations()
     config = load_config(
         job.config,
         job.overrides,
-        engine_names,
+        tuple(plugins.installed_engine_names()),
         job.base_dir,
         engine=engine,
         layout=layout,
+        declarations=declarations,
     )
-    for line in other_sections_warnings(config, engine):
+    for line in other_sections_warnings(config, engine, declarations):
         logger.warning(line)
     _check_evaluation(config, job)
     return Found(config, config=config)

@@ -9,11 +9,19 @@ is built from those fields. The keys are checked before any engine code runs, so
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from aworld_train.config_layout import ConfigLayout, claim, near_miss, not_a_section
+from aworld_train.config_layout import (
+    ConfigLayout,
+    claim,
+    near_miss,
+    not_a_section,
+    other_engine_section,
+    whole_config_hint,
+)
 from aworld_train.config_rules import checked, config_key, describe_value, rule, rules_of
 from aworld_train.config_rules import first_non_finite as first_non_finite  # engines read it here
 from aworld_train.errors import ConfigError, PluginError, did_you_mean
@@ -28,42 +36,25 @@ from aworld_train.settings import (
     Lora,
 )
 
+if TYPE_CHECKING:
+    from aworld_train.declaration import SettingsDeclaration
+
 ALGORITHMS = ("grpo", "ppo", "sft", "dpo")
 DEVICES = ("auto", "cpu")
 SEED_MAX = 2**32 - 1  # numpy's and CUDA's generators take 32-bit seeds
 REWARD_TIMEOUT_MAX = 600.0
-# The top-level keys of VeRL's own config (its composed ppo_trainer.yaml): named in the hint for
-# a whole VeRL config given to another engine.
-VERL_TOP_LEVEL_KEYS = frozenset(
-    {
-        "actor_rollout_ref",
-        "critic",
-        "custom_reward_function",
-        "data",
-        "distillation",
-        "global_profiler",
-        "ray_kwargs",
-        "reward",
-        "reward_model",
-        "sandbox_fusion",
-        "trainer",
-        "transfer_queue",
-    }
-)
-_VERL_HINT = (
-    "this looks like a whole VeRL config: run it with --engine verl, or put it under 'verl:'"
-)
 
 
-def _unknown_key_hint(key: str, engine: str | None) -> str:
+def _unknown_key_hint(
+    key: str, engine: str | None, declarations: Mapping[str, SettingsDeclaration]
+) -> str:
     """What to add to "unknown config key": a job field given as a config key (``-o reward=``)
-    is pointed to where it belongs; a key of VeRL's own config names VeRL, on another engine."""
-    if key in JOB_FIELDS:  # VeRL has a 'reward' key too, but a job's reward is meant here
+    is pointed to where it belongs; a key of an installed engine's own config file names that
+    engine, on another engine."""
+    if key in JOB_FIELDS:  # an engine's config may have a 'reward' key too: the job's is meant
         flag = f"--{key.replace('_', '-')} or " if key in _JOB_FLAGS else ""
         return f"; '{key}' is a field of the job, not of its config: give it as {flag}a top-level key of the job file"
-    if key in VERL_TOP_LEVEL_KEYS and engine != "verl":
-        return f"; {_VERL_HINT}"
-    return ""
+    return whole_config_hint(key, engine, declarations)
 
 
 # The job fields `check` and `train` take as options of their own.
@@ -280,6 +271,7 @@ def load_config(
     base_dir: Path | None = None,
     engine: str | None = None,
     layout: ConfigLayout | None = None,
+    declarations: Mapping[str, SettingsDeclaration] | None = None,
 ) -> TrainConfig:
     """Read a config (a dict, or a YAML/JSON path relative to ``base_dir``), apply dotted
     ``overrides``, and check every common key's type and range.
@@ -292,11 +284,14 @@ def load_config(
     engine's section (deep-merged with a section given too), so an engine's own config file
     works whole; the file and the ``-o`` overrides are each merged so, then the overrides win.
 
-    :param engine_names: the names allowed as engine sections (the installed engines and the
-        engines this project ships).
+    :param engine_names: the names allowed as engine sections (the installed engines).
     :param engine: the engine the job runs on; its section is what
         :meth:`TrainConfig.engine_section` returns.
     :param layout: how the engine's own config files look (its ``config_layout`` hook).
+    :param declarations: the installed engines' settings declarations, by name. Given, their
+        names are sections too, a key of one's own config file given to another engine is named
+        as that engine's, and a mapping under another name (not a common key misspelt) is the
+        section of an engine not installed here, so that one job file trains on any engine.
     :raises ConfigError: naming the file (or the ``-o`` override) and the key, with the range
         the key takes, or a did-you-mean for an unknown key; or naming both places of a key
         given at the top and in the engine's section with different values.
@@ -305,6 +300,7 @@ def load_config(
     extra = parse_overrides(overrides)
     if isinstance(config, TrainConfig) and engine is None:
         engine = config.engine
+    engine_names = (*engine_names, *(declarations or {}))
     if engine is not None:
         engine_names = (*engine_names, engine)
         if layout is not None:
@@ -314,46 +310,64 @@ def load_config(
             extra = claim(extra, engine, known, commons, layout, "-o")
     data = merge(data, extra)
     sources = {item.partition("=")[0].strip(): f"-o {item}" for item in overrides}
-
-    allowed = set(COMMON_KEYS) | {"resources"} | set(engine_names)
-    values: dict[str, Any] = {}
-    resources = Resources()
-    sections: dict[str, dict[str, Any]] = {}
+    keys = _TopLevel(where, sources, engine, engine_names, declarations)
     for key, value in data.items():
-        _check_name(where, "", key)
-        if key == "lora":
-            if value is not None:  # null: no LoRA
-                values[key] = _lora(where, value, sources)
-        elif key in COMMON_KEYS:
-            if value is not None:  # null keeps the default (seed 42, algorithm grpo)
-                values[key] = value
-        elif key == "resources":
-            resources = _resources(where, value, sources)
-        elif key in engine_names:
-            if not isinstance(value, dict):
-                raise not_a_section(where, key)
-            # A copy: an engine that changes its section leaves the user's own mapping as
-            # they gave it.
-            sections[key] = copy.deepcopy(value)
-        else:
-            hint = _unknown_key_hint(key, engine)
-            raise ConfigError(
-                f"{where}: unknown config key '{key}'{did_you_mean(key, allowed)}; "
-                f"known keys: {', '.join(sorted(allowed))}{hint}"
-            )
-    lora = values.pop("lora", None)
+        keys.take(key, value)
+    lora = keys.values.pop("lora", None)
+    hint = _algorithm_hint(engine, declarations or {})
     common = checked(
-        "TrainConfigKeys", rules_of(TrainConfig), values, where, "", sources, _verl_algorithm_hint
+        "TrainConfigKeys", rules_of(TrainConfig), keys.values, where, "", sources, hint
     )
     explicit = frozenset(common) | ({"lora"} if lora is not None else frozenset())
     return TrainConfig(
         **common,
         lora=lora,
-        resources=resources,
-        sections=sections,
+        resources=keys.resources,
+        sections=keys.sections,
         engine=engine,
         explicit=explicit,
     )
+
+
+@dataclass
+class _TopLevel:
+    """The top-level keys of a config, sorted into common keys, ``resources`` and sections."""
+
+    where: str
+    sources: dict[str, str]
+    engine: str | None
+    engine_names: tuple[str, ...]
+    declarations: Mapping[str, SettingsDeclaration] | None
+    values: dict[str, Any] = field(default_factory=dict)
+    resources: Resources = field(default_factory=Resources)
+    sections: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def take(self, key: Any, value: Any) -> None:
+        """File ``key``. :raises ConfigError: for an unknown key or a section not a mapping."""
+        _check_name(self.where, "", key)
+        if key == "lora":
+            if value is not None:  # null: no LoRA
+                self.values[key] = _lora(self.where, value, self.sources)
+        elif key in COMMON_KEYS:
+            if value is not None:  # null keeps the default (seed 42, algorithm grpo)
+                self.values[key] = value
+        elif key == "resources":
+            self.resources = _resources(self.where, value, self.sources)
+        elif key in self.engine_names or other_engine_section(
+            key, value, self.declarations, (*COMMON_KEYS, "resources")
+        ):
+            if not isinstance(value, dict):
+                raise not_a_section(self.where, key)
+            # A copy: an engine that changes its section leaves the user's own mapping as
+            # they gave it.
+            self.sections[key] = copy.deepcopy(value)
+        else:
+            allowed = {*COMMON_KEYS, "resources", *self.engine_names}
+            hint = _unknown_key_hint(key, self.engine, self.declarations or {})
+            raise ConfigError(
+                f"{self.where}: unknown config key '{key}'{did_you_mean(key, allowed)}; "
+                f"known keys: {', '.join(sorted(allowed))}{hint}"
+            )
 
 
 def read_config(
@@ -407,9 +421,18 @@ def near_common_key(key: str) -> str | None:
     return near_miss(key, (*COMMON_KEYS, "resources"))
 
 
-def _verl_algorithm_hint(key: str, value: Any) -> str:
-    """VeRL's own ``algorithm`` section, given to another engine, is named as such."""
-    return f"; {_VERL_HINT}" if key == "algorithm" and isinstance(value, dict) else ""
+def _algorithm_hint(
+    engine: str | None, declarations: Mapping[str, SettingsDeclaration]
+) -> Callable[[str, Any], str]:
+    """The hint for an ``algorithm`` mapping: an installed engine's own ``algorithm`` section,
+    given to another engine, is named as such."""
+
+    def hint(key: str, value: Any) -> str:
+        if key != "algorithm" or not isinstance(value, dict):
+            return ""
+        return whole_config_hint(key, engine, declarations)
+
+    return hint
 
 
 def _check_name(where: str, prefix: str, key: Any) -> None:

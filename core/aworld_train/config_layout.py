@@ -3,12 +3,17 @@ into its section, and a claimed key that is a common key misspelt is refused."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aworld_train.config_rules import describe_value
-from aworld_train.errors import ConfigError
+from aworld_train.errors import ConfigError, did_you_mean
 from aworld_train.job.spelling import edit_distance, swapped
+
+if TYPE_CHECKING:
+    from aworld_train.declaration import SettingsDeclaration
 
 
 @dataclass(frozen=True)
@@ -135,3 +140,38 @@ def _merge_once(
 
 def not_a_section(where: str, key: str) -> ConfigError:
     return ConfigError(f"{where}: '{key}' must be a mapping of {key} settings")
+
+
+def whole_config_hint(
+    key: str, engine: str | None, declarations: Mapping[str, SettingsDeclaration]
+) -> str:
+    """``; this looks like a whole <engine> config ...`` for a top-level key of an installed
+    engine's own config file, given to another engine (``""`` otherwise)."""
+    for name, declared in declarations.items():
+        if name != engine and key.lstrip("+") in declared.config_keys:
+            return (
+                f"; this looks like a whole {declared.label} config: run it with --engine {name}, "
+                f"or put it under '{name}:'"
+            )
+    return ""
+
+
+def other_engine_section(
+    key: str,
+    value: Any,
+    declarations: Mapping[str, SettingsDeclaration] | None,
+    commons: tuple[str, ...],
+) -> bool:
+    """Whether ``key`` holds the section of an engine not installed here, as a job that trains
+    on several engines carries: a mapping under a name that is neither a common key misspelt
+    nor a key of an installed engine's own config. Only where the installed engines were asked
+    (``declarations``): without them every section is named by ``engine_names``."""
+    if declarations is None or not isinstance(value, dict):
+        return False
+    if any(key.lstrip("+") in declared.config_keys for declared in declarations.values()):
+        return False
+    return _ENGINE_NAME.fullmatch(key) is not None and not did_you_mean(key, commons)
+
+
+# An engine's name, as its entry point spells it.
+_ENGINE_NAME = re.compile(r"[a-z][a-z0-9_-]*")

@@ -20,7 +20,6 @@ in ``aworld_train.testing`` checks an engine against it.
 
 from __future__ import annotations
 
-from aworld_train import vllm_generation
 from aworld_train.agent import AgentSpec, load_agent
 from aworld_train.cache import cached
 from aworld_train.config import (
@@ -31,18 +30,7 @@ from aworld_train.config import (
 )
 from aworld_train.context import Given, RunContext
 from aworld_train.dataset.loading import quiet_progress_bars
-from aworld_train.engine_keys import (
-    ENGINE_KEYS,
-    GRPO_ONLY,
-    TRAINER_LOSS_TYPES,
-    TRAINER_SCHEDULERS,
-    CommonKeys,
-    disagreement,
-    plain_value,
-    refuse_grpo_only,
-    same_value,
-    trainer_scheduler,
-)
+from aworld_train.evaluation import EvalResult, generate_and_score
 from aworld_train.errors import (
     AgentError,
     AWorldTrainError,
@@ -54,7 +42,6 @@ from aworld_train.errors import (
     TrainingError,
     did_you_mean,
 )
-from aworld_train.evaluation import EvalResult, generate_and_score
 from aworld_train.hf import (
     TrainerConfig,
     all_argument_names,
@@ -69,31 +56,13 @@ from aworld_train.hf import (
     trainer_callback,
 )
 from aworld_train.hookspecs import hookimpl
-from aworld_train.job.spec import JOB_FIELDS
 from aworld_train.launch.isolation import call_isolated
+from aworld_train.job.spec import JOB_FIELDS
 from aworld_train.launch.launcher import run_process
-from aworld_train.launch.shipping import (
-    ENV_PREFIX,
-    Secrets,
-    refuse_sharded_episodes,
-    secret_loads,
-    ship_agent,
-    unship_agent,
-)
-from aworld_train.launch.workers import (
-    emit,
-    finish_distributed,
-    join_timeout,
-    load_rewards,
-    rendezvous,
-    reward_references,
-    run_workers,
-    scoped_environment,
-)
-from aworld_train.memory import MemoryPlan, prompt_budget, trainer_sharding
+from aworld_train.run.metrics import LogFn, MetricsReporter, StartFn
 from aworld_train.model import check_lengths, load_tokenizer, max_positions
-from aworld_train.optional_packages import require_package
 from aworld_train.plugins import installed_versions
+from aworld_train.run.redaction import SecretFilter, redact_text, remember_secrets
 from aworld_train.reward import RewardFunction, RewardSpec
 from aworld_train.run.files import (
     ADAPTER_DIR,
@@ -102,10 +71,6 @@ from aworld_train.run.files import (
     TENSORBOARD_DIR,
     last_checkpoint,
 )
-from aworld_train.run.metrics import LogFn, MetricsReporter, StartFn
-from aworld_train.run.redaction import SecretFilter, redact_text, remember_secrets
-from aworld_train.run.samples import append_samples
-from aworld_train.run.trackers import check_trackers, tracker_environment
 from aworld_train.runtime import (
     AgentRuntime,
     BatchedGenerate,
@@ -117,6 +82,30 @@ from aworld_train.runtime import (
     model_name,
     prompt_messages,
 )
+from aworld_train import vllm_generation
+from aworld_train.run.samples import append_samples
+from aworld_train.launch.shipping import (
+    ENV_PREFIX,
+    Secrets,
+    refuse_sharded_episodes,
+    secret_loads,
+    ship_agent,
+    unship_agent,
+)
+from aworld_train.memory import MemoryPlan, prompt_budget, trainer_sharding
+from aworld_train.declaration import EngineKey, SettingsDeclaration
+from aworld_train.engine_keys import (
+    GRPO_ONLY,
+    TRAINER_LOSS_TYPES,
+    TRAINER_SCHEDULERS,
+    CommonKeys,
+    disagreement,
+    plain_value,
+    refuse_grpo_only,
+    same_value,
+    trainer_scheduler,
+)
+from aworld_train.optional_packages import require_package
 from aworld_train.settings import (
     DEFAULT_LOG_SAMPLES,
     TRACKERS,
@@ -133,6 +122,17 @@ from aworld_train.strict import (
     yaml_repr,
 )
 from aworld_train.tools import ToolSet
+from aworld_train.run.trackers import check_trackers, tracker_environment
+from aworld_train.launch.workers import (
+    emit,
+    finish_distributed,
+    join_timeout,
+    load_rewards,
+    rendezvous,
+    reward_references,
+    run_workers,
+    scoped_environment,
+)
 
 __all__ = [
     # Hooks and what every hook receives
@@ -163,7 +163,8 @@ __all__ = [
     "unship_agent",
     "refuse_sharded_episodes",
     "TRACKERS",
-    "ENGINE_KEYS",
+    "EngineKey",
+    "SettingsDeclaration",
     "DEFAULT_LOG_SAMPLES",
     "TENSORBOARD_DIR",
     "ADAPTER_DIR",

@@ -1,7 +1,8 @@
-"""The common settings carried onto each engine's own keys: :data:`ENGINE_KEYS` names them for
-the shipped engines, :class:`CommonKeys` sets an engine's keys from the common ones and refuses a
-section key that says otherwise, and the helpers the engines built on transformers share (their
-``loss_type`` and ``lr_scheduler_type`` names, the common keys only GRPO uses).
+"""The common settings carried onto each engine's own keys: :class:`CommonKeys` sets an engine's
+keys from the common ones and refuses a section key that says otherwise, and the helpers the
+engines built on transformers share (their ``loss_type`` and ``lr_scheduler_type`` names, the
+common keys only GRPO uses). Which keys an engine has for each common key, it declares
+itself (:mod:`aworld_train.declaration`).
 """
 
 from __future__ import annotations
@@ -10,129 +11,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from aworld_train.errors import ConfigError
-
-# The shipped engines' own keys for each common name. Each common name maps to the tuple of the
-# engine's keys that carry it: the first is the one the settings table shows, the rest are the
-# engine's other keys for the same setting (TRL's fp16 beside bf16), so that a key of another
-# engine's section is named by its common key in a warning. The older common keys (learning_rate,
-# max_steps, ..., model) are here for those warnings only: the settings table holds the rows the
-# engine reports, whatever this mapping names.
-ENGINE_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
-    "trl": {
-        "precision": ("bf16", "fp16"),
-        "kl_coef": ("beta",),
-        "lr_scheduler": ("lr_scheduler_type",),
-        "warmup_ratio": ("warmup_steps",),  # TRL has no warmup_ratio: below 1 it is a ratio
-        "loss_aggregation": ("loss_type",),
-        "clip_ratio": ("epsilon",),
-        "entropy_coef": ("entropy_coef",),
-        "lora": ("peft_config",),
-        "report_to": ("report_to",),
-        "eval_steps": ("eval_steps", "eval_strategy"),
-        "learning_rate": ("learning_rate",),
-        "max_steps": ("max_steps",),
-        "num_epochs": ("num_train_epochs",),
-        "batch_size": ("per_device_train_batch_size",),
-        "num_generations": ("num_generations",),
-        "max_completion_length": ("max_completion_length",),
-        "seed": ("seed",),
-        "logging_steps": ("logging_steps",),
-        "save_steps": ("save_steps",),
-        "model": ("model_name_or_path",),
-    },
-    "swift": {
-        "precision": ("torch_dtype", "bf16", "fp16"),
-        "kl_coef": ("beta",),
-        "lr_scheduler": ("lr_scheduler_type",),
-        "warmup_ratio": ("warmup_ratio",),
-        "loss_aggregation": ("loss_type",),
-        "clip_ratio": ("epsilon", "epsilon_high"),
-        "lora": ("tuner_type", "lora_rank", "lora_alpha", "lora_dropout", "target_modules"),
-        "report_to": ("report_to",),
-        "eval_steps": ("eval_steps", "eval_strategy"),
-        "learning_rate": ("learning_rate",),
-        "max_steps": ("max_steps",),
-        "num_epochs": ("num_train_epochs",),
-        "batch_size": ("per_device_train_batch_size",),
-        "num_generations": ("num_generations",),
-        "max_prompt_length": ("max_length",),  # in GRPO swift's max_length bounds the prompt
-        "max_completion_length": ("max_completion_length",),
-        "seed": ("seed",),
-        "logging_steps": ("logging_steps",),
-        "save_steps": ("save_steps",),
-        "model": ("model",),
-    },
-    "verl": {
-        "precision": (
-            "actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype",
-            "actor_rollout_ref.actor.fsdp_config.mixed_precision",
-            "actor_rollout_ref.ref.fsdp_config.mixed_precision",
-            "critic.fsdp.mixed_precision",
-            "actor_rollout_ref.actor.fsdp_config.dtype",
-            "actor_rollout_ref.ref.fsdp_config.dtype",
-            "critic.fsdp.dtype",
-            "actor_rollout_ref.rollout.dtype",
-        ),
-        "kl_coef": ("actor_rollout_ref.actor.kl_loss_coef", "actor_rollout_ref.actor.use_kl_loss"),
-        "lr_scheduler": (
-            "actor_rollout_ref.actor.optim.lr_scheduler_type",
-            "actor_rollout_ref.actor.optim.warmup_style",
-        ),
-        "warmup_ratio": (
-            "actor_rollout_ref.actor.optim.lr_warmup_steps_ratio",
-            "actor_rollout_ref.actor.optim.lr_warmup_steps",
-        ),
-        "loss_aggregation": ("actor_rollout_ref.actor.loss_agg_mode",),
-        "clip_ratio": (
-            "actor_rollout_ref.actor.clip_ratio",
-            "actor_rollout_ref.actor.clip_ratio_low",
-            "actor_rollout_ref.actor.clip_ratio_high",
-        ),
-        "entropy_coef": ("actor_rollout_ref.actor.entropy_coeff",),
-        "lora": (
-            "actor_rollout_ref.model.lora_rank",
-            "actor_rollout_ref.model.lora_alpha",
-            "actor_rollout_ref.model.target_modules",
-        ),
-        "report_to": ("trainer.logger",),
-        "eval_steps": ("trainer.test_freq",),
-        "log_samples": ("trainer.rollout_data_dir",),
-        "learning_rate": ("actor_rollout_ref.actor.optim.lr",),
-        "max_steps": ("trainer.total_training_steps",),
-        "num_epochs": ("trainer.total_epochs",),
-        "batch_size": (
-            "data.train_batch_size",
-            "actor_rollout_ref.actor.ppo_mini_batch_size",
-            "critic.ppo_mini_batch_size",
-        ),
-        "num_generations": ("actor_rollout_ref.rollout.n",),
-        "max_prompt_length": ("data.max_prompt_length",),
-        "max_completion_length": ("data.max_response_length",),
-        "seed": (
-            "data.seed",
-            "actor_rollout_ref.actor.data_loader_seed",
-            "actor_rollout_ref.rollout.seed",
-        ),
-        "save_steps": ("trainer.save_freq",),
-        "model": ("actor_rollout_ref.model.path", "critic.model.path"),
-    },
-}
-
-
-def common_name(engine: str, key: str) -> str | None:
-    """The common name that carries ``engine``'s own ``key`` (``trl``, ``fp16`` ->
-    ``precision``), or ``None`` when :data:`ENGINE_KEYS` maps no common name to it. A dotted key
-    inside a mapped one is carried by the same name (VeRL's ``...mixed_precision.reduce_dtype``
-    by ``precision``)."""
-    return next(
-        (
-            name
-            for name, keys in ENGINE_KEYS.get(engine, {}).items()
-            if any(key == own or key.startswith(f"{own}.") for own in keys)
-        ),
-        None,
-    )
-
 
 # The loss_type of the trainers built on transformers (TRL's, ms-swift's GRPO) for each common
 # loss_aggregation they have: grpo averages each sequence's tokens then the sequences, dapo

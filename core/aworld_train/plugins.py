@@ -34,9 +34,6 @@ ENGINE_GROUP = "aworld_train.engines"
 PLUGIN_GROUP = "aworld_train.plugins"
 REGISTERED = "(registered in-process)"
 PLUGIN_PREFIX = "plugin:"  # an extension plugin's name in the plugin manager
-# The engines this project ships, each its own distribution ``aworld-train-<name>``. A job may
-# carry their sections even where they are not installed, so one job file trains on any.
-KNOWN_ENGINES = ("trl", "swift", "verl")
 
 logger = logging.getLogger("aworld_train")
 
@@ -135,15 +132,17 @@ def find_engine(name: str) -> EngineInfo:
     if not matches:
         names = sorted({info.name for info in engines})
         installed = ", ".join(names) if names else "none (pip install aworld-train-trl, ...)"
-        hint = ""
-        if name in KNOWN_ENGINES:
-            hint = (
-                f"; install it with pip install aworld-train-{name} (engines may live in "
-                "separate virtual environments: run aworld-train from the one that has it)"
-            )
-        raise PluginError(
-            f"unknown engine '{name}'{did_you_mean(name, names)}; installed: {installed}{hint}"
+        near = did_you_mean(name, names)
+        # Engines may live in separate virtual environments: an engine that is not installed
+        # here may be installed elsewhere, as its distribution aworld-train-<name>.
+        hint = (
+            ""
+            if near
+            else f"; install it with pip install aworld-train-{name} "
+            "(engines may live in separate virtual environments: run aworld-train from the one "
+            "that has it)"
         )
+        raise PluginError(f"unknown engine '{name}'{near}; installed: {installed}{hint}")
     if not matches[0].ok:
         raise PluginError(f"engine '{name}' cannot be used: {matches[0].status}")
     return matches[0]

@@ -202,8 +202,7 @@ def _engine_reference(item: str) -> tuple[str, str] | None:
     found = _ENGINE_REFERENCE.fullmatch(item)
     if found is None:
         return None
-    engines = set(plugins.KNOWN_ENGINES) | set(plugins.installed_engine_names())
-    return (found[1], found[2]) if found[1] in engines else None
+    return (found[1], found[2]) if found[1] in plugins.installed_engine_names() else None
 
 
 def engine_reward(engine: str, name: str, weight: float = 1.0) -> RewardFunction:

@@ -119,7 +119,9 @@ def _exit_if_unusable(found: list[Any]) -> None:
 def _print_engines(rows: list[dict[str, str]]) -> None:
     """The engines as a plain table."""
     if not rows:
-        click.echo("no engines installed (pip install aworld-train-trl, aworld-train-swift, ...)")
+        click.echo(
+            "no engines installed (pip install aworld-train-<engine>; docs/engines.md lists them)"
+        )
         return
     # A plain table: listing must stay instant, so no rich import here.
     columns = ("name", "distribution", "version", "status")
@@ -140,7 +142,7 @@ def job_options(command: Any) -> Any:
             "overrides",
             multiple=True,
             metavar="KEY=VALUE",
-            help="Config override with a dotted key, e.g. -o trl.beta=0.0",
+            help="Config override with a dotted key, e.g. -o learning_rate=1e-5 or -o <engine>.<key>=<value>",
         ),
         click.option(
             "--agent",

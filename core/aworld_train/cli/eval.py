@@ -141,8 +141,8 @@ def _require_generation() -> None:
     if missing:
         raise JobError(
             f"aworld-train eval needs torch and transformers ({' and '.join(missing)} "
-            "not installed here): install an engine, e.g. pip install "
-            "aworld-train-trl, and run eval in its environment"
+            "not installed here): install an engine (pip install aworld-train-<engine>) and "
+            "run eval in its environment"
         )
 
 

@@ -122,7 +122,7 @@ def _missing(
     if canonical in columns:
         named += f" (mapped from '{columns[canonical]}')"
     elif canonical in mapping:
-        named += f" (read from '{mapping[canonical]}', as in VeRL's layout)"
+        named += f" (read from '{mapping[canonical]}', the nested layout)"
     why = f": {reason}" if reason else ""
     return (
         f"missing column {named}{why}; map your column with columns: {{{canonical}: <your column>}}"

@@ -13,9 +13,11 @@ from aworld_train import plugins
 from aworld_train.agent import AgentSpec, load_agent
 from aworld_train.config import TrainConfig, load_config
 from aworld_train.dataset.loading import load_dataset
+from aworld_train.declaration import installed_declarations
 from aworld_train.errors import DatasetError, JobError, RunDirectoryError
 from aworld_train.evaluation.loading import model_path
 from aworld_train.job.spec import Job, load_job
+from aworld_train.run.manifest import read_manifest
 from aworld_train.reward import RewardSpec, resolve_reward
 from aworld_train.run.files import (
     CHECKPOINTS,
@@ -25,7 +27,7 @@ from aworld_train.run.files import (
     MODEL_DIR,
     last_checkpoint,
 )
-from aworld_train.run.manifest import read_manifest
+
 
 #: Completion tokens when the job sets neither ``max_completion_length`` nor the agent's
 #: ``llm_max_tokens``: TRL's and ms-swift's default ``max_completion_length``.
@@ -111,8 +113,11 @@ def open_target(target: str | Path) -> EvalTarget:
 
 
 def _job_config(job: Job) -> TrainConfig:
-    engine_names = tuple(set(plugins.installed_engine_names()) | set(plugins.KNOWN_ENGINES))
-    return load_config(job.config, (), engine_names, job.base_dir, engine=job.engine)
+    names = tuple(plugins.installed_engine_names())
+    declarations = installed_declarations()
+    return load_config(
+        job.config, (), names, job.base_dir, engine=job.engine, declarations=declarations
+    )
 
 
 def resolve_model(target: EvalTarget, model: str | None) -> tuple[str, str]:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import aworld_train.engine as sdk
 from aworld_train.engine import ConfigLayout, hookimpl, installed_versions
+from aworld_train_swift.declaration import SETTINGS as SETTINGS  # the core reads it here
 
 if TYPE_CHECKING:
     from datasets import Dataset

@@ -9,8 +9,10 @@ import types
 from typing import Any
 
 import pytest
+
 from aworld_train import AgentTrainer
 from aworld_train.errors import ConfigError
+
 from aworld_train_swift.config import build_arguments
 
 
@@ -314,6 +316,7 @@ def test_a_job_that_asks_for_the_cpu_keeps_it_where_a_gpu_is_visible(
     asks for the CPU only where no GPU is visible, the job's own use_cpu and float32 hold, and
     precision auto resolves for the GPU."""
     from aworld_train.engine import resolve_precision
+
     from aworld_train_swift import config as swift_config
 
     monkeypatch.setattr(swift_config, "_gpu_visible", lambda: True)
@@ -332,16 +335,17 @@ def test_a_job_that_asks_for_the_cpu_keeps_it_where_a_gpu_is_visible(
 
 
 def test_engine_keys_name_swift_s_own_keys() -> None:
-    from aworld_train.engine import ENGINE_KEYS
+    from aworld_train_swift.declaration import SETTINGS
     from aworld_train_swift.schema import section_fields
 
     fields = section_fields("grpo")
-    for name, keys in ENGINE_KEYS["swift"].items():
-        assert all(key in fields for key in keys), name
+    for declared in SETTINGS.keys:
+        assert all(key in fields for key in declared.keys), declared.name
 
 
 def test_eval_limit_keeps_the_first_rows_of_the_test_set(tmp_path: Any) -> None:
     import datasets
+
     from aworld_train_swift.dataset import datasets_to_swift
 
     rows = datasets.Dataset.from_list(
@@ -358,9 +362,10 @@ def test_evaluation_at_the_end_only_falls_on_the_last_step_of_an_epoch_run(
 ) -> None:
     """A job trained by epochs has no max_steps to put in eval_steps at check time: the
     callback moves the trainer's cadence to its last step once it knows it."""
-    from aworld_train_swift.callbacks import common_metrics, run_callback
     from swift.callbacks import TrainerCallback
     from transformers import TrainerControl, TrainerState
+
+    from aworld_train_swift.callbacks import common_metrics, run_callback
 
     logged: list[tuple[int, dict[str, Any]]] = []
     callback = run_callback(

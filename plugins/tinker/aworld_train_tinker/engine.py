@@ -18,6 +18,7 @@ from aworld_train.engine import (
     installed_versions,
     resume_checkpoint,
 )
+from aworld_train_tinker.declaration import SETTINGS as SETTINGS  # the core reads it here
 
 if TYPE_CHECKING:
     from datasets import Dataset

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import aworld_train.engine as sdk
 from aworld_train.engine import ConfigLayout, hookimpl, installed_versions, resume_checkpoint
+from aworld_train_trl.settings import SETTINGS as SETTINGS  # the core reads it here
 
 if TYPE_CHECKING:
     from datasets import Dataset

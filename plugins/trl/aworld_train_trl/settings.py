@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,7 +23,9 @@ from aworld_train.engine import (
     TRAINER_SCHEDULERS,
     CommonKeys,
     ConfigError,
+    EngineKey,
     Setting,
+    SettingsDeclaration,
     check_trackers,
     describe_device,
     plain_value,
@@ -107,15 +108,7 @@ def resolve_settings(
     rows.append(_lora(config, resolved, lora))
     rows.append(_report_to(config, common, run_dir, resolved))
 
-    warmup = _knob(
-        common,
-        defaults,
-        "warmup_ratio",
-        config.warmup_ratio,
-        "warmup_steps",
-        _warmup_steps,
-        _warmup_ratio,
-    )
+    warmup = SETTINGS.row(common, "warmup_ratio", config.warmup_ratio, defaults)
     given = (
         None
         if not warmup.engine_value
@@ -123,32 +116,16 @@ def resolve_settings(
         if config.warmup_ratio is not None
         else f"trl.warmup_steps {warmup.engine_value:g}"
     )
-    rows.append(
-        _knob(
-            common,
-            defaults,
-            "lr_scheduler",
-            config.lr_scheduler,
-            "lr_scheduler_type",
-            lambda name: trainer_scheduler(common, name, given, "TRL"),
-            lambda value: TRAINER_SCHEDULERS.get(plain_value(value)),
-        )
+    scheduler = SETTINGS.row(
+        common,
+        "lr_scheduler",
+        config.lr_scheduler,
+        defaults,
+        lambda name: trainer_scheduler(common, name, given, "TRL"),
     )
-    rows.append(warmup)
-    rl_knobs = (
-        ("kl_coef", config.kl_coef, "beta", float, float),
-        (
-            "loss_aggregation",
-            config.loss_aggregation,
-            "loss_type",
-            _loss_type,
-            lambda value: {v: k for k, v in TRAINER_LOSS_TYPES.items()}.get(value),
-        ),
-        ("clip_ratio", config.clip_ratio, "epsilon", float, float),
-        ("entropy_coef", config.entropy_coef, "entropy_coef", float, float),
-    )
-    for name, value, key, to_trl, to_common in rl_knobs if grpo else ():
-        rows.append(_knob(common, defaults, name, value, key, to_trl, to_common))
+    rows += [scheduler, warmup]
+    for name in ("kl_coef", "loss_aggregation", "clip_ratio", "entropy_coef") if grpo else ():
+        rows.append(SETTINGS.row(common, name, getattr(config, name), defaults))
     rows.append(_evaluation(config, common, has_test, resolved))
     # No key of TRL's: the engine keeps the first eval_limit rows of the test set.
     rows.append(Setting.without_key("eval_limit", config.eval_limit))
@@ -283,27 +260,6 @@ def _evaluation(
     return Setting("eval_steps", "end", "trainer.evaluate()", "after the last step", "default")
 
 
-def _knob(
-    common: CommonKeys,
-    defaults: dict[str, Any],
-    name: str,
-    value: Any,
-    key: str,
-    to_trl: Callable[[Any], Any],
-    to_common: Callable[[Any], Any],
-) -> Setting:
-    """One common key carried by one TRL field: the job's value, else the section's, else
-    TRL's default (its common value ``None`` where it has no common name)."""
-    section = common.section
-    if value is not None:
-        trl_value = common.carry(name, value, key, to_trl(value))
-        return Setting(name, value, key, trl_value, "job")
-    if key in section:
-        return Setting(name, to_common(section[key]), key, section[key], "section")
-    default = defaults[key]
-    return Setting(name, to_common(default), key, default, "default")
-
-
 def _loss_type(aggregation: str) -> str:
     if aggregation not in TRAINER_LOSS_TYPES:
         names = ", ".join(f"{k} ({v})" for k, v in TRAINER_LOSS_TYPES.items())
@@ -335,3 +291,43 @@ def _default(f: dataclasses.Field) -> Any:
     if f.default_factory is not dataclasses.MISSING:
         return f.default_factory()
     return None
+
+
+def _common_scheduler(scheduler: Any) -> str | None:
+    return TRAINER_SCHEDULERS.get(plain_value(scheduler))
+
+
+def _common_loss_type(loss_type: str) -> str | None:
+    return {v: k for k, v in TRAINER_LOSS_TYPES.items()}.get(loss_type)
+
+
+def _same_keys(*names: str) -> tuple[EngineKey, ...]:
+    """Common keys TRL takes under the same name."""
+    return tuple(EngineKey(name, (name,)) for name in names)
+
+
+# TRL's keys for each common key; its defaults are its config classes' (GRPOConfig, SFTConfig).
+SETTINGS = SettingsDeclaration(
+    "TRL",
+    (
+        EngineKey("precision", ("bf16", "fp16")),
+        EngineKey("lora", ("peft_config",)),
+        EngineKey("report_to", ("report_to",)),
+        EngineKey("kl_coef", ("beta",), float, float),
+        EngineKey("lr_scheduler", ("lr_scheduler_type",), None, _common_scheduler),
+        EngineKey("warmup_ratio", ("warmup_steps",), _warmup_steps, _warmup_ratio),
+        EngineKey("loss_aggregation", ("loss_type",), _loss_type, _common_loss_type),
+        EngineKey("clip_ratio", ("epsilon",), float, float),
+        EngineKey("entropy_coef", ("entropy_coef",), float, float),
+        EngineKey("eval_steps", ("eval_steps", "eval_strategy")),
+        EngineKey("eval_limit"),
+        EngineKey("log_samples"),
+        EngineKey("model", ("model_name_or_path",)),
+        *_same_keys("learning_rate", "max_steps"),
+        EngineKey("num_epochs", ("num_train_epochs",)),
+        EngineKey("batch_size", ("per_device_train_batch_size",)),
+        *_same_keys("num_generations"),
+        EngineKey("max_prompt_length"),
+        *_same_keys("max_completion_length", "seed", "logging_steps", "save_steps"),
+    ),
+)

@@ -19,6 +19,7 @@ from aworld_train.engine import (
     hookimpl,
     installed_versions,
 )
+from aworld_train_verl.declaration import SETTINGS as SETTINGS  # the core reads it here
 
 if TYPE_CHECKING:
     import datasets

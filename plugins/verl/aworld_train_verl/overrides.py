@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.engine import CHECKPOINTS, ENGINE_KEYS, CommonKeys, ConfigError, did_you_mean
+from aworld_train.engine import CHECKPOINTS, CommonKeys, ConfigError, did_you_mean
 
 from aworld_train_verl.composition import (
     CONFIG_NAME,
@@ -23,6 +23,7 @@ from aworld_train_verl.composition import (
     known_keys,
     section_of,
 )
+from aworld_train_verl.declaration import SETTINGS
 from aworld_train_verl.device import CPU_OVERRIDES, on_cpu
 from aworld_train_verl.gpus import cluster_address, visible_gpus
 from aworld_train_verl.schema import check_choice, check_values
@@ -89,7 +90,7 @@ DEFAULTS: dict[str, Any] = {
 # form instead, and VeRL refuses both at once ("You have set both").
 PER_GPU = "_per_gpu"
 
-# The common keys VeRL takes as they are, under each of its keys that ENGINE_KEYS names for them.
+# The common keys VeRL takes as they are, under each of its keys its declaration names for them.
 _AS_GIVEN = (
     "learning_rate",
     "max_steps",
@@ -121,7 +122,7 @@ def common_overrides(config: TrainConfig) -> dict[str, Any]:
     for name in _AS_GIVEN:
         value = getattr(config, name)
         if value is not None:
-            out.update(dict.fromkeys(ENGINE_KEYS["verl"][name], value))
+            out.update(dict.fromkeys(SETTINGS.own_keys(name), value))
     if config.num_epochs is not None:
         # VeRL counts whole epochs; a fractional request is rounded up, max_steps bounds it.
         out["trainer.total_epochs"] = max(1, math.ceil(config.num_epochs))
@@ -134,9 +135,7 @@ def common_overrides(config: TrainConfig) -> dict[str, Any]:
                 f"config key 'batch_size': {config.batch_size} completions per step do not divide "
                 f"into groups of num_generations={generations}; make it a multiple of {generations}"
             )
-        out.update(
-            dict.fromkeys(ENGINE_KEYS["verl"]["batch_size"], config.batch_size // generations)
-        )
+        out.update(dict.fromkeys(SETTINGS.own_keys("batch_size"), config.batch_size // generations))
     out["trainer.nnodes"] = config.resources.nnodes
     out["trainer.n_gpus_per_node"] = config.resources.gpus_per_node or max(visible_gpus(), 1)
     return out

@@ -1,0 +1,187 @@
+"""An engine's settings, declared once: for each common key, the engine's own key or keys, the
+converters between the two forms and the engine's default.
+
+An engine exposes its :class:`SettingsDeclaration` as the attribute ``SETTINGS`` of its
+entry-point object. From it the SDK derives what each engine used to write by hand: carrying a
+common key onto the engine's key (:meth:`SettingsDeclaration.carry`), the refusal of a section
+key that says otherwise (:class:`~aworld_train.engine_keys.CommonKeys`), the effective-settings
+row with where its value came from (:meth:`SettingsDeclaration.row`, :func:`source_of`), the
+common name of a key of the engine's section that another engine's job carries
+(:meth:`SettingsDeclaration.common_name`) and the engine's table in ``docs/settings.md``
+(:meth:`SettingsDeclaration.markdown`). The core asks the installed engines for their
+declarations (:func:`installed_declarations`); it names none itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aworld_train.engine_keys import CommonKeys
+from aworld_train.settings import Setting
+
+#: A default the engine does not state here: the engine's own config classes hold it.
+UNSTATED = "(the engine's own default)"
+
+
+def source_of(job_value: Any, section: Mapping[str, Any], key: str) -> str:
+    """Where a setting's value comes from, the one rule of every engine: the job's common key
+    when set (``job``), else the engine's own ``key`` in its section (``section``), else the
+    engine's default (``default``)."""
+    if job_value is not None:
+        return "job"
+    return "section" if key and key in section else "default"
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+@dataclass(frozen=True)
+class EngineKey:
+    """One common key as the engine's own.
+
+    :ivar name: the common key (``kl_coef``).
+    :ivar keys: the engine's keys for it; the first is the one the settings table shows, the
+        others are the engine's other keys for the same setting (TRL's ``fp16`` beside ``bf16``),
+        so that a key of the engine's section is named by its common key. Dotted for an engine
+        whose config nests (``trainer.test_freq``). Empty: the engine applies the setting itself.
+    :ivar to_engine: the common value as the engine's (``token-mean`` -> ``dapo``); it may raise
+        ``ConfigError`` for a value the engine cannot honour. ``None``: the same value.
+    :ivar to_common: the engine's value as the common one, ``None`` where it has no common name.
+    :ivar default: the engine's default for its first key, or :data:`UNSTATED`.
+    """
+
+    name: str
+    keys: tuple[str, ...] = ()
+    to_engine: Callable[[Any], Any] | None = None
+    to_common: Callable[[Any], Any] | None = None
+    default: Any = UNSTATED
+
+    @property
+    def key(self) -> str:
+        """The key the settings table shows (``""`` where the engine has none)."""
+        return self.keys[0] if self.keys else ""
+
+    def engine_value(self, value: Any) -> Any:
+        return (self.to_engine or _same)(value)
+
+    def common_value(self, value: Any) -> Any:
+        return (self.to_common or _same)(value)
+
+
+@dataclass(frozen=True)
+class SettingsDeclaration:
+    """An engine's settings: one :class:`EngineKey` per common key it maps.
+
+    :ivar label: the engine's name as prose writes it (``TRL``), for messages and the docs.
+    :ivar keys: the common keys the engine maps, in the order its docs table lists them.
+    :ivar config_keys: the top-level keys of the engine's own config file, where a whole one can
+        be a job's ``config:``; on another engine such a key is named as the engine's.
+    """
+
+    label: str
+    keys: tuple[EngineKey, ...]
+    config_keys: frozenset[str] = frozenset()
+
+    def __getitem__(self, name: str) -> EngineKey:
+        found = next((key for key in self.keys if key.name == name), None)
+        if found is None:
+            raise KeyError(name)
+        return found
+
+    def own_keys(self, name: str) -> tuple[str, ...]:
+        """The engine's keys for the common key ``name`` (none where it maps none)."""
+        return next((key.keys for key in self.keys if key.name == name), ())
+
+    @property
+    def dotted(self) -> bool:
+        """Whether the engine's keys nest (a section is then named by its leaf keys)."""
+        return any("." in own for key in self.keys for own in key.keys)
+
+    def common_name(self, key: str) -> str | None:
+        """The common name that carries the engine's own ``key`` (``fp16`` -> ``precision``), or
+        ``None``. A dotted key inside a declared one is carried by the same name (VeRL's
+        ``...mixed_precision.reduce_dtype`` by ``precision``)."""
+        return next(
+            (
+                declared.name
+                for declared in self.keys
+                if any(key == own or key.startswith(f"{own}.") for own in declared.keys)
+            ),
+            None,
+        )
+
+    def carry(
+        self,
+        common: CommonKeys,
+        name: str,
+        value: Any,
+        to_engine: Callable[[Any], Any] | None = None,
+    ) -> Any:
+        """Set the engine's first key for the common key ``name`` from its ``value`` (converted),
+        after refusing a section key that says otherwise; returns the engine's value.
+
+        :param to_engine: the conversion where it depends on the rest of the job (TRL's
+            scheduler on the warmup), instead of the declared one."""
+        declared = self[name]
+        engine_value = to_engine(value) if to_engine else declared.engine_value(value)
+        return common.carry(name, value, declared.key, engine_value)
+
+    def row(
+        self,
+        common: CommonKeys,
+        name: str,
+        value: Any,
+        defaults: Mapping[str, Any] = {},
+        to_engine: Callable[[Any], Any] | None = None,
+    ) -> Setting:
+        """The effective-settings row of the common key ``name``: the job's ``value`` carried
+        onto the engine's key, else the section's value, else the engine's default.
+
+        :param common: the section's keys, and the engine's keys set so far.
+        :param defaults: the engine's defaults by its own key, where its config classes hold
+            them (else the declared default).
+        :param to_engine: as :meth:`carry` takes it.
+        """
+        declared = self[name]
+        key = declared.key
+        source = source_of(value, common.section, key)
+        if source == "job":
+            engine_value = self.carry(common, name, value, to_engine)
+            return Setting(name, value, key, engine_value, source)
+        own = common.section[key] if source == "section" else defaults.get(key, declared.default)
+        return Setting(name, declared.common_value(own), key, own, source)
+
+    def markdown(self) -> str:
+        """The engine's table for ``docs/settings.md``: each common key, the engine's keys (the
+        first is the one ``check`` shows) and its default where declared."""
+        stated = any(declared.default is not UNSTATED for declared in self.keys)
+        head = ["common key", "engine keys", *(["default"] if stated else [])]
+        lines = [f"| {' | '.join(head)} |", f"|{' --- |' * len(head)}"]
+        for declared in self.keys:
+            cells = [f"`{declared.name}`", ", ".join(f"`{key}`" for key in declared.keys) or "–"]
+            if stated:
+                default = declared.default
+                cells.append("–" if default is UNSTATED else f"`{default!r}`")
+            lines.append(f"| {' | '.join(cells)} |")
+        return "\n".join(lines)
+
+
+def installed_declarations() -> dict[str, SettingsDeclaration]:
+    """The settings each installed engine declares (``SETTINGS`` of its entry-point object), by
+    engine name; imports each engine's entry-point module, which is light, and skips one that
+    fails to import or declares none."""
+    from aworld_train import plugins
+
+    declarations = {}
+    for info in plugins.list_engines():
+        try:
+            engine = plugins.load_engine(info) if info.ok else None
+        except plugins.PluginError:
+            continue
+        declared = getattr(engine, "SETTINGS", None)
+        if isinstance(declared, SettingsDeclaration):
+            declarations[info.name] = declared
+    return declarations

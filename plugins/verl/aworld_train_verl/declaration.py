@@ -1,0 +1,91 @@
+"""VeRL's keys for each common key: the engine's settings declaration, which the core reads as
+``SETTINGS`` of the entry-point module. Nothing heavy is imported here."""
+
+from __future__ import annotations
+
+from aworld_train.engine import EngineKey, SettingsDeclaration
+
+ACTOR = "actor_rollout_ref.actor"
+
+# The top-level keys of VeRL's own config (its composed ppo_trainer.yaml): a whole VeRL config
+# given to another engine is named as VeRL's (``algorithm`` where it is a mapping).
+CONFIG_KEYS = frozenset(
+    {
+        "actor_rollout_ref",
+        "algorithm",
+        "critic",
+        "custom_reward_function",
+        "data",
+        "distillation",
+        "global_profiler",
+        "ray_kwargs",
+        "reward",
+        "reward_model",
+        "sandbox_fusion",
+        "trainer",
+        "transfer_queue",
+    }
+)
+
+# Its defaults are its composed config's (ppo_trainer.yaml).
+SETTINGS = SettingsDeclaration(
+    "VeRL",
+    (
+        EngineKey(
+            "precision",
+            (
+                f"{ACTOR}.fsdp_config.mixed_precision.param_dtype",
+                f"{ACTOR}.fsdp_config.mixed_precision",
+                "actor_rollout_ref.ref.fsdp_config.mixed_precision",
+                "critic.fsdp.mixed_precision",
+                f"{ACTOR}.fsdp_config.dtype",
+                "actor_rollout_ref.ref.fsdp_config.dtype",
+                "critic.fsdp.dtype",
+                "actor_rollout_ref.rollout.dtype",
+            ),
+        ),
+        EngineKey(
+            "lora",
+            (
+                "actor_rollout_ref.model.lora_rank",
+                "actor_rollout_ref.model.lora_alpha",
+                "actor_rollout_ref.model.target_modules",
+            ),
+        ),
+        EngineKey("report_to", ("trainer.logger",)),
+        EngineKey("kl_coef", (f"{ACTOR}.kl_loss_coef", f"{ACTOR}.use_kl_loss")),
+        EngineKey(
+            "lr_scheduler", (f"{ACTOR}.optim.lr_scheduler_type", f"{ACTOR}.optim.warmup_style")
+        ),
+        EngineKey(
+            "warmup_ratio",
+            (f"{ACTOR}.optim.lr_warmup_steps_ratio", f"{ACTOR}.optim.lr_warmup_steps"),
+        ),
+        EngineKey("loss_aggregation", (f"{ACTOR}.loss_agg_mode",)),
+        EngineKey(
+            "clip_ratio",
+            (f"{ACTOR}.clip_ratio", f"{ACTOR}.clip_ratio_low", f"{ACTOR}.clip_ratio_high"),
+        ),
+        EngineKey("entropy_coef", (f"{ACTOR}.entropy_coeff",)),
+        EngineKey("eval_steps", ("trainer.test_freq",)),
+        EngineKey("eval_limit"),
+        EngineKey("log_samples", ("trainer.rollout_data_dir",)),
+        EngineKey("model", ("actor_rollout_ref.model.path", "critic.model.path")),
+        EngineKey("learning_rate", (f"{ACTOR}.optim.lr",)),
+        EngineKey("max_steps", ("trainer.total_training_steps",)),
+        EngineKey("num_epochs", ("trainer.total_epochs",)),
+        EngineKey(
+            "batch_size",
+            ("data.train_batch_size", f"{ACTOR}.ppo_mini_batch_size", "critic.ppo_mini_batch_size"),
+        ),
+        EngineKey("num_generations", ("actor_rollout_ref.rollout.n",)),
+        EngineKey("max_prompt_length", ("data.max_prompt_length",)),
+        EngineKey("max_completion_length", ("data.max_response_length",)),
+        EngineKey(
+            "seed", ("data.seed", f"{ACTOR}.data_loader_seed", "actor_rollout_ref.rollout.seed")
+        ),
+        EngineKey("logging_steps"),
+        EngineKey("save_steps", ("trainer.save_freq",)),
+    ),
+    config_keys=CONFIG_KEYS,
+)
