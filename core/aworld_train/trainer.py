@@ -144,8 +144,7 @@ class AgentTrainer:
         self.checks: list[CheckResult] = []
         self._on_check = on_check
         self.run_path = Path(absolute_paths(job).run_path)
-        progress = not check_only if show_progress is None else show_progress
-        self._progress = progress
+        self._progress = not check_only if show_progress is None else show_progress
         with _in_one_line(self._check_crash), _signals_interrupt("checks"):
             resume_from = (
                 resolve_resume(resume, self.run_path, self.train_engine_name)
@@ -156,32 +155,37 @@ class AgentTrainer:
                 self.run_path, self.train_engine_name, check_only
             )
             with self.run_dir.checking():
-                checks = check_job(
-                    self.job,
-                    self.engine_info,
-                    self.run_dir,
-                    check_only=check_only,
-                    resume_from=resume_from,
-                    progress=progress,
-                    record=self._record,
-                    checks=CHECKS,
-                    # where a crash was raised is told by the plugins' packages
-                    loaded=self._loaded,
-                )
-                self.context, self.metrics = checks.context, checks.context.metrics
-                self.hand_off, self.settings = checks.hand_off, checks.settings
-                # check refuses what train would: a node rank the job has no room for.
-                self.run_dir.require_nodes(self.context.config.resources.nnodes)
-                if not check_only:
-                    self.run_dir.start(
-                        checks.rerunnable_job(),
-                        engine=self.train_engine_name,
-                        versions=checks.versions(),
-                        **checks.settings_fields(),
-                        resumed_from=str(resume_from) if resume_from else None,
-                        resume_support=checks.resume_support,
-                    )
+                self._run_checks(resume_from)
         self.initialized = True
+
+    def _run_checks(self, resume_from: Path | None) -> None:
+        """Run the check pipeline in the run directory and keep what it found; unless
+        ``check_only``, start the run there."""
+        checks = check_job(
+            self.job,
+            self.engine_info,
+            self.run_dir,
+            check_only=self.check_only,
+            resume_from=resume_from,
+            progress=self._progress,
+            record=self._record,
+            checks=CHECKS,
+            # where a crash was raised is told by the plugins' packages
+            loaded=self._loaded,
+        )
+        self.context, self.metrics = checks.context, checks.context.metrics
+        self.hand_off, self.settings = checks.hand_off, checks.settings
+        # check refuses what train would: a node rank the job has no room for.
+        self.run_dir.require_nodes(self.context.config.resources.nnodes)
+        if not self.check_only:
+            self.run_dir.start(
+                checks.rerunnable_job(),
+                engine=self.train_engine_name,
+                versions=checks.versions(),
+                **checks.settings_fields(),
+                resumed_from=str(resume_from) if resume_from else None,
+                resume_support=checks.resume_support,
+            )
 
     def train(self) -> dict[str, Any]:
         """Train on the engine; returns the final metrics.

@@ -93,13 +93,7 @@ def eval_command(
         )
     # Here, not at the top: `aworld-train engines` and `show` load this module too, and
     # evaluation's modules (generation, rewards, results) are a third of the CLI's start-up.
-    from aworld_train.evaluation import (
-        difference,
-        evaluate,
-        open_target,
-        resolve_model,
-        result_stem,
-    )
+    from aworld_train.evaluation import evaluate, open_target, resolve_model
 
     _require_generation()
     with _stdout_to_stderr(as_json):
@@ -119,8 +113,16 @@ def eval_command(
             )
             for name in names
         ]
+    _report(results, opened.out_dir, as_json)
+
+
+def _report(results: list[EvalResult], out_dir: Path, as_json: bool) -> None:
+    """Print the results: one JSON summary (two results: both and their difference), or the
+    table and where each result's samples are."""
+    from aworld_train.evaluation import difference, result_stem
+
     if as_json:
-        if compare:
+        if len(results) == 2:
             summary: dict[str, Any] = {
                 "base": results[0].summary(),
                 results[1].model: results[1].summary(),
@@ -132,7 +134,7 @@ def eval_command(
         return
     _print_table(results)
     for result in results:
-        click.echo(f"samples: {opened.out_dir / f'{result_stem(result)}.samples.jsonl'}")
+        click.echo(f"samples: {out_dir / f'{result_stem(result)}.samples.jsonl'}")
 
 
 def _require_generation() -> None:

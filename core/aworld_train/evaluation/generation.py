@@ -90,14 +90,7 @@ def generate_and_score(
                 model, tokenizer, rows, agent, tools, max_new_tokens, sampling, batch_size
             )
             advance(len(rows))
-            result = score_completions(
-                rows,
-                [[episode.answer for episode in row] for row in episodes],
-                reward,
-                failed=[[episode.failure is not None for episode in row] for row in episodes],
-            )
-            for record, row in zip(result.records, episodes, strict=True):
-                record.update(_episode_record(row))
+            result = _score_episodes(rows, episodes, reward)
         else:
             prompts = [
                 render_prompt(tokenizer, row["prompt"], agent.system_prompt, index)
@@ -106,21 +99,35 @@ def generate_and_score(
             completions = _generate(
                 model, tokenizer, prompts, max_new_tokens, sampling, batch_size, advance
             )
-            eos = tokenizer.eos_token_id
-            result = score_completions(
-                rows,
-                [
-                    [
-                        tokenizer.decode(_until_eos(ids, eos), skip_special_tokens=True)
-                        for ids in row
-                    ]
-                    for row in completions
-                ],
-                reward,
-            )
+            result = score_completions(rows, _decoded(tokenizer, completions), reward)
     result.model = _model_name(model)
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _score_episodes(
+    rows: list[dict[str, Any]], episodes: list[list[EpisodeResult]], reward: RewardSpec
+) -> EvalResult:
+    """Score each row's episodes on their answers, a failed episode as a failure, each record
+    with what its episodes did."""
+    result = score_completions(
+        rows,
+        [[episode.answer for episode in row] for row in episodes],
+        reward,
+        failed=[[episode.failure is not None for episode in row] for row in episodes],
+    )
+    for record, row in zip(result.records, episodes, strict=True):
+        record.update(_episode_record(row))
+    return result
+
+
+def _decoded(tokenizer: Any, completions: list[list[list[int]]]) -> list[list[str]]:
+    """Each row's completions as text, cut at the end-of-sequence token."""
+    eos = tokenizer.eos_token_id
+    return [
+        [tokenizer.decode(_until_eos(ids, eos), skip_special_tokens=True) for ids in row]
+        for row in completions
+    ]
 
 
 def _agent_episodes(

@@ -6,13 +6,19 @@ The tools (MCP clients on asyncio) are imported only when the agent uses some.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from aworld_train.errors import JobError
 from aworld_train.evaluation.generation import generate_and_score
 from aworld_train.evaluation.loading import choose_backend, free_gpu, load_model
 from aworld_train.evaluation.results import EvalResult, write_result
 from aworld_train.evaluation.target import EvalTarget, load_rows, open_target, resolve_model
+
+if TYPE_CHECKING:
+    from aworld_train.tools import ToolSet
 
 
 def evaluate(
@@ -43,15 +49,8 @@ def evaluate(
         raise JobError(f"samples must be 1 or more, got {samples}")
     model_name, model_path = resolve_model(opened, model)
     dataset_name, rows = load_rows(opened, dataset, limit)
-    tools = None
-    if opened.agent.uses_tools:
-        from aworld_train.tools import resolve_tools
-
-        # The job's tools, its MCP servers started (or reached) as training starts them; a
-        # server that fails is one line, before the model loads.
-        tools = resolve_tools(opened.agent, opened.job.base_dir)
-    use_vllm = choose_backend(backend, model_path) == "vllm"
-    try:
+    with _job_tools(opened) as tools:
+        use_vllm = choose_backend(backend, model_path) == "vllm"
         loaded, tokenizer = load_model(model_path, opened, use_vllm)
         try:
             result = generate_and_score(
@@ -70,10 +69,24 @@ def evaluate(
         finally:
             del loaded
             free_gpu(use_vllm)
-    finally:
-        if tools is not None:
-            tools.close()  # stops the stdio servers the tool calls started
     result.model, result.dataset = model_name, dataset_name
     result.backend = "vllm" if use_vllm else "transformers"
     write_result(result, opened.out_dir)
     return result
+
+
+@contextlib.contextmanager
+def _job_tools(opened: EvalTarget) -> Iterator[ToolSet | None]:
+    """The job's tools for the block (``None`` when the agent uses none), their MCP servers
+    started (or reached) as training starts them, then stopped."""
+    if not opened.agent.uses_tools:
+        yield None
+        return
+    from aworld_train.tools import resolve_tools
+
+    # A server that fails is one line, before the model loads.
+    tools = resolve_tools(opened.agent, opened.job.base_dir)
+    try:
+        yield tools
+    finally:
+        tools.close()  # stops the stdio servers the tool calls started

@@ -191,17 +191,7 @@ def guarded_yaml_loader() -> type:
             return node
 
         def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-            seen: set[Any] = set()
-            for key_node, _ in node.value:
-                if key_node.tag == "tag:yaml.org,2002:merge":
-                    continue  # "<<: *base": keys given after it override the base's on purpose
-                key = self.construct_object(key_node, deep=True)
-                line = key_node.start_mark.line + 1
-                if not isinstance(key, str):
-                    raise _Refused(_not_a_string(key), line)
-                if key in seen:
-                    raise _Refused(f"key '{key}' is given twice", line)
-                seen.add(key)
+            _check_keys(self, node)
             return super().construct_mapping(node, deep=deep)
 
     # YAML 1.1, which PyYAML follows, reads 1e-4 (an exponent without a dot) as a string; YAML
@@ -212,6 +202,21 @@ def guarded_yaml_loader() -> type:
         list("-+0123456789"),
     )
     return GuardedLoader
+
+
+def _check_keys(loader: Any, node: Any) -> None:
+    """Refuse a mapping node's key that is not a string or is given twice, on its line."""
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue  # "<<: *base": keys given after it override the base's on purpose
+        key = loader.construct_object(key_node, deep=True)
+        line = key_node.start_mark.line + 1
+        if not isinstance(key, str):
+            raise _Refused(_not_a_string(key), line)
+        if key in seen:
+            raise _Refused(f"key '{key}' is given twice", line)
+        seen.add(key)
 
 
 _NESTING = f"nested deeper than {MAX_DEPTH} levels"

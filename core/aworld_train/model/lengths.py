@@ -57,13 +57,8 @@ def check_lengths(
     either the budget or the positions). A prompt that fits with the whole budget therefore never
     loses a tool result to the positions; ``max_turns`` only shares the budget out.
 
-    Finding the long prompts cheaply, a batch of rows at a time: every row gets an upper bound
-    of its tokens without rendering it, the template's framing (measured once: system prompt,
-    tool schemas, the markup of each message) plus the UTF-8 bytes of its text, read from the
-    Arrow column, since a byte-level BPE tokenizer never makes more tokens than bytes. Rows whose
-    bound fits are done. The rest get a tighter bound, their text tokenized in one batch without
-    the template; only rows still in doubt are rendered, longest bound first, and the first that
-    does not fit is reported. On data well within the model's positions nothing is tokenized.
+    The long prompts are found cheaply, a batch of rows at a time (:func:`_first_too_long`): on
+    data well within the model's positions nothing is tokenized.
 
     :param model: the model as :func:`~aworld_train.model.preflight_model` returned it; a hub
         id is not checked.
@@ -78,19 +73,10 @@ def check_lengths(
         budget alone when it leaves no room for a prompt.
     """
     folder = Path(model)
-    if not folder.is_dir() or not transformers_available():
-        return
-    found = max_positions(folder)
-    if found is None:
-        return
-    positions, key = found
     budget = max_completion_length or 0
-    where = f"{key} in {folder / 'config.json'}"
-    if budget >= positions:
-        raise ModelError(
-            f"max_completion_length {budget} leaves no room for a prompt within the "
-            f"model's {positions} positions ({where}): lower max_completion_length"
-        )
+    if (limit := _prompt_room(folder, budget)) is None:
+        return
+    positions, where = limit
     renderer = _Renderer(
         checked_tokenizer(folder, trust_remote_code), system_prompt, tool_schemas, str(folder)
     )
@@ -101,16 +87,43 @@ def check_lengths(
         if too_long is None:
             continue
         row, tokens = too_long
-        if budget:
-            shared = " for every turn and tool result" if tool_schemas and max_turns > 1 else ""
-            total = f"; with max_completion_length {budget}{shared} that is {tokens + budget}"
-            fix = "shorten the prompt or max_completion_length"
-        else:
-            total, fix = "", "shorten the prompt"
+        shared = " for every turn and tool result" if tool_schemas and max_turns > 1 else ""
         raise ModelError(
             f"{role} row {row}: the prompt ({renderer.describe()}) is {tokens} tokens"
-            f"{total}, past the model's {positions} positions ({where}): {fix}"
+            f"{_past_positions(tokens, budget, shared, positions, where)}"
         )
+
+
+def _prompt_room(folder: Path, budget: int) -> tuple[int, str] | None:
+    """The positions of the local model in ``folder`` and where its config says so; ``None``
+    when nothing can be checked (a hub id, no transformers, no positions in its config).
+
+    :raises ModelError: when the completion ``budget`` alone fills the positions.
+    """
+    if not folder.is_dir() or not transformers_available():
+        return None
+    found = max_positions(folder)
+    if found is None:
+        return None
+    positions, key = found
+    where = f"{key} in {folder / 'config.json'}"
+    if budget >= positions:
+        raise ModelError(
+            f"max_completion_length {budget} leaves no room for a prompt within the "
+            f"model's {positions} positions ({where}): lower max_completion_length"
+        )
+    return positions, where
+
+
+def _past_positions(tokens: int, budget: int, shared: str, positions: int, where: str) -> str:
+    """The rest of the message for a prompt of ``tokens`` that does not fit: its total with the
+    completion budget (``shared`` by every turn, when it is), the positions and the fix."""
+    if not budget:
+        return f", past the model's {positions} positions ({where}): shorten the prompt"
+    return (
+        f"; with max_completion_length {budget}{shared} that is {tokens + budget}, past the "
+        f"model's {positions} positions ({where}): shorten the prompt or max_completion_length"
+    )
 
 
 def max_positions(folder: Path) -> tuple[int, str] | None:
@@ -212,8 +225,16 @@ def _first_too_long(
     dataset: datasets.Dataset, renderer: _Renderer, room: int, role: str
 ) -> tuple[int, int] | None:
     """A row whose rendered prompt passes ``room`` tokens (the longest of the first batch of
-    rows that has one), and its exact count; ``None`` when every prompt fits. See
-    :func:`check_lengths`."""
+    rows that has one), and its exact count; ``None`` when every prompt fits.
+
+    Every row gets an upper bound of its tokens without rendering it, the template's framing
+    (measured once: system prompt, tool schemas, the markup of each message) plus the UTF-8
+    bytes of its text, read from the Arrow column, since a byte-level BPE tokenizer never makes
+    more tokens than bytes. Rows whose bound fits are done. The rest get a tighter bound, their
+    text tokenized in one batch without the template; only rows still in doubt are rendered,
+    longest bound first, and the first that does not fit is reported. On data well within the
+    model's positions nothing is tokenized.
+    """
     import numpy as np
 
     first, each = _rendered(lambda: renderer.framing(), renderer, f"{role}: the prompts")

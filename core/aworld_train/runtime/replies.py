@@ -191,59 +191,68 @@ def response_events(body: dict[str, Any]) -> Iterator[dict[str, Any]]:
         {"type": "response.in_progress", "response": started},
     ]
     for index, item in enumerate(body["output"]):
-        where = {"output_index": index, "item_id": item["id"]}
         if item["type"] == "message":
-            part = item["content"][0]
-            events += [
-                {
-                    "type": "response.output_item.added",
-                    "output_index": index,
-                    "item": {**item, "status": "in_progress", "content": []},
-                },
-                {
-                    "type": "response.content_part.added",
-                    **where,
-                    "content_index": 0,
-                    "part": {**part, "text": ""},
-                },
-                {
-                    "type": "response.output_text.delta",
-                    **where,
-                    "content_index": 0,
-                    "delta": part["text"],
-                    "logprobs": part.get("logprobs", []),
-                },
-                {
-                    "type": "response.output_text.done",
-                    **where,
-                    "content_index": 0,
-                    "text": part["text"],
-                    "logprobs": part.get("logprobs", []),
-                },
-                {"type": "response.content_part.done", **where, "content_index": 0, "part": part},
-            ]
+            events += _message_events(index, item)
         else:
-            events += [
-                {
-                    "type": "response.output_item.added",
-                    "output_index": index,
-                    "item": {**item, "status": "in_progress", "arguments": ""},
-                },
-                {
-                    "type": "response.function_call_arguments.delta",
-                    **where,
-                    "delta": item["arguments"],
-                },
-                {
-                    "type": "response.function_call_arguments.done",
-                    **where,
-                    "name": item["name"],
-                    "arguments": item["arguments"],
-                },
-            ]
+            events += _function_call_events(index, item)
         events.append({"type": "response.output_item.done", "output_index": index, "item": item})
     done = "response.incomplete" if body["status"] == "incomplete" else "response.completed"
     events.append({"type": done, "response": body})
     for number, event in enumerate(events):
         event["sequence_number"] = number
         yield event
+
+
+def _message_events(index: int, item: dict[str, Any]) -> list[dict[str, Any]]:
+    """The stream's events for output message ``item``: added empty, its one text part added,
+    the text (one delta, done), the part done."""
+    where = {"output_index": index, "item_id": item["id"]}
+    part = item["content"][0]
+    return [
+        {
+            "type": "response.output_item.added",
+            "output_index": index,
+            "item": {**item, "status": "in_progress", "content": []},
+        },
+        {
+            "type": "response.content_part.added",
+            **where,
+            "content_index": 0,
+            "part": {**part, "text": ""},
+        },
+        {
+            "type": "response.output_text.delta",
+            **where,
+            "content_index": 0,
+            "delta": part["text"],
+            "logprobs": part.get("logprobs", []),
+        },
+        {
+            "type": "response.output_text.done",
+            **where,
+            "content_index": 0,
+            "text": part["text"],
+            "logprobs": part.get("logprobs", []),
+        },
+        {"type": "response.content_part.done", **where, "content_index": 0, "part": part},
+    ]
+
+
+def _function_call_events(index: int, item: dict[str, Any]) -> list[dict[str, Any]]:
+    """The stream's events for function call ``item``: added without arguments, then its
+    arguments (one delta, done)."""
+    where = {"output_index": index, "item_id": item["id"]}
+    return [
+        {
+            "type": "response.output_item.added",
+            "output_index": index,
+            "item": {**item, "status": "in_progress", "arguments": ""},
+        },
+        {"type": "response.function_call_arguments.delta", **where, "delta": item["arguments"]},
+        {
+            "type": "response.function_call_arguments.done",
+            **where,
+            "name": item["name"],
+            "arguments": item["arguments"],
+        },
+    ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 IM_START = "<|im_start|>"
 IM_END = "<|im_end|>"
@@ -90,19 +91,31 @@ def build_tiny_model(
         hold the tools' schemas, so give it room (``max_positions=4096``).
     :returns: the folder, as a :class:`~pathlib.Path`.
     """
-    import torch
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
-    from transformers import (
-        GenerationConfig,
-        PreTrainedTokenizerFast,
-        Qwen2Config,
-        Qwen2ForCausalLM,
-    )
-
     if hidden_size % num_heads:
         raise ValueError(f"hidden_size {hidden_size} is not divisible by num_heads {num_heads}")
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
+    tokenizer = _tiny_tokenizer(extra_tokens, alphabet, tools)
+    model = _tiny_qwen2(
+        tokenizer,
+        hidden_size=hidden_size,
+        num_layers=num_layers,
+        num_heads=num_heads,
+        max_positions=max_positions,
+        seed=seed,
+    )
+    with _no_progress_bar():
+        model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+def _tiny_tokenizer(extra_tokens: Sequence[str], alphabet: str | None, tools: bool) -> Any:
+    """A byte-level tokenizer with no merges: one token per byte of ``alphabet`` (all 256
+    without one), the chat's special tokens and ``extra_tokens`` (the tool tags first with
+    ``tools``), and the chat template."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
 
     byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     if alphabet is None:
@@ -120,8 +133,7 @@ def build_tiny_model(
         extra_tokens = (*TOOL_TOKENS, *(t for t in extra_tokens if t not in TOOL_TOKENS))
     if extra_tokens:
         backend.add_tokens([AddedToken(t, special=False, normalized=False) for t in extra_tokens])
-
-    tokenizer = PreTrainedTokenizerFast(
+    return PreTrainedTokenizerFast(
         tokenizer_object=backend,
         eos_token=IM_END,
         pad_token=PAD,
@@ -129,6 +141,21 @@ def build_tiny_model(
         padding_side="left",
         clean_up_tokenization_spaces=False,
     )
+
+
+def _tiny_qwen2(
+    tokenizer: Any,
+    *,
+    hidden_size: int,
+    num_layers: int,
+    num_heads: int,
+    max_positions: int,
+    seed: int,
+) -> Any:
+    """A ``Qwen2ForCausalLM`` with random weights (seeded) for ``tokenizer``'s vocabulary,
+    its end of turn as the end of text."""
+    import torch
+    from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
 
     eos_id = tokenizer.convert_tokens_to_ids(IM_END)
     pad_id = tokenizer.convert_tokens_to_ids(PAD)
@@ -150,10 +177,7 @@ def build_tiny_model(
     model.generation_config = GenerationConfig(
         eos_token_id=eos_id, pad_token_id=pad_id, bos_token_id=eos_id
     )
-    with _no_progress_bar():
-        model.save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path
+    return model
 
 
 @contextlib.contextmanager

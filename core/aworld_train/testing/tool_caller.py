@@ -104,65 +104,50 @@ def teach_sometimes_calling(
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(model)
-    end = tokenizer.eos_token_id
-
-    def render(messages: list[dict[str, Any]]) -> list[int]:
-        text = tokenizer.apply_chat_template(
-            messages, tools=schemas, add_generation_prompt=True, tokenize=False
-        )
-        return list(tokenizer(text, add_special_tokens=False)["input_ids"])
-
-    def turn(text: str) -> list[int]:
-        return list(tokenizer(text + tokenizer.eos_token, add_special_tokens=False)["input_ids"])
-
-    sequences: list[tuple[list[int], list[int], float]] = []  # input ids, labels, weight
-    prompts, call_starts = [], []
-    firsts = []  # each sequence's position before its answer's first token
+    taught = _TaughtSequences(tokenizer, schemas, call_share)
     for exchange in exchanges:
-        prompt = render(exchange.messages)
-        call = {"type": "function", "function": exchange.call}
-        context = render(
-            [
-                *exchange.messages,
-                {"role": "assistant", "content": "", "tool_calls": [call]},
-                {"role": "tool", "name": exchange.call["name"], "content": exchange.result},
-            ]
-        )
-        if context[: len(prompt)] != prompt:
-            raise ValueError("the chat template renders the prompt differently after a tool call")
-        calling = context + turn(exchange.answer)
-        call_end = calling.index(end, len(prompt)) + 1
-        labels = [-100] * len(calling)
-        labels[len(prompt) : call_end] = calling[len(prompt) : call_end]
-        labels[len(context) :] = calling[len(context) :]
-        sequences.append((calling, labels, call_share))
-        firsts.append(len(prompt) - 1)
-        if exchange.guess is not None:
-            guessing = prompt + turn(exchange.guess)
-            sequences.append(
-                (guessing, [-100] * len(prompt) + guessing[len(prompt) :], 1.0 - call_share)
-            )
-            firsts.append(len(prompt) - 1)
-            if calling[len(prompt)] == guessing[len(prompt)]:
-                raise ValueError("the call and the guess start with the same token")
-        prompts.append(prompt)
-        call_starts.append(calling[len(prompt)])
-
-    width = max(len(ids) for ids, _, _ in sequences)
-    pad = tokenizer.pad_token_id
-    input_ids = torch.tensor([ids + [pad] * (width - len(ids)) for ids, _, _ in sequences])
-    attention = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids, _, _ in sequences])
-    labels = torch.tensor([lab + [-100] * (width - len(lab)) for _, lab, _ in sequences])
-    weights = torch.tensor([w for _, _, w in sequences]).unsqueeze(1)
-    targets = labels[:, 1:]
-    token_weights = weights * (targets != -100)
-    # Every token but the first of each answer, where the two ways part: learnt exactly.
-    rest = (targets != -100).float()
-    rest[torch.arange(len(sequences)), torch.tensor(firsts)] = 0.0
+        taught.add(exchange)
+    input_ids, attention, targets, token_weights, rest = taught.tensors()
 
     torch.manual_seed(seed)
     policy = AutoModelForCausalLM.from_pretrained(model)
     policy.train()
+    loss, losses, logits = _fit(
+        policy, input_ids, attention, targets, token_weights, steps, learning_rate
+    )
+    rest_loss = float((losses.detach() * rest).sum() / rest.sum())
+    # Whether the most likely token is the taught one everywhere but at the parting.
+    right = (logits.detach().argmax(-1) == targets) | (rest == 0)
+    policy.eval()
+    with torch.no_grad():
+        probabilities = [
+            float(policy(input_ids=torch.tensor([prompt])).logits[0, -1].softmax(-1)[start])
+            for prompt, start in zip(taught.prompts, taught.call_starts)
+        ]
+    policy.save_pretrained(model)
+    return {
+        "loss": float(loss.item()),
+        "rest_loss": rest_loss,
+        "exact": bool(right.all()),
+        "call_probability": probabilities,
+    }
+
+
+def _fit(
+    policy: Any,
+    input_ids: Any,
+    attention: Any,
+    targets: Any,
+    token_weights: Any,
+    steps: int,
+    learning_rate: float,
+) -> tuple[Any, Any, Any]:
+    """Train ``policy`` on the batch for ``steps`` Adam steps of the weighted cross-entropy.
+
+    :returns: the last step's weighted loss, its per-token losses and its logits.
+    """
+    import torch
+
     optimizer = torch.optim.Adam(policy.parameters(), lr=learning_rate)
     for _ in range(steps):
         logits = policy(input_ids=input_ids, attention_mask=attention).logits[:, :-1]
@@ -177,23 +162,84 @@ def teach_sometimes_calling(
         loss.backward()
         torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)
         optimizer.step()
-    rest_loss = float((losses.detach() * rest).sum() / rest.sum())
-    # Whether the most likely token is the taught one everywhere but at the parting.
-    right = (logits.detach().argmax(-1) == targets) | (rest == 0)
-    exact = bool(right.all())
-    policy.eval()
-    with torch.no_grad():
-        probabilities = [
-            float(policy(input_ids=torch.tensor([prompt])).logits[0, -1].softmax(-1)[start])
-            for prompt, start in zip(prompts, call_starts)
-        ]
-    policy.save_pretrained(model)
-    return {
-        "loss": float(loss.item()),
-        "rest_loss": rest_loss,
-        "exact": exact,
-        "call_probability": probabilities,
-    }
+    return loss, losses, logits
+
+
+class _TaughtSequences:
+    """The token sequences :func:`teach_sometimes_calling` trains on: per exchange, the call
+    then the answer (weight ``call_share``) and, with a guess, the guess (the rest), each
+    labelled on the model's own turns only."""
+
+    def __init__(self, tokenizer: Any, schemas: list[dict[str, Any]], call_share: float) -> None:
+        self.tokenizer = tokenizer
+        self.schemas = schemas
+        self.call_share = call_share
+        self.sequences: list[tuple[list[int], list[int], float]] = []  # ids, labels, weight
+        self.firsts: list[int] = []  # each sequence's position before its answer's first token
+        self.prompts: list[list[int]] = []
+        self.call_starts: list[int] = []  # each prompt's call's first token
+
+    def render(self, messages: list[dict[str, Any]]) -> list[int]:
+        """The prompt's tokens, the tools' schemas shown, ready for the model's turn."""
+        text = self.tokenizer.apply_chat_template(
+            messages, tools=self.schemas, add_generation_prompt=True, tokenize=False
+        )
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def turn(self, text: str) -> list[int]:
+        """The tokens of the model's turn ``text``, ended."""
+        ending = text + self.tokenizer.eos_token
+        return list(self.tokenizer(ending, add_special_tokens=False)["input_ids"])
+
+    def add(self, exchange: ToolExchange) -> None:
+        """Add the exchange's calling sequence and, with a guess, its guessing one."""
+        prompt = self.render(exchange.messages)
+        call = {"type": "function", "function": exchange.call}
+        context = self.render(
+            [
+                *exchange.messages,
+                {"role": "assistant", "content": "", "tool_calls": [call]},
+                {"role": "tool", "name": exchange.call["name"], "content": exchange.result},
+            ]
+        )
+        if context[: len(prompt)] != prompt:
+            raise ValueError("the chat template renders the prompt differently after a tool call")
+        calling = context + self.turn(exchange.answer)
+        call_end = calling.index(self.tokenizer.eos_token_id, len(prompt)) + 1
+        labels = [-100] * len(calling)
+        labels[len(prompt) : call_end] = calling[len(prompt) : call_end]
+        labels[len(context) :] = calling[len(context) :]
+        self.sequences.append((calling, labels, self.call_share))
+        self.firsts.append(len(prompt) - 1)
+        if exchange.guess is not None:
+            guessing = prompt + self.turn(exchange.guess)
+            labels = [-100] * len(prompt) + guessing[len(prompt) :]
+            self.sequences.append((guessing, labels, 1.0 - self.call_share))
+            self.firsts.append(len(prompt) - 1)
+            if calling[len(prompt)] == guessing[len(prompt)]:
+                raise ValueError("the call and the guess start with the same token")
+        self.prompts.append(prompt)
+        self.call_starts.append(calling[len(prompt)])
+
+    def tensors(self) -> tuple[Any, Any, Any, Any, Any]:
+        """The padded batch: input ids, attention mask, next-token targets, each target's
+        weight, and the mask of every answer token but the first (where the two ways part)."""
+        import torch
+
+        sequences = self.sequences
+        width = max(len(ids) for ids, _, _ in sequences)
+        pad = self.tokenizer.pad_token_id
+        input_ids = torch.tensor([ids + [pad] * (width - len(ids)) for ids, _, _ in sequences])
+        attention = torch.tensor(
+            [[1] * len(ids) + [0] * (width - len(ids)) for ids, _, _ in sequences]
+        )
+        labels = torch.tensor([lab + [-100] * (width - len(lab)) for _, lab, _ in sequences])
+        weights = torch.tensor([w for _, _, w in sequences]).unsqueeze(1)
+        targets = labels[:, 1:]
+        # Every token but the first of each answer, where the two ways part: learnt exactly.
+        rest = (targets != -100).float()
+        rest[torch.arange(len(sequences)), torch.tensor(self.firsts)] = 0.0
+        return input_ids, attention, targets, weights * (targets != -100), rest
 
 
 def teach_exchange(
@@ -254,18 +300,7 @@ def tool_learning_job(
     folder.mkdir(parents=True, exist_ok=True)
     lines = (calculator / "data" / "train.jsonl").read_text().splitlines()[:rows]
     (folder / "train.jsonl").write_text("".join(line + "\n" for line in lines))
-    agent = {
-        "name": "calculator-agent",
-        "system_prompt": SYSTEM_PROMPT,
-        "mcp_config": {
-            "mcpServers": {
-                "calculator": {"command": "python", "args": [str(calculator / "server.py")]}
-            }
-        },
-        "tools": ["multiply"],
-        "max_turns": 2,
-        "llm_temperature": 0.5,
-    }
+    agent = _calculator_agent(calculator)
     # The schema exactly as the runtime shows it to the model: the core's own tool resolution.
     tools = resolve_tools(load_agent(agent, folder), folder)
     try:
@@ -283,7 +318,34 @@ def tool_learning_job(
     taught = teach_sometimes_calling(
         model, exchanges, schemas, call_share=call_share, steps=teaching_steps, seed=seed
     )
-    job = {
+    job = _grpo_job(agent, model, steps=steps, learning_rate=learning_rate, seed=seed)
+    (folder / "job.yaml").write_text(yaml.safe_dump(job))
+    return folder / "job.yaml", taught
+
+
+def _calculator_agent(calculator: Path) -> dict[str, Any]:
+    """The spec-form agent of the job: the calculator example's MCP server, ``multiply``
+    only, 2 turns, temperature 0.5."""
+    return {
+        "name": "calculator-agent",
+        "system_prompt": SYSTEM_PROMPT,
+        "mcp_config": {
+            "mcpServers": {
+                "calculator": {"command": "python", "args": [str(calculator / "server.py")]}
+            }
+        },
+        "tools": ["multiply"],
+        "max_turns": 2,
+        "llm_temperature": 0.5,
+    }
+
+
+def _grpo_job(
+    agent: dict[str, Any], model: Path, *, steps: int, learning_rate: float, seed: int
+) -> dict[str, Any]:
+    """The TRL GRPO job: ``answer_match``, 8 completions of one question per step, no KL
+    term, under ``runs``."""
+    return {
         "engine": "trl",
         "agent": agent,
         "train_dataset": "train.jsonl",
@@ -303,5 +365,3 @@ def tool_learning_job(
         },
         "run_path": "runs",
     }
-    (folder / "job.yaml").write_text(yaml.safe_dump(job))
-    return folder / "job.yaml", taught

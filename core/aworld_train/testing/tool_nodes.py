@@ -45,7 +45,25 @@ def assert_tool_agent_trains_on_two_nodes(
     (folder / "tools.py").write_text(TOOL)
     row = {"prompt": "What is 12 * 34?", "ground_truth": "408"}
     (folder / "train.jsonl").write_text((json.dumps(row) + "\n") * 4)
-    job: dict[str, Any] = {
+    job = _two_node_job(folder, engine, section, model)
+    checked = AgentTrainer(**job, check_only=True).hand_off
+    functions = checked.tools.schemas()
+    prompt = prompt_messages(row["prompt"], SYSTEM)
+    call = {"type": "function", "function": {"name": "multiply", "arguments": {"a": 12, "b": 34}}}
+    teach_exchange(model, prompt, functions, call, result="408", answer="<answer>408</answer>")
+
+    with nodes(write_job_file(job, nnodes=2), 2, folder, env) as (zero, one):
+        assert zero.wait(run_s) == 0, zero.text()
+        assert one.wait(NODE_END_S) == 0, one.text()
+    _assert_both_nodes_called_the_tool(folder)
+
+
+def _two_node_job(
+    folder: Path, engine: str, section: dict[str, Any], model: Path
+) -> dict[str, Any]:
+    """The job's AgentTrainer arguments: GRPO for 2 steps of 2 episodes, the spec-form agent
+    with the Python tool, ``answer_match``."""
+    return {
         # Sampling close to the taught turns, so every episode makes the call.
         "agent": {
             "name": "calculator",
@@ -72,16 +90,11 @@ def assert_tool_agent_trains_on_two_nodes(
         "train_engine_name": engine,
         "base_dir": folder,
     }
-    checked = AgentTrainer(**job, check_only=True).hand_off
-    functions = checked.tools.schemas()
-    prompt = prompt_messages(row["prompt"], SYSTEM)
-    call = {"type": "function", "function": {"name": "multiply", "arguments": {"a": 12, "b": 34}}}
-    teach_exchange(model, prompt, functions, call, result="408", answer="<answer>408</answer>")
 
-    with nodes(write_job_file(job, nnodes=2), 2, folder, env) as (zero, one):
-        assert zero.wait(run_s) == 0, zero.text()
-        assert one.wait(NODE_END_S) == 0, one.text()
 
+def _assert_both_nodes_called_the_tool(folder: Path) -> None:
+    """One completed run of 2 steps, each episode calling the tool and scored 1, and the tool
+    run 2 episodes a step in each node's own training process."""
     [run] = (folder / "runs").iterdir()  # node 1 wrote no run of its own
     assert manifest(run)["status"] == "completed"
     steps = [m for m in read_jsonl(run / "metrics.jsonl") if "reward" in m]

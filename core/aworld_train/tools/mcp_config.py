@@ -118,11 +118,26 @@ def _parse_server(name: str, entry: dict[str, Any], base_dir: Path | None) -> MC
         if not isinstance(value, dict):
             raise AgentError(f"{where}: '{key}' must be a mapping")
     if transport != "stdio":
-        url = entry.get("url")
-        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-            raise AgentError(f"{where}: type '{transport}' needs an http(s) 'url', not {url!r}")
-        headers = {str(k): str(v) for k, v in (entry.get("headers") or {}).items()}
-        return MCPServer(name, transport, url=url, headers=headers, timeout=float(timeout))
+        return _remote_server(name, transport, entry, float(timeout), where)
+    return _stdio_server(name, entry, base_dir, float(timeout), where)
+
+
+def _remote_server(
+    name: str, transport: str, entry: dict[str, Any], timeout: float, where: str
+) -> MCPServer:
+    """A server reached over HTTP at its ``url``, with its ``headers``."""
+    url = entry.get("url")
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        raise AgentError(f"{where}: type '{transport}' needs an http(s) 'url', not {url!r}")
+    headers = {str(k): str(v) for k, v in (entry.get("headers") or {}).items()}
+    return MCPServer(name, transport, url=url, headers=headers, timeout=timeout)
+
+
+def _stdio_server(
+    name: str, entry: dict[str, Any], base_dir: Path | None, timeout: float, where: str
+) -> MCPServer:
+    """A server started as ``command`` with ``args`` and ``env`` in ``cwd`` (relative to the
+    job's folder); ``python`` is this interpreter."""
     command = entry.get("command")
     args = entry.get("args") or []
     if not isinstance(command, str) or not command:
@@ -146,7 +161,7 @@ def _parse_server(name: str, entry: dict[str, Any], base_dir: Path | None) -> MC
         args=tuple(str(arg) for arg in args),
         env=env,
         cwd=str(working_dir.resolve()),
-        timeout=float(timeout),
+        timeout=timeout,
     )
 
 

@@ -55,24 +55,7 @@ def swift_memory_plan(config: SwiftConfig, default: MemoryPlan, common: TrainCon
             notes.append(f"sequences of {sequence} tokens assumed")
         reference = config.algorithm == "dpo" and not lora
         micro_batch *= 2 if config.algorithm == "dpo" else 1
-    colocated = (
-        bool(args.get("use_vllm"))
-        and args.get("vllm_mode") != "server"
-        and not args.get("vllm_server_host")
-        and not args.get("vllm_server_base_url")
-        and not args.get("use_cpu")
-    )
-    alongside = None
-    if colocated and int(args.get("sleep_level") or 0) > 0:
-        alongside = tuple(
-            part
-            for part, offloaded in (
-                ("weights", args.get("offload_model")),
-                ("reference", args.get("offload_model")),
-                ("optimizer", args.get("offload_optimizer")),
-            )
-            if not offloaded
-        )
+    rollout_fraction, alongside = _colocated_vllm(args)
     return dataclasses.replace(
         default,
         weight_dtype=_DTYPES.get(str(args.get("torch_dtype"))),
@@ -84,10 +67,37 @@ def swift_memory_plan(config: SwiftConfig, default: MemoryPlan, common: TrainCon
         zero_stage=stage,
         offload_optimizer=offload,
         reference_model=reference,
-        rollout_fraction=float(args.get("vllm_gpu_memory_utilization") or 0) if colocated else 0.0,
+        rollout_fraction=rollout_fraction,
         rollout_alongside=alongside,
         notes=tuple(notes),
     )
+
+
+def _colocated_vllm(args: dict[str, Any]) -> tuple[float, tuple[str, ...] | None]:
+    """The share of the GPU a vLLM colocated with training reserves (0 without one), and what
+    of the trainer's stays on the GPU while it sleeps through the update (``None``: it does not
+    sleep)."""
+    colocated = (
+        bool(args.get("use_vllm"))
+        and args.get("vllm_mode") != "server"
+        and not args.get("vllm_server_host")
+        and not args.get("vllm_server_base_url")
+        and not args.get("use_cpu")
+    )
+    if not colocated:
+        return 0.0, None
+    alongside = None
+    if int(args.get("sleep_level") or 0) > 0:
+        alongside = tuple(
+            part
+            for part, offloaded in (
+                ("weights", args.get("offload_model")),
+                ("reference", args.get("offload_model")),
+                ("optimizer", args.get("offload_optimizer")),
+            )
+            if not offloaded
+        )
+    return float(args.get("vllm_gpu_memory_utilization") or 0), alongside
 
 
 def swift_deepspeed(value: Any) -> Any:

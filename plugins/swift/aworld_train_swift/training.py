@@ -151,8 +151,6 @@ def train_in_process(
     :returns: the latest value of every logged metric, plus ``step``.
     """
     with swift_environment(config, environment), output_to_log(Path(config.log_file)):
-        from swift.callbacks import TrainerCallback, callbacks_map
-
         from aworld_train_swift import patches
         from aworld_train_swift.remote_code import model_code
         from aworld_train_swift.reward import register
@@ -161,28 +159,9 @@ def train_in_process(
             patches.apply()
         if reward is not None:
             register(reward)
-        # swift builds each callback as cls(args, trainer): register the class.
-        callbacks_map[CALLBACK] = run_callback(
-            TrainerCallback,
-            on_start,
-            on_log,
-            run_dir=Path(config.run_dir),
-            log_samples=config.log_samples,
-            end_only_eval=config.end_only_eval,
-        )
         extra: dict[str, Any] = {
-            "callbacks": [*config.arguments.get("callbacks", []), CALLBACK],
+            "callbacks": _register_callbacks(config, reward, on_start, on_log, rollouts),
         }
-        if reward is not None and scores_test_set(config, reward):
-            callbacks_map[REWARD_EVAL_CALLBACK] = reward_eval_callback(
-                TrainerCallback, config, reward
-            )
-            extra["callbacks"].append(REWARD_EVAL_CALLBACK)
-        if rollouts is not None:
-            from aworld_train_swift.rollout import AGENT_CALLBACK, register_rollouts
-
-            register_rollouts(rollouts)
-            extra["callbacks"].append(AGENT_CALLBACK)
         if checkpoint is not None:
             extra["resume_from_checkpoint"] = str(checkpoint)
         args = build_arguments(config, **extra)
@@ -202,3 +181,38 @@ def train_in_process(
         final.update(common_metrics(entry))
     final["step"] = result.get("global_step", final.get("step", 0))
     return final
+
+
+def _register_callbacks(
+    config: SwiftConfig,
+    reward: SwiftReward | None,
+    on_start: StartFn,
+    on_log: LogFn,
+    rollouts: AgentRollouts | None,
+) -> list[str]:
+    """Register the run's callbacks with swift (which builds each as ``cls(args, trainer)``):
+    progress and metrics, the test set's reward scores when the job asks, and the agent's
+    rollouts.
+
+    :returns: the callback names for swift's ``callbacks`` argument, the config's own first.
+    """
+    from swift.callbacks import TrainerCallback, callbacks_map
+
+    callbacks_map[CALLBACK] = run_callback(
+        TrainerCallback,
+        on_start,
+        on_log,
+        run_dir=Path(config.run_dir),
+        log_samples=config.log_samples,
+        end_only_eval=config.end_only_eval,
+    )
+    names = [*config.arguments.get("callbacks", []), CALLBACK]
+    if reward is not None and scores_test_set(config, reward):
+        callbacks_map[REWARD_EVAL_CALLBACK] = reward_eval_callback(TrainerCallback, config, reward)
+        names.append(REWARD_EVAL_CALLBACK)
+    if rollouts is not None:
+        from aworld_train_swift.rollout import AGENT_CALLBACK, register_rollouts
+
+        register_rollouts(rollouts)
+        names.append(AGENT_CALLBACK)
+    return names

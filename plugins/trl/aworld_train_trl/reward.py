@@ -56,42 +56,36 @@ class TrlReward:
         the share of failed episodes is logged as ``agent_failed`` and the mean number of tool
         results per episode as ``tools/call_frequency`` and the mean segments per episode (one
         more per rewrite of its conversation) as ``agent_segments``."""
+        if log_metric is not None:
+            _log_episode_metrics(
+                log_metric, len(completions), agent_failure, agent_tool_calls, agent_segments
+            )
         scores: list[float] = []
         per_function: dict[str, list[float]] = defaultdict(list)
         totals: dict[str, float] = defaultdict(float)
         counts: dict[str, int] = defaultdict(int)
-        if agent_failure is not None and log_metric is not None:
-            log_metric("agent_failed", sum(f is not None for f in agent_failure) / len(completions))
-        if agent_tool_calls is not None and log_metric is not None:
-            log_metric("tools/call_frequency", sum(agent_tool_calls) / len(completions))
-        if agent_segments is not None and log_metric is not None:
-            log_metric("agent_segments", sum(agent_segments) / len(completions))
         for i, completion in enumerate(completions):
-            info = dict(extra_info[i] or {}) if extra_info is not None else {}
-            row = info.get("index", i)
             if agent_failure is not None and agent_failure[i] is not None:
                 scores.append(0.0)
                 for function in self.spec.functions:
                     per_function[f"{REWARD_COLUMN}{function.name}"].append(0.0)
                 continue
-            if agent_extra is not None:
-                info.update(agent_extra[i] or {})
-            result = self.spec.score(
-                data_source[i] if data_source is not None else "",
-                agent_answer[i] if agent_answer is not None else completion_text(completion),
+            result = self._score(
+                i,
+                completion_text(completion) if agent_answer is None else agent_answer[i],
                 str(ground_truth[i]),
-                info,
-                row=row if isinstance(row, int) else i,
+                data_source,
+                extra_info,
+                agent_extra,
             )
             scores.append(float(result.score))
             for function in self.spec.functions:
                 key = f"{REWARD_COLUMN}{function.name}"
                 per_function[key].append(float(result.metrics[key]))
             for key, value in result.metrics.items():
-                if key in self._repeated:
-                    continue
-                totals[key] += float(value)
-                counts[key] += 1
+                if key not in self._repeated:
+                    totals[key] += float(value)
+                    counts[key] += 1
         if log_metric is not None:
             for key, total in totals.items():
                 log_metric(key, total / counts[key])
@@ -99,6 +93,46 @@ class TrlReward:
             for key, values in per_function.items():
                 log_extra(key, values)
         return scores
+
+    def _score(
+        self,
+        i: int,
+        answer: str,
+        ground_truth: str,
+        data_source: list[str] | None,
+        extra_info: list[dict[str, Any] | None] | None,
+        agent_extra: list[dict[str, Any]] | None,
+    ) -> Any:
+        """Score row ``i``'s answer; its ``extra_info`` with what the agent added to it, and its
+        ``index`` there (when a whole number) as the row the reward is told."""
+        info = dict(extra_info[i] or {}) if extra_info is not None else {}
+        row = info.get("index", i)
+        if agent_extra is not None:
+            info.update(agent_extra[i] or {})
+        return self.spec.score(
+            data_source[i] if data_source is not None else "",
+            answer,
+            ground_truth,
+            info,
+            row=row if isinstance(row, int) else i,
+        )
+
+
+def _log_episode_metrics(
+    log_metric: Callable[[str, float], None],
+    episodes: int,
+    failures: list[str | None] | None,
+    tool_calls: list[int] | None,
+    segments: list[int] | None,
+) -> None:
+    """Log, for the agent's episodes, the share that failed and the mean tool results and
+    segments per episode (each only when the rollout reported it)."""
+    if failures is not None:
+        log_metric("agent_failed", sum(f is not None for f in failures) / episodes)
+    if tool_calls is not None:
+        log_metric("tools/call_frequency", sum(tool_calls) / episodes)
+    if segments is not None:
+        log_metric("agent_segments", sum(segments) / episodes)
 
 
 def reward_to_trl(spec: RewardSpec | None) -> TrlReward | None:

@@ -82,7 +82,17 @@ def script_keys(
         for key, value in section.items()
         if key in defaults and value is not None and value != defaults[key]
     }
-    model_kwargs = dict(rest.get("model_init_kwargs") or {})
+    model_kwargs = _model_init_kwargs(dict(rest.get("model_init_kwargs") or {}), given)
+    if model_kwargs:
+        rest["model_init_kwargs"] = model_kwargs
+    lora = _lora_adapter(section, given, config)
+    _refuse_script_keys(given)
+    return rest, lora, _launcher_processes(section)
+
+
+def _model_init_kwargs(model_kwargs: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    """Add the model keys TRL's script passes to ``from_pretrained`` (taken out of ``given``) to
+    ``model_kwargs``; an attention implementation's package must be installed."""
     for key in ("dtype", "attn_implementation"):
         if key in given:
             model_kwargs[key] = given.pop(key)
@@ -91,8 +101,14 @@ def script_keys(
     attention = model_kwargs.get("attn_implementation")
     if attention in ATTENTION_PACKAGES:
         require_package(ATTENTION_PACKAGES[attention], "trl.attn_implementation", attention)
-    if model_kwargs:
-        rest["model_init_kwargs"] = model_kwargs
+    return model_kwargs
+
+
+def _lora_adapter(
+    section: dict[str, Any], given: dict[str, Any], config: TrainConfig
+) -> dict[str, Any] | None:
+    """The LoRA adapter ``use_peft`` asks for, as ``Lora.to_dict()`` (or ``None``); takes the
+    ``use_peft`` and ``lora_*`` keys out of ``given``."""
     lora = None
     if given.pop("use_peft", False) or section.get("use_peft"):
         require_package("peft", "trl.use_peft", "LoRA")
@@ -100,24 +116,33 @@ def script_keys(
             raise ConfigError(
                 "config trl.use_peft and lora both ask for a LoRA adapter: set one of them"
             )
+        defaults = script_defaults()
         lora = {common: section.get(key, defaults[key]) for key, common in _LORA_KEYS.items()}
-        for key in _LORA_KEYS:
-            given.pop(key, None)
     for key in list(given):
         if key.startswith("lora_") or key == "use_peft":
             given.pop(key)  # LoRA settings without use_peft: TRL trains no adapter either
-    if given:
-        key = next(iter(given))
-        fix = (
-            "the job's train_dataset and test_dataset hold the data"
-            if key.startswith("dataset")
-            else "the trl engine does not take it"
-        )
-        raise ConfigError(
-            f"config trl.{key}: {given[key]!r} is a key of TRL's script, not of "
-            f"its trainer config; {fix}: leave it out or null"
-        )
-    processes = section.get("num_processes")
+    return lora
+
+
+def _refuse_script_keys(given: dict[str, Any]) -> None:
+    """Refuse the first script key left in ``given``: the engine has no use for it."""
+    if not given:
+        return
+    key = next(iter(given))
+    fix = (
+        "the job's train_dataset and test_dataset hold the data"
+        if key.startswith("dataset")
+        else "the trl engine does not take it"
+    )
+    raise ConfigError(
+        f"config trl.{key}: {given[key]!r} is a key of TRL's script, not of "
+        f"its trainer config; {fix}: leave it out or null"
+    )
+
+
+def _launcher_processes(section: dict[str, Any]) -> int | None:
+    """The processes per node the launcher keys ask for (or ``None``); an ``accelerate_config``
+    preset must be one of TRL's, and DeepSpeed's are refused with the key that replaces them."""
     preset = section.get("accelerate_config")
     if preset is not None:
         if preset not in _ACCELERATE_PRESETS:
@@ -133,8 +158,9 @@ def script_keys(
                 "accelerate) is not launched by the trl engine: set trl.deepspeed "
                 "to a DeepSpeed config file instead"
             )
+    processes = section.get("num_processes")
     if processes is not None and (not isinstance(processes, int) or processes < 1):
         raise ConfigError(
             f"config trl.num_processes: expected a count of at least 1, got {processes!r}"
         )
-    return rest, lora, processes
+    return processes

@@ -62,62 +62,86 @@ def add_segment_rows(trainer: Any, batch: dict[str, Any], rows: list[SegmentRow]
     rows = rows + _fillers(rows, len(batch["prompt_ids"]), trainer.args.steps_per_generation)
     pad = trainer._tokenizer.pad_token_id
     device = batch["prompt_ids"].device
-    prompts = [r.trajectory.prompt_ids for r in rows]
-    completions = [r.trajectory.response_ids for r in rows]
-    width_p = max(batch["prompt_ids"].shape[1], *map(len, prompts))
-    width_c = max(batch["completion_ids"].shape[1], *map(len, completions))
-
-    def left(values: list[list[Any]], fill: Any, dtype: Any) -> Any:
-        return torch.tensor([[fill] * (width_p - len(v)) + list(v) for v in values], dtype=dtype)
-
-    def right(values: list[list[Any]], fill: Any, dtype: Any) -> Any:
-        return torch.tensor([list(v) + [fill] * (width_c - len(v)) for v in values], dtype=dtype)
-
-    def widen(tensor: Any, width: int, fill: Any, side: str) -> Any:
-        more = width - tensor.shape[1]
-        if more == 0:
-            return tensor
-        padding = torch.full((tensor.shape[0], more), fill, dtype=tensor.dtype, device=device)
-        return torch.cat([padding, tensor] if side == "left" else [tensor, padding], dim=1)
-
-    long = torch.long
-    masks = [r.trajectory.mask if r.episode >= 0 else [0] * len(r.trajectory.mask) for r in rows]
+    width_p = max(batch["prompt_ids"].shape[1], *(len(r.trajectory.prompt_ids) for r in rows))
+    width_c = max(batch["completion_ids"].shape[1], *(len(r.trajectory.response_ids) for r in rows))
     added = {
-        "prompt_ids": left(prompts, pad, long),
-        "prompt_mask": left([[1] * len(p) for p in prompts], 0, long),
-        "completion_ids": right(completions, pad, long),
-        "completion_mask": right([[1] * len(c) for c in completions], 0, long),
-        "tool_mask": right(masks, 1, long),
+        key: value.to(device)
+        for key, value in _segment_tensors(trainer, rows, pad, width_p, width_c).items()
     }
-    if trainer.mask_truncated_completions:
-        ends = {*trainer.eos_token_ids, pad}
-        cut = torch.tensor([not c or c[-1] not in ends for c in completions]).unsqueeze(1)
-        added["completion_mask"] = added["completion_mask"] * (~cut).long()
-        added["tool_mask"] = added["tool_mask"] * (~cut).long()
-    added = {key: value.to(device) for key, value in added.items()}
     out = dict(batch)
-    for key, side in (("prompt_ids", "left"), ("prompt_mask", "left")):
-        out[key] = torch.cat(
-            [widen(batch[key], width_p, pad if key == "prompt_ids" else 0, side), added[key]]
-        )
+    for key, fill in (("prompt_ids", pad), ("prompt_mask", 0)):
+        out[key] = torch.cat([_widen(batch[key], width_p, fill, "left"), added[key]])
     for key, fill in (("completion_ids", pad), ("completion_mask", 0), ("tool_mask", 1)):
         if key in batch:
-            out[key] = torch.cat([widen(batch[key], width_c, fill, "right"), added[key]])
+            out[key] = torch.cat([_widen(batch[key], width_c, fill, "right"), added[key]])
     advantages = batch["advantages"]
     episode_advantages = torch.stack([advantages[max(r.episode, 0)] for r in rows])
     out["advantages"] = torch.cat([advantages, episode_advantages.to(advantages.dtype)])
     if "sampling_per_token_logps" in batch:
-        sampled = right([r.trajectory.logprobs for r in rows], 0.0, torch.float32).to(device)
+        logprobs = [r.trajectory.logprobs for r in rows]
+        sampled = _pad_right(logprobs, width_c, 0.0, torch.float32).to(device)
         out["sampling_per_token_logps"] = torch.cat(
-            [widen(batch["sampling_per_token_logps"], width_c, 0.0, "right"), sampled]
+            [_widen(batch["sampling_per_token_logps"], width_c, 0.0, "right"), sampled]
         )
     for key in ("old_per_token_logps", "ref_per_token_logps"):
         if key in batch:
             computed = _logps(trainer, key, added, width_c)
-            out[key] = torch.cat([widen(batch[key], width_c, 0.0, "right"), computed])
+            out[key] = torch.cat([_widen(batch[key], width_c, 0.0, "right"), computed])
     loss_mask = out["completion_mask"] * out["tool_mask"]
     out["num_items_in_batch"] = trainer.accelerator.gather(loss_mask.sum()).sum()
     return out
+
+
+def _segment_tensors(
+    trainer: Any, rows: list[SegmentRow], pad: int, width_p: int, width_c: int
+) -> dict[str, Any]:
+    """The rows' prompts (left-padded to ``width_p``), completions (right-padded to
+    ``width_c``) and masks; a filler row trains on nothing, and with
+    ``mask_truncated_completions`` neither does a completion cut short."""
+    import torch
+
+    prompts = [r.trajectory.prompt_ids for r in rows]
+    completions = [r.trajectory.response_ids for r in rows]
+    masks = [r.trajectory.mask if r.episode >= 0 else [0] * len(r.trajectory.mask) for r in rows]
+    long = torch.long
+    tensors = {
+        "prompt_ids": _pad_left(prompts, width_p, pad, long),
+        "prompt_mask": _pad_left([[1] * len(p) for p in prompts], width_p, 0, long),
+        "completion_ids": _pad_right(completions, width_c, pad, long),
+        "completion_mask": _pad_right([[1] * len(c) for c in completions], width_c, 0, long),
+        "tool_mask": _pad_right(masks, width_c, 1, long),
+    }
+    if trainer.mask_truncated_completions:
+        ends = {*trainer.eos_token_ids, pad}
+        cut = torch.tensor([not c or c[-1] not in ends for c in completions]).unsqueeze(1)
+        tensors["completion_mask"] = tensors["completion_mask"] * (~cut).long()
+        tensors["tool_mask"] = tensors["tool_mask"] * (~cut).long()
+    return tensors
+
+
+def _pad_left(values: list[list[Any]], width: int, fill: Any, dtype: Any) -> Any:
+    """``values`` as one tensor, each row filled up to ``width`` on the left."""
+    import torch
+
+    return torch.tensor([[fill] * (width - len(v)) + list(v) for v in values], dtype=dtype)
+
+
+def _pad_right(values: list[list[Any]], width: int, fill: Any, dtype: Any) -> Any:
+    """``values`` as one tensor, each row filled up to ``width`` on the right."""
+    import torch
+
+    return torch.tensor([list(v) + [fill] * (width - len(v)) for v in values], dtype=dtype)
+
+
+def _widen(tensor: Any, width: int, fill: Any, side: str) -> Any:
+    """A batch tensor filled up to ``width`` columns on ``side`` ("left" or "right")."""
+    import torch
+
+    more = width - tensor.shape[1]
+    if more == 0:
+        return tensor
+    padding = torch.full((tensor.shape[0], more), fill, dtype=tensor.dtype, device=tensor.device)
+    return torch.cat([padding, tensor] if side == "left" else [tensor, padding], dim=1)
 
 
 def _fillers(rows: list[SegmentRow], episodes: int, steps: int) -> list[SegmentRow]:

@@ -89,13 +89,40 @@ def train_in_process(
     :param tools: the agent's tools, which the spec form's episodes call.
     :returns: the latest value of every logged metric.
     """
+    from transformers import PrinterCallback, TrainerCallback
+
+    _quiet_libraries()
+    renamed = eval_names(config.reward_names)
+    callback = trainer_callback(
+        TrainerCallback, on_start, lambda step, metrics: on_log(step, renamed(metrics))
+    )()
+    common = _trainer_arguments(agent, data, config, callback)
+    if config.algorithm == "sft":
+        trainer = _sft_trainer(common, agent=agent, data=data, reward=reward, config=config)
+    else:
+        trainer = _grpo_trainer(
+            common, agent=agent, reward=reward, config=config, run_dir=run_dir, tools=tools
+        )
+    trainer.remove_callback(PrinterCallback)
+    replay_shuffles(trainer)  # a resumed run shuffles each epoch as the run it continues
+    trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint is not None else None)
+    shutil.rmtree(run_dir / VLLM_WEIGHTS, ignore_errors=True)  # the last step's copy for vLLM
+    if config.evaluate_at_end:
+        trainer.evaluate()
+    _save(trainer, agent, run_dir, lora=common["peft_config"] is not None)
+    final: dict[str, Any] = {}
+    for entry in trainer.state.log_history:
+        final.update(renamed(entry))
+    final["step"] = trainer.state.global_step
+    final["num_processes"] = trainer.accelerator.num_processes
+    return final
+
+
+def _quiet_libraries() -> None:
+    """Silence the libraries' own progress bars and logs: aworld-train shows its own."""
     import datasets
-    from transformers import AutoTokenizer, PrinterCallback, TrainerCallback
     from transformers.utils import logging as hf_logging
 
-    from aworld_train_trl.config import build_trainer_args
-
-    # aworld-train shows its own progress bar and metrics.
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
     datasets.disable_progress_bars()
@@ -103,37 +130,68 @@ def train_in_process(
     warnings.filterwarnings(
         "ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning
     )
-    args = build_trainer_args(config)
-    tokenizer = AutoTokenizer.from_pretrained(
-        agent.model, trust_remote_code=agent.trust_remote_code
-    )
-    renamed = eval_names(config.reward_names)
-    callback = trainer_callback(
-        TrainerCallback, on_start, lambda step, metrics: on_log(step, renamed(metrics))
-    )()
-    peft_config = _peft_config(config.lora)
-    common = {
+
+
+def _trainer_arguments(
+    agent: TrlAgent, data: TrlDatasets, config: TrlConfig, callback: Any
+) -> dict[str, Any]:
+    """What every TRL trainer takes: the model, its tokenizer, the trainer config, the data,
+    the progress callback and the LoRA adapter (``None`` without one)."""
+    from transformers import AutoTokenizer
+
+    from aworld_train_trl.config import build_trainer_args
+
+    return {
         "model": agent.model,
-        "args": args,
+        "args": build_trainer_args(config),
         "train_dataset": data.train,
         "eval_dataset": data.test,
-        "processing_class": tokenizer,
+        "processing_class": AutoTokenizer.from_pretrained(
+            agent.model, trust_remote_code=agent.trust_remote_code
+        ),
         "callbacks": [callback],
-        "peft_config": peft_config,
+        "peft_config": _peft_config(config.lora),
     }
-    if config.algorithm == "sft":
-        from trl import SFTTrainer
 
-        trainer = SFTTrainer(**common)
-        if reward is not None and data.test_rows is not None:
-            score_evaluations(
-                trainer,
-                [dict(row) for row in data.test_rows],
-                system_prompt=agent.system_prompt,
-                reward=reward.spec,
-                max_new_tokens=config.eval_max_tokens,
-            )
-    elif agent.episodes is not None or config.vllm_rollouts:
+
+def _sft_trainer(
+    common: dict[str, Any],
+    *,
+    agent: TrlAgent,
+    data: TrlDatasets,
+    reward: TrlReward | None,
+    config: TrlConfig,
+) -> Any:
+    """TRL's SFT trainer; with a reward and a test set, its evaluation also scores one greedy
+    completion per test row with the reward."""
+    from trl import SFTTrainer
+
+    trainer = SFTTrainer(**common)
+    if reward is not None and data.test_rows is not None:
+        score_evaluations(
+            trainer,
+            [dict(row) for row in data.test_rows],
+            system_prompt=agent.system_prompt,
+            reward=reward.spec,
+            max_new_tokens=config.eval_max_tokens,
+        )
+    return trainer
+
+
+def _grpo_trainer(
+    common: dict[str, Any],
+    *,
+    agent: TrlAgent,
+    reward: TrlReward | None,
+    config: TrlConfig,
+    run_dir: Path,
+    tools: ToolSet | None,
+) -> Any:
+    """TRL's GRPO trainer, rolling out through the agent's episodes (or vLLM) when it has them,
+    evaluating greedily and logging rollout samples when the job asks."""
+    from transformers import TrainerCallback
+
+    if agent.episodes is not None or config.vllm_rollouts:
         from aworld_train_trl.rollout import AgentRollout, agent_trainer_class, prompt_agent
 
         # TRL warns that rollout_func is experimental: nothing the user can act on.
@@ -141,9 +199,9 @@ def train_in_process(
         rollout = AgentRollout(
             agent.episodes or prompt_agent(agent),
             tools,
-            tokenizer,
-            agent.model,
-            args.max_completion_length,
+            tokenizer=common["processing_class"],
+            model=agent.model,
+            max_tokens=common["args"].max_completion_length,
             scratch=run_dir / VLLM_WEIGHTS if config.vllm_rollouts else None,
         )
         trainer = agent_trainer_class()(reward_funcs=[reward], rollout_func=rollout, **common)
@@ -151,32 +209,19 @@ def train_in_process(
         from trl import GRPOTrainer
 
         trainer = GRPOTrainer(reward_funcs=[reward], **common)
-    if config.algorithm != "sft":
-        greedy_evaluation(trainer)
-        if config.log_samples:
-            trainer.add_callback(
-                samples_callback(
-                    TrainerCallback,
-                    trainer,
-                    run_dir,
-                    config.log_samples,
-                    config.reward_names,
-                    records=getattr(trainer.rollout_func, "records", None),
-                )
+    greedy_evaluation(trainer)
+    if config.log_samples:
+        trainer.add_callback(
+            samples_callback(
+                TrainerCallback,
+                trainer,
+                run_dir,
+                config.log_samples,
+                config.reward_names,
+                records=getattr(trainer.rollout_func, "records", None),
             )
-    trainer.remove_callback(PrinterCallback)
-    replay_shuffles(trainer)  # a resumed run shuffles each epoch as the run it continues
-    trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint is not None else None)
-    shutil.rmtree(run_dir / VLLM_WEIGHTS, ignore_errors=True)  # the last step's copy for vLLM
-    if config.evaluate_at_end:
-        trainer.evaluate()
-    _save(trainer, agent, run_dir, lora=peft_config is not None)
-    final: dict[str, Any] = {}
-    for entry in trainer.state.log_history:
-        final.update(renamed(entry))
-    final["step"] = trainer.state.global_step
-    final["num_processes"] = trainer.accelerator.num_processes
-    return final
+        )
+    return trainer
 
 
 def _peft_config(lora: dict[str, Any] | None) -> Any:

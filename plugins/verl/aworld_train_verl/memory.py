@@ -11,6 +11,7 @@ its cache and sleeps through the update, and the actor's ``param_offload`` /
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -43,12 +44,7 @@ def verl_memory_plan(config: VerlConfig, default: MemoryPlan) -> MemoryPlan:
     with its adapter off is the reference) unless its ``param_offload`` moves it off the GPU
     for the update. A colocated vLLM or SGLang reserves ``gpu_memory_utilization``.
     """
-    from omegaconf import OmegaConf
-
-    def get(key: str, fallback: Any = None) -> Any:
-        value = OmegaConf.select(config.config, key, default=fallback)
-        return fallback if value is None else value
-
+    get = _config_reader(config)
     actor = "actor_rollout_ref.actor."
     notes: list[str] = []  # the lengths are VeRL's own, never assumed
     gpus = int(get("trainer.n_gpus_per_node", 1)) * int(get("trainer.nnodes", 1))
@@ -71,21 +67,7 @@ def verl_memory_plan(config: VerlConfig, default: MemoryPlan) -> MemoryPlan:
     reference = (
         uses_kl and not lora and not get("actor_rollout_ref.ref.fsdp_config.param_offload", False)
     )
-    rollout = "actor_rollout_ref.rollout."
-    reserves = str(get(rollout + "name", "")) in _RESERVING_ROLLOUTS and not int(
-        get(rollout + "nnodes", 0)
-    )  # 0: on the actor's GPUs
-    alongside = None
-    if reserves and get(rollout + "free_cache_engine", True):
-        alongside = tuple(
-            part
-            for part, offloaded in (
-                ("weights", get(actor + "fsdp_config.param_offload", False)),
-                ("optimizer", get(actor + "fsdp_config.optimizer_offload", False)),
-                ("reference", False),
-            )
-            if not offloaded
-        )
+    rollout_fraction, alongside = _colocated_rollout(get)
     return dataclasses.replace(
         default,
         weight_dtype=_DTYPES.get(str(get(actor + "fsdp_config.model_dtype", "fp32"))),
@@ -102,7 +84,47 @@ def verl_memory_plan(config: VerlConfig, default: MemoryPlan) -> MemoryPlan:
         # they stay on the GPU unless offload_policy keeps them on the CPU.
         offload_fix="verl." + actor + "fsdp_config.offload_policy",
         reference_model=reference,
-        rollout_fraction=float(get(rollout + "gpu_memory_utilization", 0.0)) if reserves else 0.0,
+        rollout_fraction=rollout_fraction,
         rollout_alongside=alongside,
         notes=tuple(notes),
     )
+
+
+def _config_reader(config: VerlConfig) -> Callable[..., Any]:
+    """``get(key, fallback)``: the composed config's value at the dotted ``key``, the fallback
+    where it is missing or null."""
+    from omegaconf import OmegaConf
+
+    def get(key: str, fallback: Any = None) -> Any:
+        value = OmegaConf.select(config.config, key, default=fallback)
+        return fallback if value is None else value
+
+    return get
+
+
+def _colocated_rollout(get: Callable[..., Any]) -> tuple[float, tuple[str, ...] | None]:
+    """The share of the GPU a vLLM or SGLang rollout on the actor's GPUs reserves (0 for
+    another engine, or one on nodes of its own), and what of the actor's stays on the GPU while
+    it generates (``None``: its cache is kept through the update).
+
+    :param get: reads a key of the composed config, with a fallback.
+    """
+    actor = "actor_rollout_ref.actor."
+    rollout = "actor_rollout_ref.rollout."
+    reserves = str(get(rollout + "name", "")) in _RESERVING_ROLLOUTS and not int(
+        get(rollout + "nnodes", 0)
+    )  # 0: on the actor's GPUs
+    if not reserves:
+        return 0.0, None
+    alongside = None
+    if get(rollout + "free_cache_engine", True):
+        alongside = tuple(
+            part
+            for part, offloaded in (
+                ("weights", get(actor + "fsdp_config.param_offload", False)),
+                ("optimizer", get(actor + "fsdp_config.optimizer_offload", False)),
+                ("reference", False),
+            )
+            if not offloaded
+        )
+    return float(get(rollout + "gpu_memory_utilization", 0.0)), alongside
