@@ -326,7 +326,7 @@ def trl_tool_trainer(steps: int, seed: int, model: Path, output: Path) -> Any:
     from trl import GRPOConfig, GRPOTrainer
 
     sys.path.insert(0, str(WORK))
-    from aworld_train.rewards import answer_match
+    from aworld_train.reward.builtin import answer_match
     from tools import multiply  # noqa: PLC0415 - the bench's own tool file
 
     def reward(completions: list[Any], ground_truth: list[str], **_: Any) -> list[float]:

@@ -59,7 +59,7 @@ def measure(
 def main() -> None:
     import torch
     import transformers
-    from aworld_train.memory import MemoryPlan, estimate, model_shape
+    from aworld_train.model.memory import MemoryPlan, estimate, model_shape
     from aworld_train.testing import build_tiny_model
     from aworld_train.testing.shapes import write_shaped_model
 

@@ -12,7 +12,7 @@ from typing import Any
 import aworld_train
 import pytest
 from aworld_train import AgentTrainer, TrainerProcessor, plugins
-from aworld_train.config import TrainConfig
+from aworld_train.job.config import TrainConfig
 from aworld_train.errors import (
     AWorldTrainError,
     ConfigError,
@@ -22,9 +22,9 @@ from aworld_train.errors import (
     PluginError,
     TrainingCrash,
 )
-from aworld_train.processor import ProcessorPlugin
+from aworld_train.plugins.processor import ProcessorPlugin
 from aworld_train.reward import RewardSpec
-from aworld_train.rewards import BUILTIN_REWARDS
+from aworld_train.reward.builtin import BUILTIN_REWARDS
 from helpers import (
     ARITHMETIC,
     RecordingProcessor,

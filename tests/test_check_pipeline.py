@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from aworld_train.check_pipeline import Check, CheckResult, Found, HandOff, needs, run_checks
-from aworld_train.check_settings import engine_adds_trackers
+from aworld_train.checks.pipeline import Check, CheckResult, Found, HandOff, needs, run_checks
+from aworld_train.checks.settings import engine_adds_trackers
 from aworld_train.checks import CHECKS, NOT_FOUND, engine_check_config
-from aworld_train.config import TrainConfig
-from aworld_train.settings import Setting
+from aworld_train.job.config import TrainConfig
+from aworld_train.job.settings import Setting
 from aworld_train.tools import ToolSet
 
 #: What the trainer gives every check (``checks.check_job``).

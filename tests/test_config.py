@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from aworld_train.config import (
+from aworld_train.job.config import (
     ConfigLayout,
     TrainConfig,
     load_config,
@@ -17,7 +17,7 @@ from aworld_train.config import (
     parse_overrides,
     without_section_key,
 )
-from aworld_train.declaration import SettingsDeclaration
+from aworld_train.job.declaration import SettingsDeclaration
 from aworld_train.errors import ConfigError, PluginError
 
 ENGINES = ("toy", "trl", "verl")
@@ -379,7 +379,7 @@ def test_yaml_is_read_safely(tmp_path: Path) -> None:
 
 
 def test_first_non_finite_looks_inside_mappings_lists_and_tuples() -> None:
-    from aworld_train.config import first_non_finite
+    from aworld_train.job.config import first_non_finite
 
     assert first_non_finite({"a": [1, 2.5, "x"], "b": (0.0,), "c": None}) is None
     assert first_non_finite(float("inf")) == float("inf")
@@ -604,7 +604,7 @@ def test_a_null_section_key_is_found() -> None:
 
 def test_the_common_settings_read_and_write_back() -> None:
     import yaml
-    from aworld_train.settings import Lora
+    from aworld_train.job.settings import Lora
 
     config = load_config(
         {

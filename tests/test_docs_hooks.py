@@ -1,6 +1,6 @@
-"""docs/hooks.md describes the hooks ``core/aworld_train/hookspecs.py`` declares: the same
+"""docs/hooks.md describes the hooks ``core/aworld_train/plugins/hookspecs.py`` declares: the same
 names in the same order, each with the spec's signature, arguments and calling convention; the
-``ctx`` it documents is :class:`~aworld_train.context.RunContext` as it is; and the README
+``ctx`` it documents is :class:`~aworld_train.plugins.context.RunContext` as it is; and the README
 counts and names the same hooks."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aworld_train import hookspecs
-from aworld_train.context import RunContext
+from aworld_train.plugins import hookspecs
+from aworld_train.plugins.context import RunContext
 
 ROOT = Path(__file__).resolve().parents[1]
 HOOKS_DOC = (ROOT / "docs" / "hooks.md").read_text(encoding="utf-8")

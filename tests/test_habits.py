@@ -24,7 +24,7 @@ SOURCES = [
 #: one declarative table per engine (config loading, settings and config mapping). An entry goes
 #: once its module is restructured; the list never grows.
 ALLOWED = {
-    "core/aworld_train/config.py:load_config",
+    "core/aworld_train/job/config.py:load_config",
     "plugins/trl/aworld_train_trl/settings.py:resolve_settings",
     "plugins/trl/aworld_train_trl/config.py:config_to_trl",
     "plugins/swift/aworld_train_swift/settings.py:effective_settings",

@@ -1,4 +1,4 @@
-"""aworld_train.hf: what engines built on a Hugging Face Trainer share."""
+"""aworld_train.engine.hf: what engines built on a Hugging Face Trainer share."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from aworld_train.errors import RunDirectoryError
-from aworld_train.hf import (
+from aworld_train.engine.hf import (
     TrainerConfig,
     all_argument_names,
     completion_text,

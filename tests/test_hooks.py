@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aworld_train import AgentTrainer, hookspecs, plugins
+from aworld_train import AgentTrainer, plugins
+from aworld_train.plugins import hookspecs
 from aworld_train.agent import AgentSpec
 from aworld_train.errors import AgentError, ConfigError, PluginError, TrainingCrash
 from aworld_train.reward import RewardSpec
@@ -225,7 +226,7 @@ def test_a_hook_that_returns_none_hands_on_the_cores_form(toy_job: dict[str, Any
 
 LAYERED_ENGINE = """
 from aworld_train import hookimpl
-from aworld_train.config import ConfigLayout
+from aworld_train.job.config import ConfigLayout
 
 calls = []
 

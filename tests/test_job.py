@@ -177,7 +177,7 @@ def test_null_fields_keep_their_defaults(tmp_path: Path) -> None:
 
 def test_a_saved_job_loads_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """What a run directory saves: absolute paths, the agent and config as mappings."""
-    from aworld_train.config import load_config
+    from aworld_train.job.config import load_config
 
     data_file = tmp_path / "data" / "train.jsonl"
     data_file.parent.mkdir()

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 from aworld_train import AgentTrainer, TrainerProcessor, plugins
-from aworld_train.config import near_common_key
+from aworld_train.job.config import near_common_key
 from aworld_train.reward import RewardSpec
 from aworld_train.testing.fixtures import one_error_line
 from helpers import ARITHMETIC, only_run_dir, run_cli, write_jsonl
@@ -168,7 +168,7 @@ def test_several_rewards_named_in_a_job_are_one_callable_of_the_weighted_total(
 def test_a_built_in_reward_named_in_a_job_is_its_function(
     reader: type[FileReadingProcessor], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from aworld_train.rewards import BUILTIN_REWARDS
+    from aworld_train.reward.builtin import BUILTIN_REWARDS
 
     code, _, err = run_cli(capsys, "check", write_job(tmp_path, reward="exact_match"))
     assert code == 0, err

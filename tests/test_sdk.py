@@ -71,13 +71,13 @@ def test_core_imports_finds_every_form(tmp_path: Path) -> None:
         "from typing import TYPE_CHECKING\nimport aworld_train.engine\n"
         "from aworld_train import hookimpl\nfrom . import agent\n"
         "import aworld_train_trl.agent\nif TYPE_CHECKING:\n"
-        "    from aworld_train.context import RunContext\n"
+        "    from aworld_train.plugins.context import RunContext\n"
         "def f():\n    import aworld_train.launch.workers as w\n"
     )
     assert core_imports(source) == [
         "2: aworld_train.engine",
         "3: aworld_train",
-        "7: aworld_train.context",
+        "7: aworld_train.plugins.context",
         "9: aworld_train.launch.workers",
     ]
 
@@ -108,7 +108,7 @@ def code_lines(path: Path) -> list[str]:
 def test_the_scaffolded_engine_is_small_laid_out_as_the_engines_and_uses_only_the_sdk(
     tmp_path: Path,
 ) -> None:
-    from aworld_train.scaffold import MAX_LINES, scaffold_engine
+    from aworld_train.plugins.scaffold import MAX_LINES, scaffold_engine
 
     package = scaffold_engine("tiny", tmp_path / "aworld-train-tiny") / "aworld_train_tiny"
     modules = sorted(package.glob("*.py"))

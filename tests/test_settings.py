@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from aworld_train.config import COMMON_KEYS
+from aworld_train.job.config import COMMON_KEYS
 from aworld_train.errors import ConfigError
-from aworld_train.declaration import EngineKey, SettingsDeclaration
-from aworld_train.settings import Lora, describe_device, resolve_precision
+from aworld_train.job.declaration import EngineKey, SettingsDeclaration
+from aworld_train.job.settings import Lora, describe_device, resolve_precision
 from aworld_train.run.trackers import check_trackers, tracker_environment
 
 
@@ -114,7 +114,7 @@ def test_an_engine_key_is_named_by_its_common_key() -> None:
 
 
 def test_a_row_says_where_its_value_came_from() -> None:
-    from aworld_train.engine_keys import CommonKeys
+    from aworld_train.job.common_keys import CommonKeys
 
     job = DECLARED.row(CommonKeys("mine", {}), "kl_coef", 0)
     assert (job.value, job.engine_key, job.engine_value, job.source) == (0, "beta", 0.0, "job")

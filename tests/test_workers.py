@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from aworld_train.config import TrainConfig
-from aworld_train.context import RunContext
+from aworld_train.job.config import TrainConfig
+from aworld_train.plugins.context import RunContext
 from aworld_train.errors import TrainingError
 from aworld_train.launch.workers import (
     EVENT_MARKER,

@@ -14,14 +14,17 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from aworld_train.errors import AWorldTrainError
-from aworld_train.hookspecs import hookimpl
+from aworld_train.plugins.hookspecs import hookimpl
 from aworld_train.version import __version__
 
 if TYPE_CHECKING:
-    from aworld_train.processor import TrainerProcessor
+    from aworld_train.plugins.processor import TrainerProcessor
     from aworld_train.trainer import AgentTrainer
 
-_LAZY = {"AgentTrainer": "aworld_train.trainer", "TrainerProcessor": "aworld_train.processor"}
+_LAZY = {
+    "AgentTrainer": "aworld_train.trainer",
+    "TrainerProcessor": "aworld_train.plugins.processor",
+}
 
 __all__ = ["AWorldTrainError", "AgentTrainer", "TrainerProcessor", "hookimpl", "__version__"]
 

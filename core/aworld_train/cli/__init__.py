@@ -216,7 +216,7 @@ def train(
 @click.argument("directory", required=False, type=click.Path(path_type=Path))
 def new_engine(name: str, directory: Path | None) -> None:
     """Scaffold a third-party engine distribution."""
-    from aworld_train.scaffold import scaffold_engine
+    from aworld_train.plugins.scaffold import scaffold_engine
 
     target = scaffold_engine(name, directory)
     install = shlex.join(["pip", "install", "-e", f"{target}[test]"])

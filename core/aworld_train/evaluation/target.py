@@ -11,9 +11,9 @@ from pathlib import Path
 
 from aworld_train import plugins
 from aworld_train.agent import AgentSpec, load_agent
-from aworld_train.config import TrainConfig, load_config
+from aworld_train.job.config import TrainConfig, load_config
 from aworld_train.dataset.loading import load_dataset
-from aworld_train.declaration import installed_declarations
+from aworld_train.job.declaration import installed_declarations
 from aworld_train.errors import DatasetError, JobError, RunDirectoryError
 from aworld_train.evaluation.loading import model_path
 from aworld_train.job.spec import Job, load_job

@@ -1,5 +1,5 @@
 """How far apart two names are, for the did-you-means of ``check``: a misspelt config key
-(:func:`~aworld_train.config_layout.near_miss`) and a bare model name that misses a folder
+(:func:`~aworld_train.job.layout.near_miss`) and a bare model name that misses a folder
 beside the job (:mod:`aworld_train.model.folder`)."""
 
 from __future__ import annotations

@@ -166,7 +166,7 @@ def refuse_sharded_episodes(
     :param fsdp: the ``fsdp`` argument; ``deepspeed``: the DeepSpeed config (a dict or a file).
     :raises ConfigError: naming the key.
     """
-    from aworld_train.memory import trainer_sharding
+    from aworld_train.model.memory import trainer_sharding
 
     stage, _ = trainer_sharding(None, deepspeed)
     if processes <= 1 or not (fsdp or stage >= 3):

@@ -19,7 +19,7 @@ from aworld_train.errors import RewardError, TrainingCrash, TrainingError
 from aworld_train.launch.launcher import run_process
 
 if TYPE_CHECKING:
-    from aworld_train.context import RunContext
+    from aworld_train.plugins.context import RunContext
     from aworld_train.reward import RewardSpec
 
 # The main worker prints each event on one line starting with this marker.

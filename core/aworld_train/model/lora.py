@@ -13,7 +13,7 @@ import re
 from aworld_train.errors import ConfigError
 from aworld_train.model.files import transformers_available
 from aworld_train.model.meta import meta_model
-from aworld_train.settings import ALL_LINEAR
+from aworld_train.job.settings import ALL_LINEAR
 
 
 def check_lora_targets(

@@ -14,16 +14,12 @@ import contextlib
 import logging
 import shlex
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from aworld_train.check_pipeline import Found
-from aworld_train.errors import PluginError, RunDirectoryError
+from aworld_train.errors import RunDirectoryError
 from aworld_train.job.saved import job_reruns
 from aworld_train.run.files import JOB_FILE, MANIFEST
 from aworld_train.run.manifest import RESUMABLE, read_manifest, write_manifest
-
-if TYPE_CHECKING:
-    from aworld_train.check_pipeline import EngineHooks
 
 logger = logging.getLogger("aworld_train")
 
@@ -148,30 +144,3 @@ def _record_crash(path: Path, manifest: dict[str, Any]) -> None:
     run may sit where this process cannot write."""
     with contextlib.suppress(OSError):
         write_manifest(path, manifest)
-
-
-def check_resume_support(hooks: EngineHooks) -> Found:
-    """The engine's answer to ``resume_support`` (``None`` counts as ``"exact"``), kept as
-    ``resume_support`` for the manifest.
-
-    :raises RunDirectoryError: when the engine cannot resume (``"none"``).
-    :raises PluginError: for an answer that is none of :data:`RESUME_SUPPORT`.
-    """
-    support = hooks.call("resume_support") or "exact"
-    if support not in RESUME_SUPPORT:
-        raise PluginError(
-            f"{hooks.info.label} resume_support returned {support!r}, not one of "
-            f"{', '.join(RESUME_SUPPORT)} or None"
-        )
-    if support == "none":
-        raise RunDirectoryError(
-            f"engine {hooks.name} cannot resume a run (its resume_support is 'none'): "
-            "train the job again without --resume"
-        )
-    return Found(str(support), resume_support=str(support))
-
-
-def describe_resume_support(support: str) -> str:
-    if support == "exact":
-        return "resumes exactly: the same samples, order and random draws"
-    return "continues from the last checkpoint, not bit-exact (see the engine's README)"

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from aworld_train.errors import ConfigError
-from aworld_train.settings import TRACKERS
+from aworld_train.job.settings import TRACKERS
 
 if TYPE_CHECKING:
-    from aworld_train.settings import Setting
+    from aworld_train.job.settings import Setting
 
 # The package each tracker needs, as pip names it.
 _TRACKER_PACKAGES = {

@@ -132,8 +132,8 @@ class EngineConformance(ResumeConformance):
         self, job: dict[str, Any]
     ) -> None:
         from aworld_train import AgentTrainer
-        from aworld_train.config import COMMON_KEYS
-        from aworld_train.settings import PRECISIONS, Setting
+        from aworld_train.job.config import COMMON_KEYS
+        from aworld_train.job.settings import PRECISIONS, Setting
 
         job["config"] = dict(job["config"], precision="fp32")
         settings = AgentTrainer(**job, check_only=True).settings

@@ -110,7 +110,7 @@ def check_memory(capsys: Any, job: Path, *overrides: str) -> str:
 def assert_plan_sizes_the_step(plan: Any, folder: Path) -> None:
     """The certain part ``plan`` estimates for the model in ``folder`` is, to the byte, what
     torch holds after one optimizer step of it on the CPU."""
-    from aworld_train.memory import estimate, model_shape
+    from aworld_train.model.memory import estimate, model_shape
 
     shape = model_shape(folder, None)
     assert not isinstance(shape, str), shape

@@ -11,7 +11,7 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from aworld_train.memory import MemoryPlan, default_plan, estimate, model_shape
+from aworld_train.model.memory import MemoryPlan, default_plan, estimate, model_shape
 from aworld_train.testing.memory import (
     assert_plan_sizes_the_step,
     checked,

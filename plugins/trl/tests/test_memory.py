@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aworld_train.memory import MemoryPlan, estimate, model_shape
+from aworld_train.model.memory import MemoryPlan, estimate, model_shape
 from aworld_train.testing.fixtures import manifest, run_cli
 from aworld_train.testing.memory import (
     allocated_after_one_step,

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aworld_train.config import TrainConfig
-from aworld_train.context import RunContext
+from aworld_train.job.config import TrainConfig
+from aworld_train.plugins.context import RunContext
 from aworld_train.run.metrics import MetricsReporter
 from aworld_train.testing.fixtures import tiny_model  # noqa: F401 - the shared tiny offline model
 from aworld_train.testing.real_configs import long_model  # noqa: F401 - the tiny model with room for long configs
@@ -123,7 +123,7 @@ def _engine_hooks() -> Any:
     """The verl engine in a plugin manager of its own, so each hook gets only the named
     arguments its implementation takes, and a signature the spec lacks fails here as in the core."""
     import pluggy
-    from aworld_train import hookspecs
+    from aworld_train.plugins import hookspecs
     from aworld_train_verl import engine
 
     manager = pluggy.PluginManager(hookspecs.PROJECT_NAME)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aworld_train.config import Resources, TrainConfig
+from aworld_train.job.config import Resources, TrainConfig
 from aworld_train.errors import ConfigError
 from aworld_train_verl.composition import base_config, flatten
 from aworld_train_verl.config import resolve
@@ -660,7 +660,7 @@ def test_config_layout_names_verls_top_level_keys_without_importing_verl() -> No
     """The core places a whole VeRL config's keys in the verl section by these names, and takes
     its model key as the job's model; once the composed config is cached, the hook imports
     neither VeRL nor torch."""
-    from aworld_train.config import ConfigLayout
+    from aworld_train.job.config import ConfigLayout
     from aworld_train_verl import engine
 
     layout = engine.config_layout()
@@ -688,7 +688,7 @@ def test_config_layout_names_verls_top_level_keys_without_importing_verl() -> No
 def job_config(model: Path, **data: Any) -> TrainConfig:
     """A config as the core loads a job's (a whole VeRL config's top-level keys claimed, which
     common keys the job set recorded)."""
-    from aworld_train.config import load_config
+    from aworld_train.job.config import load_config
     from aworld_train_verl.engine import config_layout
 
     overrides = data.pop("overrides", ())

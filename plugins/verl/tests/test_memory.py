@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aworld_train.memory import default_plan, estimate, model_shape
+from aworld_train.model.memory import default_plan, estimate, model_shape
 from aworld_train.testing.memory import (
     assert_plan_sizes_the_step,
     checked,

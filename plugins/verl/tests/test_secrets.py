@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from aworld_train.agent import load_agent
-from aworld_train.config import Resources
+from aworld_train.job.config import Resources
 from aworld_train.reward import resolve_reward
 from aworld_train.tools import close_sessions, resolve_tools
 from aworld_train_verl import launch

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
-from aworld_train.config import Resources
+from aworld_train.job.config import Resources
 from aworld_train.engine import ConfigError, Lora, Setting
 from aworld_train.testing.fixtures import hide_packages
 from aworld_train_verl.config import VerlConfig, resolve

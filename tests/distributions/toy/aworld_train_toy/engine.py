@@ -11,8 +11,8 @@ from aworld_train.errors import AgentError
 if TYPE_CHECKING:
     import datasets
     from aworld_train.agent import AgentSpec
-    from aworld_train.config import TrainConfig
-    from aworld_train.context import RunContext
+    from aworld_train.job.config import TrainConfig
+    from aworld_train.plugins.context import RunContext
     from aworld_train.reward import RewardSpec
 
     from aworld_train_toy.policy import ToyReward, ToySettings

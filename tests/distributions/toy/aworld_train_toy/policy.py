@@ -20,8 +20,8 @@ from aworld_train.errors import ConfigError, TrainingError, did_you_mean
 
 if TYPE_CHECKING:
     import datasets
-    from aworld_train.config import TrainConfig
-    from aworld_train.context import RunContext
+    from aworld_train.job.config import TrainConfig
+    from aworld_train.plugins.context import RunContext
     from aworld_train.reward import RewardResult, RewardSpec
 
 SECTION_KEYS = ("candidates", "temperature")

@@ -1,5 +1,5 @@
 """The per-engine tables of ``docs/settings.md``, generated from the installed engines'
-settings declarations (:mod:`aworld_train.declaration`).
+settings declarations (:mod:`aworld_train.job.declaration`).
 
 Each engine's table sits between ``<!-- settings: NAME -->`` and ``<!-- /settings -->``;
 :func:`regenerate` rewrites the tables of the engines installed here and leaves the others as
@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from aworld_train.declaration import installed_declarations
+from aworld_train.job.declaration import installed_declarations
 
-REGENERATE = "python -m aworld_train.settings_docs docs/settings.md"
+REGENERATE = "python -m aworld_train.job.settings_docs docs/settings.md"
 
 
 def _block(name: str) -> re.Pattern[str]:

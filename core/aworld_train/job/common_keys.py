@@ -2,7 +2,7 @@
 keys from the common ones and refuses a section key that says otherwise, and the helpers the
 engines built on transformers share (their ``loss_type`` and ``lr_scheduler_type`` names, the
 common keys only GRPO uses). Which keys an engine has for each common key, it declares
-itself (:mod:`aworld_train.declaration`).
+itself (:mod:`aworld_train.job.declaration`).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def same_value(given: Any, expected: Any) -> bool:
 
 def _shown(value: Any) -> str:
     """A value as the job writes it: a ``Lora`` as its mapping, a tuple as a list."""
-    from aworld_train.strict import yaml_repr
+    from aworld_train.job.strict import yaml_repr
 
     if hasattr(value, "to_dict"):
         return repr(value.to_dict())

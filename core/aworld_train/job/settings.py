@@ -2,10 +2,10 @@
 effective-settings table an engine reports.
 
 A job states precision, LoRA, trackers and the RL knobs once, under their common names; each
-engine maps them onto its own keys (:mod:`aworld_train.engine_keys`) and answers the
+engine maps them onto its own keys (:mod:`aworld_train.job.common_keys`) and answers the
 ``effective_settings`` hook with one :class:`Setting` per common name, which ``check`` prints
 and the manifest keeps. Beside this module: the trackers (:mod:`aworld_train.run.trackers`), the
-optional packages a setting needs (:mod:`aworld_train.optional_packages`) and the run
+optional packages a setting needs (:mod:`aworld_train.job.optional_packages`) and the run
 directory's names (:mod:`aworld_train.run.files`). Nothing heavy is imported here: torch only
 inside :func:`describe_device` and :func:`resolve_precision`, and only when a GPU is asked for.
 """

@@ -8,12 +8,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.config_rules import describe_value
+from aworld_train.job.rules import describe_value
 from aworld_train.errors import ConfigError, did_you_mean
 from aworld_train.job.spelling import edit_distance, swapped
 
 if TYPE_CHECKING:
-    from aworld_train.declaration import SettingsDeclaration
+    from aworld_train.job.declaration import SettingsDeclaration
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from aworld_train.run.metrics import LogFn, StartFn
 
 if TYPE_CHECKING:
     from aworld_train.agent import AgentSpec
-    from aworld_train.config import TrainConfig
+    from aworld_train.job.config import TrainConfig
     from aworld_train.reward import RewardSpec
 
 logger = logging.getLogger("aworld_train")
@@ -283,7 +283,7 @@ def all_argument_names(
     quiet: Callable[[], AbstractContextManager[Any]] = nullcontext,
 ) -> frozenset[str]:
     """The arguments of every class in ``classes`` (see :func:`arguments_class`): what a trainer
-    engine's section keys (:class:`~aworld_train.config.ConfigLayout`) are made of.
+    engine's section keys (:class:`~aworld_train.job.config.ConfigLayout`) are made of.
 
     Reading them imports the trainer's library (seconds); they depend only on what is installed,
     so they are kept in the disk cache once per installed version of ``library``.

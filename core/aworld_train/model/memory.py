@@ -195,7 +195,7 @@ def adapter_parameters(model: Any, lora: dict[str, Any]) -> int:
     but the output head)."""
     import torch
 
-    from aworld_train.settings import ALL_LINEAR
+    from aworld_train.job.settings import ALL_LINEAR
 
     targets = lora.get("target_modules") or ALL_LINEAR
     output = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
@@ -307,7 +307,7 @@ def default_plan(
     :param config: the common ``TrainConfig``.
     :param settings: ``{common name: value}`` of the effective settings (may be empty).
     """
-    from aworld_train.settings import resolve_precision
+    from aworld_train.job.settings import resolve_precision
 
     prompt = prompt_budget(config)
     notes = [] if config.max_prompt_length else [f"prompts of {prompt} tokens assumed"]

@@ -8,7 +8,7 @@ AWorld Train rely on it, and because an engine's config assembles from the other
 
 Each hook receives, as named arguments, what the core resolved and validated (the generic
 layer: ``agent``, ``train_dataset``/``test_dataset``, ``reward``, ``config``, ``tools``) and
-what the earlier hooks returned, plus ``ctx``, the :class:`~aworld_train.context.RunContext`.
+what the earlier hooks returned, plus ``ctx``, the :class:`~aworld_train.plugins.context.RunContext`.
 An implementation takes any subset of a spec's arguments, by name. Each check returns the
 engine-ready form of its input, or ``None`` to keep the core's form, and later hooks receive
 that form under the same name:
@@ -52,11 +52,11 @@ if TYPE_CHECKING:
     import datasets
 
     from aworld_train.agent import AgentSpec
-    from aworld_train.config import ConfigLayout, TrainConfig
-    from aworld_train.context import RunContext
-    from aworld_train.memory import MemoryPlan
+    from aworld_train.job.config import ConfigLayout, TrainConfig
+    from aworld_train.plugins.context import RunContext
+    from aworld_train.model.memory import MemoryPlan
     from aworld_train.reward import RewardSpec
-    from aworld_train.settings import Setting
+    from aworld_train.job.settings import Setting
     from aworld_train.tools import ToolSet
 
 PROJECT_NAME = "aworld_train"
@@ -76,7 +76,7 @@ def config_layout() -> ConfigLayout | None:
     of the section and puts the checked model in ``config.model``). It must be cheap: it may
     read a cached schema, never start a GPU, a model or Ray.
 
-    :returns: a :class:`~aworld_train.config.ConfigLayout`, or ``None`` when the engine has no
+    :returns: a :class:`~aworld_train.job.config.ConfigLayout`, or ``None`` when the engine has no
         config files of its own (its keys are written under ``<engine>:`` only).
     """
 
@@ -185,14 +185,14 @@ def effective_settings(config: Any, ctx: RunContext) -> list[Setting] | None:
     its own keys.
 
     Called right after ``check_config``, in ``check`` too; cheap like the checks (the device is
-    described, not opened: :func:`~aworld_train.settings.describe_device`). ``check`` prints
+    described, not opened: :func:`~aworld_train.job.settings.describe_device`). ``check`` prints
     the answer as a table; the manifest records ``device``, ``precision`` and ``settings``
     (``{name: value}``).
 
     :param config: what ``check_config`` returned (the core's ``TrainConfig`` when ``None``);
         ``ctx.config`` is the common ``TrainConfig``.
     :param ctx: the run context.
-    :returns: one :class:`~aworld_train.settings.Setting` per common name that applies to the
+    :returns: one :class:`~aworld_train.job.settings.Setting` per common name that applies to the
         job's algorithm, always including ``device`` and ``precision`` (resolved, never
         ``auto``), with ``source="default"`` and the engine's own default for a setting the job
         leaves unset; or ``None`` when the engine does not report its settings.
@@ -214,7 +214,7 @@ def memory_plan(config: Any, default: MemoryPlan, ctx: RunContext) -> MemoryPlan
         checkpointing, no sharding); an engine usually returns
         ``dataclasses.replace(default, ...)`` with what its own settings decide.
     :param ctx: the run context.
-    :returns: a :class:`~aworld_train.memory.MemoryPlan` (micro-batch, sequence length,
+    :returns: a :class:`~aworld_train.model.memory.MemoryPlan` (micro-batch, sequence length,
         gradient checkpointing, FSDP/ZeRO degree and stage, offload, reference model, a
         colocated vLLM's ``gpu_memory_utilization``), or ``None`` to keep ``default``.
     """

@@ -1,6 +1,6 @@
 """Reward: resolve the user's reward functions, check their signature, and score a completion
 with them (each result checked). ``check`` scores the training rows in an isolated child
-process: :mod:`aworld_train.reward_check`.
+process: :mod:`aworld_train.checks.reward`.
 
 The canonical signature, as VeRL uses it::
 
@@ -24,7 +24,7 @@ from aworld_train import plugins
 from aworld_train.errors import RewardError, did_you_mean
 from aworld_train.job.references import import_object, load_file, resolve_path, split_reference
 from aworld_train.launch.isolation import describe
-from aworld_train.rewards import BUILTIN_REWARDS
+from aworld_train.reward.builtin import BUILTIN_REWARDS
 
 
 @dataclass
@@ -172,7 +172,7 @@ def _resolve_one(item: Any, base_dir: Path | None) -> RewardFunction:
         return engine_reward(engine, name, float(weight))
     elif isinstance(item, str) and item in BUILTIN_REWARDS:
         fn = BUILTIN_REWARDS[item]
-        function = RewardFunction(item, fn, float(weight), f"aworld_train.rewards:{item}")
+        function = RewardFunction(item, fn, float(weight), f"aworld_train.reward.builtin:{item}")
     elif isinstance(item, str) and (":" in item or item.endswith(".py")):
         reference = item if ":" in item else f"{item}:{_sole_reward(item, base_dir)}"
         fn = import_object(reference, RewardError, "reward", base_dir)

@@ -4,7 +4,7 @@ converters between the two forms and the engine's default.
 An engine exposes its :class:`SettingsDeclaration` as the attribute ``SETTINGS`` of its
 entry-point object. From it the SDK derives what each engine used to write by hand: carrying a
 common key onto the engine's key (:meth:`SettingsDeclaration.carry`), the refusal of a section
-key that says otherwise (:class:`~aworld_train.engine_keys.CommonKeys`), the effective-settings
+key that says otherwise (:class:`~aworld_train.job.common_keys.CommonKeys`), the effective-settings
 row with where its value came from (:meth:`SettingsDeclaration.row`, :func:`source_of`), the
 common name of a key of the engine's section that another engine's job carries
 (:meth:`SettingsDeclaration.common_name`) and the engine's table in ``docs/settings.md``
@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from aworld_train.engine_keys import CommonKeys
-from aworld_train.settings import Setting
+from aworld_train.job.common_keys import CommonKeys
+from aworld_train.job.settings import Setting
 
 #: A default the engine does not state here: the engine's own config classes hold it.
 UNSTATED = "(the engine's own default)"

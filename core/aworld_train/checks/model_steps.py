@@ -2,7 +2,7 @@
 the model the config, the agent and the engine's section name, checked without running code
 from its folder; for a local folder its weights, LoRA's targets, the prompts' lengths and the
 memory of a training step. Each is given by name what it needs and returns what it found
-(:class:`~aworld_train.check_pipeline.Found`)."""
+(:class:`~aworld_train.checks.pipeline.Found`)."""
 
 from __future__ import annotations
 
@@ -12,22 +12,22 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from aworld_train import memory
-from aworld_train.check_pipeline import EngineHooks, Found, HandOff
-from aworld_train.config import ConfigLayout, describe_value, without_section_key
+from aworld_train.model import memory
+from aworld_train.checks.pipeline import EngineHooks, Found, HandOff
+from aworld_train.job.config import ConfigLayout, describe_value, without_section_key
 from aworld_train.errors import ConfigError, PluginError
 from aworld_train.job.spec import Job
 from aworld_train.model import check_lengths, check_lora_targets, check_weights, preflight_model
 from aworld_train.job.references import resolve_path
-from aworld_train.settings import ALL_LINEAR, Setting
+from aworld_train.job.settings import ALL_LINEAR, Setting
 
 if TYPE_CHECKING:
     import datasets
 
     from aworld_train.agent import AgentSpec
-    from aworld_train.config import TrainConfig
-    from aworld_train.context import RunContext
-    from aworld_train.memory import MemoryEstimate
+    from aworld_train.job.config import TrainConfig
+    from aworld_train.plugins.context import RunContext
+    from aworld_train.model.memory import MemoryEstimate
 
 logger = logging.getLogger("aworld_train")
 
@@ -202,7 +202,7 @@ def estimate_memory(
     hand_off: HandOff,
     context: RunContext,
 ) -> Found:
-    """The peak memory of one training step per GPU (:mod:`aworld_train.memory`), from the
+    """The peak memory of one training step per GPU (:mod:`aworld_train.model.memory`), from the
     model built on the meta device and the engine's ``memory_plan`` (else the core's default
     plan); or why it was not estimated. Keeps the estimate as ``memory`` (``None`` when there is
     none) for the manifest.

@@ -12,13 +12,13 @@ import abc
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.config import ConfigLayout
-from aworld_train.hookspecs import hookimpl
+from aworld_train.job.config import ConfigLayout
+from aworld_train.plugins.hookspecs import hookimpl
 
 if TYPE_CHECKING:
     import datasets
 
-    from aworld_train.context import RunContext
+    from aworld_train.plugins.context import RunContext
     from aworld_train.reward import RewardSpec
 
 #: The folder of the run directory that holds the canonical copies of the job's dataset files
@@ -37,7 +37,7 @@ class TrainerProcessor(abc.ABC):
     path of a canonical copy in the run directory, a reward reference or built-in name as the
     callable the core loaded. Objects stay the user's own. The core has run its own checks on
     each first. Each returns the engine-ready form or ``None``. ``self.run_path`` is the run
-    directory; ``self.context`` is the :class:`~aworld_train.context.RunContext` once the
+    directory; ``self.context`` is the :class:`~aworld_train.plugins.context.RunContext` once the
     checks start (``ctx.config`` holds the core's validated config, ``ctx.given`` what the
     methods receive).
 

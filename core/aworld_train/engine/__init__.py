@@ -22,13 +22,13 @@ from __future__ import annotations
 
 from aworld_train.agent import AgentSpec, load_agent
 from aworld_train.cache import cached
-from aworld_train.config import (
+from aworld_train.job.config import (
     ConfigLayout,
     Resources,
     TrainConfig,
     first_non_finite,
 )
-from aworld_train.context import Given, RunContext
+from aworld_train.plugins.context import Given, RunContext
 from aworld_train.dataset.loading import quiet_progress_bars
 from aworld_train.evaluation import EvalResult, generate_and_score
 from aworld_train.errors import (
@@ -42,7 +42,7 @@ from aworld_train.errors import (
     TrainingError,
     did_you_mean,
 )
-from aworld_train.hf import (
+from aworld_train.engine.hf import (
     TrainerConfig,
     all_argument_names,
     argument_names,
@@ -55,7 +55,7 @@ from aworld_train.hf import (
     score_evaluations,
     trainer_callback,
 )
-from aworld_train.hookspecs import hookimpl
+from aworld_train.plugins.hookspecs import hookimpl
 from aworld_train.launch.isolation import call_isolated
 from aworld_train.job.spec import JOB_FIELDS
 from aworld_train.launch.launcher import run_process
@@ -92,9 +92,9 @@ from aworld_train.launch.shipping import (
     ship_agent,
     unship_agent,
 )
-from aworld_train.memory import MemoryPlan, prompt_budget, trainer_sharding
-from aworld_train.declaration import EngineKey, SettingsDeclaration
-from aworld_train.engine_keys import (
+from aworld_train.model.memory import MemoryPlan, prompt_budget, trainer_sharding
+from aworld_train.job.declaration import EngineKey, SettingsDeclaration
+from aworld_train.job.common_keys import (
     GRPO_ONLY,
     TRAINER_LOSS_TYPES,
     TRAINER_SCHEDULERS,
@@ -105,8 +105,8 @@ from aworld_train.engine_keys import (
     same_value,
     trainer_scheduler,
 )
-from aworld_train.optional_packages import require_package
-from aworld_train.settings import (
+from aworld_train.job.optional_packages import require_package
+from aworld_train.job.settings import (
     DEFAULT_LOG_SAMPLES,
     TRACKERS,
     Lora,
@@ -114,7 +114,7 @@ from aworld_train.settings import (
     describe_device,
     resolve_precision,
 )
-from aworld_train.strict import (
+from aworld_train.job.strict import (
     check_value,
     field_types,
     fits,

@@ -8,18 +8,18 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.check_pipeline import Found
+from aworld_train.checks.pipeline import Found
 from aworld_train.errors import PluginError
-from aworld_train.settings import PRECISIONS, Setting
+from aworld_train.job.settings import PRECISIONS, Setting
 from aworld_train.run.trackers import check_trackers, effective_trackers
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from aworld_train.check_pipeline import EngineHooks, HandOff
-    from aworld_train.declaration import SettingsDeclaration
-    from aworld_train.config import TrainConfig
-    from aworld_train.context import RunContext
+    from aworld_train.checks.pipeline import EngineHooks, HandOff
+    from aworld_train.job.declaration import SettingsDeclaration
+    from aworld_train.job.config import TrainConfig
+    from aworld_train.plugins.context import RunContext
 
 
 def other_sections_warnings(

@@ -1,8 +1,8 @@
 """The core's own checks of a job, each a step of :data:`aworld_train.checks.CHECKS`: the engine,
 the config (with the engine's layout), the agent, the tools, the run context, the datasets, the
 reward, and the agent run once against a stand-in; the checks of its one model are in
-:mod:`aworld_train.check_model_steps`. Each is given by name what it needs and returns what it
-found (:class:`~aworld_train.check_pipeline.Found`): what its row describes, and the new values
+:mod:`aworld_train.checks.model_steps`. Each is given by name what it needs and returns what it
+found (:class:`~aworld_train.checks.pipeline.Found`): what its row describes, and the new values
 it keeps for the later steps (the job's own config and agent stay as given)."""
 
 from __future__ import annotations
@@ -15,19 +15,20 @@ from typing import TYPE_CHECKING, Any
 
 from aworld_train import plugins
 from aworld_train.agent import load_agent
-from aworld_train.check_pipeline import EngineHooks, Found, HandOff
-from aworld_train.check_settings import other_sections_warnings
-from aworld_train.config import (
+from aworld_train.checks.pipeline import EngineHooks, Found, HandOff
+from aworld_train.checks.settings import other_sections_warnings
+from aworld_train.job.config import (
     ConfigLayout,
     load_config,
     merge,
     parse_overrides,
     read_config,
 )
-from aworld_train.context import RunContext
+from aworld_train.plugins.context import RunContext
 from aworld_train.dataset.loading import load_dataset
-from aworld_train.declaration import installed_declarations
-from aworld_train.errors import ConfigError, PluginError
+from aworld_train.job.declaration import installed_declarations
+from aworld_train.run.resume import RESUME_SUPPORT
+from aworld_train.errors import ConfigError, PluginError, RunDirectoryError
 from aworld_train.job.spec import Job, absolute_paths
 from aworld_train.run.metrics import MetricsReporter, read_metrics
 from aworld_train.model import (
@@ -35,13 +36,13 @@ from aworld_train.model import (
 )
 from aworld_train.run.redaction import remember_secrets
 from aworld_train.reward import engine_rewards_for, own_functions, resolve_reward
-from aworld_train.reward_check import check_reward_on_rows
+from aworld_train.checks.reward import check_reward_on_rows
 
 if TYPE_CHECKING:
     import datasets
 
     from aworld_train.agent import AgentSpec
-    from aworld_train.config import TrainConfig
+    from aworld_train.job.config import TrainConfig
     from aworld_train.reward import RewardSpec
     from aworld_train.run.directory import RunDirectory
     from aworld_train.tools import ToolSet
@@ -305,3 +306,30 @@ def describe_agent_run(checked: Any) -> str:
         f"{checked.turns} model call(s) answered by a stand-in{segments}, answer "
         f"{checked.answer[:40]!r}{scored}"
     )
+
+
+def check_resume_support(hooks: EngineHooks) -> Found:
+    """The engine's answer to ``resume_support`` (``None`` counts as ``"exact"``), kept as
+    ``resume_support`` for the manifest.
+
+    :raises RunDirectoryError: when the engine cannot resume (``"none"``).
+    :raises PluginError: for an answer that is none of :data:`RESUME_SUPPORT`.
+    """
+    support = hooks.call("resume_support") or "exact"
+    if support not in RESUME_SUPPORT:
+        raise PluginError(
+            f"{hooks.info.label} resume_support returned {support!r}, not one of "
+            f"{', '.join(RESUME_SUPPORT)} or None"
+        )
+    if support == "none":
+        raise RunDirectoryError(
+            f"engine {hooks.name} cannot resume a run (its resume_support is 'none'): "
+            "train the job again without --resume"
+        )
+    return Found(str(support), resume_support=str(support))
+
+
+def describe_resume_support(support: str) -> str:
+    if support == "exact":
+        return "resumes exactly: the same samples, order and random draws"
+    return "continues from the last checkpoint, not bit-exact (see the engine's README)"
