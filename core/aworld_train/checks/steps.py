@@ -26,7 +26,7 @@ from aworld_train.job.config import (
 )
 from aworld_train.plugins.context import RunContext
 from aworld_train.dataset.loading import load_dataset
-from aworld_train.job.declaration import installed_declarations
+from aworld_train.plugins import installed_declarations
 from aworld_train.run.resume import RESUME_SUPPORT
 from aworld_train.errors import ConfigError, PluginError, RunDirectoryError
 from aworld_train.job.spec import Job, absolute_paths
@@ -222,7 +222,7 @@ def resolve_job_reward(
     code); a warning when the right answer scores below the maximum on some rows. An engine's
     own reward (``swift:accuracy``) is not scored here (the engine scores it while training,
     and checks it in its ``check_reward``), and refused on any other engine."""
-    reward = resolve_reward(job.reward, job.base_dir)
+    reward = resolve_reward(job.reward, job.base_dir, plugins.installed_engine_names())
     engine_rewards_for(reward, engine)
     scores = None
     own = own_functions(reward)

@@ -13,9 +13,9 @@ from aworld_train import plugins
 from aworld_train.agent import AgentSpec, load_agent
 from aworld_train.job.config import TrainConfig, load_config
 from aworld_train.dataset.loading import load_dataset
-from aworld_train.job.declaration import installed_declarations
+from aworld_train.plugins import installed_declarations
 from aworld_train.errors import DatasetError, JobError, RunDirectoryError
-from aworld_train.evaluation.loading import model_path
+from aworld_train.evaluation.models import model_path
 from aworld_train.job.spec import Job, load_job
 from aworld_train.run.manifest import read_manifest
 from aworld_train.reward import RewardSpec, resolve_reward
@@ -107,7 +107,7 @@ def open_target(target: str | Path) -> EvalTarget:
         job=job,
         agent=agent,
         config=_job_config(job),
-        reward=resolve_reward(job.reward, job.base_dir),
+        reward=resolve_reward(job.reward, job.base_dir, plugins.installed_engine_names()),
         out_dir=out_dir,
     )
 

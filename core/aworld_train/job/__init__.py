@@ -7,7 +7,6 @@
   section's values checked against the engine's own types.
 - ``settings``: the common settings' allowed values; ``declaration``: how an engine declares its
   own keys for them, once; ``common_keys``: carrying them onto an engine's keys;
-  ``settings_docs``: the per-engine tables of ``docs/settings.md`` from those declarations;
   ``optional_packages``: what a setting needs installed.
 - ``files``: the user's YAML and JSON read safely; ``references``: ``file.py:name``;
   ``spelling``: the did-you-means of misspelt names.

@@ -9,7 +9,7 @@ row with where its value came from (:meth:`SettingsDeclaration.row`, :func:`sour
 common name of a key of the engine's section that another engine's job carries
 (:meth:`SettingsDeclaration.common_name`) and the engine's table in ``docs/settings.md``
 (:meth:`SettingsDeclaration.markdown`). The core asks the installed engines for their
-declarations (:func:`installed_declarations`); it names none itself.
+declarations (:func:`aworld_train.plugins.installed_declarations`); it names none itself.
 """
 
 from __future__ import annotations
@@ -167,21 +167,3 @@ class SettingsDeclaration:
                 cells.append("–" if default is UNSTATED else f"`{default!r}`")
             lines.append(f"| {' | '.join(cells)} |")
         return "\n".join(lines)
-
-
-def installed_declarations() -> dict[str, SettingsDeclaration]:
-    """The settings each installed engine declares (``SETTINGS`` of its entry-point object), by
-    engine name; imports each engine's entry-point module, which is light, and skips one that
-    fails to import or declares none."""
-    from aworld_train import plugins
-
-    declarations = {}
-    for info in plugins.list_engines():
-        try:
-            engine = plugins.load_engine(info) if info.ok else None
-        except plugins.PluginError:
-            continue
-        declared = getattr(engine, "SETTINGS", None)
-        if isinstance(declared, SettingsDeclaration):
-            declarations[info.name] = declared
-    return declarations

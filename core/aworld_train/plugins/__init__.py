@@ -29,6 +29,7 @@ import pluggy
 
 from aworld_train.plugins import hookspecs
 from aworld_train.errors import PluginError, did_you_mean
+from aworld_train.job.declaration import SettingsDeclaration
 
 ENGINE_GROUP = "aworld_train.engines"
 PLUGIN_GROUP = "aworld_train.plugins"
@@ -481,3 +482,19 @@ def _short(value: Any, limit: int = 120) -> str:
 
 def _qualname(obj: Any) -> str:
     return f"{getattr(obj, '__module__', '?')}:{getattr(obj, '__qualname__', repr(obj))}"
+
+
+def installed_declarations() -> dict[str, SettingsDeclaration]:
+    """The settings each installed engine declares (``SETTINGS`` of its entry-point object), by
+    engine name; imports each engine's entry-point module, which is light, and skips one that
+    fails to import or declares none."""
+    declarations = {}
+    for info in list_engines():
+        try:
+            engine = load_engine(info) if info.ok else None
+        except PluginError:
+            continue
+        declared = getattr(engine, "SETTINGS", None)
+        if isinstance(declared, SettingsDeclaration):
+            declarations[info.name] = declared
+    return declarations

@@ -15,12 +15,11 @@ import inspect
 import math
 import numbers
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aworld_train import plugins
 from aworld_train.errors import RewardError, did_you_mean
 from aworld_train.job.references import import_object, load_file, resolve_path, split_reference
 from aworld_train.launch.isolation import describe
@@ -113,13 +112,17 @@ class RewardSpec:
         return RewardResult(score=total, metrics=metrics)
 
 
-def resolve_reward(reward: Any, base_dir: Path | None = None) -> RewardSpec:
+def resolve_reward(
+    reward: Any, base_dir: Path | None = None, engines: Collection[str] = ()
+) -> RewardSpec:
     """Resolve a reward given as a callable, ``path/to/file.py:function``,
     ``path/to/file.py`` (a file that defines one reward function), ``package.module:function``,
     a built-in name, an engine's own reward ``<engine>:<name>`` (``swift:accuracy``: see
     :func:`engine_reward`), ``{name: <any of these>, weight: w}``, or a list of these; then
     check each function's signature.
 
+    :param engines: the installed engines' names: ``<engine>:<name>`` is an engine's own reward
+        only for one of them (which wins over a Python module of that name).
     :raises RewardError: naming the file, module or function that is wrong.
     """
     if isinstance(reward, RewardSpec):
@@ -130,7 +133,7 @@ def resolve_reward(reward: Any, base_dir: Path | None = None) -> RewardSpec:
             "a file.py[:function] or a package.module:function"
         )
     items = reward if isinstance(reward, list) else [reward]
-    return RewardSpec([_resolve_one(item, base_dir) for item in items])
+    return RewardSpec([_resolve_one(item, base_dir, engines) for item in items])
 
 
 CANONICAL_SIGNATURE = "reward(data_source, solution_str, ground_truth, extra_info=None)"
@@ -147,7 +150,7 @@ NONE_REFUSED = (
 )
 
 
-def _resolve_one(item: Any, base_dir: Path | None) -> RewardFunction:
+def _resolve_one(item: Any, base_dir: Path | None, engines: Collection[str]) -> RewardFunction:
     weight = 1.0
     if isinstance(item, dict):
         unknown = set(item) - {"name", "weight"}
@@ -167,8 +170,8 @@ def _resolve_one(item: Any, base_dir: Path | None) -> RewardFunction:
         function = RewardFunction(
             name, item, float(weight), f"{module}:{qualname}" if importable else None
         )
-    elif isinstance(item, str) and _engine_reference(item) is not None:
-        engine, name = _engine_reference(item)  # type: ignore[misc]
+    elif isinstance(item, str) and _engine_reference(item, engines) is not None:
+        engine, name = _engine_reference(item, engines)  # type: ignore[misc]
         return engine_reward(engine, name, float(weight))
     elif isinstance(item, str) and item in BUILTIN_REWARDS:
         fn = BUILTIN_REWARDS[item]
@@ -195,14 +198,14 @@ def _resolve_one(item: Any, base_dir: Path | None) -> RewardFunction:
 _ENGINE_REFERENCE = re.compile(r"([a-z][a-z0-9_-]*):([A-Za-z_][\w-]*)")
 
 
-def _engine_reference(item: str) -> tuple[str, str] | None:
+def _engine_reference(item: str, engines: Collection[str]) -> tuple[str, str] | None:
     """``(engine, name)`` when ``item`` names an engine's own reward: the part before the colon
-    is an engine's name (installed or known), which wins over a Python module of that name
+    is one of ``engines``, which wins over a Python module of that name
     (``swift:accuracy`` is ms-swift's reward, not ``accuracy`` in the ``swift`` package)."""
     found = _ENGINE_REFERENCE.fullmatch(item)
     if found is None:
         return None
-    return (found[1], found[2]) if found[1] in plugins.installed_engine_names() else None
+    return (found[1], found[2]) if found[1] in engines else None
 
 
 def engine_reward(engine: str, name: str, weight: float = 1.0) -> RewardFunction:

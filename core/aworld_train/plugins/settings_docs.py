@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from aworld_train.job.declaration import installed_declarations
+from aworld_train.plugins import installed_declarations
 
-REGENERATE = "python -m aworld_train.job.settings_docs docs/settings.md"
+REGENERATE = "python -m aworld_train.plugins.settings_docs docs/settings.md"
 
 
 def _block(name: str) -> re.Pattern[str]:
