@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from aworld_train.errors import AgentError, RewardError
-from aworld_train.launch.isolation import call_isolated
+from aworld_train.isolation import call_isolated
 
 
 def isolated(fn: Any, timeout: float = 5.0) -> Any:
@@ -134,7 +134,7 @@ def test_the_parents_atexit_handlers_and_buffers_stay_in_the_parent(tmp_path: Pa
     script.write_text(
         "import atexit, sys\n"
         "from aworld_train.errors import RewardError\n"
-        "from aworld_train.launch.isolation import call_isolated\n"
+        "from aworld_train.isolation import call_isolated\n"
         "atexit.register(lambda: print('atexit ran'))\n"
         "sys.stdout.write('buffered before the fork ')\n"
         "print(call_isolated(lambda: 5, timeout=5, what='r', error=RewardError))\n"
@@ -177,7 +177,7 @@ def test_from_a_thread_while_an_event_loop_runs_in_another() -> None:
 
 
 def test_a_heartbeat_gives_each_step_the_time_limit_and_names_the_hung_one() -> None:
-    from aworld_train.launch.isolation import Heartbeat
+    from aworld_train.isolation import Heartbeat
 
     heartbeat = Heartbeat()
 

@@ -316,7 +316,7 @@ class AgentTrainer:
         """The one-line error for an exception the engine did not mean (a bug, a library's
         failure), or ``None`` for one that already says what is wrong (an
         ``AWorldTrainError``) or stops the run (a ``KeyboardInterrupt``)."""
-        from aworld_train.launch.failure import crash_line, raised_at
+        from aworld_train.run.failure import crash_line, raised_at
 
         if isinstance(error, (AWorldTrainError, KeyboardInterrupt)):
             return None
@@ -330,7 +330,7 @@ class AgentTrainer:
         a hook's names the plugin and the hook (as ``check`` prints it), anything else what it
         was and where it was raised."""
         from aworld_train.errors import CheckCrash
-        from aworld_train.launch.failure import check_crash_line, raised_at
+        from aworld_train.run.failure import check_crash_line, raised_at
 
         own = plugins.plugin_packages(self.manager) if self.manager is not None else {}
         return CheckCrash(check_crash_line(error, raised_at(error, own)))
@@ -410,7 +410,7 @@ def _value_error_type(kind: type[AWorldTrainError]) -> type[AWorldTrainError]:
 def _fold(error: AWorldTrainError) -> None:
     """Make ``str(error)`` the CLI's line (whitespace folded, secrets hidden), keeping the
     error's type, traceback and cause."""
-    from aworld_train.launch.failure import one_line
+    from aworld_train.run.failure import one_line
 
     line = one_line(str(error))
     if line != str(error):

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aworld_train.errors import RewardError
-from aworld_train.launch.isolation import Heartbeat, call_isolated
+from aworld_train.isolation import Heartbeat, call_isolated
 from aworld_train.reward import (
     RewardFunction,
     RewardResult,
@@ -125,7 +125,7 @@ def check_reward_on_rows(
     completion, so a reward that fails on some row fails before any training.
 
     The rows are :func:`sample_rows`; scoring stops starting rows after ``seconds``. All of
-    them run in one child process (:func:`aworld_train.launch.isolation.call_isolated`): a reward that
+    them run in one child process (:func:`aworld_train.isolation.call_isolated`): a reward that
     hangs, calls ``sys.exit``, ends or crashes the process fails the check in one line instead
     of ending or stalling it.
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from aworld_train.errors import AWorldTrainError, TrainingCrash
-from aworld_train.launch.quiet import apply_quiet_libraries
+from aworld_train.quiet import apply_quiet_libraries
 from aworld_train.launch.threads import apply_thread_policy
 from aworld_train.run.redaction import redact_text
 
@@ -397,7 +397,7 @@ def _setting_text(value: Any) -> str:
 def _one_line(text: str) -> str:
     """An error as the one line the CLI prints: whitespace folded, secrets hidden (what
     ``str()`` of an error ``AgentTrainer`` raised already is)."""
-    from aworld_train.launch.failure import one_line
+    from aworld_train.run.failure import one_line
 
     return one_line(text)
 

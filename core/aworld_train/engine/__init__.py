@@ -56,7 +56,7 @@ from aworld_train.engine.hf import (
     trainer_callback,
 )
 from aworld_train.plugins.hookspecs import hookimpl
-from aworld_train.launch.isolation import call_isolated
+from aworld_train.isolation import call_isolated
 from aworld_train.job.spec import JOB_FIELDS
 from aworld_train.launch.launcher import run_process
 from aworld_train.run.metrics import LogFn, MetricsReporter, StartFn

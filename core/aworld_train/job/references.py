@@ -112,7 +112,7 @@ def load_file(path: Path, error: type[AWorldTrainError], what: str) -> Any:
     the end: reward functions often import such a module lazily, at their first call, and
     at the end the user's file names cannot shadow the libraries imported after it.
     """
-    from aworld_train.launch.isolation import call_isolated
+    from aworld_train.isolation import call_isolated
 
     require_file(path, error, f"{what} file")
     module_name = f"aworld_train_user_{abs(hash(str(path)))}"

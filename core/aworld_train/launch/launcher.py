@@ -146,7 +146,7 @@ def last_frame(log_path: Path) -> str | None:
     """``file.py:line`` of the innermost frame of the traceback that ends in the line
     :func:`last_error` names (a library's file as it reads inside its package), or ``None``
     when no traceback leads to that line."""
-    from aworld_train.launch.failure import short_path
+    from aworld_train.run.failure import short_path
 
     lines = _log_lines(log_path)
     index = _error_index(lines)

@@ -22,7 +22,7 @@ from typing import Any
 
 from aworld_train.errors import RewardError, did_you_mean
 from aworld_train.job.references import import_object, load_file, resolve_path, split_reference
-from aworld_train.launch.isolation import describe
+from aworld_train.isolation import describe
 from aworld_train.reward.builtin import BUILTIN_REWARDS
 
 

@@ -1,4 +1,4 @@
 """A run and what it leaves: its directory and manifest (``directory``, ``manifest``, ``files``),
 what it logs while it trains (``metrics``, ``samples``, ``trackers``), what is drawn from it
-(``plots``), resuming it (``resume``), and the one rule that keeps secrets out of all of it
-(``redaction``)."""
+(``plots``), how an exception inside the engine ends it (``failure``), resuming it
+(``resume``), and the one rule that keeps secrets out of all of it (``redaction``)."""

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from aworld_train.errors import RunDirectoryError
-from aworld_train.launch.failure import write_traceback
+from aworld_train.run.failure import write_traceback
 from aworld_train.run.files import ERROR_LOG, JOB_FILE, METRICS_FILE
 from aworld_train.run.manifest import now, write_manifest
 from aworld_train.run.plots import plot_run

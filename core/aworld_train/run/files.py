@@ -17,7 +17,7 @@ JOB_FILE = "job.yaml"
 METRICS_FILE = "metrics.jsonl"
 #: A few rollout samples per logged step (:mod:`aworld_train.run.samples`).
 SAMPLES_FILE = "samples.jsonl"
-#: The traceback of a failed run (:mod:`aworld_train.launch.failure`).
+#: The traceback of a failed run (:mod:`aworld_train.run.failure`).
 ERROR_LOG = "error.log"
 #: Where a trainer engine's checkpoints go.
 CHECKPOINTS = "checkpoints"

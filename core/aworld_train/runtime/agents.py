@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from uuid import uuid4
 
-from aworld_train.launch.quiet import apply_quiet_libraries
+from aworld_train.quiet import apply_quiet_libraries
 
 if TYPE_CHECKING:
     from aworld_train.agent import AgentSpec
@@ -96,7 +96,7 @@ async def _run_aworld(agent: Any, row: dict[str, Any], llm: LLM) -> Answer:
 
     copy_ = aworld_copy(agent, llm)
     # AWorld's logs stay out of the user's folder in the processes it starts (the CLI set this
-    # before AWorld was imported; see aworld_train.launch.quiet).
+    # before AWorld was imported; see aworld_train.quiet).
     apply_quiet_libraries()
     # Each run gets a session of its own: AWorld's default session id is a timestamp to the
     # second, and episodes that share one share their memory.

@@ -59,7 +59,7 @@ def check_agent_once(
         raises, hangs, never calls its model, returns something that is not an answer, or
         returns an answer the reward cannot score.
     """
-    from aworld_train.launch.isolation import call_isolated
+    from aworld_train.isolation import call_isolated
 
     timeout = CHECK_TIMEOUT if timeout is None else timeout
     what = f"agent '{spec.name}' on {where}"

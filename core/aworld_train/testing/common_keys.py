@@ -52,7 +52,7 @@ def assert_trains_in_bf16(job: dict[str, Any]) -> Path:
     says so. Returns the run directory."""
     import torch
 
-    from aworld_train import AgentTrainer
+    from aworld_train.trainer import AgentTrainer
 
     trainer = AgentTrainer(**job)
     with compute_dtypes() as dtypes:

@@ -70,7 +70,7 @@ class EngineConformance(ResumeConformance):
     @pytest.fixture(scope="class")
     @classmethod
     def tiny_model(cls, tmp_path_factory: pytest.TempPathFactory) -> Path:
-        from aworld_train.testing import build_tiny_model
+        from aworld_train.testing.tiny_model import build_tiny_model
 
         return build_tiny_model(tmp_path_factory.mktemp("tiny-model"))
 
@@ -119,7 +119,7 @@ class EngineConformance(ResumeConformance):
         assert check_engine(find_engine(self.engine_name)).status == "ok"
 
     def test_check_passes_on_a_valid_job(self, job: dict[str, Any]) -> None:
-        from aworld_train import AgentTrainer
+        from aworld_train.trainer import AgentTrainer
 
         trainer = AgentTrainer(**job, check_only=True)
         assert trainer.initialized
@@ -131,7 +131,7 @@ class EngineConformance(ResumeConformance):
     def test_effective_settings_name_the_device_and_the_precision(
         self, job: dict[str, Any]
     ) -> None:
-        from aworld_train import AgentTrainer
+        from aworld_train.trainer import AgentTrainer
         from aworld_train.job.config import COMMON_KEYS
         from aworld_train.job.settings import PRECISIONS, Setting
 
@@ -153,7 +153,7 @@ class EngineConformance(ResumeConformance):
         assert {s.name: s.value for s in resolved}["precision"] in PRECISIONS[1:], "auto resolved"
 
     def test_check_rejects_an_unknown_engine_key(self, job: dict[str, Any]) -> None:
-        from aworld_train import AgentTrainer
+        from aworld_train.trainer import AgentTrainer
 
         section = dict(self.engine_section, no_such_setting=1)
         job["config"] = dict(job["config"], **{self.engine_name: section})
@@ -161,14 +161,14 @@ class EngineConformance(ResumeConformance):
             AgentTrainer(**job, check_only=True)
 
     def test_check_rejects_a_reward_that_raises(self, job: dict[str, Any]) -> None:
-        from aworld_train import AgentTrainer
+        from aworld_train.trainer import AgentTrainer
 
         job["reward_func"] = "rewards.py:broken"
         with pytest.raises(RewardError, match="row 0.*planted failure"):
             AgentTrainer(**job, check_only=True)
 
     def test_check_rejects_a_row_without_ground_truth(self, job: dict[str, Any]) -> None:
-        from aworld_train import AgentTrainer
+        from aworld_train.trainer import AgentTrainer
 
         data = job["base_dir"] / "train.jsonl"
         data.write_text(data.read_text() + json.dumps({"prompt": "Repeat: 1"}) + "\n")
@@ -178,7 +178,7 @@ class EngineConformance(ResumeConformance):
     @pytest.mark.slow
     def test_sft_without_a_reward_checks_and_trains(self, job: dict[str, Any]) -> None:
         """SFT learns from the ground truth alone: a job with no reward checks and trains."""
-        from aworld_train import AgentTrainer
+        from aworld_train.trainer import AgentTrainer
 
         if self.sft_section is None:
             pytest.skip(f"engine {self.engine_name} trains no SFT")
@@ -202,7 +202,7 @@ class EngineConformance(ResumeConformance):
 
     @pytest.mark.slow
     def test_train_runs_a_tiny_job(self, job: dict[str, Any]) -> None:
-        from aworld_train import AgentTrainer
+        from aworld_train.trainer import AgentTrainer
 
         trainer = AgentTrainer(**job)
         run_dir = trainer.run_dir.path

@@ -77,7 +77,7 @@ DIGITS = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9, 3]
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The tiny offline model (:func:`~aworld_train.testing.build_tiny_model`), built once."""
-    from aworld_train.testing import build_tiny_model
+    from aworld_train.testing.tiny_model import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny-model"))
 
@@ -143,7 +143,7 @@ def assert_interrupted_run_resumes(job: dict[str, Any]) -> Path:
 
     :returns: the resumed run's directory.
     """
-    from aworld_train import AgentTrainer
+    from aworld_train.trainer import AgentTrainer
     from aworld_train.errors import Interrupted, RunDirectoryError
 
     (job["base_dir"] / "interrupt").touch()

@@ -86,7 +86,7 @@ def resources_row(out: str) -> str:
 def checked(job: Path) -> Any:
     """The :class:`~aworld_train.AgentTrainer` of the job file ``job``, its checks run, no
     training: its ``hand_off.config`` is what the engine's check returned."""
-    from aworld_train import AgentTrainer
+    from aworld_train.trainer import AgentTrainer
     from aworld_train.job.spec import load_job
 
     return AgentTrainer.from_job(load_job(job), check_only=True)

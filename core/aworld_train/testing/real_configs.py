@@ -31,7 +31,7 @@ from aworld_train.testing.fixtures import run_cli
 @pytest.fixture(scope="module")
 def long_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The tiny model with room for the configs' lengths (32,768 positions)."""
-    from aworld_train.testing import build_tiny_model
+    from aworld_train.testing.tiny_model import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("long-model"), max_positions=32768)
 

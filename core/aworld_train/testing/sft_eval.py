@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from aworld_train import AgentTrainer
+from aworld_train.trainer import AgentTrainer
 from aworld_train.testing.fixtures import manifest, read_jsonl
 
 # The test rows: digits the reward's calls can be told apart by; eval_limit keeps the first 3.

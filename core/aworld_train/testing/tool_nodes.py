@@ -35,9 +35,9 @@ def assert_tool_agent_trains_on_two_nodes(
     environment ``env``, at most ``run_s`` seconds): one completed run on node 0, every
     episode of rank 0 calls the tool and is scored on the answer after its result, and the
     tool ran in both nodes' training processes, 2 episodes a step each."""
-    from aworld_train import AgentTrainer
+    from aworld_train.trainer import AgentTrainer
     from aworld_train.runtime import prompt_messages
-    from aworld_train.testing import build_tiny_model
+    from aworld_train.testing.tiny_model import build_tiny_model
 
     model = build_tiny_model(
         folder / "caller", extra_tokens=("<answer>", "</answer>"), max_positions=4096, tools=True

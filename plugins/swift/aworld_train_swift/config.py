@@ -205,7 +205,7 @@ def agent_arguments(
         processes (each generates for its own episodes), vLLM rollouts (the runtime generates
         with the trainer's model) or a scheduler of the section's own.
     """
-    from aworld_train_swift.memory import swift_deepspeed
+    from aworld_train_swift.deepspeed import swift_deepspeed
     from aworld_train_swift.rollout import AGENT_SCHEDULER, agent_template
 
     refuse_sharded_episodes(

@@ -5,10 +5,9 @@ DeepSpeed/FSDP sharding, reference model and a colocated vLLM as swift's argumen
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-import re
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from aworld_train_swift.deepspeed import swift_deepspeed
 
 if TYPE_CHECKING:
     from aworld_train.engine import MemoryPlan, TrainConfig
@@ -18,8 +17,6 @@ if TYPE_CHECKING:
 # swift's torch_dtype names -> the common precision names; None keeps config.json's dtype,
 # as swift loads the model in it.
 _DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
-# swift's own DeepSpeed configs, named by the ``deepspeed`` argument (zero2, zero3_offload...).
-_NAMED_DEEPSPEED = re.compile(r"zero\d(_offload)?")
 
 
 def swift_memory_plan(config: SwiftConfig, default: MemoryPlan, common: TrainConfig) -> MemoryPlan:
@@ -98,16 +95,3 @@ def _colocated_vllm(args: dict[str, Any]) -> tuple[float, tuple[str, ...] | None
             if not offloaded
         )
     return float(args.get("vllm_gpu_memory_utilization") or 0), alongside
-
-
-def swift_deepspeed(value: Any) -> Any:
-    """The DeepSpeed config swift trains with: one of swift's own named configs (``zero3``,
-    ``zero2_offload``, the JSON files in its ``config`` folder), found without importing swift,
-    else the value as given (a path or a dict)."""
-    if isinstance(value, str) and _NAMED_DEEPSPEED.fullmatch(value):
-        spec = importlib.util.find_spec("swift")
-        for root in (spec and spec.submodule_search_locations) or ():
-            named = Path(root) / "config" / f"{value}.json"
-            if named.is_file():
-                return named
-    return value

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from aworld_train.plugins import installed_declarations
-from aworld_train.plugins.settings_docs import REGENERATE, regenerate
+from aworld_train.cli.settings_docs import REGENERATE, regenerate
 
 ENGINE = "trl"
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "settings.md"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from aworld_train.plugins import installed_declarations
 
-REGENERATE = "python -m aworld_train.plugins.settings_docs docs/settings.md"
+REGENERATE = "python -m aworld_train.cli.settings_docs docs/settings.md"
 
 
 def _block(name: str) -> re.Pattern[str]:
