@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 from aworld_train.errors import RunDirectoryError
+from aworld_train.engine import resume_checkpoint
 from aworld_train.engine.hf import (
     TrainerConfig,
     all_argument_names,
     completion_text,
     last_checkpoint,
-    resume_checkpoint,
     trainer_callback,
 )
 

@@ -360,7 +360,8 @@ def test_hook_check_config(toy_job: dict[str, Any]) -> None:
 
 # The toy engine reporting its settings: it reads check_config's result (the toy settings).
 SETTINGS_ENGINE = """
-from aworld_train.engine import Setting, describe_device, hookimpl, resolve_precision
+from aworld_train.engine import Setting, hookimpl
+from aworld_train.engine.settings import describe_device, resolve_precision
 from aworld_train_toy.engine import check_agent, check_config, check_dataset, check_reward, train
 
 

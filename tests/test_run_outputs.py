@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from aworld_train.errors import TrainingError
-from aworld_train.engine.hf import merge_adapter
+from aworld_train.engine import merge_adapter
 from aworld_train.testing.fixtures import (  # noqa: F401 (pytest fixtures)
     assert_loads_without_peft,
     tensorboard_scalars,

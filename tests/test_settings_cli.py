@@ -20,7 +20,8 @@ HUB_TOKEN = "hf_planted_settings_8888"
 REPORTING = """
 import os
 
-from aworld_train.engine import Setting, describe_device, hookimpl, resolve_precision
+from aworld_train.engine import Setting, hookimpl
+from aworld_train.engine.settings import describe_device, resolve_precision
 from aworld_train_toy.engine import check_agent, check_config, check_dataset, check_reward, train
 
 
@@ -155,7 +156,8 @@ def test_an_installed_tracker_passes_check(tmp_path: Path) -> None:
 # ms-swift list them under report_to, VeRL lists the trackers it knows and keeps its console
 # and file loggers in its own key's value.
 SECTION_TRACKERS = """
-from aworld_train.engine import Setting, describe_device, hookimpl, resolve_precision
+from aworld_train.engine import Setting, hookimpl
+from aworld_train.engine.settings import describe_device, resolve_precision
 from aworld_train_toy.engine import check_agent, check_dataset, check_reward, train
 
 
@@ -281,7 +283,8 @@ def test_older_common_keys_in_another_section_are_named(tmp_path: Path) -> None:
 
 LONG_KEY = "actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype.and_then_some_more"
 WIDE = """
-from aworld_train.engine import Setting, describe_device, hookimpl, resolve_precision
+from aworld_train.engine import Setting, hookimpl
+from aworld_train.engine.settings import describe_device, resolve_precision
 from aworld_train_toy.engine import check_agent, check_config, check_dataset, check_reward, train
 
 

@@ -22,7 +22,7 @@ from test_cli import write_job
 RECORDING_ENGINE = """
 import json, os, sys
 from aworld_train import hookimpl
-from aworld_train.engine import run_process
+from aworld_train.engine.launch import run_process
 from aworld_train_toy.engine import check_agent, check_config, check_dataset, check_reward
 import aworld_train_toy.engine as toy
 

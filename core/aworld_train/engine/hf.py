@@ -25,11 +25,32 @@ from aworld_train.errors import AgentError, RunDirectoryError
 from aworld_train.plugins import installed_versions
 from aworld_train.run.files import CHECKPOINTS, cut_short, last_checkpoint
 from aworld_train.run.metrics import LogFn, StartFn
+from aworld_train.model import check_lengths
+from aworld_train.dataset.loading import quiet_progress_bars
 
 if TYPE_CHECKING:
     from aworld_train.agent import AgentSpec
     from aworld_train.job.config import TrainConfig
     from aworld_train.reward import RewardSpec
+
+#: For engines built on a Hugging Face ``Trainer``; :mod:`aworld_train.engine` holds what every
+#: engine needs (``resume_checkpoint``, ``merge_adapter`` and ``policy_model``, defined here,
+#: among them).
+__all__ = [
+    "TrainerConfig",
+    "arguments_class",
+    "argument_names",
+    "all_argument_names",
+    "trainer_callback",
+    "LogFn",
+    "StartFn",
+    "score_evaluations",
+    "replay_shuffles",
+    "completion_text",
+    "last_checkpoint",
+    "check_lengths",
+    "quiet_progress_bars",
+]
 
 logger = logging.getLogger("aworld_train")
 

@@ -116,7 +116,8 @@ _TRAINING = """\"\"\"train: supervised fine-tuning on prompt + ground_truth with
 
 from typing import Any
 
-from aworld_train.engine import CHECKPOINTS, AgentSpec, RunContext, resume_checkpoint, trainer_callback
+from aworld_train.engine import CHECKPOINTS, AgentSpec, RunContext, resume_checkpoint
+from aworld_train.engine.hf import trainer_callback
 
 from $package.config import Settings
 
@@ -147,12 +148,11 @@ def run_training(agent: AgentSpec, dataset: Any, settings: Settings, ctx: RunCon
         data_collator=transformers.DataCollatorForLanguageModeling(tokenizer, mlm=False),
         train_dataset=dataset.map(tokenized, remove_columns=dataset.column_names),
         processing_class=tokenizer, callbacks=[callback()])
-    checkpoint = ctx.resume_from and str(resume_checkpoint(ctx.resume_from))
-    trainer.train(resume_from_checkpoint=checkpoint)
+    trainer.train(resume_from_checkpoint=ctx.resume_from and str(resume_checkpoint(ctx.resume_from)))
     trainer.save_model(str(ctx.run_dir / "model"))
 """
 
-_TEST = """from aworld_train.testing.conformance import EngineConformance
+_TEST = """from aworld_train.engine.testing import EngineConformance
 
 
 class TestConformance(EngineConformance):

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.engine import AgentError, policy_model
+from aworld_train.engine import AgentError
+from aworld_train.engine import policy_model
 
 from aworld_train_swift.schema import validate_section
 
@@ -111,7 +112,7 @@ def agent_to_swift(
 def has_chat_template(model: str, trust_remote_code: bool) -> bool:
     """Whether the tokenizer of the local ``model`` has a chat template (the runtime renders
     every episode with it)."""
-    from aworld_train.engine import load_tokenizer
+    from aworld_train.engine.runtime import load_tokenizer
 
     try:
         return bool(load_tokenizer(model, trust_remote_code).chat_template)
@@ -184,7 +185,7 @@ def _template_like_chat_template(folder: Path, candidates: list[str]) -> str | N
     engine leaves out where the chat template has none (:func:`no_default_system`): any of them
     trains on the prompts the chat template writes.
     """
-    from aworld_train.engine import load_tokenizer
+    from aworld_train.engine.runtime import load_tokenizer
     from swift.template import TEMPLATE_MAPPING
 
     turns = [
@@ -227,7 +228,7 @@ def no_default_system(model: str, template: str, trust_remote_code: bool) -> str
     :returns: ``""`` where swift would add a system prompt the chat template does not, else
         ``None`` (swift's default is the chat template's own, or swift adds none).
     """
-    from aworld_train.engine import load_tokenizer
+    from aworld_train.engine.runtime import load_tokenizer
     from swift.template import TEMPLATE_MAPPING
 
     meta = TEMPLATE_MAPPING.get(template)

@@ -16,12 +16,13 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.engine import append_samples, replay_shuffles, score_evaluations, trainer_callback
+from aworld_train.engine import append_samples
+from aworld_train.engine.hf import replay_shuffles, score_evaluations, trainer_callback
 
 from aworld_train_swift.reward import ORM_PREFIX
 
 if TYPE_CHECKING:
-    from aworld_train.engine import LogFn, StartFn
+    from aworld_train.engine.hf import LogFn, StartFn
 
     from aworld_train_swift.config import SwiftConfig
     from aworld_train_swift.reward import SwiftReward

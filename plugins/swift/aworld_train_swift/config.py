@@ -17,18 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.engine import (
-    CHECKPOINTS,
-    TRACKERS,
-    AWorldTrainError,
-    ConfigError,
-    TrainerConfig,
-    arguments_class,
-    check_trackers,
-    refuse_sharded_episodes,
-    require_package,
-    scoped_environment,
-)
+from aworld_train.engine import CHECKPOINTS, AWorldTrainError, ConfigError
+from aworld_train.engine.hf import TrainerConfig, arguments_class
+from aworld_train.engine.launch import scoped_environment
+from aworld_train.engine.runtime import refuse_sharded_episodes
+from aworld_train.engine.settings import TRACKERS, check_trackers, require_package
 
 from aworld_train_swift.logs import LOG_FILE
 from aworld_train_swift.remote_code import model_code

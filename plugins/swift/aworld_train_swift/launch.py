@@ -15,12 +15,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.engine import join_timeout, rendezvous, reward_references, run_workers
+from aworld_train.engine.launch import join_timeout, rendezvous, reward_references, run_workers
 
 from aworld_train_swift.callbacks import scores_test_set
 
 if TYPE_CHECKING:
-    from aworld_train.engine import RunContext, Secrets
+    from aworld_train.engine import RunContext
+    from aworld_train.engine.runtime import Secrets
 
     from aworld_train_swift.agent import SwiftAgent
     from aworld_train_swift.config import SwiftConfig
@@ -54,7 +55,7 @@ def launch(
     :raises TrainingError: when a reward cannot be imported by other processes, the nodes'
         rendezvous is not configured, or a worker fails.
     """
-    from aworld_train.engine import Secrets
+    from aworld_train.engine.runtime import Secrets
 
     secrets = Secrets()  # the secrets of the agent the runtime runs
     job_file = write_job(
@@ -107,7 +108,7 @@ def write_job(
         rewards = [dict(ref, orm=name) for ref, name in zip(references, reward.names)]
     agent_file = None
     if agent is not None and agent.runtime is not None:
-        from aworld_train.engine import Secrets, ship_agent
+        from aworld_train.engine.runtime import Secrets, ship_agent
 
         agent_file = ship_agent(
             agent.runtime,

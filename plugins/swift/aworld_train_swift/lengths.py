@@ -13,7 +13,8 @@ import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.engine import ModelError, arguments_class, check_lengths
+from aworld_train.engine import ModelError
+from aworld_train.engine.hf import arguments_class, check_lengths
 
 from aworld_train_swift.schema import ARGUMENT_CLASSES
 
@@ -57,7 +58,7 @@ def check_swift_lengths(
     :raises ModelError: the core's message (naming the row), after the key the length came
         from; or ``swift.max_length`` past the positions.
     """
-    from aworld_train.engine import max_positions
+    from aworld_train.engine.settings import max_positions
 
     if not agent.local or data is None:
         return

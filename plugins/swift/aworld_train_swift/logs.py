@@ -14,7 +14,8 @@ import os
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.engine import SecretFilter, quiet_progress_bars
+from aworld_train.engine.hf import quiet_progress_bars
+from aworld_train.engine.launch import SecretFilter
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -29,7 +29,7 @@ def swift_memory_plan(config: SwiftConfig, default: MemoryPlan, common: TrainCon
     ``vllm_gpu_memory_utilization`` of the GPU; with ``sleep_level`` it sleeps through the
     update, and ``offload_model`` / ``offload_optimizer`` leave the GPU while it generates.
     """
-    from aworld_train.engine import prompt_budget, trainer_sharding
+    from aworld_train.engine.settings import prompt_budget, trainer_sharding
 
     from aworld_train_swift.settings import swift_defaults
 

@@ -23,9 +23,9 @@ from aworld_train.engine import (
     RewardError,
     RewardFunction,
     RewardSpec,
-    completion_text,
     did_you_mean,
 )
+from aworld_train.engine.hf import completion_text
 
 # The prefix of every registry name this engine adds to swift's ``orms``.
 ORM_PREFIX = "aworld_"

@@ -30,7 +30,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.engine import (
+from aworld_train.engine.runtime import (
     AgentRuntime,
     BatchedGenerate,
     ChatRenderer,

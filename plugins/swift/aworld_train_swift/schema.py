@@ -22,14 +22,9 @@ import typing
 from dataclasses import dataclass
 from typing import Any
 
-from aworld_train.engine import (
-    JOB_FIELDS,
-    ConfigError,
-    all_argument_names,
-    arguments_class,
-    check_value,
-    did_you_mean,
-)
+from aworld_train.engine import ConfigError, check_value, did_you_mean
+from aworld_train.engine.hf import all_argument_names, arguments_class
+from aworld_train.engine.settings import JOB_FIELDS
 
 # The argument dataclass swift parses each algorithm this engine trains into.
 ARGUMENT_CLASSES = {

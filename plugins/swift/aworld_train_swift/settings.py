@@ -12,17 +12,15 @@ import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.engine import (
+from aworld_train.engine import ConfigError, Lora, Setting
+from aworld_train.engine.hf import arguments_class
+from aworld_train.engine.settings import (
     DEFAULT_LOG_SAMPLES,
     GRPO_ONLY,
     TENSORBOARD_DIR,
     TRAINER_LOSS_TYPES,
     TRAINER_SCHEDULERS,
     CommonKeys,
-    ConfigError,
-    Lora,
-    Setting,
-    arguments_class,
     describe_device,
     plain_value,
     refuse_grpo_only,

@@ -15,12 +15,11 @@ from aworld_train.engine import (
     ADAPTER_DIR,
     CHECKPOINTS,
     MODEL_DIR,
-    TRACKERS,
-    last_checkpoint,
     merge_adapter,
     resume_checkpoint,
-    tracker_environment,
 )
+from aworld_train.engine.hf import last_checkpoint
+from aworld_train.engine.settings import TRACKERS, tracker_environment
 
 from aworld_train_swift.callbacks import (
     CALLBACK,
@@ -39,7 +38,8 @@ from aworld_train_swift.config import (
 from aworld_train_swift.logs import output_to_log
 
 if TYPE_CHECKING:
-    from aworld_train.engine import LogFn, RunContext, StartFn
+    from aworld_train.engine import RunContext
+    from aworld_train.engine.hf import LogFn, StartFn
 
     from aworld_train_swift.agent import SwiftAgent
     from aworld_train_swift.config import SwiftConfig

@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from aworld_train.engine import emit, finish_distributed, load_rewards
+from aworld_train.engine.launch import emit, finish_distributed, load_rewards
 
 from aworld_train_swift.config import SwiftConfig
 from aworld_train_swift.reward import SwiftReward
@@ -33,7 +33,7 @@ def main(job_file: str) -> None:
     rollouts = None
     if job.get("agent_file"):
         # This process runs the episodes of its own prompts, with its own tool sessions.
-        from aworld_train.engine import unship_agent
+        from aworld_train.engine.runtime import unship_agent
 
         from aworld_train_swift.rollout import TEMPLATE_PREFIX, AgentRollouts, agent_template
 

@@ -23,7 +23,7 @@ EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "calculator_agent"
 def calculator_job(tmp_path: Path) -> Path:
     """A job file training the example's agent for 2 steps on the first 2 rows of its data, with
     a tiny tool model (untaught: a test teaches it what it needs)."""
-    from aworld_train.testing import build_tiny_model
+    from aworld_train.engine.testing import build_tiny_model
 
     model = build_tiny_model(
         tmp_path / "model", extra_tokens=("<answer>", "</answer>"), max_positions=4096, tools=True

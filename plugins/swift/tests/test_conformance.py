@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aworld_train.testing.conformance import EngineConformance
+from aworld_train.engine.testing import EngineConformance
 
 
 class TestSwiftConformance(EngineConformance):

@@ -302,7 +302,7 @@ def checks_verdict(
 @pytest.fixture(scope="module")
 def long_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The tiny model with room for the scripts' lengths (up to 8,192 completion tokens)."""
-    from aworld_train.testing import build_tiny_model
+    from aworld_train.engine.testing import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("long-model"), max_positions=32768)
 

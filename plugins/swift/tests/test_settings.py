@@ -315,7 +315,7 @@ def test_a_job_that_asks_for_the_cpu_keeps_it_where_a_gpu_is_visible(
     """What the two-process training test relies on when it runs on a GPU machine: the engine
     asks for the CPU only where no GPU is visible, the job's own use_cpu and float32 hold, and
     precision auto resolves for the GPU."""
-    from aworld_train.engine import resolve_precision
+    from aworld_train.engine.settings import resolve_precision
 
     from aworld_train_swift import config as swift_config
 
@@ -500,7 +500,7 @@ def test_an_agent_without_a_system_prompt_gets_the_prompt_its_chat_template_rend
 ) -> None:
     """The tiny model's chat template adds no system turn; swift's qwen template would add
     "You are a helpful assistant." (as the trl engine and `aworld-train eval` do not)."""
-    from aworld_train.engine import load_tokenizer
+    from aworld_train.engine.runtime import load_tokenizer
 
     job["agent"] = {"name": "tiny"}
     config = _check(job).hand_off.config

@@ -168,7 +168,7 @@ def test_grpo_survives_completions_that_end_before_their_first_token(tmp_path: P
     import random
     import string
 
-    from aworld_train.testing import build_tiny_model
+    from aworld_train.engine.testing import build_tiny_model
 
     model = build_tiny_model(tmp_path / "model", hidden_size=128, alphabet=string.printable)
     rng = random.Random(0)

@@ -12,15 +12,8 @@ import os
 from dataclasses import dataclass, field, fields
 from typing import Any, get_type_hints
 
-from aworld_train.engine import (
-    ConfigError,
-    Lora,
-    Setting,
-    TrainConfig,
-    check_value,
-    did_you_mean,
-    refuse_grpo_only,
-)
+from aworld_train.engine import ConfigError, Lora, Setting, TrainConfig, check_value, did_you_mean
+from aworld_train.engine.settings import refuse_grpo_only
 
 DEFAULT_BASE_URL_ENV = "TINKER_BASE_URL"
 # The GRPO losses the service computes itself (its `forward_backward` loss functions).

@@ -87,9 +87,11 @@ def train(
     config: TinkerJob,
     ctx: sdk.RunContext,
 ) -> dict[str, Any]:
+    from aworld_train.engine.runtime import load_tokenizer
+
     from aworld_train_tinker.training import run_training
 
-    tokenizer = sdk.load_tokenizer(agent.model or config.base_model)
+    tokenizer = load_tokenizer(agent.model or config.base_model)
     return run_training(agent, ctx.tools, dataset, reward, config, ctx, tokenizer)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from aworld_train.engine import prompt_messages
+from aworld_train.engine.runtime import prompt_messages
 
 
 def prompt_ids(tokenizer: Any, prompt: Any, system_prompt: str | None) -> list[int]:

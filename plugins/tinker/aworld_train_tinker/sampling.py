@@ -9,15 +9,8 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from aworld_train.engine import (
-    AgentRuntime,
-    AgentSpec,
-    ChatRenderer,
-    Generated,
-    Limits,
-    ToolSet,
-    model_name,
-)
+from aworld_train.engine import AgentSpec, ToolSet
+from aworld_train.engine.runtime import AgentRuntime, ChatRenderer, Generated, Limits, model_name
 
 from aworld_train_tinker.calls import wait
 from aworld_train_tinker.config import TinkerJob

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aworld_train.engine import ConfigError, load_tokenizer
+from aworld_train.engine import ConfigError
+from aworld_train.engine.runtime import load_tokenizer
 
 
 def check_tokenizer(model: str | None, base_model: str, trust_remote_code: bool) -> None:

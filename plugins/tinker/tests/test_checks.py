@@ -179,7 +179,7 @@ def test_a_base_model_the_server_does_not_serve_is_one_line(
 def test_a_base_model_that_tokenizes_otherwise_is_one_line(
     check: Any, closed_port: int, tmp_path: Path
 ) -> None:
-    from aworld_train.testing import build_tiny_model
+    from aworld_train.engine.testing import build_tiny_model
 
     other = build_tiny_model(tmp_path / "other", alphabet="0123456789")
     code, errors = check(f"http://127.0.0.1:{closed_port}", {"tinker": {"base_model": str(other)}})

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from aworld_train.testing.conformance import EngineConformance
+from aworld_train.engine.testing import EngineConformance
 from jobs import LOCAL_KEY
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aworld_train.engine import TrainConfig, load_tokenizer
+from aworld_train.engine import TrainConfig
+from aworld_train.engine.runtime import load_tokenizer
 from aworld_train_tinker.config import Section, resolve
 from aworld_train_tinker.grpo import advantages
 from aworld_train_tinker.rows import batch_indices, prompt_ids, sft_example

@@ -16,7 +16,7 @@ def build_tiny_qwen3(path: Path, hidden_size: int = 64, **tokenizer_args: Any) -
     :param tokenizer_args: passed on to ``build_tiny_model`` (``alphabet``, ``tools``, ...).
     """
     import torch
-    from aworld_train.testing import build_tiny_model
+    from aworld_train.engine.testing import build_tiny_model
     from transformers import AutoConfig, GenerationConfig, Qwen3Config, Qwen3ForCausalLM
 
     build_tiny_model(path, **tokenizer_args)

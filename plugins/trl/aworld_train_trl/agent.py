@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from aworld_train.engine import AgentError, load_tokenizer, policy_model
+from aworld_train.engine import AgentError
+from aworld_train.engine.runtime import load_tokenizer
+from aworld_train.engine import policy_model
 
 if TYPE_CHECKING:
     from aworld_train.engine import AgentSpec, ToolSet, TrainConfig

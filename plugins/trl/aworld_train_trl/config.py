@@ -15,19 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.engine import (
-    CHECKPOINTS,
-    ConfigError,
-    Setting,
+from aworld_train.engine import CHECKPOINTS, ConfigError, Setting, did_you_mean
+from aworld_train.engine.hf import (
     TrainerConfig,
     all_argument_names,
     argument_names,
     arguments_class,
-    did_you_mean,
-    refuse_sharded_episodes,
-    require_package,
-    vllm_generation,
 )
+from aworld_train.engine.runtime import refuse_sharded_episodes, vllm_generation
+from aworld_train.engine.settings import require_package
 
 from aworld_train_trl.script_arguments import (
     ATTENTION_PACKAGES,
@@ -244,7 +240,7 @@ def check_section(
         there), a key that is not a field (with a suggestion), a ``model_init_kwargs`` that asks
         for remote code, or a value the field does not accept.
     """
-    from aworld_train.engine import yaml_repr
+    from aworld_train.engine.settings import yaml_repr
 
     from aworld_train_trl.schema import check_value
 
@@ -420,7 +416,8 @@ def check_completion_room(
 
     :raises ModelError: the core's message (naming the row), after the key the budget came from.
     """
-    from aworld_train.engine import ModelError, check_lengths
+    from aworld_train.engine import ModelError
+    from aworld_train.engine.hf import check_lengths
 
     if resolved.algorithm != "grpo":
         return

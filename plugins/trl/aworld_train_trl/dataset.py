@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.engine import DatasetError, quiet_progress_bars
+from aworld_train.engine import DatasetError
+from aworld_train.engine.hf import quiet_progress_bars
 
 if TYPE_CHECKING:
     import datasets

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.engine import (
+from aworld_train.engine.launch import (
     join_timeout,
     rendezvous,
     reward_references,
@@ -22,7 +22,8 @@ from aworld_train.engine import (
 )
 
 if TYPE_CHECKING:
-    from aworld_train.engine import RunContext, Secrets, ToolSet
+    from aworld_train.engine import RunContext, ToolSet
+    from aworld_train.engine.runtime import Secrets
 
     from aworld_train_trl.agent import TrlAgent
     from aworld_train_trl.config import TrlConfig
@@ -56,7 +57,7 @@ def launch(
     :raises TrainingError: when a reward cannot be imported by other processes, the nodes'
         rendezvous is not configured, or a worker fails.
     """
-    from aworld_train.engine import Secrets
+    from aworld_train.engine.runtime import Secrets
 
     secrets = Secrets()
     job_file = write_job(
@@ -122,7 +123,7 @@ def write_job(
         data.test_rows.save_to_disk(str(data_dir / "test_rows"))
     agent_file = None
     if agent.episodes is not None:
-        from aworld_train.engine import Secrets, ship_agent
+        from aworld_train.engine.runtime import Secrets, ship_agent
 
         agent_file = ship_agent(
             agent.episodes,

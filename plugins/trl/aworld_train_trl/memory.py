@@ -33,7 +33,7 @@ def trl_memory_plan(config: TrlConfig, default: MemoryPlan, common: TrainConfig)
     on ``max_length``. ``beta > 0`` without LoRA keeps a reference model; ``use_vllm`` in
     ``colocate`` mode on a GPU reserves ``vllm_gpu_memory_utilization`` of it.
     """
-    from aworld_train.engine import prompt_budget
+    from aworld_train.engine.settings import prompt_budget
 
     args = {**_DEFAULTS, **{k: v for k, v in config.arguments.items() if v is not None}}
     weight_dtype = _dtype((args.get("model_init_kwargs") or {}).get("dtype"))
@@ -80,6 +80,6 @@ def _dtype(name: Any) -> str | None:
 
 def _sharding(args: dict[str, Any]) -> tuple[int, bool]:
     """The ZeRO stage the arguments ask for and whether the optimizer states are offloaded."""
-    from aworld_train.engine import trainer_sharding
+    from aworld_train.engine.settings import trainer_sharding
 
     return trainer_sharding(args.get("fsdp"), args.get("deepspeed"))

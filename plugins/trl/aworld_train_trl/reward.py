@@ -6,7 +6,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.engine import completion_text
+from aworld_train.engine.hf import completion_text
 
 if TYPE_CHECKING:
     from aworld_train.engine import RewardSpec

@@ -24,7 +24,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.engine import (
+from aworld_train.engine.runtime import (
     AgentRuntime,
     BatchedGenerate,
     ChatRenderer,
@@ -35,7 +35,8 @@ from aworld_train.engine import (
 )
 
 if TYPE_CHECKING:
-    from aworld_train.engine import AgentSpec, EpisodeResult, ToolSet
+    from aworld_train.engine import AgentSpec, ToolSet
+    from aworld_train.engine.runtime import EpisodeResult
 
     from aworld_train_trl.agent import TrlAgent
 

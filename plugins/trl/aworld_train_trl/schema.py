@@ -14,12 +14,8 @@ import enum
 import functools
 from typing import Any
 
-from aworld_train.engine import (
-    ConfigError,
-    did_you_mean,
-    field_types,
-    union_members,
-)
+from aworld_train.engine import ConfigError, did_you_mean
+from aworld_train.engine.settings import field_types, union_members
 from aworld_train.engine import (
     check_value as check_strictly,
 )

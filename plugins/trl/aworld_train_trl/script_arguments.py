@@ -11,7 +11,9 @@ import dataclasses
 import functools
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.engine import ConfigError, arguments_class, require_package
+from aworld_train.engine import ConfigError
+from aworld_train.engine.hf import arguments_class
+from aworld_train.engine.settings import require_package
 
 if TYPE_CHECKING:
     from aworld_train.engine import TrainConfig

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.engine import (
+from aworld_train.engine import ConfigError, EngineKey, Setting, SettingsDeclaration
+from aworld_train.engine.settings import (
     DEFAULT_LOG_SAMPLES,
     GRPO_ONLY,
     TENSORBOARD_DIR,
@@ -22,10 +23,6 @@ from aworld_train.engine import (
     TRAINER_LOSS_TYPES,
     TRAINER_SCHEDULERS,
     CommonKeys,
-    ConfigError,
-    EngineKey,
-    Setting,
-    SettingsDeclaration,
     check_trackers,
     describe_device,
     plain_value,

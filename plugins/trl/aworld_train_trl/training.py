@@ -13,19 +13,22 @@ from aworld_train.engine import (
     ADAPTER_DIR,
     MODEL_DIR,
     append_samples,
-    completion_text,
     merge_adapter,
-    replay_shuffles,
     resume_checkpoint,
-    scoped_environment,
+)
+from aworld_train.engine.hf import (
+    completion_text,
+    replay_shuffles,
     score_evaluations,
     trainer_callback,
 )
+from aworld_train.engine.launch import scoped_environment
 
 from aworld_train_trl.reward import REWARD_COLUMN
 
 if TYPE_CHECKING:
-    from aworld_train.engine import LogFn, RunContext, StartFn, ToolSet
+    from aworld_train.engine import RunContext, ToolSet
+    from aworld_train.engine.hf import LogFn, StartFn
 
     from aworld_train_trl.agent import TrlAgent
     from aworld_train_trl.config import TrlConfig

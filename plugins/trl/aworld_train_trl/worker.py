@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from aworld_train.engine import emit, finish_distributed, load_rewards
+from aworld_train.engine.launch import emit, finish_distributed, load_rewards
 
 from aworld_train_trl.agent import TrlAgent
 from aworld_train_trl.config import TrlConfig
@@ -28,7 +28,7 @@ def main(job_file: str) -> None:
     agent, tools = TrlAgent(**job["agent"]), None
     if job.get("agent_file"):
         # This process runs the episodes of its own prompts, with its own tool sessions.
-        from aworld_train.engine import unship_agent
+        from aworld_train.engine.runtime import unship_agent
 
         shipped = unship_agent(Path(job["agent_file"]))
         agent.episodes, tools = shipped.agent, shipped.tools

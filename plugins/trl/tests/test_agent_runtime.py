@@ -250,7 +250,7 @@ def test_the_calculator_examples_aworld_agent_trains_unchanged(tmp_path: Path) -
     builds it) runs through AWorld's own Runners in every GRPO episode."""
     pytest.importorskip("aworld", reason="AWorld agents need aworld-train[aworld]")
     from aworld_train import AgentTrainer
-    from aworld_train.testing import build_tiny_model
+    from aworld_train.engine.testing import build_tiny_model
 
     example = Path(__file__).resolve().parents[3] / "examples" / "calculator_agent"
     model = build_tiny_model(

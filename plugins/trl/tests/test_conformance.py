@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from aworld_train.testing.conformance import EngineConformance
+from aworld_train.engine.testing import EngineConformance
 
 
 class TestTrlConformance(EngineConformance):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import types
 from typing import Any
 
-from aworld_train.engine import replay_shuffles
+from aworld_train.engine.hf import replay_shuffles
 
 
 def _trainer() -> Any:

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 from aworld_train.agent import AgentSpec, load_agent
-from aworld_train.engine import Secrets, TrainingError, ship_agent, unship_agent
+from aworld_train.engine import TrainingError
+from aworld_train.engine.runtime import Secrets, ship_agent, unship_agent
 from aworld_train.run.redaction import remember_secrets
 
 SECRET = "sk-planted-mcp-5e1f0a"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from aworld_train.testing import build_tiny_model
+from aworld_train.engine.testing import build_tiny_model
 
 
 @pytest.fixture(scope="module")

@@ -56,7 +56,7 @@ if __name__ == "__main__":
 
 @pytest.fixture(scope="module")
 def tool_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from aworld_train.testing import build_tiny_model
+    from aworld_train.engine.testing import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tool-model"), max_positions=4096, tools=True)
 

@@ -20,7 +20,7 @@ EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "calculator_agent"
 
 @pytest.fixture(scope="module")
 def tool_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from aworld_train.testing import build_tiny_model
+    from aworld_train.engine.testing import build_tiny_model
 
     # A prompt with three tool schemas is ~1200 byte-level tokens, past the default 1024.
     return build_tiny_model(

@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.engine import AgentError, aworld_pickler, remember_secrets
+from aworld_train.engine import AgentError
+from aworld_train.engine.launch import remember_secrets
+from aworld_train.engine.runtime import aworld_pickler
 
 from aworld_train_verl.vault import Vault
 
@@ -350,7 +352,7 @@ def _load_back(config_file: Path, environment: dict[str, str]) -> None:
 def _import_agent_back(reference: str, root: str | None) -> None:
     """The agent's reference imports as the workers import it; in a child process, so that
     this process's modules stay as the job left them."""
-    from aworld_train.engine import call_isolated
+    from aworld_train.engine.launch import call_isolated
 
     from aworld_train_verl.agent_loop import import_agent
 

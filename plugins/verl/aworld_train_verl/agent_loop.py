@@ -34,14 +34,13 @@ from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
-from aworld_train.engine import (
+from aworld_train.engine import AgentSpec, ToolSet
+from aworld_train.engine.runtime import (
     AgentRuntime,
-    AgentSpec,
     ChatRenderer,
     EpisodeResult,
     Generated,
     Limits,
-    ToolSet,
     model_name,
 )
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput

@@ -32,7 +32,7 @@ from aworld_train_verl.vault import loads
 def load_agent_file(path: str) -> AgentSpec:
     """The pickled AWorld agent at ``path`` as the runtime runs it, loaded once per worker
     process: the runtime runs a fresh copy of it in every episode."""
-    from aworld_train.engine import load_agent
+    from aworld_train.engine.runtime import load_agent
 
     return load_agent(loads(Path(path).read_bytes()))
 

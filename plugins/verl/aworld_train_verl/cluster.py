@@ -22,7 +22,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from aworld_train.engine import ConfigError, redact_text
+from aworld_train.engine import ConfigError
+from aworld_train.engine.launch import redact_text
 
 PROBE_TIMEOUT_S = 3.0
 QUERY_TIMEOUT_S = 20.0

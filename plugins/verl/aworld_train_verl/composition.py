@@ -15,7 +15,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.engine import ConfigError, cached
+from aworld_train.engine import ConfigError
+from aworld_train.engine.launch import cached
 
 if TYPE_CHECKING:
     from aworld_train.engine import TrainConfig

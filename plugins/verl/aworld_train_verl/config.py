@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.engine import ConfigError, check_trackers
+from aworld_train.engine import ConfigError
+from aworld_train.engine.settings import check_trackers
 
 from aworld_train_verl.composition import base_config, compose_config, one_line
 from aworld_train_verl.device import ENVIRONMENT as CPU_ENVIRONMENT
@@ -171,7 +172,7 @@ def _without_vllm_lora_lookup(composed: DictConfig, origins: Mapping[str, str]) 
 def _check_model_len(composed: DictConfig, origins: Mapping[str, str]) -> None:
     """VeRL's rollout server refuses at start-up a ``rollout.max_model_len`` past the model's
     positions (unset, it takes the positions)."""
-    from aworld_train.engine import max_positions
+    from aworld_train.engine.settings import max_positions
 
     key = "actor_rollout_ref.rollout.max_model_len"
     max_model_len = composed.actor_rollout_ref.rollout.max_model_len

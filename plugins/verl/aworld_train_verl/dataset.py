@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.engine import DatasetError, quiet_progress_bars
+from aworld_train.engine import DatasetError
+from aworld_train.engine.hf import quiet_progress_bars
 
 if TYPE_CHECKING:
     import datasets
@@ -270,7 +271,8 @@ def check_response_room(
     :param origin: where VeRL's budget comes from, for the message.
     :raises ModelError: the core's message (naming the row), after ``origin``.
     """
-    from aworld_train.engine import ModelError, check_lengths
+    from aworld_train.engine import ModelError
+    from aworld_train.engine.hf import check_lengths
 
     if budget == core_budget:
         return

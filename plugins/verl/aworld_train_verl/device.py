@@ -17,7 +17,8 @@ import importlib.metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.engine import ConfigError, TrainingError, vllm_generation
+from aworld_train.engine import ConfigError, TrainingError
+from aworld_train.engine.runtime import vllm_generation
 
 from aworld_train_verl.composition import flatten, section_of
 from aworld_train_verl.gpus import cluster_address, visible_gpus

@@ -25,14 +25,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from aworld_train.engine import (
-    ADAPTER_DIR,
-    CHECKPOINTS,
-    MODEL_DIR,
-    TrainingError,
-    merge_adapter,
-    run_process,
-)
+from aworld_train.engine import ADAPTER_DIR, CHECKPOINTS, MODEL_DIR, TrainingError, merge_adapter
+from aworld_train.engine.launch import run_process
 
 from aworld_train_verl.config import SAVED_CONFIG_NAME
 

@@ -16,7 +16,8 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from aworld_train.engine import CHECKPOINTS, TrainingError, remember_secrets, run_process
+from aworld_train.engine import CHECKPOINTS, TrainingError
+from aworld_train.engine.launch import remember_secrets, run_process
 
 from aworld_train_verl.config import SAVED_CONFIG_NAME
 from aworld_train_verl.gpus import visible_gpus

@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.engine import CHECKPOINTS, CommonKeys, ConfigError, did_you_mean
+from aworld_train.engine import CHECKPOINTS, ConfigError, did_you_mean
+from aworld_train.engine.settings import CommonKeys
 
 from aworld_train_verl.composition import (
     CONFIG_NAME,

@@ -262,7 +262,7 @@ def score_with_reward_manager(
         (set in the child only).
     :raises RewardError: naming the function and row, when loading or scoring fails.
     """
-    from aworld_train.engine import call_isolated
+    from aworld_train.engine.launch import call_isolated
 
     # Imported here, before the fork, so that the child spends its time on the reward.
     from verl.trainer.ppo.reward import load_reward_manager  # noqa: F401

@@ -24,15 +24,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.engine import (
-    ConfigError,
-    cached,
-    check_value,
-    did_you_mean,
-    first_non_finite,
-    fits,
-    yaml_repr,
-)
+from aworld_train.engine import ConfigError, check_value, did_you_mean
+from aworld_train.engine.launch import cached
+from aworld_train.engine.settings import first_non_finite, fits, yaml_repr
 
 from aworld_train_verl.composition import base_config, cache_key
 

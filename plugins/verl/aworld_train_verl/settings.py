@@ -13,13 +13,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.engine import (
+from aworld_train.engine import ConfigError, Setting
+from aworld_train.engine.settings import (
     DEFAULT_LOG_SAMPLES,
     TENSORBOARD_DIR,
     TRACKERS,
     CommonKeys,
-    ConfigError,
-    Setting,
     describe_device,
     resolve_precision,
     tracker_environment,

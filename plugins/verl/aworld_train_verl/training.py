@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.engine import DEFAULT_LOG_SAMPLES, append_samples
+from aworld_train.engine import append_samples
+from aworld_train.engine.settings import DEFAULT_LOG_SAMPLES
 
 from aworld_train_verl import launch
 from aworld_train_verl.device import check_cpu_training, on_cpu

@@ -17,7 +17,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.engine import ENV_PREFIX, Secrets, remember_secrets, secret_loads  # noqa: F401 - ENV_PREFIX named here by the docs and tests
+from aworld_train.engine.launch import remember_secrets
+from aworld_train.engine.runtime import ENV_PREFIX  # noqa: F401 - named here by the docs and tests
+from aworld_train.engine.runtime import Secrets, secret_loads
 
 from aworld_train_verl.composition import unflatten
 

@@ -28,7 +28,7 @@ def build_tool_model(folder: Path, num_heads: int = 4) -> Path:
 
     :param num_heads: 2 makes heads 32 wide, which vLLM's CPU build runs.
     """
-    from aworld_train.testing import build_tiny_model
+    from aworld_train.engine.testing import build_tiny_model
 
     return build_tiny_model(
         folder,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from aworld_train.errors import TrainingError
-from aworld_train.testing.conformance import EngineConformance
+from aworld_train.engine.testing import EngineConformance
 from aworld_train_verl.gpus import visible_gpus
 
 
