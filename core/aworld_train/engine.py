@@ -93,7 +93,7 @@ from aworld_train.launch.shipping import (
     unship_agent,
 )
 from aworld_train.memory import MemoryPlan, prompt_budget, trainer_sharding
-from aworld_train.declaration import EngineKey, SettingsDeclaration
+from aworld_train.declaration import EngineKey, SettingsDeclaration, source_of
 from aworld_train.engine_keys import (
     GRPO_ONLY,
     TRAINER_LOSS_TYPES,
@@ -179,6 +179,7 @@ __all__ = [
     "CommonKeys",
     "disagreement",
     "same_value",
+    "source_of",
     "plain_value",
     "trainer_scheduler",
     "GRPO_ONLY",
