@@ -25,11 +25,6 @@ SOURCES = [
 #: once its module is restructured; the list never grows.
 ALLOWED = {
     "core/aworld_train/config.py:load_config",
-    "plugins/trl/aworld_train_trl/settings.py:resolve_settings",
-    "plugins/trl/aworld_train_trl/config.py:config_to_trl",
-    "plugins/verl/aworld_train_verl/settings.py:effective_settings",
-    "plugins/verl/aworld_train_verl/settings.py:setting_overrides",
-    "plugins/tinker/aworld_train_tinker/config.py:resolve",
 }
 
 
