@@ -329,8 +329,7 @@ def _with_overrides(
     engine_names: tuple[str, ...],
     layout: ConfigLayout | None,
 ) -> dict[str, Any]:
-    """The config merged with its ``-o`` overrides, each with the keys the engine's ``layout``
-    claims moved into its section first."""
+    """``data`` merged with the ``-o`` overrides, each with the keys ``layout`` claims moved."""
     if engine is not None and layout is not None:
         known = {*COMMON_KEYS, "resources", *engine_names} - {"algorithm"}
         commons = (*COMMON_KEYS, "resources")

@@ -190,6 +190,19 @@ class SettingsDeclaration:
         own = common.section[key] if source == "section" else defaults.get(key, declared.default)
         return Setting(name, declared.common_value(own), key, own, source)
 
+    def arguments(self, config: Any) -> dict[str, Any]:
+        """The engine's first key of each common key it has one for, set to the job's value
+        (``config``'s attribute of the common name) converted, else to the declared default;
+        left out where neither is (the engine's own default applies)."""
+        arguments = {}
+        for declared in self.keys:
+            value = getattr(config, declared.name, None)
+            if declared.key and value is not None:
+                arguments[declared.key] = declared.engine_value(value)
+            elif declared.key and declared.default is not UNSTATED:
+                arguments[declared.key] = declared.default
+        return arguments
+
     def markdown(self) -> str:
         """The engine's table for ``docs/settings.md``: each common key, the engine's keys (the
         first is the one ``check`` shows) and its default where declared."""

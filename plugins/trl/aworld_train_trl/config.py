@@ -36,7 +36,7 @@ from aworld_train_trl.script_arguments import (
     script_defaults,
     script_keys,
 )
-from aworld_train_trl.settings import resolve_settings
+from aworld_train_trl.settings import SETTINGS, resolve_settings
 
 if TYPE_CHECKING:
     from aworld_train.engine import TrainConfig
@@ -58,6 +58,9 @@ _RESERVED = {
 # Fields that hold a credential, with the environment variable that carries it to the training
 # process instead: TRL's config object is pickled into every training_args.bin.
 SECRET_FIELDS = {"hub_token": "HF_TOKEN"}
+
+# The common keys TRL takes with the same value, under the key its declaration names.
+PLAIN_KEYS = ("learning_rate", "max_steps", "num_epochs", "batch_size")
 
 
 @dataclass(kw_only=True)
@@ -330,13 +333,9 @@ def _common_args(
             else "gradient_checkpointing"
         )
         args.update({"use_cpu": True, checkpointing: False})
-    optional = {
-        "learning_rate": config.learning_rate,
-        "max_steps": config.max_steps,
-        "num_train_epochs": config.num_epochs,
-        "per_device_train_batch_size": config.batch_size,
-    }
-    args.update({key: value for key, value in optional.items() if value is not None})
+    for name in PLAIN_KEYS:  # each under the key TRL's declaration names, where the job sets it
+        if getattr(config, name) is not None:
+            args[SETTINGS[name].key] = getattr(config, name)
     if config.save_steps:
         args.update(save_strategy="steps", save_steps=config.save_steps)
 
