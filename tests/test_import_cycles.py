@@ -1,6 +1,7 @@
 """The core package and each engine package import in one direction: no module imports, even
-from inside a function, a module that imports it back; and no module is over
-:data:`MAX_LINES` lines.
+from inside a function, a module that imports it back, nor the package it lives in (an import
+that runs back up); the core's wings (its sub-packages and top-level modules) import each other
+one way only, so that they stand in floors; and no module is over :data:`MAX_LINES` lines.
 
 The imports are read from the source (nothing is imported here), so the test runs in the core's
 venv without the engines' libraries. An import under ``if TYPE_CHECKING:`` never runs and is left
@@ -171,6 +172,35 @@ def test_no_import_cycle(package: str) -> None:
     assert not cycles, f"{package} imports in a circle: " + "; ".join(
         " -> ".join(cycle) for cycle in cycles
     )
+
+
+@pytest.mark.parametrize("package", sorted(PACKAGES))
+def test_no_module_imports_the_package_it_lives_in(package: str) -> None:
+    upward = [
+        f"{module} -> {target}"
+        for module, targets in import_graph(package, PACKAGES[package]).items()
+        for target in targets
+        if module.startswith(f"{target}.") and not module.endswith(".__main__")
+    ]
+    assert not upward, "imports that run back up: " + "; ".join(upward)
+
+
+def _wing(module: str) -> str:
+    """The wing of a core module: its sub-package, or the top-level module itself."""
+    return ".".join(module.split(".")[:2])
+
+
+def test_the_core_wings_import_each_other_one_way() -> None:
+    wings: dict[str, set[str]] = {}
+    for module, targets in import_graph("aworld_train", PACKAGES["aworld_train"]).items():
+        if module != "aworld_train":  # the package's face hands names on
+            wings.setdefault(_wing(module), set()).update(
+                _wing(t) for t in targets if t != "aworld_train" and _wing(t) != _wing(module)
+            )
+    for targets in wings.values():
+        targets &= set(wings)
+    cycles = find_cycles(wings)
+    assert not cycles, "wings import in a circle: " + "; ".join(" -> ".join(c) for c in cycles)
 
 
 def test_a_cycle_through_a_function_is_found(tmp_path: Path) -> None:

@@ -60,7 +60,7 @@ def aworld_train(
     # Wide enough that rich keeps each table row on one line.
     env = {k: v for k, v in os.environ.items() if k not in ENV_VARS} | {"COLUMNS": "200"} | extra
     if site is not None:
-        env["PYTHONPATH"] = str(site)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(site), env.get("PYTHONPATH"))))
     return subprocess.run(
         [str(EXECUTABLE), *map(str, args)], capture_output=True, text=True, env=env, timeout=120
     )
@@ -102,36 +102,76 @@ def test_an_engine_that_reports_no_settings_prints_no_table(tmp_path: Path) -> N
     assert result.stderr == ""
 
 
+# Engines beside the toy one that declare their settings, as an installed engine does: "flat"
+# names its keys at the top of its section, "nested" under dotted paths.
+DECLARING = """
+from aworld_train.engine import EngineKey, SettingsDeclaration
+from aworld_train_toy.engine import check_agent, check_config, check_dataset, check_reward, train
+
+SETTINGS = SettingsDeclaration("{name}", ({keys},))
+"""
+FLAT = DECLARING.format(
+    name="Flat",
+    keys="""EngineKey("precision", ("bf16", "fp16")), EngineKey("kl_coef", ("beta",)),
+    EngineKey("learning_rate", ("learning_rate",)), EngineKey("max_steps", ("max_steps",))""",
+)
+NESTED = DECLARING.format(
+    name="Nested",
+    keys="""EngineKey("kl_coef", ("actor.kl_loss_coef", "actor.use_kl_loss")),
+    EngineKey("eval_steps", ("trainer.test_freq",)),
+    EngineKey("num_epochs", ("trainer.total_epochs",))""",
+)
+
+
+def declaring_engines(tmp_path: Path) -> Path:
+    """A site with the engines ``flat`` and ``nested`` installed."""
+    site = tmp_path / "site"
+    site.mkdir()
+    lay_out_engine(site, "flat", FLAT)
+    lay_out_engine(site, "nested", NESTED)
+    return site
+
+
 @pytest.mark.slow
 def test_other_engines_sections_warn_one_line_per_key(tmp_path: Path) -> None:
     job = write_job(
         tmp_path,
         {
-            "trl": {"beta": 0.0, "fp16": True, "num_iterations": 4},
-            "verl": {
-                "actor_rollout_ref": {"actor": {"kl_loss_coef": 0.0, "ppo_epochs": 2}},
+            "flat": {"beta": 0.0, "fp16": True, "num_iterations": 4},
+            "nested": {
+                "actor": {"kl_loss_coef": 0.0, "ppo_epochs": 2},
                 "trainer.test_freq": 5,
             },
             "toy": {"temperature": 1.0},
         },
     )
-    result = aworld_train("check", job)
+    result = aworld_train("check", job, site=declaring_engines(tmp_path))
     assert result.returncode == 0, result.stderr
     assert result.stderr.splitlines() == [
-        "config trl.beta: no effect on engine toy (only the trl engine reads the trl section); "
-        "the common key kl_coef carries it to every engine",
-        "config trl.fp16: no effect on engine toy (only the trl engine reads the trl section); "
-        "the common key precision carries it to every engine",
-        "config trl.num_iterations: no effect on engine toy (only the trl engine reads the trl "
-        "section)",
-        "config verl.actor_rollout_ref.actor.kl_loss_coef: no effect on engine toy (only the "
-        "verl engine reads the verl section); the common key kl_coef carries it to every engine",
-        "config verl.actor_rollout_ref.actor.ppo_epochs: no effect on engine toy (only the verl "
-        "engine reads the verl section)",
-        "config verl.trainer.test_freq: no effect on engine toy (only the verl engine reads the "
-        "verl section); the common key eval_steps carries it to every engine",
+        "config flat.beta: no effect on engine toy (only the flat engine reads the flat "
+        "section); the common key kl_coef carries it to every engine",
+        "config flat.fp16: no effect on engine toy (only the flat engine reads the flat "
+        "section); the common key precision carries it to every engine",
+        "config flat.num_iterations: no effect on engine toy (only the flat engine reads the "
+        "flat section)",
+        "config nested.actor.kl_loss_coef: no effect on engine toy (only the nested engine "
+        "reads the nested section); the common key kl_coef carries it to every engine",
+        "config nested.actor.ppo_epochs: no effect on engine toy (only the nested engine reads "
+        "the nested section)",
+        "config nested.trainer.test_freq: no effect on engine toy (only the nested engine "
+        "reads the nested section); the common key eval_steps carries it to every engine",
     ]
     assert "all checks passed" in result.stdout
+
+
+@pytest.mark.slow
+def test_a_section_of_an_engine_not_installed_names_no_common_key(tmp_path: Path) -> None:
+    # Without the engine, nothing says which of its keys a common key carries.
+    result = aworld_train("check", write_job(tmp_path, {"flat": {"beta": 0.0}}))
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines() == [
+        "config flat.beta: no effect on engine toy (only the flat engine reads the flat section)"
+    ]
 
 
 def test_a_missing_tracker_fails_check_in_one_line(tmp_path: Path) -> None:
@@ -264,20 +304,21 @@ def test_older_common_keys_in_another_section_are_named(tmp_path: Path) -> None:
         "check",
         job,
         "-o",
-        "swift.learning_rate=0.1",
+        "flat.learning_rate=0.1",
         "-o",
-        "swift.max_steps=3",
+        "flat.max_steps=3",
         "-o",
-        "verl.trainer.total_epochs=2",
+        "nested.trainer.total_epochs=2",
+        site=declaring_engines(tmp_path),
     )
     assert result.returncode == 0, result.stderr
     assert result.stderr.splitlines() == [
-        "config swift.learning_rate: no effect on engine toy (only the swift engine reads the "
-        "swift section); the common key learning_rate carries it to every engine",
-        "config swift.max_steps: no effect on engine toy (only the swift engine reads the swift "
+        "config flat.learning_rate: no effect on engine toy (only the flat engine reads the "
+        "flat section); the common key learning_rate carries it to every engine",
+        "config flat.max_steps: no effect on engine toy (only the flat engine reads the flat "
         "section); the common key max_steps carries it to every engine",
-        "config verl.trainer.total_epochs: no effect on engine toy (only the verl engine reads "
-        "the verl section); the common key num_epochs carries it to every engine",
+        "config nested.trainer.total_epochs: no effect on engine toy (only the nested engine "
+        "reads the nested section); the common key num_epochs carries it to every engine",
     ]
 
 
@@ -301,7 +342,7 @@ def test_the_tables_are_not_cut_when_stdout_is_not_a_terminal(tmp_path: Path) ->
     site.mkdir()
     lay_out_engine(site, "wide", WIDE)
     env = {k: v for k, v in os.environ.items() if k not in ENV_VARS and k != "COLUMNS"}
-    env["PYTHONPATH"] = str(site)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(site), os.environ.get("PYTHONPATH"))))
     result = subprocess.run(
         [str(EXECUTABLE), "check", write_job(tmp_path, {}, engine="wide")],
         capture_output=True,

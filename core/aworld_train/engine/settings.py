@@ -18,6 +18,7 @@ from aworld_train.job.common_keys import (
     trainer_scheduler,
 )
 from aworld_train.job.config import first_non_finite
+from aworld_train.job.declaration import source_of
 from aworld_train.job.optional_packages import require_package
 from aworld_train.job.settings import (
     DEFAULT_LOG_SAMPLES,
@@ -33,6 +34,7 @@ from aworld_train.run.files import TENSORBOARD_DIR
 from aworld_train.run.trackers import check_trackers, tracker_environment
 
 __all__ = [
+    "source_of",
     "max_positions",
     "prompt_budget",
     "trainer_sharding",

@@ -297,18 +297,10 @@ def load_config(
         given at the top and in the engine's section with different values.
     """
     data, where = read_config(config, base_dir)
-    extra = parse_overrides(overrides)
     if isinstance(config, TrainConfig) and engine is None:
         engine = config.engine
-    engine_names = (*engine_names, *(declarations or {}))
-    if engine is not None:
-        engine_names = (*engine_names, engine)
-        if layout is not None:
-            known = {*COMMON_KEYS, "resources", *engine_names} - {"algorithm"}
-            commons = (*COMMON_KEYS, "resources")
-            data = claim(data, engine, known, commons, layout, where)
-            extra = claim(extra, engine, known, commons, layout, "-o")
-    data = merge(data, extra)
+    engine_names = (*engine_names, *(declarations or {}), *(() if engine is None else (engine,)))
+    data = _with_overrides(data, where, parse_overrides(overrides), engine, engine_names, layout)
     sources = {item.partition("=")[0].strip(): f"-o {item}" for item in overrides}
     keys = _TopLevel(where, sources, engine, engine_names, declarations)
     for key, value in data.items():
@@ -327,6 +319,23 @@ def load_config(
         engine=engine,
         explicit=explicit,
     )
+
+
+def _with_overrides(
+    data: dict[str, Any],
+    where: str,
+    extra: dict[str, Any],
+    engine: str | None,
+    engine_names: tuple[str, ...],
+    layout: ConfigLayout | None,
+) -> dict[str, Any]:
+    """``data`` merged with the ``-o`` overrides, each with the keys ``layout`` claims moved."""
+    if engine is not None and layout is not None:
+        known = {*COMMON_KEYS, "resources", *engine_names} - {"algorithm"}
+        commons = (*COMMON_KEYS, "resources")
+        data = claim(data, engine, known, commons, layout, where)
+        extra = claim(extra, engine, known, commons, layout, "-o")
+    return merge(data, extra)
 
 
 @dataclass

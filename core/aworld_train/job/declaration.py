@@ -5,16 +5,18 @@ An engine exposes its :class:`SettingsDeclaration` as the attribute ``SETTINGS``
 entry-point object. From it the SDK derives what each engine used to write by hand: carrying a
 common key onto the engine's key (:meth:`SettingsDeclaration.carry`), the refusal of a section
 key that says otherwise (:class:`~aworld_train.job.common_keys.CommonKeys`), the effective-settings
-row with where its value came from (:meth:`SettingsDeclaration.row`, :func:`source_of`), the
+row with where its value came from (:meth:`SettingsDeclaration.row` where the engine's value is
+the job's or the section's, :meth:`SettingsDeclaration.read` where it is read back from the
+engine's final config, :func:`source_of` for both), the
 common name of a key of the engine's section that another engine's job carries
 (:meth:`SettingsDeclaration.common_name`) and the engine's table in ``docs/settings.md``
 (:meth:`SettingsDeclaration.markdown`). The core asks the installed engines for their
-declarations (:func:`aworld_train.plugins.installed_declarations`); it names none itself.
+declarations (:func:`installed_declarations`); it names none itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,13 +27,19 @@ from aworld_train.job.settings import Setting
 UNSTATED = "(the engine's own default)"
 
 
-def source_of(job_value: Any, section: Mapping[str, Any], key: str) -> str:
+def source_of(job_value: Any, section: Mapping[str, Any], keys: str | Iterable[str]) -> str:
     """Where a setting's value comes from, the one rule of every engine: the job's common key
-    when set (``job``), else the engine's own ``key`` in its section (``section``), else the
-    engine's default (``default``)."""
+    when set (``job``: ``job_value`` is not ``None``), else one of the engine's own ``keys`` in
+    its section (``section``: the key, or a key under it where the engine's keys nest, with a
+    value other than ``None``), else the engine's default (``default``)."""
     if job_value is not None:
         return "job"
-    return "section" if key and key in section else "default"
+    wanted = (keys,) if isinstance(keys, str) else tuple(keys)
+    given = {key for key, value in section.items() if value is not None}
+    found = any(
+        own and (own in given or any(key.startswith(f"{own}.") for key in given)) for own in wanted
+    )
+    return "section" if found else "default"
 
 
 def _same(value: Any) -> Any:
@@ -113,6 +121,34 @@ class SettingsDeclaration:
             None,
         )
 
+    def source(self, name: str, job_value: Any, section: Mapping[str, Any]) -> str:
+        """Where the common key ``name``'s value comes from (:func:`source_of`): the job's
+        ``job_value``, else any of the engine's keys for it in ``section``, else the default."""
+        return source_of(job_value, section, self.own_keys(name))
+
+    def read(
+        self,
+        name: str,
+        job_value: Any,
+        section: Mapping[str, Any],
+        value_of: Callable[[str], Any],
+    ) -> Setting:
+        """The effective-settings row of the common key ``name`` read back from the engine's
+        final config: the value of its first key (``value_of(key)``) and that value as the
+        common one, with :meth:`source`; for a common key the engine has no key for, its
+        declared default.
+
+        :param job_value: the job's value of the common key (``None``: unset).
+        :param section: the engine's section as the job gives it.
+        """
+        declared = self[name]
+        source = self.source(name, job_value, section)
+        if not declared.key:  # the engine applies it itself: its declared default, if any
+            value = None if declared.default is UNSTATED else declared.default
+            return Setting(name, value, "", None, source)
+        own = value_of(declared.key)
+        return Setting(name, declared.common_value(own), declared.key, own, source)
+
     def carry(
         self,
         common: CommonKeys,
@@ -153,6 +189,19 @@ class SettingsDeclaration:
             return Setting(name, value, key, engine_value, source)
         own = common.section[key] if source == "section" else defaults.get(key, declared.default)
         return Setting(name, declared.common_value(own), key, own, source)
+
+    def arguments(self, config: Any) -> dict[str, Any]:
+        """The engine's first key of each common key it has one for, set to the job's value
+        (``config``'s attribute of the common name) converted, else to the declared default;
+        left out where neither is (the engine's own default applies)."""
+        arguments = {}
+        for declared in self.keys:
+            value = getattr(config, declared.name, None)
+            if declared.key and value is not None:
+                arguments[declared.key] = declared.engine_value(value)
+            elif declared.key and declared.default is not UNSTATED:
+                arguments[declared.key] = declared.default
+        return arguments
 
     def markdown(self) -> str:
         """The engine's table for ``docs/settings.md``: each common key, the engine's keys (the

@@ -4,7 +4,8 @@ The generated engine has the layout of the engines this project ships: ``engine.
 hooks, ``config.py`` the engine's settings, ``training.py`` the training; all three are cheap to
 import (torch and transformers load when training starts). It fine-tunes a causal LM on
 ``prompt`` + ``ground_truth`` with transformers' ``Trainer`` (``algorithm: sft``), reports the
-trainer's logs through the SDK's ``trainer_callback`` and passes the conformance suite as
+trainer's logs through the SDK's ``trainer_callback``, declares the common keys it maps as
+``SETTINGS`` (the arguments it trains with come from it) and passes the conformance suite as
 generated. It imports nothing of the core but ``aworld_train.engine``, and its own code stays
 within :data:`MAX_LINES` lines. Its author replaces ``training.py`` with their engine's and
 keeps the hooks.
@@ -56,7 +57,7 @@ from aworld_train.engine import AgentError, AgentSpec, DatasetError, RunContext,
 from aworld_train.engine import TrainConfig, hookimpl, installed_versions, policy_model
 
 # Both import nothing heavy at their top: torch and transformers load when training starts.
-from $package.config import Settings, settings_from
+from $package.config import SETTINGS, Settings, settings_from  # the core reads SETTINGS here
 from $package.training import run_training
 
 
@@ -94,7 +95,16 @@ _CONFIG = """\"\"\"check_config: the engine's own `$name:` config section, as Se
 from dataclasses import dataclass, fields
 from typing import Any
 
-from aworld_train.engine import ConfigError, did_you_mean
+from aworld_train.engine import ConfigError, EngineKey, SettingsDeclaration, did_you_mean
+
+# Each common key the engine takes, as its own key (a TrainingArguments field), with the engine's
+# default where it is not transformers' own: the one place that maps them. The arguments it
+# trains with come from it, and `check` names a `$name:` key by its common key on other engines.
+SETTINGS = SettingsDeclaration("$name", (
+    EngineKey("learning_rate", ("learning_rate",)), EngineKey("max_steps", ("max_steps",)),
+    EngineKey("batch_size", ("per_device_train_batch_size",)), EngineKey("save_steps", ("save_steps",)),
+    EngineKey("seed", ("seed",)), EngineKey("num_epochs", ("num_train_epochs",), default=1),
+    EngineKey("logging_steps", ("logging_steps",), default=10)))
 
 
 @dataclass
@@ -119,7 +129,7 @@ from typing import Any
 from aworld_train.engine import CHECKPOINTS, AgentSpec, RunContext, resume_checkpoint
 from aworld_train.engine.hf import trainer_callback
 
-from $package.config import Settings
+from $package.config import SETTINGS, Settings
 
 
 def run_training(agent: AgentSpec, dataset: Any, settings: Settings, ctx: RunContext) -> None:
@@ -131,17 +141,12 @@ def run_training(agent: AgentSpec, dataset: Any, settings: Settings, ctx: RunCon
     def tokenized(row: dict[str, Any]) -> dict[str, Any]:
         prompt = row["prompt"] if isinstance(row["prompt"], list) else [
             {"role": "user", "content": row["prompt"]}]
-        text = tokenizer.apply_chat_template(system + prompt, tokenize=False,
-                                             add_generation_prompt=True)
+        text = tokenizer.apply_chat_template(system + prompt, tokenize=False, add_generation_prompt=True)
         return tokenizer(text + row["ground_truth"] + tokenizer.eos_token, truncation=True,
                          max_length=settings.max_length)
 
-    args = transformers.TrainingArguments(
-        str(ctx.run_dir / CHECKPOINTS), max_steps=config.max_steps or -1, seed=config.seed,
-        num_train_epochs=config.num_epochs or 1, per_device_train_batch_size=config.batch_size or 8,
-        learning_rate=config.learning_rate or 5e-5, weight_decay=settings.weight_decay,
-        logging_steps=config.logging_steps or 10, save_steps=config.save_steps or 500,
-        report_to="none")
+    args = transformers.TrainingArguments(str(ctx.run_dir / CHECKPOINTS), report_to="none",
+        weight_decay=settings.weight_decay, **SETTINGS.arguments(config))
     callback = trainer_callback(transformers.TrainerCallback, ctx.metrics.start, ctx.metrics.log)
     trainer = transformers.Trainer(
         transformers.AutoModelForCausalLM.from_pretrained(agent.model), args,

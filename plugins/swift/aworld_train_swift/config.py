@@ -23,6 +23,7 @@ from aworld_train.engine.launch import scoped_environment
 from aworld_train.engine.runtime import refuse_sharded_episodes
 from aworld_train.engine.settings import TRACKERS, check_trackers, require_package
 
+from aworld_train_swift.declaration import SETTINGS
 from aworld_train_swift.logs import LOG_FILE
 from aworld_train_swift.remote_code import model_code
 from aworld_train_swift.schema import ARGUMENT_CLASSES, SECRETS, validate_section
@@ -41,6 +42,16 @@ CACHE = "cache"
 # download, a vLLM server connection): the check builds without them, after their values
 # were validated.
 _NETWORK_KEYS = ("adapters", "vllm_server_host", "vllm_server_base_url")
+
+# The common keys swift takes with the same value, under the key its declaration names.
+PLAIN_KEYS = (
+    "learning_rate",
+    "max_steps",
+    "num_epochs",
+    "batch_size",
+    "logging_steps",
+    "save_steps",
+)
 
 #: ms-swift's default completions per prompt (RLHFArguments.num_generations).
 NUM_GENERATIONS = 8
@@ -89,63 +100,8 @@ def config_to_swift(
     """
     algorithm = config.algorithm
     section = validate_section(config.engine_section(), algorithm)
-
-    arguments: dict[str, Any] = {
-        "model": agent.model,
-        "model_type": agent.model_type,
-        "template": agent.template,
-        "check_model": False,
-        "add_version": False,
-        "output_dir": str(run_dir / CHECKPOINTS),
-        "seed": config.seed,
-        "data_seed": config.seed,
-        "dataloader_num_workers": 0,
-        "dataset_num_proc": 1,
-        "split_dataset_ratio": 0.0,
-    }
-    if agent.system is not None:
-        arguments["system"] = agent.system
-    if data is not None:
-        arguments["dataset"] = [str(data.train)]
-        if data.test is not None:
-            arguments["val_dataset"] = [str(data.test)]
-            if algorithm == "grpo":
-                # One completion per test row, decoded greedily (patches.greedy_evaluation).
-                arguments["num_generations_eval"] = 1
-            if config.batch_size is not None:
-                # Batches of the training size, or the whole test set where it is smaller
-                # (swift refuses an evaluation batch larger than the test set).
-                arguments["per_device_eval_batch_size"] = min(config.batch_size, data.test_rows)
-    common = {
-        "learning_rate": config.learning_rate,
-        "max_steps": config.max_steps,
-        "num_train_epochs": config.num_epochs,
-        "per_device_train_batch_size": config.batch_size,
-        "logging_steps": config.logging_steps,
-        "save_steps": config.save_steps,
-    }
-    completion_length = config.max_completion_length or agent.max_tokens
-    if algorithm == "grpo":
-        common.update(
-            num_generations=config.num_generations,
-            max_completion_length=completion_length,
-            # In GRPO swift's max_length bounds the encoded prompt.
-            max_length=config.max_prompt_length,
-            temperature=agent.temperature,
-            top_p=agent.top_p,
-        )
-        if config.batch_size is None:
-            # swift's own default, one completion per device and step, is no multiple of its
-            # num_generations: a step takes one prompt's whole group, as TRL's defaults do.
-            common["per_device_train_batch_size"] = config.num_generations or NUM_GENERATIONS
-        if reward is not None:
-            arguments["reward_funcs"] = list(reward.names)
-            arguments["reward_weights"] = list(reward.weights)
-    elif config.max_prompt_length and completion_length:  # SFT, DPO: prompt + reply
-        common["max_length"] = config.max_prompt_length + completion_length
-    arguments.update({key: value for key, value in common.items() if value is not None})
-    if config.save_steps is None and config.max_steps is not None:
-        arguments["save_steps"] = config.max_steps
+    arguments = _run_arguments(config, agent, data, run_dir)
+    arguments.update(_common_values(config, agent, reward, arguments))
     use_gpu = _gpu_visible() and not section.get("use_cpu") and config.resources.device != "cpu"
     if not use_gpu:
         # use_cpu is also what makes torchrun's CPU processes one data-parallel group.
@@ -167,7 +123,6 @@ def config_to_swift(
         arguments.update(agent_arguments(agent.runtime.name, config, section, arguments))
     if arguments.get("use_vllm"):
         check_vllm()
-    nproc = config.resources.gpus_per_node or 1
     swift_config = SwiftConfig(
         algorithm=algorithm,
         arguments=arguments,
@@ -177,13 +132,78 @@ def config_to_swift(
         trust_remote_code=config.trust_remote_code,
         log_samples=samples_per_step(config),
         end_only_eval=end_only_eval(config, section, has_test),
-        eval_max_tokens=completion_length,
-        nproc_per_node=nproc,
+        eval_max_tokens=config.max_completion_length or agent.max_tokens,
+        nproc_per_node=config.resources.gpus_per_node or 1,
         nnodes=config.resources.nnodes,
     )
     if agent.local and data is not None:
         check_arguments(swift_config)
     return swift_config
+
+
+def _run_arguments(
+    config: TrainConfig, agent: SwiftAgent, data: SwiftDatasets | None, run_dir: Path
+) -> dict[str, Any]:
+    """swift's arguments for the run itself: the agent's model and template, the datasets and
+    where the outputs go."""
+    arguments: dict[str, Any] = {
+        "model": agent.model,
+        "model_type": agent.model_type,
+        "template": agent.template,
+        "check_model": False,
+        "add_version": False,
+        "output_dir": str(run_dir / CHECKPOINTS),
+        "seed": config.seed,
+        "data_seed": config.seed,
+        "dataloader_num_workers": 0,
+        "dataset_num_proc": 1,
+        "split_dataset_ratio": 0.0,
+    }
+    if agent.system is not None:
+        arguments["system"] = agent.system
+    if data is None:
+        return arguments
+    arguments["dataset"] = [str(data.train)]
+    if data.test is not None:
+        arguments["val_dataset"] = [str(data.test)]
+        if config.algorithm == "grpo":
+            # One completion per test row, decoded greedily (patches.greedy_evaluation).
+            arguments["num_generations_eval"] = 1
+        if config.batch_size is not None:
+            # Batches of the training size, or the whole test set where it is smaller
+            # (swift refuses an evaluation batch larger than the test set).
+            arguments["per_device_eval_batch_size"] = min(config.batch_size, data.test_rows)
+    return arguments
+
+
+def _common_values(
+    config: TrainConfig, agent: SwiftAgent, reward: SwiftReward | None, arguments: dict[str, Any]
+) -> dict[str, Any]:
+    """The common keys swift takes as they are, each under its declared key (unset ones left
+    to swift), with the agent's sampling and the rewards for GRPO."""
+    values = {name: getattr(config, name) for name in PLAIN_KEYS}
+    completion_length = config.max_completion_length or agent.max_tokens
+    if config.algorithm == "grpo":
+        values.update(
+            num_generations=config.num_generations,
+            max_completion_length=completion_length,
+            max_prompt_length=config.max_prompt_length,
+        )
+        if config.batch_size is None:
+            # swift's own default, one completion per device and step, is no multiple of its
+            # num_generations: a step takes one prompt's whole group, as TRL's defaults do.
+            values["batch_size"] = config.num_generations or NUM_GENERATIONS
+        if reward is not None:
+            arguments["reward_funcs"] = list(reward.names)
+            arguments["reward_weights"] = list(reward.weights)
+    elif config.max_prompt_length and completion_length:  # SFT, DPO: prompt + reply
+        values["max_prompt_length"] = config.max_prompt_length + completion_length
+    own = {SETTINGS[name].key: value for name, value in values.items()}
+    if config.algorithm == "grpo":
+        own.update(temperature=agent.temperature, top_p=agent.top_p)
+    if config.save_steps is None and config.max_steps is not None:
+        own[SETTINGS["save_steps"].key] = config.max_steps
+    return {key: value for key, value in own.items() if value is not None}
 
 
 def agent_arguments(

@@ -9,6 +9,7 @@ argument dataclass's default, or the one its GRPO arguments fill in while they b
 from __future__ import annotations
 
 import dataclasses
+import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,17 +19,17 @@ from aworld_train.engine.settings import (
     DEFAULT_LOG_SAMPLES,
     GRPO_ONLY,
     TENSORBOARD_DIR,
-    TRAINER_LOSS_TYPES,
-    TRAINER_SCHEDULERS,
     CommonKeys,
     describe_device,
     plain_value,
     refuse_grpo_only,
     resolve_precision,
     same_value,
+    source_of,
     trainer_scheduler,
 )
 
+from aworld_train_swift.declaration import SETTINGS
 from aworld_train_swift.schema import ARGUMENT_CLASSES
 
 if TYPE_CHECKING:
@@ -39,14 +40,16 @@ DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 # What ms-swift 4.6's RLHFArguments fill in for GRPO where the argument is left None
 # (``_init_grpo``: beta 0.04; ``_set_default``: loss_type grpo).
 _GRPO_FILLED = {"beta": 0.04, "loss_type": "grpo"}
-_PRECISION_KEYS = ("torch_dtype", "bf16", "fp16")
-_LORA_KEYS = ("tuner_type", "lora_rank", "lora_alpha", "lora_dropout", "target_modules")
+_PRECISION_KEYS = SETTINGS.own_keys("precision")
+# The parts of the common ``lora`` key, in the order of swift's keys after its tuner's.
+LORA_PARTS = ("rank", "alpha", "dropout", "target_modules")
 
 
 def common_arguments(
     config: TrainConfig, section: dict[str, Any], run_dir: Path, use_gpu: bool, has_test: bool
 ) -> dict[str, Any]:
-    """swift's arguments for the common settings of ``config``.
+    """swift's arguments for the common settings of ``config``, each carried onto swift's key
+    that :data:`~aworld_train_swift.declaration.SETTINGS` declares for it.
 
     :param section: the validated ``swift:`` section; a key of it that carries a common setting
         the job also gives must hold the same value.
@@ -57,80 +60,68 @@ def common_arguments(
         when a common key and the section disagree.
     """
     common = CommonKeys("swift", section, _same)
-    given, arguments, put = common.section, common.arguments, common.carry
-
     refuse_grpo_only(config.algorithm, {name: getattr(config, name) for name in GRPO_ONLY}, "swift")
-
     _precision(config, common, use_gpu)
-
-    if config.lora is None:
-        arguments["tuner_type"] = "full"
-    else:
-        lora = config.lora
-        put("lora", lora.to_dict(), "tuner_type", "lora")
-        put("lora.rank", lora.rank, "lora_rank", lora.rank)
-        put("lora.alpha", lora.alpha, "lora_alpha", lora.alpha)
-        put("lora.dropout", lora.dropout, "lora_dropout", lora.dropout)
-        modules = lora.to_dict()["target_modules"]
-        put(
-            "lora.target_modules",
-            modules,
-            "target_modules",
-            [modules] if isinstance(modules, str) else modules,
-        )
-
+    _lora(config, common)
     if config.report_to:
-        put("report_to", list(config.report_to), "report_to", list(config.report_to))
+        SETTINGS.carry(common, "report_to", config.report_to)
     else:
-        arguments["report_to"] = ["none"]
-    arguments["logging_dir"] = str(run_dir / TENSORBOARD_DIR)
+        common.arguments["report_to"] = ["none"]
+    common.arguments["logging_dir"] = str(run_dir / TENSORBOARD_DIR)
+    _rl_knobs(config, common)
+    _evaluation(config, common, has_test)
+    return common.arguments
 
-    warmup = _warmup(config, given)
-    if config.lr_scheduler is not None:
-        put(
-            "lr_scheduler",
-            config.lr_scheduler,
-            "lr_scheduler_type",
-            trainer_scheduler(common, config.lr_scheduler, warmup, "ms-swift"),
-        )
-    if config.warmup_ratio is not None:
-        put("warmup_ratio", config.warmup_ratio, "warmup_ratio", config.warmup_ratio)
 
-    if config.kl_coef is not None:
-        put("kl_coef", config.kl_coef, "beta", config.kl_coef)
-    if config.loss_aggregation is not None:
-        if config.loss_aggregation not in TRAINER_LOSS_TYPES:
-            choices = ", ".join(f"{name} ({loss})" for name, loss in TRAINER_LOSS_TYPES.items())
-            raise ConfigError(
-                f"config loss_aggregation: ms-swift has no loss_type for "
-                f"{config.loss_aggregation}; the swift engine takes {choices}"
+def _lora(config: TrainConfig, common: CommonKeys) -> None:
+    """``lora`` as swift's tuner and its LoRA arguments (``full`` fine-tuning without it)."""
+    tuner, *own = SETTINGS.own_keys("lora")
+    if config.lora is None:
+        common.arguments[tuner] = "full"
+        return
+    lora = config.lora.to_dict()
+    common.carry("lora", lora, tuner, "lora")
+    modules = lora["target_modules"]
+    values = (lora["rank"], lora["alpha"], lora["dropout"], modules)
+    swift_values = (*values[:3], [modules] if isinstance(modules, str) else modules)
+    for part, key, value, swift_value in zip(LORA_PARTS, own, values, swift_values, strict=True):
+        common.carry(f"lora.{part}", value, key, swift_value)
+
+
+def _rl_knobs(config: TrainConfig, common: CommonKeys) -> None:
+    """The schedule and the GRPO knobs, each onto its declared key where the job sets it."""
+    warmup = _warmup(config, common.section)
+    for name in ("lr_scheduler", "warmup_ratio", "kl_coef", "loss_aggregation", "clip_ratio"):
+        value = getattr(config, name)
+        if value is None:
+            continue
+        to_engine = None
+        if name == "lr_scheduler":
+            to_engine = functools.partial(
+                trainer_scheduler, common, warmup=warmup, engine="ms-swift"
             )
-        put(
-            "loss_aggregation",
-            config.loss_aggregation,
-            "loss_type",
-            TRAINER_LOSS_TYPES[config.loss_aggregation],
-        )
-    if config.clip_ratio is not None:
-        put("clip_ratio", config.clip_ratio, "epsilon", config.clip_ratio)
-        if "epsilon_high" in given:  # clip_ratio is both sides
-            put("clip_ratio", config.clip_ratio, "epsilon_high", config.clip_ratio)
+        SETTINGS.carry(common, name, value, to_engine)
+    high = SETTINGS.own_keys("clip_ratio")[1]
+    if config.clip_ratio is not None and high in common.section:
+        common.carry("clip_ratio", config.clip_ratio, high, config.clip_ratio)
     if config.entropy_coef:
         raise ConfigError(
             f"config entropy_coef is {config.entropy_coef:g}: ms-swift's GRPO has no entropy "
             "bonus; leave it unset or 0 on the swift engine"
         )
 
+
+def _evaluation(config: TrainConfig, common: CommonKeys, has_test: bool) -> None:
+    steps_key, strategy_key = SETTINGS.own_keys("eval_steps")
     if has_test and config.eval_steps is not None:
-        put("eval_steps", config.eval_steps, "eval_strategy", "steps")
-        put("eval_steps", config.eval_steps, "eval_steps", config.eval_steps)
-    elif end_only_eval(config, section, has_test):
+        common.carry("eval_steps", config.eval_steps, strategy_key, "steps")
+        common.carry("eval_steps", config.eval_steps, steps_key, config.eval_steps)
+    elif end_only_eval(config, common.section, has_test):
         # swift's own default evaluates at every save_steps; the run's callback makes the
         # trainer's step-based evaluation fall on the last step only.
-        arguments["eval_strategy"] = "steps"
+        common.arguments[strategy_key] = "steps"
         if config.max_steps is not None:
-            arguments["eval_steps"] = config.max_steps
-    return arguments
+            common.arguments[steps_key] = config.max_steps
 
 
 def _warmup(config: TrainConfig, given: dict[str, Any]) -> str | None:
@@ -219,7 +210,8 @@ def section_precision(arguments: dict[str, Any]) -> str:
 def effective_settings(
     config: TrainConfig, arguments: dict[str, Any], section: dict[str, Any]
 ) -> list[Setting]:
-    """One :class:`Setting` per common name, read from swift's final ``arguments``.
+    """One :class:`Setting` per common name, read from swift's final ``arguments`` through
+    :data:`~aworld_train_swift.declaration.SETTINGS`.
 
     :param config: the job's common config (which keys it gives).
     :param arguments: the arguments swift trains with.
@@ -229,121 +221,58 @@ def effective_settings(
 
     def value_of(key: str) -> Any:
         value = arguments.get(key)
-        return defaults.get(key) if value is None else value
-
-    def source(name: str, *keys: str) -> str:
-        common = getattr(config, name, None)
-        if common not in (None, (), "auto"):
-            return "job"
-        return "section" if any(section.get(key) is not None for key in keys) else "default"
+        return plain_value(defaults.get(key) if value is None else value)
 
     use_gpu = not value_of("use_cpu")
+    device = "cpu" if config.resources.device == "cpu" else None
+    precision = None if config.precision == "auto" else config.precision
     settings = [
         Setting(
-            "device",
-            describe_device(use_gpu),
-            "use_cpu",
-            not use_gpu,
-            "job"
-            if config.resources.device == "cpu"
-            else "section"
-            if section.get("use_cpu") is not None
-            else "default",
+            "device", describe_device(use_gpu), "use_cpu", not use_gpu,
+            source_of(device, section, "use_cpu"),
         ),
-        _precision_setting(arguments, source("precision", *_PRECISION_KEYS)),
+        _precision_setting(arguments, SETTINGS.source("precision", precision, section)),
         Setting(
-            "lora",
-            _lora_value(arguments, defaults),
-            "tuner_type",
-            value_of("tuner_type"),
-            source("lora", *_LORA_KEYS),
+            "lora", _lora_value(arguments, defaults), SETTINGS["lora"].key,
+            value_of(SETTINGS["lora"].key), SETTINGS.source("lora", config.lora, section),
         ),
-        Setting(
-            "report_to",
-            [t for t in value_of("report_to") if t != "none"],
-            "report_to",
-            value_of("report_to"),
-            source("report_to", "report_to"),
-        ),
-    ]
-    scheduler = plain_value(value_of("lr_scheduler_type"))
-    settings += [
-        Setting(
-            "lr_scheduler",
-            TRAINER_SCHEDULERS.get(scheduler, scheduler),
-            "lr_scheduler_type",
-            scheduler,
-            source("lr_scheduler", "lr_scheduler_type"),
-        ),
-        Setting(
-            "warmup_ratio",
-            value_of("warmup_ratio"),
-            "warmup_ratio",
-            value_of("warmup_ratio"),
-            source("warmup_ratio", "warmup_ratio"),
-        ),
-    ]
+        SETTINGS.read("report_to", config.report_to or None, section, value_of),
+        SETTINGS.read("lr_scheduler", config.lr_scheduler, section, value_of),
+        SETTINGS.read("warmup_ratio", config.warmup_ratio, section, value_of),
+    ]  # fmt: skip
     if config.algorithm == "grpo":
-        loss = _plain(value_of("loss_type"))
-        losses = {swift: name for name, swift in TRAINER_LOSS_TYPES.items()}
         settings += [
-            Setting(
-                "kl_coef", value_of("beta"), "beta", value_of("beta"), source("kl_coef", "beta")
-            ),
-            Setting(
+            SETTINGS.read("kl_coef", config.kl_coef, section, value_of),
+            SETTINGS.read(
                 "loss_aggregation",
-                losses.get(loss, loss),
-                "loss_type",
-                loss,
-                source("loss_aggregation", "loss_type"),
+                config.loss_aggregation,
+                section,
+                lambda key: _plain(value_of(key)),
             ),
-            Setting(
-                "clip_ratio",
-                value_of("epsilon"),
-                "epsilon",
-                value_of("epsilon"),
-                source("clip_ratio", "epsilon"),
-            ),
-            Setting(
-                "entropy_coef",
-                0.0,
-                "",
-                None,
-                "job" if config.entropy_coef is not None else "default",
-            ),
+            SETTINGS.read("clip_ratio", config.clip_ratio, section, value_of),
+            SETTINGS.read("entropy_coef", config.entropy_coef, section, value_of),
         ]
-    has_test = bool(arguments.get("val_dataset"))
-    if end_only_eval(config, section, has_test):
-        # The run's callback puts swift's step-based evaluation on the last step only.
-        settings.append(
-            Setting(
-                "eval_steps",
-                "end",
-                "eval_steps",
-                arguments.get("eval_steps") or "last step",
-                "default",
-            )
-        )
-    else:
-        eval_steps = (
-            config.eval_steps if config.eval_steps is not None else section.get("eval_steps")
-        )
-        settings.append(
-            Setting(
-                "eval_steps",
-                eval_steps,
-                "eval_steps",
-                arguments.get("eval_steps"),
-                source("eval_steps", "eval_steps", "eval_strategy"),
-            )
-        )
+    settings.append(_eval_setting(config, arguments, section))
     # No key of swift's: the engine keeps the first eval_limit rows of the test set.
     settings.append(Setting.without_key("eval_limit", config.eval_limit))
     if config.algorithm == "grpo":
-        settings.append(
-            Setting("log_samples", samples_per_step(config), "", None, source("log_samples"))
-        )
+        source = SETTINGS.source("log_samples", config.log_samples, section)
+        settings.append(Setting("log_samples", samples_per_step(config), "", None, source))
     return settings
+
+
+def _eval_setting(
+    config: TrainConfig, arguments: dict[str, Any], section: dict[str, Any]
+) -> Setting:
+    """``eval_steps`` as swift evaluates: at the job's or the section's cadence, or once at the
+    last step where neither sets one."""
+    key = SETTINGS["eval_steps"].key
+    if end_only_eval(config, section, bool(arguments.get("val_dataset"))):
+        # The run's callback puts swift's step-based evaluation on the last step only.
+        return Setting("eval_steps", "end", key, arguments.get(key) or "last step", "default")
+    steps = config.eval_steps if config.eval_steps is not None else section.get(key)
+    source = SETTINGS.source("eval_steps", config.eval_steps, section)
+    return Setting("eval_steps", steps, key, arguments.get(key), source)
 
 
 def _precision_setting(arguments: dict[str, Any], source: str) -> Setting:
@@ -358,15 +287,17 @@ def _precision_setting(arguments: dict[str, Any], source: str) -> Setting:
 def _lora_value(arguments: dict[str, Any], defaults: dict[str, Any]) -> Any:
     """The LoRA adapter swift trains, as the common ``lora`` key writes it (``None`` for full
     fine-tuning, the tuner's name for another tuner)."""
-    tuner = arguments.get("tuner_type") or defaults["tuner_type"]
+    tuner_key = SETTINGS["lora"].key
+    tuner = arguments.get(tuner_key) or defaults[tuner_key]
     if tuner != "lora":
         return None if tuner == "full" else tuner
-    values = {key: arguments.get(key, defaults[key]) for key in _LORA_KEYS}
+    own = SETTINGS.own_keys("lora")[1:]
+    values = dict(zip(LORA_PARTS, (arguments.get(key, defaults[key]) for key in own), strict=True))
     modules = values["target_modules"]
     return Lora(
-        rank=values["lora_rank"],
-        alpha=float(values["lora_alpha"]),
-        dropout=float(values["lora_dropout"]),
+        rank=values["rank"],
+        alpha=float(values["alpha"]),
+        dropout=float(values["dropout"]),
         target_modules=modules[0] if len(modules) == 1 else tuple(modules),
     ).to_dict()
 

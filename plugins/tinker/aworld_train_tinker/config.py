@@ -13,7 +13,9 @@ from dataclasses import dataclass, field, fields
 from typing import Any, get_type_hints
 
 from aworld_train.engine import ConfigError, Lora, Setting, TrainConfig, check_value, did_you_mean
-from aworld_train.engine.settings import refuse_grpo_only
+from aworld_train.engine.settings import refuse_grpo_only, source_of
+
+from aworld_train_tinker.declaration import SETTINGS
 
 DEFAULT_BASE_URL_ENV = "TINKER_BASE_URL"
 # The GRPO losses the service computes itself (its `forward_backward` loss functions).
@@ -161,28 +163,11 @@ def resolve(
         )
     refuse_grpo_only(algorithm, vars(config), "tinker")
     _refuse_unsupported(config)
-    lora = config.lora
-    rank = section.lora_rank or (lora.rank if lora else 32)
-    if lora is not None and section.lora_rank is not None and lora.rank != section.lora_rank:
-        raise ConfigError(
-            f"config lora.rank: {lora.rank} and tinker.lora_rank: {section.lora_rank} "
-            "disagree: set one of them"
-        )
-    if rank > section.max_lora_rank:
-        raise ConfigError(
-            f"config lora rank {rank}: the service trains ranks up to {section.max_lora_rank} "
-            "(tinker.max_lora_rank); choose a smaller rank"
-        )
+    rank = _lora_rank(config, section)
     base_model = section.base_model or config.model
     if not base_model:
         raise ConfigError("config: name the model to train in `model` or tinker.base_model")
-    generations = config.num_generations or (8 if algorithm == "grpo" else 1)
-    batch_size = config.batch_size or (generations * 4 if algorithm == "grpo" else 8)
-    if algorithm == "grpo" and batch_size % generations:
-        raise ConfigError(
-            f"config batch_size: {batch_size} completions do not split into groups of "
-            f"num_generations {generations}; make batch_size a multiple of it"
-        )
+    generations, batch_size = _group_sizes(config)
     job = TinkerJob(
         algorithm=algorithm,
         base_url=section.base_url or os.environ.get(DEFAULT_BASE_URL_ENV) or None,
@@ -210,6 +195,37 @@ def resolve(
         max_lora_rank=section.max_lora_rank,
     )
     return TinkerJob(**{**vars(job), "settings": settings_of(job, config, section)})
+
+
+def _lora_rank(config: TrainConfig, section: Section) -> int:
+    """The adapter's rank: the section's, else the job's ``lora.rank``, else 32; one the
+    service takes."""
+    lora = config.lora
+    rank = section.lora_rank or (lora.rank if lora else 32)
+    if lora is not None and section.lora_rank is not None and lora.rank != section.lora_rank:
+        raise ConfigError(
+            f"config lora.rank: {lora.rank} and tinker.lora_rank: {section.lora_rank} "
+            "disagree: set one of them"
+        )
+    if rank > section.max_lora_rank:
+        raise ConfigError(
+            f"config lora rank {rank}: the service trains ranks up to {section.max_lora_rank} "
+            "(tinker.max_lora_rank); choose a smaller rank"
+        )
+    return rank
+
+
+def _group_sizes(config: TrainConfig) -> tuple[int, int]:
+    """``num_generations`` and ``batch_size``, the service's defaults where the job sets none."""
+    grpo = config.algorithm == "grpo"
+    generations = config.num_generations or (8 if grpo else 1)
+    batch_size = config.batch_size or (generations * 4 if grpo else 8)
+    if grpo and batch_size % generations:
+        raise ConfigError(
+            f"config batch_size: {batch_size} completions do not split into groups of "
+            f"num_generations {generations}; make batch_size a multiple of it"
+        )
+    return generations, batch_size
 
 
 def _refuse_unsupported(config: TrainConfig) -> None:
@@ -240,12 +256,10 @@ def _refuse_unsupported(config: TrainConfig) -> None:
 def settings_of(job: TinkerJob, config: TrainConfig, section: Section) -> list[Setting]:
     """The effective-settings rows: each common setting as the service will use it."""
 
-    def source(name: str, section_key: str | None = None) -> str:
-        if config.is_set(name):
-            return "job"
-        if section_key is not None and getattr(section, section_key) is not None:
-            return "section"
-        return "default"
+    given = vars(section)
+
+    def source(name: str) -> str:
+        return SETTINGS.source(name, getattr(config, name) if config.is_set(name) else None, given)
 
     # The service computes in its own dtype; the job's choice is recorded, `auto` read as the
     # service's full precision on this machine's side (fp32).
@@ -253,9 +267,9 @@ def settings_of(job: TinkerJob, config: TrainConfig, section: Section) -> list[S
     lora = {"rank": job.lora_rank, "alpha": 32.0, "dropout": 0.0, "target_modules": "all-linear"}
     rows = [
         Setting("device", f"tinker service {job.base_url or 'default'}", "base_url",
-                job.base_url, "section" if section.base_url else "default"),
+                job.base_url, source_of(None, given, "base_url")),
         Setting("precision", precision, "", precision, source("precision")),
-        Setting("lora", lora, "lora_rank", job.lora_rank, source("lora", "lora_rank")),
+        Setting("lora", lora, SETTINGS["lora"].key, job.lora_rank, source("lora")),
         Setting("learning_rate", job.learning_rate, "AdamParams.learning_rate",
                 job.learning_rate, source("learning_rate")),
         Setting("lr_scheduler", job.lr_scheduler, "", job.lr_scheduler, source("lr_scheduler")),

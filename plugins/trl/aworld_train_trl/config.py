@@ -32,7 +32,7 @@ from aworld_train_trl.script_arguments import (
     script_defaults,
     script_keys,
 )
-from aworld_train_trl.settings import resolve_settings
+from aworld_train_trl.settings import SETTINGS, resolve_settings
 
 if TYPE_CHECKING:
     from aworld_train.engine import TrainConfig
@@ -54,6 +54,9 @@ _RESERVED = {
 # Fields that hold a credential, with the environment variable that carries it to the training
 # process instead: TRL's config object is pickled into every training_args.bin.
 SECRET_FIELDS = {"hub_token": "HF_TOKEN"}
+
+# The common keys TRL takes with the same value, under the key its declaration names.
+PLAIN_KEYS = ("learning_rate", "max_steps", "num_epochs", "batch_size")
 
 
 @dataclass(kw_only=True)
@@ -118,8 +121,8 @@ def config_to_trl(
     """Map ``config`` onto TRL's config dataclass and validate it with TRL itself.
 
     Common keys come first (:func:`~aworld_train_trl.settings.resolve_settings`), then the
-    agent's sampling settings, then the ``trl:`` section, whose keys must be fields of ``GRPOConfig`` (GRPO) or ``SFTConfig`` (SFT) and whose values must
-    have the field's type, be one of the values TRL accepts and lie in a sensible range.
+    agent's sampling, then the ``trl:`` section, whose keys must be fields of ``GRPOConfig`` or
+    ``SFTConfig`` with values of the field's type, choices and a sensible range.
 
     :raises ConfigError: naming the key, for an unknown field (with a suggestion), a value of
         the wrong type, choice or range, a value TRL rejects, a generation batch that
@@ -127,30 +130,11 @@ def config_to_trl(
     """
     import torch
 
-    logger = logger or logging.getLogger("aworld_train")
-    algorithm = config.algorithm
-    if algorithm not in ALGORITHMS:
-        raise ConfigError(
-            f"config algorithm: the trl engine trains {' or '.join(ALGORITHMS)}, not "
-            f"'{algorithm}'{did_you_mean(str(algorithm), ALGORITHMS)}"
-        )
-    args_class = arguments_class(ARGUMENT_CLASSES, algorithm)
-    fields = argument_names(args_class)
-    section, script_lora, processes = script_keys(config.engine_section(), config)
-    section = check_section(section, args_class, fields)
-    _require_packages(section)
-    secret_env = {
-        variable: section.pop(key)
-        for key, variable in SECRET_FIELDS.items()
-        if section.get(key) is not None
-    }
-
+    args_class, fields, section, script_lora, processes = _checked_section(config)
+    secret_env = _secret_environment(section)  # taken out of the section before TRL reads it
     # resources.device cpu, or the section's use_cpu, keeps a GPU machine's run on its CPU.
-    use_gpu = (
-        torch.cuda.is_available()
-        and not section.get("use_cpu")
-        and config.resources.device != "cpu"
-    )
+    cpu = section.get("use_cpu") or config.resources.device == "cpu"
+    use_gpu = torch.cuda.is_available() and not cpu
     common = resolve_settings(
         config,
         section,
@@ -160,26 +144,17 @@ def config_to_trl(
         run_dir=run_dir,
         lora=script_lora,
     )
+    logger = logger or logging.getLogger("aworld_train")
     args = _common_args(config, agent, run_dir, use_gpu, fields, logger)
     args.update(common.arguments)
     args.update(section)
     vllm_rollouts = bool(args.get("use_vllm")) and _check_vllm(use_gpu, args, agent.model)
     if vllm_rollouts:
         del args["use_vllm"]  # the engine's own rollouts generate with vLLM, not TRL's
-
-    gpus = config.resources.gpus_per_node
-    if processes is not None:
-        if gpus is not None and gpus != processes:
-            raise ConfigError(
-                f"config resources.gpus_per_node {gpus} and trl.num_processes "
-                f"{processes} disagree: set one of them"
-            )
-        gpus = processes
-    num_processes = gpus if gpus is not None else (torch.cuda.device_count() if use_gpu else 1)
     resolved = TrlConfig(
-        algorithm=algorithm,
+        algorithm=config.algorithm,
         arguments=args,
-        nproc_per_node=max(1, num_processes),
+        nproc_per_node=_num_processes(config, processes, use_gpu),
         nnodes=max(1, config.resources.nnodes),
         use_gpu=use_gpu,
         lora=common.lora,
@@ -192,8 +167,60 @@ def config_to_trl(
         settings=common.settings,
         vllm_rollouts=vllm_rollouts,
     )
+    _validate(resolved, args_class, agent)
+    return resolved
+
+
+def _checked_section(
+    config: TrainConfig,
+) -> tuple[type, Any, dict[str, Any], dict[str, Any] | None, int | None]:
+    """TRL's argument class for the job's algorithm, its field names, the checked ``trl:``
+    section, and the LoRA adapter and process count a TRL config file in it asks for."""
+    algorithm = config.algorithm
+    if algorithm not in ALGORITHMS:
+        raise ConfigError(
+            f"config algorithm: the trl engine trains {' or '.join(ALGORITHMS)}, not "
+            f"'{algorithm}'{did_you_mean(str(algorithm), ALGORITHMS)}"
+        )
+    args_class = arguments_class(ARGUMENT_CLASSES, algorithm)
+    fields = argument_names(args_class)
+    section, script_lora, processes = script_keys(config.engine_section(), config)
+    section = check_section(section, args_class, fields)
+    _require_packages(section)
+    return args_class, fields, section, script_lora, processes
+
+
+def _secret_environment(section: dict[str, Any]) -> dict[str, str]:
+    """The section's secrets, taken out of it: the environment variables they become."""
+    return {
+        variable: section.pop(key)
+        for key, variable in SECRET_FIELDS.items()
+        if section.get(key) is not None
+    }
+
+
+def _num_processes(config: TrainConfig, processes: int | None, use_gpu: bool) -> int:
+    """The training processes per node: ``resources.gpus_per_node`` or the section's
+    ``num_processes`` (which must agree), else one per visible GPU, else one."""
+    import torch
+
+    gpus = config.resources.gpus_per_node
+    if processes is not None:
+        if gpus is not None and gpus != processes:
+            raise ConfigError(
+                f"config resources.gpus_per_node {gpus} and trl.num_processes "
+                f"{processes} disagree: set one of them"
+            )
+        gpus = processes
+    return max(1, gpus if gpus is not None else (torch.cuda.device_count() if use_gpu else 1))
+
+
+def _validate(resolved: TrlConfig, args_class: type, agent: TrlAgent) -> None:
+    """Refuse what the run's processes cannot do, and build TRL's arguments with the batch
+    each worker will have, so that TRL's own checks run now."""
+    args = resolved.arguments
     world_size = resolved.world_size
-    if vllm_rollouts and world_size > 1:
+    if resolved.vllm_rollouts and world_size > 1:
         raise ConfigError(
             f"config trl.use_vllm: on a CPU the engine generates with vLLM in one process, not "
             f"{world_size}: set gpus_per_node and nnodes to 1"
@@ -202,16 +229,16 @@ def config_to_trl(
         refuse_sharded_episodes(
             agent.episodes.name, "trl", args.get("fsdp"), args.get("deepspeed"), world_size
         )
-    if algorithm == "grpo":
+    if resolved.algorithm == "grpo" and world_size > 1:
         generation_batch = _check_generation_batch(args_class, args, world_size)
-        if world_size > 1:
-            # This process has a world size of 1: validate with the batch the workers will have.
-            check_args = {k: v for k, v in args.items() if k != "steps_per_generation"}
-            check_args["generation_batch_size"] = generation_batch
-            build_trainer_args(resolved.with_arguments(check_args))
-            return resolved
+        # This process has a world size of 1: validate with the batch the workers will have.
+        check_args = {k: v for k, v in args.items() if k != "steps_per_generation"}
+        check_args["generation_batch_size"] = generation_batch
+        build_trainer_args(resolved.with_arguments(check_args))
+        return
+    if resolved.algorithm == "grpo":
+        _check_generation_batch(args_class, args, world_size)
     build_trainer_args(resolved)
-    return resolved
 
 
 def _require_packages(section: dict[str, Any]) -> None:
@@ -302,13 +329,9 @@ def _common_args(
             else "gradient_checkpointing"
         )
         args.update({"use_cpu": True, checkpointing: False})
-    optional = {
-        "learning_rate": config.learning_rate,
-        "max_steps": config.max_steps,
-        "num_train_epochs": config.num_epochs,
-        "per_device_train_batch_size": config.batch_size,
-    }
-    args.update({key: value for key, value in optional.items() if value is not None})
+    for name in PLAIN_KEYS:  # each under the key TRL's declaration names, where the job sets it
+        if getattr(config, name) is not None:
+            args[SETTINGS[name].key] = getattr(config, name)
     if config.save_steps:
         args.update(save_strategy="steps", save_steps=config.save_steps)
 

@@ -28,6 +28,7 @@ from aworld_train.engine.settings import (
     plain_value,
     refuse_grpo_only,
     resolve_precision,
+    source_of,
     tracker_environment,
     trainer_scheduler,
 )
@@ -87,6 +88,7 @@ def resolve_settings(
     resolved = Resolved()
     common = CommonKeys("trl", section)
     resolved.arguments = common.arguments
+    device = "cpu" if config.resources.device == "cpu" else None
     rows = resolved.settings
     rows.append(
         Setting(
@@ -94,33 +96,13 @@ def resolve_settings(
             describe_device(use_gpu),
             "use_cpu",
             not use_gpu,
-            "job"
-            if config.resources.device == "cpu"
-            else "section"
-            if "use_cpu" in section
-            else "default",
+            source_of(device, section, "use_cpu"),
         )
     )
     rows.append(_precision(config, common, use_gpu))
     rows.append(_lora(config, resolved, lora))
     rows.append(_report_to(config, common, run_dir, resolved))
-
-    warmup = SETTINGS.row(common, "warmup_ratio", config.warmup_ratio, defaults)
-    given = (
-        None
-        if not warmup.engine_value
-        else f"warmup_ratio {config.warmup_ratio:g}"
-        if config.warmup_ratio is not None
-        else f"trl.warmup_steps {warmup.engine_value:g}"
-    )
-    scheduler = SETTINGS.row(
-        common,
-        "lr_scheduler",
-        config.lr_scheduler,
-        defaults,
-        lambda name: trainer_scheduler(common, name, given, "TRL"),
-    )
-    rows += [scheduler, warmup]
+    rows += _schedule(config, common, defaults)
     for name in ("kl_coef", "loss_aggregation", "clip_ratio", "entropy_coef") if grpo else ():
         rows.append(SETTINGS.row(common, name, getattr(config, name), defaults))
     rows.append(_evaluation(config, common, has_test, resolved))
@@ -133,16 +115,30 @@ def resolve_settings(
         resolved.log_samples = (
             DEFAULT_LOG_SAMPLES if config.log_samples is None else config.log_samples
         )
-        rows.append(
-            Setting(
-                "log_samples",
-                resolved.log_samples,
-                "",
-                resolved.log_samples,
-                "default" if config.log_samples is None else "job",
-            )
-        )
+        source = SETTINGS.source("log_samples", config.log_samples, section)
+        rows.append(Setting("log_samples", resolved.log_samples, "", resolved.log_samples, source))
     return resolved
+
+
+def _schedule(config: TrainConfig, common: CommonKeys, defaults: dict[str, Any]) -> list[Setting]:
+    """``lr_scheduler`` and ``warmup_ratio``: ``constant`` with a warmup is TRL's
+    ``constant_with_warmup``."""
+    warmup = SETTINGS.row(common, "warmup_ratio", config.warmup_ratio, defaults)
+    given = (
+        None
+        if not warmup.engine_value
+        else f"warmup_ratio {config.warmup_ratio:g}"
+        if config.warmup_ratio is not None
+        else f"trl.{warmup.engine_key} {warmup.engine_value:g}"
+    )
+    scheduler = SETTINGS.row(
+        common,
+        "lr_scheduler",
+        config.lr_scheduler,
+        defaults,
+        lambda name: trainer_scheduler(common, name, given, "TRL"),
+    )
+    return [scheduler, warmup]
 
 
 def _precision(config: TrainConfig, common: CommonKeys, use_gpu: bool) -> Setting:

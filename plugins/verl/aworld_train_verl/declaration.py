@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from aworld_train.engine import EngineKey, SettingsDeclaration
+from aworld_train.engine.settings import TRACKERS
 
 ACTOR = "actor_rollout_ref.actor"
 
@@ -27,6 +30,25 @@ CONFIG_KEYS = frozenset(
     }
 )
 
+# VeRL's names for each precision (verl.utils.torch_dtypes.PrecisionType).
+DTYPE_NAMES = {
+    "fp32": ("fp32", "float32", "32", 32),
+    "bf16": ("bf16", "bfloat16"),
+    "fp16": ("fp16", "float16", "16", 16),
+}
+
+
+def _precision_name(dtype: Any) -> str:
+    """The common name of one of VeRL's dtype names (``bfloat16`` -> ``bf16``)."""
+    return next((name for name, names in DTYPE_NAMES.items() if dtype in names), str(dtype))
+
+
+def _trackers(logger: Any) -> list[str]:
+    """The common trackers among VeRL's loggers (its own console and file logger are not)."""
+    names = [logger] if isinstance(logger, str) else list(logger or [])
+    return [str(name) for name in names if str(name) in TRACKERS]
+
+
 # Its defaults are its composed config's (ppo_trainer.yaml).
 SETTINGS = SettingsDeclaration(
     "VeRL",
@@ -43,6 +65,7 @@ SETTINGS = SettingsDeclaration(
                 "critic.fsdp.dtype",
                 "actor_rollout_ref.rollout.dtype",
             ),
+            to_common=_precision_name,
         ),
         EngineKey(
             "lora",
@@ -52,7 +75,7 @@ SETTINGS = SettingsDeclaration(
                 "actor_rollout_ref.model.target_modules",
             ),
         ),
-        EngineKey("report_to", ("trainer.logger",)),
+        EngineKey("report_to", ("trainer.logger",), to_common=_trackers),
         EngineKey("kl_coef", (f"{ACTOR}.kl_loss_coef", f"{ACTOR}.use_kl_loss")),
         EngineKey(
             "lr_scheduler", (f"{ACTOR}.optim.lr_scheduler_type", f"{ACTOR}.optim.warmup_style")
@@ -66,7 +89,7 @@ SETTINGS = SettingsDeclaration(
             "clip_ratio",
             (f"{ACTOR}.clip_ratio", f"{ACTOR}.clip_ratio_low", f"{ACTOR}.clip_ratio_high"),
         ),
-        EngineKey("entropy_coef", (f"{ACTOR}.entropy_coeff",)),
+        EngineKey("entropy_coef", (f"{ACTOR}.entropy_coeff",), to_common=float),
         EngineKey("eval_steps", ("trainer.test_freq",)),
         EngineKey("eval_limit"),
         EngineKey("log_samples", ("trainer.rollout_data_dir",)),

@@ -21,10 +21,12 @@ from aworld_train.engine.settings import (
     CommonKeys,
     describe_device,
     resolve_precision,
+    source_of,
     tracker_environment,
 )
 
 from aworld_train_verl.composition import flatten
+from aworld_train_verl.declaration import DTYPE_NAMES, SETTINGS
 from aworld_train_verl.device import PLATFORM, on_cpu
 from aworld_train_verl.gpus import cluster_address, visible_gpus
 
@@ -38,15 +40,11 @@ if TYPE_CHECKING:
 # and the critic (PPO). VeRL's FSDP engine reads ``mixed_precision.{param,reduce,buffer}_dtype``
 # (no such node in the packaged YAML: unset, it is bf16/fp32/fp32) and keeps the master weights
 # in ``model_dtype`` (fp32); ``dtype`` is the same choice for its Megatron and VeOmni engines.
-FSDP_NODES = (
-    "actor_rollout_ref.actor.fsdp_config",
-    "actor_rollout_ref.ref.fsdp_config",
-    "critic.fsdp",
+FSDP_NODES = tuple(
+    key.removesuffix(".mixed_precision")
+    for key in SETTINGS.own_keys("precision")
+    if key.endswith(".mixed_precision")
 )
-
-PRECISION_KEY = "actor_rollout_ref.actor.fsdp_config.mixed_precision"
-
-ROLLOUT_DTYPE_KEY = "actor_rollout_ref.rollout.dtype"
 
 # The dtype names VeRL's ``dtype`` keys and vLLM's ``dtype`` take for each common precision.
 TORCH_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
@@ -61,19 +59,11 @@ LR_SCHEDULER_TYPES = ("constant", "cosine")
 #: Where VeRL dumps each step's rollouts (``trainer.rollout_data_dir``), inside the run.
 ROLLOUTS_DIR = "rollouts"
 
-_ACTOR = "actor_rollout_ref.actor"
-
-# VeRL's names for each precision (verl.utils.torch_dtypes.PrecisionType).
-_DTYPE_NAMES = {
-    "fp32": ("fp32", "float32", "32", 32),
-    "bf16": ("bf16", "bfloat16"),
-    "fp16": ("fp16", "float16", "16", 16),
-}
-
 
 def setting_overrides(config: TrainConfig, run_dir: Path, common: CommonKeys) -> dict[str, Any]:
     """The VeRL keys the common settings set (precision, LoRA, trackers, the RL knobs, evaluation
-    and rollout samples).
+    and rollout samples), each under the key :data:`~aworld_train_verl.declaration.SETTINGS`
+    declares for it.
 
     A common key left unset sets nothing and keeps VeRL's default, except ``precision``
     (``auto`` is resolved, :func:`training_precision`) and ``log_samples`` (the rollout dump is on).
@@ -84,145 +74,155 @@ def setting_overrides(config: TrainConfig, run_dir: Path, common: CommonKeys) ->
         dropout), naming the key and the engine; for a section key that disagrees with a
         common key (:func:`aworld_train.engine.disagreement`).
     """
-    out: dict[str, Any] = {}
+    carry = _Carry(config, common)
+    _precision_overrides(config, carry)
+    _lora_overrides(config, carry)
+    if config.report_to:
+        trackers = set(config.report_to)
+        carry(
+            "report_to",
+            SETTINGS["report_to"].key,
+            [*OWN_LOGGERS, *config.report_to],
+            lambda other: {str(t) for t in _as_list(other) if str(t) in TRACKERS} == trackers,
+        )
+    _rl_overrides(config, common, carry)
+    samples = DEFAULT_LOG_SAMPLES if config.log_samples is None else config.log_samples
+    rollouts = str(run_dir / ROLLOUTS_DIR) if samples else None
+    carry(
+        "log_samples",
+        SETTINGS["log_samples"].key,
+        rollouts,
+        lambda other: same_target(other, rollouts),
+        chosen=config.log_samples is not None,
+    )
+    return carry.out
 
-    def carry(
+
+class _Carry:
+    """Sets VeRL's keys for the common keys; where the job chose the common key, the section
+    must agree with it."""
+
+    def __init__(self, config: TrainConfig, common: CommonKeys) -> None:
+        self.config, self.common = config, common
+        self.out: dict[str, Any] = {}
+
+    def __call__(
+        self,
         name: str,
         key: str,
         value: Any,
         agrees: Callable[[Any], bool] | None = None,
         chosen: bool = True,
     ) -> None:
-        """Set ``key``; when the job chose the common key, the section must agree with it."""
         if chosen:
-            common.check(name, getattr(config, name), key.lstrip("+"), value, agrees)
-        out[key] = value
+            self.common.check(name, getattr(self.config, name), key.lstrip("+"), value, agrees)
+        self.out[key] = value
 
+
+def _precision_overrides(config: TrainConfig, carry: _Carry) -> None:
+    """Every FSDP config's mixed precision and every dtype key, in the run's precision."""
     precision = training_precision(config)
     same = functools.partial(_same_dtype, precision)
     chosen = config.precision != "auto"  # auto leaves the section free to choose the dtypes
-    for node in FSDP_NODES:
-        mixed = {"param_dtype": precision, "reduce_dtype": "fp32", "buffer_dtype": "fp32"}
-        carry(
-            "precision",
-            f"+{node}.mixed_precision",
-            mixed,
-            functools.partial(_same_dtypes, mixed),
-            chosen,
-        )
-        carry("precision", f"{node}.dtype", TORCH_DTYPES[precision], same, chosen)
-    carry("precision", ROLLOUT_DTYPE_KEY, TORCH_DTYPES[precision], same, chosen)
+    mixed = {"param_dtype": precision, "reduce_dtype": "fp32", "buffer_dtype": "fp32"}
+    for key in SETTINGS.own_keys("precision")[1:]:  # the first is a leaf of the second
+        if key.endswith(".mixed_precision"):  # a node VeRL's packaged YAML does not have
+            carry("precision", f"+{key}", mixed, functools.partial(_same_dtypes, mixed), chosen)
+        else:
+            carry("precision", key, TORCH_DTYPES[precision], same, chosen)
 
-    if config.lora is not None:
-        if config.lora.dropout:
-            raise ConfigError(
-                f"config key 'lora.dropout': the verl engine cannot honour {config.lora.dropout!r}: VeRL's FSDP "
-                f"LoRA builds peft's LoraConfig without dropout; set 0 or train with the trl or swift engine"
-            )
-        carry("lora", "actor_rollout_ref.model.lora_rank", config.lora.rank)
-        carry("lora", "actor_rollout_ref.model.lora_alpha", _lora_alpha(config.lora.alpha))
-        modules = config.lora.target_modules
-        carry(
-            "lora",
-            "actor_rollout_ref.model.target_modules",
-            modules if isinstance(modules, str) else list(modules),
-        )
 
-    if config.report_to:
-        trackers = set(config.report_to)
-        carry(
-            "report_to",
-            "trainer.logger",
-            [*OWN_LOGGERS, *config.report_to],
-            lambda other: {str(t) for t in _as_list(other) if str(t) in TRACKERS} == trackers,
+def _lora_overrides(config: TrainConfig, carry: _Carry) -> None:
+    lora = config.lora
+    if lora is None:
+        return
+    if lora.dropout:
+        raise ConfigError(
+            f"config key 'lora.dropout': the verl engine cannot honour {lora.dropout!r}: VeRL's FSDP "
+            f"LoRA builds peft's LoraConfig without dropout; set 0 or train with the trl or swift engine"
         )
+    rank, alpha, modules = SETTINGS.own_keys("lora")
+    carry("lora", rank, lora.rank)
+    carry("lora", alpha, _lora_alpha(lora.alpha))
+    targets = lora.target_modules
+    carry("lora", modules, targets if isinstance(targets, str) else list(targets))
 
+
+def _rl_overrides(config: TrainConfig, common: CommonKeys, carry: _Carry) -> None:
+    """The KL loss, the schedule and the other RL knobs the job sets, and its evaluation."""
     if config.kl_coef is not None:
-        carry("kl_coef", f"{_ACTOR}.use_kl_loss", config.kl_coef > 0)
-        carry("kl_coef", f"{_ACTOR}.kl_loss_coef", config.kl_coef)
+        coef, use = SETTINGS.own_keys("kl_coef")
+        carry("kl_coef", use, config.kl_coef > 0)
+        carry("kl_coef", coef, config.kl_coef)
         if config.kl_coef == 0:
             # No KL at all, so no reference model: a KL penalty in the reward would load one.
             carry("kl_coef", "algorithm.use_kl_in_reward", False)
     if config.lr_scheduler is not None:
-        if config.lr_scheduler not in LR_SCHEDULER_TYPES:
-            raise ConfigError(
-                f"config key 'lr_scheduler': the verl engine has no {config.lr_scheduler!r} schedule (VeRL's "
-                f"{_ACTOR}.optim.lr_scheduler_type is one of {', '.join(LR_SCHEDULER_TYPES)}); choose one of those"
-            )
-        carry("lr_scheduler", f"{_ACTOR}.optim.lr_scheduler_type", config.lr_scheduler)
+        scheduler, style = SETTINGS.own_keys("lr_scheduler")
+        carry("lr_scheduler", scheduler, _scheduler(config.lr_scheduler))
         # VeRL's deprecated name for the same key, which overwrites it when set.
-        common.check(
-            "lr_scheduler", config.lr_scheduler, f"{_ACTOR}.optim.warmup_style", config.lr_scheduler
-        )
+        common.check("lr_scheduler", config.lr_scheduler, style, config.lr_scheduler)
     if config.warmup_ratio is not None:
-        carry("warmup_ratio", f"{_ACTOR}.optim.lr_warmup_steps_ratio", config.warmup_ratio)
+        ratio, steps = SETTINGS.own_keys("warmup_ratio")
+        carry("warmup_ratio", ratio, config.warmup_ratio)
         # A positive step count wins over the ratio in VeRL.
-        common.check(
-            "warmup_ratio",
-            config.warmup_ratio,
-            f"{_ACTOR}.optim.lr_warmup_steps",
-            -1,
-            lambda other: other <= 0,
-        )
-    if config.loss_aggregation is not None:
-        carry("loss_aggregation", f"{_ACTOR}.loss_agg_mode", config.loss_aggregation)
-    if config.clip_ratio is not None:
-        for key in ("clip_ratio", "clip_ratio_low", "clip_ratio_high"):
-            carry("clip_ratio", f"{_ACTOR}.{key}", config.clip_ratio)
-    if config.entropy_coef is not None:
-        carry("entropy_coef", f"{_ACTOR}.entropy_coeff", config.entropy_coef)
-    if config.eval_steps is not None:
-        carry("eval_steps", "trainer.test_freq", config.eval_steps)
+        common.check("warmup_ratio", config.warmup_ratio, steps, -1, lambda other: other <= 0)
+    for name in ("loss_aggregation", "clip_ratio", "entropy_coef", "eval_steps"):
+        value = getattr(config, name)
+        for key in SETTINGS.own_keys(name) if value is not None else ():
+            carry(name, key, value)
 
-    samples = DEFAULT_LOG_SAMPLES if config.log_samples is None else config.log_samples
-    rollouts = str(run_dir / ROLLOUTS_DIR) if samples else None
-    carry(
-        "log_samples",
-        "trainer.rollout_data_dir",
-        rollouts,
-        lambda other: same_target(other, rollouts),
-        chosen=config.log_samples is not None,
-    )
-    return out
+
+def _scheduler(name: str) -> str:
+    if name not in LR_SCHEDULER_TYPES:
+        raise ConfigError(
+            f"config key 'lr_scheduler': the verl engine has no {name!r} schedule (VeRL's "
+            f"{SETTINGS['lr_scheduler'].key} is one of {', '.join(LR_SCHEDULER_TYPES)}); choose one of those"
+        )
+    return name
 
 
 def effective_settings(resolved: VerlConfig, config: TrainConfig) -> list[Setting]:
     """The common settings as VeRL will train with them, read back from the composed config:
     one row per common name, with VeRL's key and value, and whether the job's common key, the
-    ``verl:`` section or VeRL's default decided."""
+    ``verl:`` section or VeRL's default decided (:meth:`SettingsDeclaration.source
+    <aworld_train.engine.SettingsDeclaration.source>`)."""
+    from omegaconf import OmegaConf
+
     composed = resolved.config
-    actor = composed.actor_rollout_ref.actor
     # A null of the section leaves the key to the engine (_fill_nulls).
-    section = {
-        key.lstrip("+")
-        for key, value in flatten(config.engine_section()).items()
-        if value is not None
-    }
+    section = {key.lstrip("+"): value for key, value in flatten(config.engine_section()).items()}
 
-    def source(name: str, keys: tuple[str, ...], chosen: bool | None = None) -> str:
-        if getattr(config, name) is not None if chosen is None else chosen:
-            return "job"
-        return "section" if any(key in section for key in keys) else "default"
+    def value_of(key: str) -> Any:
+        return _as_data(OmegaConf.select(composed, key))
 
-    rows = [_device_row(config, composed)]
+    def source(name: str) -> str:
+        return SETTINGS.source(name, _job_value(config, name), section)
 
-    mixed = actor.fsdp_config.get("mixed_precision") or {}
-    precision = _precision_name(mixed.get("param_dtype", "bf16"))
-    precision_keys = (
-        PRECISION_KEY,
-        ROLLOUT_DTYPE_KEY,
-        *(f"{node}.{leaf}" for node in FSDP_NODES for leaf in ("dtype", "mixed_precision")),
-    )
-    rows.append(
-        Setting(
-            "precision",
-            precision,
-            f"{PRECISION_KEY}.param_dtype",
-            mixed.get("param_dtype", "bf16"),
-            source("precision", precision_keys, config.precision != "auto"),
-        )
-    )
+    precision = None if config.precision == "auto" else config.precision
+    return [
+        _device_row(config, composed),
+        SETTINGS.read("precision", precision, section, lambda key: value_of(key) or "bf16"),
+        _lora_row(composed, source("lora")),
+        SETTINGS.read("report_to", config.report_to or None, section, value_of),
+        _kl_row(composed, source("kl_coef")),
+        *_optim_rows(composed, source),
+        SETTINGS.read("loss_aggregation", config.loss_aggregation, section, value_of),
+        _clip_row(composed, source("clip_ratio")),
+        SETTINGS.read("entropy_coef", config.entropy_coef, section, value_of),
+        _eval_row(composed, config, source("eval_steps")),
+        Setting("eval_limit", config.eval_limit, "", config.eval_limit, source("eval_limit")),
+        _log_samples_row(composed, config, source("log_samples")),
+    ]
 
+
+def _job_value(config: TrainConfig, name: str) -> Any:
+    """The job's value of a common key, ``None`` where it left it to the engine."""
+    value = getattr(config, name)
+    return None if value in ((), "auto") else value
+
+
+def _lora_row(composed: DictConfig, source: str) -> Setting:
     model = composed.actor_rollout_ref.model
     lora = (
         None
@@ -234,144 +234,61 @@ def effective_settings(resolved: VerlConfig, config: TrainConfig) -> list[Settin
             "target_modules": _as_data(model.target_modules),
         }
     )
-    rows.append(
-        Setting(
-            "lora",
-            lora,
-            "actor_rollout_ref.model.lora_rank",
-            int(model.lora_rank or 0),
-            source("lora", ("actor_rollout_ref.model.lora_rank",)),
-        )
-    )
+    return Setting("lora", lora, SETTINGS["lora"].key, int(model.lora_rank or 0), source)
 
-    rows.append(
-        Setting(
-            "report_to",
-            list(trackers_of(composed)),
-            "trainer.logger",
-            _as_data(composed.trainer.logger),
-            source("report_to", ("trainer.logger",), bool(config.report_to)),
-        )
-    )
 
-    kl_keys = (f"{_ACTOR}.use_kl_loss", f"{_ACTOR}.kl_loss_coef")
+def _kl_row(composed: DictConfig, source: str) -> Setting:
+    actor = composed.actor_rollout_ref.actor
+    coef, use = SETTINGS.own_keys("kl_coef")
     if actor.use_kl_loss:
-        rows.append(
-            Setting(
-                "kl_coef",
-                float(actor.kl_loss_coef),
-                kl_keys[1],
-                actor.kl_loss_coef,
-                source("kl_coef", kl_keys),
-            )
-        )
-    else:
-        rows.append(Setting("kl_coef", 0.0, kl_keys[0], False, source("kl_coef", kl_keys)))
+        return Setting("kl_coef", float(actor.kl_loss_coef), coef, actor.kl_loss_coef, source)
+    return Setting("kl_coef", 0.0, use, False, source)
 
-    optim = actor.optim
-    scheduler = (
-        optim.warmup_style or optim.lr_scheduler_type
-    )  # VeRL's deprecated name wins when set
-    scheduler_keys = (f"{_ACTOR}.optim.lr_scheduler_type", f"{_ACTOR}.optim.warmup_style")
-    rows.append(
-        Setting(
-            "lr_scheduler",
-            scheduler,
-            scheduler_keys[0],
-            scheduler,
-            source("lr_scheduler", scheduler_keys),
-        )
-    )
-    warmup_keys = (f"{_ACTOR}.optim.lr_warmup_steps_ratio", f"{_ACTOR}.optim.lr_warmup_steps")
+
+def _optim_rows(composed: DictConfig, source: Callable[[str], str]) -> list[Setting]:
+    """``lr_scheduler`` and ``warmup_ratio`` from the actor's optimizer config."""
+    optim = composed.actor_rollout_ref.actor.optim
+    scheduler = optim.warmup_style or optim.lr_scheduler_type  # the deprecated name wins when set
+    ratio, steps = SETTINGS.own_keys("warmup_ratio")
+    key = SETTINGS["lr_scheduler"].key
+    rows = [Setting("lr_scheduler", scheduler, key, scheduler, source("lr_scheduler"))]
     if optim.lr_warmup_steps is not None and optim.lr_warmup_steps > 0:
         # A step count wins over the ratio, which then says nothing.
-        rows.append(
-            Setting(
-                "warmup_ratio",
-                None,
-                warmup_keys[1],
-                optim.lr_warmup_steps,
-                source("warmup_ratio", warmup_keys),
-            )
-        )
+        warmup = Setting("warmup_ratio", None, steps, optim.lr_warmup_steps, source("warmup_ratio"))
     else:
-        rows.append(
-            Setting(
-                "warmup_ratio",
-                float(optim.lr_warmup_steps_ratio),
-                warmup_keys[0],
-                optim.lr_warmup_steps_ratio,
-                source("warmup_ratio", warmup_keys),
-            )
-        )
-    rows.append(
-        Setting(
-            "loss_aggregation",
-            actor.loss_agg_mode,
-            f"{_ACTOR}.loss_agg_mode",
-            actor.loss_agg_mode,
-            source("loss_aggregation", (f"{_ACTOR}.loss_agg_mode",)),
-        )
-    )
-    clip_keys = tuple(
-        f"{_ACTOR}.{key}" for key in ("clip_ratio", "clip_ratio_low", "clip_ratio_high")
-    )
+        own = optim.lr_warmup_steps_ratio
+        warmup = Setting("warmup_ratio", float(own), ratio, own, source("warmup_ratio"))
+    return [*rows, warmup]
+
+
+def _clip_row(composed: DictConfig, source: str) -> Setting:
+    actor = composed.actor_rollout_ref.actor
+    both, low_key, high_key = SETTINGS.own_keys("clip_ratio")
     # VeRL clips with the low and the high ratio; clip_ratio only stands in for an unset one.
     low = actor.clip_ratio_low if actor.clip_ratio_low is not None else actor.clip_ratio
     high = actor.clip_ratio_high if actor.clip_ratio_high is not None else actor.clip_ratio
-    rows.append(
-        Setting(
-            "clip_ratio",
-            float(low) if low == high else {"low": float(low), "high": float(high)},
-            f"{clip_keys[1]}, {clip_keys[2]}" if low != high else clip_keys[0],
-            low if low == high else [low, high],
-            source("clip_ratio", clip_keys),
-        )
-    )
-    rows.append(
-        Setting(
-            "entropy_coef",
-            float(actor.entropy_coeff),
-            f"{_ACTOR}.entropy_coeff",
-            actor.entropy_coeff,
-            source("entropy_coef", (f"{_ACTOR}.entropy_coeff",)),
-        )
-    )
+    if low == high:
+        return Setting("clip_ratio", float(low), both, low, source)
+    common = {"low": float(low), "high": float(high)}
+    return Setting("clip_ratio", common, f"{low_key}, {high_key}", [low, high], source)
 
+
+def _eval_row(composed: DictConfig, config: TrainConfig, source: str) -> Setting:
     test_freq = composed.trainer.test_freq
-    eval_source = source("eval_steps", ("trainer.test_freq",))
-    rows.append(
-        Setting(
-            "eval_steps",
-            _eval_every(config.eval_steps, test_freq, eval_source),
-            "trainer.test_freq",
-            test_freq,
-            eval_source,
-        )
-    )
-    rows.append(
-        Setting("eval_limit", config.eval_limit, "", config.eval_limit, source("eval_limit", ()))
-    )
+    every = _eval_every(config.eval_steps, test_freq, source)
+    return Setting("eval_steps", every, SETTINGS["eval_steps"].key, test_freq, source)
+
+
+def _log_samples_row(composed: DictConfig, config: TrainConfig, source: str) -> Setting:
     dump = composed.trainer.rollout_data_dir
-    samples = (
-        (DEFAULT_LOG_SAMPLES if config.log_samples is None else config.log_samples) if dump else 0
-    )
-    rows.append(
-        Setting(
-            "log_samples",
-            samples,
-            "trainer.rollout_data_dir",
-            dump,
-            source("log_samples", ("trainer.rollout_data_dir",)),
-        )
-    )
-    return rows
+    samples = DEFAULT_LOG_SAMPLES if config.log_samples is None else config.log_samples
+    return Setting("log_samples", samples if dump else 0, SETTINGS["log_samples"].key, dump, source)
 
 
 def trackers_of(composed: DictConfig) -> tuple[str, ...]:
     """The common trackers among VeRL's ``trainer.logger`` (the job's ``report_to``, or what the
     ``verl:`` section chose)."""
-    return tuple(str(name) for name in _as_list(composed.trainer.logger) if str(name) in TRACKERS)
+    return tuple(SETTINGS["report_to"].common_value(composed.trainer.logger))
 
 
 def tracker_variables(trackers: tuple[str, ...], run_dir: Path) -> dict[str, str]:
@@ -420,28 +337,17 @@ def _device_row(config: TrainConfig, composed: DictConfig) -> Setting:
     """Where VeRL trains: this machine's CPU (under the platform VeRL's processes select through
     ``VERL_PLATFORM``), the GPUs visible here, or a Ray cluster's."""
     if on_cpu(config):
-        chosen = config.resources.device == "cpu"
-        return Setting("device", "cpu", "VERL_PLATFORM", PLATFORM, "job" if chosen else "default")
+        chosen = "cpu" if config.resources.device == "cpu" else None
+        return Setting("device", "cpu", "VERL_PLATFORM", PLATFORM, source_of(chosen, {}, ()))
     gpus = int(composed.trainer.n_gpus_per_node)
     nodes = int(composed.trainer.nnodes)
     if cluster_address(config):
         device = f"Ray cluster: {nodes} node(s) x {gpus} GPU(s)"
     else:
         device = describe_device(use_gpu=visible_gpus() > 0)
-    chosen = config.resources.gpus_per_node is not None
-    section = flatten(config.engine_section()).get("trainer.n_gpus_per_node") is not None
-    return Setting(
-        "device",
-        device,
-        "trainer.n_gpus_per_node",
-        gpus,
-        "job" if chosen else "section" if section else "default",
-    )
-
-
-def _precision_name(dtype: Any) -> str:
-    """The common name of one of VeRL's dtype names (``bfloat16`` -> ``bf16``)."""
-    return next((name for name, names in _DTYPE_NAMES.items() if dtype in names), str(dtype))
+    key = "trainer.n_gpus_per_node"
+    source = source_of(config.resources.gpus_per_node, flatten(config.engine_section()), key)
+    return Setting("device", device, key, gpus, source)
 
 
 def _as_data(value: Any) -> Any:
@@ -462,7 +368,7 @@ def _lora_alpha(alpha: float) -> int:
 
 
 def _same_dtype(precision: str, other: Any) -> bool:
-    return other in _DTYPE_NAMES[precision]
+    return other in DTYPE_NAMES[precision]
 
 
 def _same_dtypes(mixed: Mapping[str, str], other: Any) -> bool:
