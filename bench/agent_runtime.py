@@ -326,7 +326,7 @@ def trl_tool_trainer(steps: int, seed: int, model: Path, output: Path) -> Any:
     from trl import GRPOConfig, GRPOTrainer
 
     sys.path.insert(0, str(WORK))
-    from aworld_train.reward.builtin import answer_match
+    from aworld_train.reward._builtin import answer_match
     from tools import multiply  # noqa: PLC0415 - the bench's own tool file
 
     def reward(completions: list[Any], ground_truth: list[str], **_: Any) -> list[float]:
@@ -610,7 +610,7 @@ def tool_model() -> tuple[Path, dict[str, Any]]:
     renders it (the runtime's schema from the core's ToolSet, TRL's from transformers)."""
     import torch
     from aworld_train.testing import build_tiny_model
-    from aworld_train.tools.python_tools import PythonTool
+    from aworld_train.tools._python_tools import PythonTool
     from transformers import AutoTokenizer
     from transformers.utils import get_json_schema
 

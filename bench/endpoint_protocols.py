@@ -68,9 +68,9 @@ def main() -> None:
     args = parser.parse_args()
 
     import aiohttp
-    from aworld_train.runtime.endpoint import shared_endpoint
-    from aworld_train.runtime.episode import Episode, Generated, Limits
-    from aworld_train.runtime.trajectory import ChatRenderer
+    from aworld_train.runtime._endpoint import shared_endpoint
+    from aworld_train.runtime._episode import Episode, Generated, Limits
+    from aworld_train.runtime._trajectory import ChatRenderer
     from aworld_train.testing.tiny_model import build_tiny_model
     from transformers import AutoTokenizer
 

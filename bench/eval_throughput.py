@@ -60,7 +60,7 @@ def write_job(rows: int, tokens: int) -> Path:
 def plain_loop(model_folder: str, rows: list[dict[str, Any]], tokens: int, batch: int) -> list[str]:
     """The plain transformers recipe: left-padded batches in the dataset's order, greedy."""
     import torch
-    from aworld_train.reward.builtin import exact_match
+    from aworld_train.reward._builtin import exact_match
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(model_folder, padding_side="left")

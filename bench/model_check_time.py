@@ -2,7 +2,7 @@
 
 What is timed is what the check does beyond loading the tokenizer, which the checks did before:
 the safetensors headers read and compared with the model ``config.json`` builds on the meta
-device (``aworld_train.model.weights.check_weights``), and the tokenizer's ids and tokens against
+device (``aworld_train.model._weights.check_weights``), and the tokenizer's ids and tokens against
 ``vocab_size`` (``_check_config_ids``, ``_check_tokenizer_fits``). Two folders:
 
 - the tiny model of the tests (``build_tiny_model``: Qwen2, hidden 64, 2 layers);
@@ -39,8 +39,8 @@ MEASURE = r"""
 import json, statistics, sys, time
 from pathlib import Path
 
-from aworld_train.model import files as f
-from aworld_train.model import meta, tokenizer as t, weights as w
+from aworld_train.model import _files as f
+from aworld_train.model import _meta as meta, _tokenizer as t, _weights as w
 
 folder, repeats = Path(sys.argv[1]), int(sys.argv[2])
 tokenizer = t.load_tokenizer(folder)  # loaded by the model step before the weights step

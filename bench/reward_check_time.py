@@ -2,7 +2,7 @@
 ``check`` time on the same job with a reward that works.
 
 ``check`` scores the reward on every training row up to a budget (1,000 rows, 1 s of
-scoring: ``aworld_train.checks.reward.CHECK_ROWS`` and ``CHECK_SECONDS``), with each row's
+scoring: ``aworld_train.checks._reward.CHECK_ROWS`` and ``CHECK_SECONDS``), with each row's
 ground truth as the completion, in one child process. Four jobs on 1,000 "Repeat: n" rows, each a fresh
 ``aworld-train check`` process (imports included, as a user meets it):
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from aworld_train import TrainerProcessor
-from aworld_train.reward.builtin import exact_match
+from aworld_train.reward._builtin import exact_match
 from aworld_train.testing.fixtures import run_cli
 
 __all__ = ["run_cli"]  # re-exported: the core tests import it from here

@@ -22,9 +22,9 @@ from aworld_train.errors import (
     PluginError,
     TrainingCrash,
 )
-from aworld_train.plugins.processor import ProcessorPlugin
+from aworld_train.plugins._processor import ProcessorPlugin
 from aworld_train.reward import RewardSpec
-from aworld_train.reward.builtin import BUILTIN_REWARDS
+from aworld_train.reward._builtin import BUILTIN_REWARDS
 from helpers import (
     ARITHMETIC,
     RecordingProcessor,

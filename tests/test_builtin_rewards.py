@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from aworld_train.reward.builtin import BUILTIN_REWARDS, answer_match, exact_match, extract_answer
+from aworld_train.reward._builtin import BUILTIN_REWARDS, answer_match, exact_match, extract_answer
 
 
 def test_builtins_are_registered_by_name() -> None:

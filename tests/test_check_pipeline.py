@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from aworld_train.checks.pipeline import Check, CheckResult, Found, HandOff, needs, run_checks
-from aworld_train.checks.settings import engine_adds_trackers
+from aworld_train.checks._pipeline import Check, CheckResult, Found, HandOff, needs, run_checks
+from aworld_train.checks._settings import engine_adds_trackers
 from aworld_train.checks import CHECKS, NOT_FOUND, engine_check_config
 from aworld_train.job.config import TrainConfig
 from aworld_train.job.settings import Setting

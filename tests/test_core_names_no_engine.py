@@ -20,7 +20,7 @@ FORBIDDEN = re.compile(
 # and messages that name an engine to install as an example (cli.py, cli_eval.py,
 # dataset_rows.py, testing/bad_job_cases.py).
 REMAINING = {
-    "evaluation/target.py": 9,
+    "evaluation/_target.py": 9,
     "engine/hf.py": 1,
     "plugins/__init__.py": 3,
     "testing/bad_job_cases.py": 2,

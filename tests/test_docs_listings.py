@@ -132,7 +132,7 @@ def _table_results(output: list[str]) -> list[Any]:
     [found for found in _printed("eval") if found[2][0].startswith("eval on")],
 )
 def test_an_eval_table_is_what_eval_prints(guide: str, command: str, output: list[str]) -> None:
-    from aworld_train.cli.eval import _print_table
+    from aworld_train.cli._eval import _print_table
     from aworld_train.evaluation import result_stem
 
     results = _table_results(output)
@@ -237,7 +237,7 @@ def _run_from_show(run: Path, output: list[str]) -> None:
 def test_a_show_listing_is_what_show_prints(
     guide: str, command: str, output: list[str], tmp_path: Path
 ) -> None:
-    from aworld_train.cli.eval import show_command
+    from aworld_train.cli._eval import show_command
     from click.testing import CliRunner
 
     run = tmp_path / "runs" / Path(command.split()[2]).name

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from aworld_train.evaluation.target import _no_final_model
+from aworld_train.evaluation._target import _no_final_model
 from aworld_train.run.samples import append_samples, read_samples
 from helpers import run_cli
 

@@ -124,7 +124,7 @@ def test_without_a_resume_step_the_parents_records_before_the_first_new_step_are
 def test_eval_prints_progress_lines_without_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
     """Without a terminal `eval` prints a line every 5% of the rows, as training does of its
     steps (there is no bar to draw)."""
-    from aworld_train.evaluation.generation import _progress_bar
+    from aworld_train.evaluation._generation import _progress_bar
 
     with _progress_bar(True, 40) as advance:  # pytest's stderr is no terminal
         for _ in range(20):

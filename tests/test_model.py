@@ -26,12 +26,12 @@ from aworld_train.model import (
     max_positions,
     preflight_model,
 )
-from aworld_train.model import files as model_files
-from aworld_train.model import folder as model_folder
-from aworld_train.model import lengths as model_lengths
-from aworld_train.model import lora as model_lora
-from aworld_train.model import tokenizer as model_tokenizer
-from aworld_train.model import weights as model_weights
+from aworld_train.model import _files as model_files
+from aworld_train.model import _folder as model_folder
+from aworld_train.model import _lengths as model_lengths
+from aworld_train.model import _lora as model_lora
+from aworld_train.model import _tokenizer as model_tokenizer
+from aworld_train.model import _weights as model_weights
 
 # --- folders written by hand: the file-level checks ------------------------------------------
 

@@ -168,7 +168,7 @@ def test_several_rewards_named_in_a_job_are_one_callable_of_the_weighted_total(
 def test_a_built_in_reward_named_in_a_job_is_its_function(
     reader: type[FileReadingProcessor], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from aworld_train.reward.builtin import BUILTIN_REWARDS
+    from aworld_train.reward._builtin import BUILTIN_REWARDS
 
     code, _, err = run_cli(capsys, "check", write_job(tmp_path, reward="exact_match"))
     assert code == 0, err

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from aworld_train.errors import RewardError
 from aworld_train.reward import RewardSpec, resolve_reward
-from aworld_train.checks.reward import check_reward_on_row
-from aworld_train.reward.builtin import exact_match
+from aworld_train.checks._reward import check_reward_on_row
+from aworld_train.reward._builtin import exact_match
 
 ROW = {"prompt": "2+2?", "ground_truth": "4", "data_source": "math", "extra_info": {"index": 0}}
 
@@ -107,7 +107,7 @@ def test_callable() -> None:
     assert spec.functions[0].ref is None, "a local function cannot be imported by name"
     assert score_of(spec, "abc") == 3.0
     module_level = resolve_reward(exact_match)
-    assert module_level.functions[0].ref == "aworld_train.reward.builtin:exact_match"
+    assert module_level.functions[0].ref == "aworld_train.reward._builtin:exact_match"
 
 
 def test_file_and_function_relative_to_base_dir(reward_dir: Path) -> None:
@@ -127,7 +127,7 @@ def test_module_and_function(reward_dir: Path, monkeypatch: pytest.MonkeyPatch) 
 
 def test_builtin_names() -> None:
     spec = resolve_reward("answer_match")
-    assert spec.functions[0].ref == "aworld_train.reward.builtin:answer_match"
+    assert spec.functions[0].ref == "aworld_train.reward._builtin:answer_match"
     assert score_of(spec, "<answer>4</answer>") == 1.0
     assert score_of(resolve_reward("exact_match"), " 4 ") == 1.0
 
@@ -402,7 +402,7 @@ def test_a_reward_file_that_ends_or_stalls_the_process_on_import(
 GAIA_REWARD_FILE = """
 import re
 
-from aworld_train.reward.builtin import exact_match  # imported, not defined here: not a candidate
+from aworld_train.reward._builtin import exact_match  # imported, not defined here: not a candidate
 
 ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 
@@ -467,7 +467,7 @@ def test_a_bare_reward_file_with_several_reward_functions(reward_dir: Path) -> N
 def test_a_bare_reward_file_without_a_reward_function(tmp_path: Path) -> None:
     """A bare reward file with no reward function: one line naming what it does define."""
     (tmp_path / "helpers.py").write_text(
-        "from aworld_train.reward.builtin import answer_match\n\n"
+        "from aworld_train.reward._builtin import answer_match\n\n"
         "def question_scorer(model_answer, ground_truth):\n    return 1.0\n"
     )
     with pytest.raises(RewardError) as raised:

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 import yaml
-from aworld_train.checks import reward as reward_check
+from aworld_train.checks import _reward as reward_check
 from aworld_train.errors import RewardError
 from aworld_train.reward import NONE_REFUSED, RewardSpec, resolve_reward
-from aworld_train.checks.reward import check_reward_on_rows, sample_rows
+from aworld_train.checks._reward import check_reward_on_rows, sample_rows
 from aworld_train.testing.bad_job_cases import LATE_ROW_REWARDS
 from aworld_train.testing.fixtures import one_error_line
 from helpers import run_cli, write_jsonl

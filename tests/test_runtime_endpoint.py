@@ -9,9 +9,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from aworld_train.runtime.endpoint import shared_endpoint
-from aworld_train.runtime.replies import Turn
-from aworld_train.runtime.requests import TurnRequest
+from aworld_train.runtime._endpoint import shared_endpoint
+from aworld_train.runtime._replies import Turn
+from aworld_train.runtime._requests import TurnRequest
 
 QUESTION = {"messages": [{"role": "user", "content": "What is 6 * 7?"}]}
 
@@ -198,7 +198,7 @@ def test_a_body_not_json_or_too_large_is_refused_and_ends_the_episode(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import aiohttp
-    from aworld_train.runtime import endpoint as module
+    from aworld_train.runtime import _endpoint as module
 
     monkeypatch.setattr(module, "MAX_REQUEST_BYTES", 1 << 20)
 
@@ -232,7 +232,7 @@ def test_a_body_not_json_or_too_large_is_refused_and_ends_the_episode(
 def test_sampling_fields_the_training_governs_are_warned_about_once_and_ignored(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    from aworld_train.runtime import requests
+    from aworld_train.runtime import _requests as requests
 
     requests._warned.clear()
     asked = []
@@ -248,7 +248,7 @@ def test_sampling_fields_the_training_governs_are_warned_about_once_and_ignored(
                 body = {**QUESTION, "temperature": 0.2, "metadata": {"a": 1}, "user": "u"}
                 assert (await post(url, {**body, "max_tokens": 5, "stop": "\\n"}))[0] == 200
 
-    with caplog.at_level("WARNING", logger="aworld_train.runtime.requests"):
+    with caplog.at_level("WARNING", logger="aworld_train.runtime._requests"):
         asyncio.run(main())
     assert [record.getMessage() for record in caplog.records] == [
         "agents send temperature=0.2; the training's own generation settings apply (the job's "

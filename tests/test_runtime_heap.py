@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import gc
 
-from aworld_train.runtime.rollout import heap_frozen
+from aworld_train.runtime._rollout import heap_frozen
 
 
 def test_the_heap_is_frozen_only_while_a_rollout_runs() -> None:

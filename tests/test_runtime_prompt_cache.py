@@ -9,7 +9,7 @@ import pytest
 
 def test_a_repeated_prompt_gives_the_tokens_the_template_renders(tmp_path: Path) -> None:
     pytest.importorskip("transformers")
-    from aworld_train.runtime.trajectory import ChatRenderer
+    from aworld_train.runtime._trajectory import ChatRenderer
     from aworld_train.testing import build_tiny_model
     from transformers import AutoTokenizer
 

@@ -16,9 +16,9 @@ import pytest
 pytest.importorskip("openai")
 pytest.importorskip("torch", reason="the tiny model generates with transformers")
 
-from aworld_train.runtime.endpoint import shared_endpoint  # noqa: E402
-from aworld_train.runtime.episode import Episode, Generated, Limits  # noqa: E402
-from aworld_train.runtime.trajectory import ChatRenderer  # noqa: E402
+from aworld_train.runtime._endpoint import shared_endpoint  # noqa: E402
+from aworld_train.runtime._episode import Episode, Generated, Limits  # noqa: E402
+from aworld_train.runtime._trajectory import ChatRenderer  # noqa: E402
 
 SYSTEM = "Use the calculator."
 QUESTION = "What is 12 * 34?"

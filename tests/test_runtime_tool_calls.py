@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aworld_train.runtime.trajectory import parse_tool_calls
+from aworld_train.runtime._trajectory import parse_tool_calls
 
 
 def test_tool_calls_are_read_as_the_chat_template_writes_them() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from aworld_train import AgentTrainer
 from aworld_train.errors import ConfigError
-from aworld_train.reward.builtin import exact_match
+from aworld_train.reward._builtin import exact_match
 from aworld_train.testing.conformance import EngineConformance
 from aworld_train_toy.policy import POLICY_FILE
 from helpers import read_jsonl, write_model_folder

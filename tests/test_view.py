@@ -17,7 +17,7 @@ from aworld_train import AgentTrainer
 from aworld_train.run.samples import append_samples
 from aworld_train.testing.fixtures import one_error_line
 from aworld_train.testing.view import View, running_view
-from aworld_train.view.jsonl import MAX_POINTS, PREVIEW_BYTES
+from aworld_train.view._jsonl import MAX_POINTS, PREVIEW_BYTES
 from helpers import RewardThatStops, run_cli
 
 SECRET = "sk-view-secret-4242"
@@ -214,7 +214,7 @@ def test_a_large_run_is_previewed_first_then_answered_whole(runs: Path) -> None:
 
 
 def test_docs_name_every_option_of_view() -> None:
-    from aworld_train.cli.view import view_command
+    from aworld_train.cli._view import view_command
 
     guide = (Path(__file__).resolve().parents[1] / "docs" / "view.md").read_text()
     table = {line.split("`")[1] for line in guide.splitlines() if line.startswith("| `")}

@@ -18,12 +18,12 @@ from aworld_train.plugins.hookspecs import hookimpl
 from aworld_train.version import __version__
 
 if TYPE_CHECKING:
-    from aworld_train.plugins.processor import TrainerProcessor
+    from aworld_train.plugins._processor import TrainerProcessor
     from aworld_train.trainer import AgentTrainer
 
 _LAZY = {
     "AgentTrainer": "aworld_train.trainer",
-    "TrainerProcessor": "aworld_train.plugins.processor",
+    "TrainerProcessor": "aworld_train.plugins._processor",
 }
 
 __all__ = ["AWorldTrainError", "AgentTrainer", "TrainerProcessor", "hookimpl", "__version__"]

@@ -21,7 +21,7 @@ from aworld_train.errors import AWorldTrainError, CheckCrash, Interrupted, Train
 from aworld_train.job.spec import Job, absolute_paths
 
 if TYPE_CHECKING:
-    from aworld_train.checks.pipeline import EngineHooks
+    from aworld_train.checks._pipeline import EngineHooks
     from aworld_train.evaluation import EvalResult
 
 

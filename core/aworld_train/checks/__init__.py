@@ -1,6 +1,6 @@
 """The check pipeline: what ``AgentTrainer`` runs before a job may train, declared as data.
 
-:data:`CHECKS` is an ordered list of :class:`~aworld_train.checks.pipeline.Check`: each names
+:data:`CHECKS` is an ordered list of :class:`~aworld_train.checks._pipeline.Check`: each names
 the row of the check table it decides, who runs it (the core's generic layer or the selected
 engine), what runs, when it applies, how its result is described and what it keeps for the
 later steps. Each step is given by name what it needs (what the trainer gave: ``job``,
@@ -9,10 +9,10 @@ an earlier step kept) and returns what it found. The core reads the config first
 the checks' limits come from it), then the agent and its one model; the engine's check hooks
 come in AWorld Train's order (agent, dataset, reward, config), each after the core's own check
 of that module, and receive what the core resolved and what the earlier hooks returned as named
-arguments (:class:`~aworld_train.checks.pipeline.HandOff`). After ``check_config`` the engine
+arguments (:class:`~aworld_train.checks._pipeline.HandOff`). After ``check_config`` the engine
 says which settings it will train with (``effective_settings``), under their common names. The
-core's steps are in :mod:`aworld_train.checks.steps` and :mod:`aworld_train.checks.model_steps`,
-the settings' in :mod:`aworld_train.checks.settings`; :func:`check_job` runs them and returns what the trainer
+core's steps are in :mod:`aworld_train.checks._steps` and :mod:`aworld_train.checks._model_steps`,
+the settings' in :mod:`aworld_train.checks._settings`; :func:`check_job` runs them and returns what the trainer
 keeps (:class:`Checked`).
 """
 
@@ -23,7 +23,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.checks.pipeline import (
+from aworld_train.checks._pipeline import (
     Check,
     CheckResult,
     EngineHooks,
@@ -31,7 +31,7 @@ from aworld_train.checks.pipeline import (
     HandOff,
     run_checks,
 )
-from aworld_train.checks.settings import (
+from aworld_train.checks._settings import (
     check_effective_trackers,
     check_job_trackers,
     describe_effective_trackers,
@@ -40,7 +40,7 @@ from aworld_train.checks.settings import (
     effective_settings,
     engine_adds_trackers,
 )
-from aworld_train.checks.model_steps import (
+from aworld_train.checks._model_steps import (
     check_lora,
     check_model,
     check_model_weights,
@@ -54,7 +54,7 @@ from aworld_train.checks.model_steps import (
     local_model,
     lora_targets_checkable,
 )
-from aworld_train.checks.steps import (
+from aworld_train.checks._steps import (
     check_resume_support,
     describe_resume_support,
     agent_runnable,

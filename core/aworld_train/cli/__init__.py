@@ -225,8 +225,8 @@ def new_engine(name: str, directory: Path | None) -> None:
     )
 
 
-from aworld_train.cli.eval import eval_command, show_command  # noqa: E402 (commands' modules)
-from aworld_train.cli.view import view_command  # noqa: E402
+from aworld_train.cli._eval import eval_command, show_command  # noqa: E402 (commands' modules)
+from aworld_train.cli._view import view_command  # noqa: E402
 
 cli.add_command(eval_command)
 cli.add_command(show_command)

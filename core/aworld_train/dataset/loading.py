@@ -1,5 +1,5 @@
 """Dataset: load the user's rows into one canonical ``datasets.Dataset``, streaming: each row is
-read, checked (:mod:`aworld_train.dataset.rows`) and turned into Arrow a batch at a time.
+read, checked (:mod:`aworld_train.dataset._rows`) and turned into Arrow a batch at a time.
 
 Canonical columns: ``prompt`` (a string or a list of ``{role, content}`` messages),
 ``ground_truth`` (a string), ``data_source`` (a string, filled in when absent) and
@@ -22,7 +22,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.dataset.rows import RowError, canonical_row, column_mapping
+from aworld_train.dataset._rows import RowError, canonical_row, column_mapping
 from aworld_train.errors import DatasetError
 from aworld_train.job.files import MAX_DEPTH, deeper_than
 from aworld_train.job.references import require_file, resolve_path

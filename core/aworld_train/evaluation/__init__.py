@@ -8,26 +8,26 @@ and writes ``eval/<model>-<dataset>.json`` and ``.samples.jsonl``.
 
 One concern a module:
 
-- :mod:`~aworld_train.evaluation.generation`: prompts rendered, completions generated (greedy,
+- :mod:`~aworld_train.evaluation._generation`: prompts rendered, completions generated (greedy,
   or K sampled) and scored, an agent of its own code run through the agent runtime.
-- :mod:`~aworld_train.evaluation.results`: the scores summed up (:class:`EvalResult`, pass@K)
+- :mod:`~aworld_train.evaluation._results`: the scores summed up (:class:`EvalResult`, pass@K)
   and the result's files.
-- :mod:`~aworld_train.evaluation.target`: what is evaluated: the run or job file, the model
+- :mod:`~aworld_train.evaluation._target`: what is evaluated: the run or job file, the model
   ``--model`` names, the rows of ``--dataset``, and what to evaluate when a run left no model.
-- :mod:`~aworld_train.evaluation.loading`: the model found, checked and loaded (a LoRA adapter
+- :mod:`~aworld_train.evaluation._loading`: the model found, checked and loaded (a LoRA adapter
   merged onto its base), and the backend that generates, vLLM or transformers.
-- :mod:`~aworld_train.evaluation.runner`: :func:`evaluate`, all of the above in order.
+- :mod:`~aworld_train.evaluation._runner`: :func:`evaluate`, all of the above in order.
 
 Heavy libraries (torch, transformers, datasets, vllm) are imported inside the functions.
 """
 
-from aworld_train.evaluation.generation import (
+from aworld_train.evaluation._generation import (
     DEFAULT_TEMPERATURE,
     generate_and_score,
     render_prompt,
 )
-from aworld_train.evaluation.loading import BACKENDS, choose_backend, load_model
-from aworld_train.evaluation.results import (
+from aworld_train.evaluation._loading import BACKENDS, choose_backend, load_model
+from aworld_train.evaluation._results import (
     PASS_SCORE,
     EvalResult,
     difference,
@@ -35,8 +35,8 @@ from aworld_train.evaluation.results import (
     score_completions,
     write_result,
 )
-from aworld_train.evaluation.runner import evaluate
-from aworld_train.evaluation.target import (
+from aworld_train.evaluation._runner import evaluate
+from aworld_train.evaluation._target import (
     DEFAULT_MAX_NEW_TOKENS,
     EvalTarget,
     eval_hint,

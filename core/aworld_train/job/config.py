@@ -1,7 +1,7 @@
 """Config: the engine-neutral training keys, one section per engine, and ``-o`` overrides.
 
 Each common key is declared once, as a field of :class:`TrainConfig` that carries its rule (its
-type and range, :mod:`aworld_train.job.rules`); the strict pydantic model that checks a config
+type and range, :mod:`aworld_train.job._rules`); the strict pydantic model that checks a config
 is built from those fields. The keys are checked before any engine code runs, so
 ``batch_size: 0`` or ``learning_rate: .nan`` fails in ``check`` with one line naming the key.
 """
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.job.layout import (
+from aworld_train.job._layout import (
     ConfigLayout,
     claim,
     near_miss,
@@ -22,8 +22,8 @@ from aworld_train.job.layout import (
     other_engine_section,
     whole_config_hint,
 )
-from aworld_train.job.rules import checked, config_key, describe_value, rule, rules_of
-from aworld_train.job.rules import first_non_finite as first_non_finite  # engines read it here
+from aworld_train.job._rules import checked, config_key, describe_value, rule, rules_of
+from aworld_train.job._rules import first_non_finite as first_non_finite  # engines read it here
 from aworld_train.errors import ConfigError, PluginError, did_you_mean
 from aworld_train.job.files import guarded_yaml_loader, read_mapping
 from aworld_train.job.spec import JOB_FIELDS
@@ -426,7 +426,7 @@ def without_section_key(section: dict[str, Any], dotted: str) -> tuple[bool, Any
 
 def near_common_key(key: str) -> str | None:
     """The common key (or ``resources``) that ``key`` is a near miss of, or ``None``
-    (:func:`~aworld_train.job.layout.near_miss`)."""
+    (:func:`~aworld_train.job._layout.near_miss`)."""
     return near_miss(key, (*COMMON_KEYS, "resources"))
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from aworld_train.job.rules import describe_value
+from aworld_train.job._rules import describe_value
 from aworld_train.errors import JobError, did_you_mean
 from aworld_train.job.references import absolute_reference, resolve_path
 

@@ -1,6 +1,6 @@
 """How far apart two names are, for the did-you-means of ``check``: a misspelt config key
-(:func:`~aworld_train.job.layout.near_miss`) and a bare model name that misses a folder
-beside the job (:mod:`aworld_train.model.folder`)."""
+(:func:`~aworld_train.job._layout.near_miss`) and a bare model name that misses a folder
+beside the job (:mod:`aworld_train.model._folder`)."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ import typing
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
-from aworld_train.job.rules import first_non_finite
+from aworld_train.job._rules import first_non_finite
 from aworld_train.errors import ConfigError
 
 _RANGE_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}

@@ -1,7 +1,7 @@
 """Memory before launch: the peak memory of one training step on each GPU, estimated from the
 model's ``config.json`` and the settings the engine will train with.
 
-The model is built on torch's meta device (:func:`aworld_train.model.meta.meta_model`): its
+The model is built on torch's meta device (:func:`aworld_train.model._meta.meta_model`): its
 parameters are counted, nothing is downloaded, loaded or allocated. What an engine holds per
 GPU comes from a :class:`MemoryPlan`: the core derives one from the common config and the
 effective settings (:func:`default_plan`), and an engine that knows better (its micro-batch,
@@ -165,7 +165,7 @@ def model_shape(
 ) -> ModelShape | str:
     """The shape of the model ``config.json`` in ``folder`` describes, built on the meta
     device; or why it could not be built (transformers' one line)."""
-    from aworld_train.model.meta import meta_model
+    from aworld_train.model._meta import meta_model
 
     model = meta_model(str(folder), trust_remote_code)
     if isinstance(model, str):

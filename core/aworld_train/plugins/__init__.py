@@ -81,7 +81,7 @@ class EngineInfo:
 
 def register_processor(name: str, processor: type) -> None:
     """Add an in-process engine. :raises PluginError: when the name is taken."""
-    from aworld_train.plugins.processor import TrainerProcessor
+    from aworld_train.plugins._processor import TrainerProcessor
 
     if not (isinstance(processor, type) and issubclass(processor, TrainerProcessor)):
         raise PluginError(f"processor for engine '{name}' must be a TrainerProcessor subclass")
@@ -209,7 +209,7 @@ def create_manager(engine: str, run_dir: Path | None) -> pluggy.PluginManager:
 
     :raises PluginError: when the engine cannot be loaded or breaks the hook contract.
     """
-    from aworld_train.plugins.processor import ProcessorPlugin, TrainerProcessor
+    from aworld_train.plugins._processor import ProcessorPlugin, TrainerProcessor
 
     info = find_engine(engine)
     target = load_engine(info)
@@ -238,7 +238,7 @@ def create_manager(engine: str, run_dir: Path | None) -> pluggy.PluginManager:
 
 def check_engine(info: EngineInfo) -> EngineInfo:
     """Import one engine and validate its hooks; the result's status says ``ok`` or why not."""
-    from aworld_train.plugins.processor import TrainerProcessor
+    from aworld_train.plugins._processor import TrainerProcessor
 
     if not info.ok:
         return info
@@ -282,7 +282,7 @@ def raised_by_label(manager: pluggy.PluginManager, info: EngineInfo, exc: BaseEx
 def plugin_packages(manager: pluggy.PluginManager) -> dict[str, str]:
     """The top-level package of each plugin's code (the engine's and the extensions'), mapped
     to the plugin's name; the core's own package belongs to none."""
-    from aworld_train.plugins.processor import ProcessorPlugin
+    from aworld_train.plugins._processor import ProcessorPlugin
 
     owners: dict[str, str] = {}
     for name, plugin in manager.list_name_plugin():

@@ -1,6 +1,6 @@
 """Reward: resolve the user's reward functions, check their signature, and score a completion
 with them (each result checked). ``check`` scores the training rows in an isolated child
-process: :mod:`aworld_train.checks.reward`.
+process: :mod:`aworld_train.checks._reward`.
 
 The canonical signature, as VeRL uses it::
 
@@ -23,7 +23,7 @@ from typing import Any
 from aworld_train.errors import RewardError, did_you_mean
 from aworld_train.job.references import import_object, load_file, resolve_path, split_reference
 from aworld_train.isolation import describe
-from aworld_train.reward.builtin import BUILTIN_REWARDS
+from aworld_train.reward._builtin import BUILTIN_REWARDS
 
 
 @dataclass
@@ -175,7 +175,7 @@ def _resolve_one(item: Any, base_dir: Path | None, engines: Collection[str]) -> 
         return engine_reward(engine, name, float(weight))
     elif isinstance(item, str) and item in BUILTIN_REWARDS:
         fn = BUILTIN_REWARDS[item]
-        function = RewardFunction(item, fn, float(weight), f"aworld_train.reward.builtin:{item}")
+        function = RewardFunction(item, fn, float(weight), f"aworld_train.reward._builtin:{item}")
     elif isinstance(item, str) and (":" in item or item.endswith(".py")):
         reference = item if ":" in item else f"{item}:{_sole_reward(item, base_dir)}"
         fn = import_object(reference, RewardError, "reward", base_dir)

@@ -5,16 +5,16 @@ ids and log-probs out, from the engine's own generator) and gets back, per datas
 episode's tokens with a mask (1 for the model's tokens, 0 for the environment's), the log-probs
 and the agent's answer, which the reward scores. The modules:
 
-- :mod:`~aworld_train.runtime.endpoint`: the loopback OpenAI-compatible endpoint, one URL per
+- :mod:`~aworld_train.runtime._endpoint`: the loopback OpenAI-compatible endpoint, one URL per
   episode;
-- :mod:`~aworld_train.runtime.requests` and :mod:`~aworld_train.runtime.replies`: what a
+- :mod:`~aworld_train.runtime._requests` and :mod:`~aworld_train.runtime._replies`: what a
   ``chat/completions`` or Responses API request asks of its turn, and the turn in either API's
   form, plain or streamed;
-- :mod:`~aworld_train.runtime.episode`: one episode's conversation, answered and recorded (one
+- :mod:`~aworld_train.runtime._episode`: one episode's conversation, answered and recorded (one
   segment per rewrite of it);
-- :mod:`~aworld_train.runtime.trajectory`: the token stream and the chat template's rendering;
+- :mod:`~aworld_train.runtime._trajectory`: the token stream and the chat template's rendering;
 - :mod:`~aworld_train.runtime.agents`: the three forms of agent (AWorld, Python, spec);
-- :mod:`~aworld_train.runtime.rollout`: episodes for a batch of rows, batched generation.
+- :mod:`~aworld_train.runtime._rollout`: episodes for a batch of rows, batched generation.
 
 Engines import it through :mod:`aworld_train.engine`. It imports nothing heavy: aiohttp when an
 endpoint starts, AWorld when an AWorld agent runs.
@@ -29,15 +29,15 @@ from aworld_train.runtime.agents import (
     last_user_text,
     prompt_messages,
 )
-from aworld_train.runtime.episode import Episode, Generate, Generated, Limits, describe_failure
-from aworld_train.runtime.rollout import (
+from aworld_train.runtime._episode import Episode, Generate, Generated, Limits, describe_failure
+from aworld_train.runtime._rollout import (
     AgentRuntime,
     BatchedGenerate,
     EpisodeResult,
     agents_loop,
     model_name,
 )
-from aworld_train.runtime.trajectory import (
+from aworld_train.runtime._trajectory import (
     ChatRenderer,
     Trajectory,
     assistant_message,

@@ -53,7 +53,7 @@ def check_agent_once(
     :param where: how errors name the row, e.g. ``"train.jsonl row 0"``.
     :param timeout: seconds the episode may take (default :data:`CHECK_TIMEOUT`).
     :param one_sequence: the engine's name when it trains an episode as one token sequence only
-        (:attr:`~aworld_train.runtime.episode.Limits.one_sequence`).
+        (:attr:`~aworld_train.runtime._episode.Limits.one_sequence`).
     :param segment_engines: the installed engines that train each segment.
     :raises AgentError: naming the agent, the row and the cause, when the agent fails to run,
         raises, hangs, never calls its model, returns something that is not an answer, or
@@ -89,10 +89,10 @@ def _episode(
     segment_engines: tuple[str, ...],
 ) -> CheckedEpisode | str:
     """The episode, then the reward; the failure's text, if any."""
-    from aworld_train.runtime import rollout
-    from aworld_train.runtime.episode import Generated, Limits
-    from aworld_train.runtime.rollout import AgentRuntime
-    from aworld_train.runtime.trajectory import ChatRenderer
+    from aworld_train.runtime import _rollout as rollout
+    from aworld_train.runtime._episode import Generated, Limits
+    from aworld_train.runtime._rollout import AgentRuntime
+    from aworld_train.runtime._trajectory import ChatRenderer
 
     if spec.form != "aworld":
         rollout.forget_loops()  # in a forked child: the parent's loop threads were not forked

@@ -42,18 +42,18 @@ Argument names are passed as they stand: an MCP tool may take ``from`` or ``max-
 a tool in one line rather than renaming its arguments, since a model trained on other names than
 the server's would call the server wrongly once deployed.
 
-The package's modules: :mod:`~aworld_train.tools.tool` (what every tool is),
-:mod:`~aworld_train.tools.python_tools` (Python functions and their schemas),
-:mod:`~aworld_train.tools.mcp_config` (the agent's MCP servers),
-:mod:`~aworld_train.tools.mcp_client` (connecting to one), :mod:`~aworld_train.tools.mcp_sessions`
+The package's modules: :mod:`~aworld_train.tools._tool` (what every tool is),
+:mod:`~aworld_train.tools._python_tools` (Python functions and their schemas),
+:mod:`~aworld_train.tools._mcp_config` (the agent's MCP servers),
+:mod:`~aworld_train.tools._mcp_client` (connecting to one), :mod:`~aworld_train.tools._mcp_sessions`
 (calling MCP tools through open sessions) and :mod:`~aworld_train.tools.toolset` (the tool set
 that joins them).
 """
 
-from aworld_train.tools.mcp_config import DEFAULT_TIMEOUT, QUALIFIER, MCPServer, mcp_servers
-from aworld_train.tools.mcp_sessions import MCPTool, close_sessions
-from aworld_train.tools.python_tools import PythonTool, function_schema
-from aworld_train.tools.tool import Tool
+from aworld_train.tools._mcp_config import DEFAULT_TIMEOUT, QUALIFIER, MCPServer, mcp_servers
+from aworld_train.tools._mcp_sessions import MCPTool, close_sessions
+from aworld_train.tools._python_tools import PythonTool, function_schema
+from aworld_train.tools._tool import Tool
 from aworld_train.tools.toolset import ToolSet, resolve_tools
 
 __all__ = [

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aworld_train.errors import AgentError, did_you_mean
-from aworld_train.tools.mcp_client import list_tools, mcp_field
-from aworld_train.tools.mcp_config import QUALIFIER, MCPServer, mcp_servers
-from aworld_train.tools.mcp_sessions import MCPTool, close_sessions
-from aworld_train.tools.python_tools import PythonTool, python_tool_from_reference
-from aworld_train.tools.tool import Tool
+from aworld_train.tools._mcp_client import list_tools, mcp_field
+from aworld_train.tools._mcp_config import QUALIFIER, MCPServer, mcp_servers
+from aworld_train.tools._mcp_sessions import MCPTool, close_sessions
+from aworld_train.tools._python_tools import PythonTool, python_tool_from_reference
+from aworld_train.tools._tool import Tool
 
 if TYPE_CHECKING:
     from aworld_train.agent import AgentSpec

@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 from aworld_train.errors import JobError, RunDirectoryError
 from aworld_train.run.files import MANIFEST
-from aworld_train.view.runs import RunFolder
+from aworld_train.view._runs import RunFolder
 
 __all__ = ["export_html", "is_loopback", "open_socket", "serve"]
 
@@ -62,7 +62,7 @@ def serve(folder: Path, sock: socket.socket, token: str | None) -> None:
     """Serve the runs under ``folder`` on ``sock`` until interrupted (Ctrl-C)."""
     from aiohttp import web
 
-    from aworld_train.view.server import make_app
+    from aworld_train.view._server import make_app
 
     # No access log: a request's URL carries the token.
     web.run_app(
@@ -80,8 +80,8 @@ def export_html(run_dir: Path, target: Path) -> None:
     :raises RunDirectoryError: when ``run_dir`` is not a run directory.
     :raises JobError: when ``target`` cannot be written.
     """
-    from aworld_train.view import api
-    from aworld_train.view.page import exported_page
+    from aworld_train.view import _api as api
+    from aworld_train.view._page import exported_page
 
     if not (run_dir / MANIFEST).is_file():
         raise RunDirectoryError(f"{run_dir} is not a run directory (it holds no {MANIFEST})")
@@ -105,7 +105,7 @@ def export_html(run_dir: Path, target: Path) -> None:
 
 def _whole_metrics(folder: RunFolder) -> Any:
     """Every curve of the run, however large (a large run answers a preview first)."""
-    from aworld_train.view import api
+    from aworld_train.view import _api as api
 
     answer = api.metrics(folder, {"run": ".", "after": "0"})
     return api.metrics(folder, {"run": ".", "after": "0"}) if answer.get("partial") else answer

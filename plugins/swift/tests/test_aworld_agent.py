@@ -72,9 +72,9 @@ def test_the_calculator_examples_aworld_agent_trains_unchanged_and_its_tool_resu
     server's product of the model's own arguments back, and swift trains on each episode's
     tokens with the tool result as unlabelled context."""
     from aworld_train.runtime import parse_tool_calls
-    from aworld_train.runtime.episode import Episode
-    from aworld_train.runtime.replies import Turn
-    from aworld_train.runtime.requests import TurnRequest
+    from aworld_train.runtime._episode import Episode
+    from aworld_train.runtime._replies import Turn
+    from aworld_train.runtime._requests import TurnRequest
     from aworld_train.testing.tool_caller import multiplication_exchanges, teach_sometimes_calling
     from aworld_train_swift.rollout import TRAJECTORY_KEY
     from transformers import AutoTokenizer

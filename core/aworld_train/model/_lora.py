@@ -11,8 +11,8 @@ import os
 import re
 
 from aworld_train.errors import ConfigError
-from aworld_train.model.files import transformers_available
-from aworld_train.model.meta import meta_model
+from aworld_train.model._files import transformers_available
+from aworld_train.model._meta import meta_model
 from aworld_train.job.settings import ALL_LINEAR
 
 

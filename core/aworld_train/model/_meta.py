@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aworld_train.model.files import first_line
+from aworld_train.model._files import first_line
 
 
 def meta_model(folder: str, trust_remote_code: bool) -> Any:

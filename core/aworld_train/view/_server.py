@@ -1,5 +1,5 @@
 """The view's web server (aiohttp): the page, its scripts and the answers of
-:mod:`aworld_train.view.api`, read-only, to requests that carry the token when one is set."""
+:mod:`aworld_train.view._api`, read-only, to requests that carry the token when one is set."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import quote
 
-from aworld_train.view import api
-from aworld_train.view.page import OWN_FILES, PLOTLY, served_page, static_text
-from aworld_train.view.runs import RunFolder
+from aworld_train.view import _api as api
+from aworld_train.view._page import OWN_FILES, PLOTLY, served_page, static_text
+from aworld_train.view._runs import RunFolder
 
 # Scripts do not change while the server runs: a reopened page takes them from its cache.
 _CACHED = "public, max-age=3600"

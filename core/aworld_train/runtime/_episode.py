@@ -1,7 +1,7 @@
 """One agent episode's conversation with the policy: the answerer behind its endpoint URL.
 
 Each request the agent sends is answered with one turn of the policy and recorded as token
-sequences (:class:`~aworld_train.runtime.trajectory.Trajectory`). The first request's messages and
+sequences (:class:`~aworld_train.runtime._trajectory.Trajectory`). The first request's messages and
 tools are the prompt. While every later request repeats the conversation so far (as chat clients
 do), the messages it adds (tool results, feedback) are appended with mask 0 and the episode stays
 one sequence. A request that rewrites what was already sent (smolagents re-renders its memory on
@@ -26,9 +26,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from aworld_train.runtime.replies import Turn
-from aworld_train.runtime.requests import TurnRequest
-from aworld_train.runtime.trajectory import (
+from aworld_train.runtime._replies import Turn
+from aworld_train.runtime._requests import TurnRequest
+from aworld_train.runtime._trajectory import (
     ChatRenderer,
     Trajectory,
     assistant_message,

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from aworld_train.errors import ModelError
-from aworld_train.model.files import FIRST_FEW, ModelFiles, first_line
+from aworld_train.model._files import FIRST_FEW, ModelFiles, first_line
 
 
 def load_tokenizer(folder: str | os.PathLike[str], trust_remote_code: bool = False) -> Any:

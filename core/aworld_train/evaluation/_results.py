@@ -25,9 +25,9 @@ class EvalResult:
     """One model scored on one dataset.
 
     :ivar model: what was evaluated: ``final``, ``base``, or a folder's name (see
-        :func:`~aworld_train.evaluation.target.resolve_model`).
+        :func:`~aworld_train.evaluation._target.resolve_model`).
     :ivar dataset: ``test``, ``train``, or a dataset file's name, ``-firstN`` added for a limit
-        (see :func:`~aworld_train.evaluation.target.load_rows`).
+        (see :func:`~aworld_train.evaluation._target.load_rows`).
     :ivar rows: the dataset rows scored.
     :ivar mean_reward: the weighted reward, averaged over every completion.
     :ivar rewards: each reward function's own score, averaged, by its name.
@@ -135,8 +135,8 @@ def _mean(values: list[float]) -> float:
 
 def result_stem(result: EvalResult) -> str:
     """The name of a result's files without their suffix: ``<model>-<dataset>``, and
-    ``-k<K>`` for K completions per prompt (the names :func:`~aworld_train.evaluation.target.resolve_model` and
-    :func:`~aworld_train.evaluation.target.load_rows` give already tell a folder, a file and ``--limit`` apart)."""
+    ``-k<K>`` for K completions per prompt (the names :func:`~aworld_train.evaluation._target.resolve_model` and
+    :func:`~aworld_train.evaluation._target.load_rows` give already tell a folder, a file and ``--limit`` apart)."""
     samples = f"-k{result.samples}" if result.samples > 1 else ""
     return f"{result.model}-{result.dataset}{samples}"
 

@@ -20,8 +20,8 @@ from typing import Any
 
 from aworld_train.errors import AgentError
 from aworld_train.run.redaction import redact_text
-from aworld_train.tools.mcp_config import MCPServer
-from aworld_train.tools.tool import as_text, run_sync
+from aworld_train.tools._mcp_config import MCPServer
+from aworld_train.tools._tool import as_text, run_sync
 
 
 def list_tools(server: MCPServer) -> list[Any]:

@@ -1,4 +1,4 @@
-"""Loading the model to evaluate (found by :mod:`aworld_train.evaluation.models`): a LoRA
+"""Loading the model to evaluate (found by :mod:`aworld_train.evaluation._models`): a LoRA
 adapter folder merged onto the job's base model; and what generates it, vLLM or transformers
 (:func:`choose_backend`).
 
@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 from aworld_train import vllm_generation
 from aworld_train.errors import JobError, ModelError
-from aworld_train.evaluation.models import adapter_folder, in_hub_cache, model_path
+from aworld_train.evaluation._models import adapter_folder, in_hub_cache, model_path
 from aworld_train.model import preflight_model
 
 if TYPE_CHECKING:
-    from aworld_train.evaluation.target import EvalTarget
+    from aworld_train.evaluation._target import EvalTarget
 
 
 def load_model(model: str, target: EvalTarget, use_vllm: bool) -> tuple[Any, Any]:

@@ -2,8 +2,8 @@
 decides and when it applies; its function receives what it needs as named arguments (what the
 trainer gave, or what an earlier step kept) and returns what it found (:class:`Found`). The
 runner gathers what the steps keep and records each row as soon as it is decided. The steps
-themselves are in :mod:`aworld_train.checks.steps`, :mod:`aworld_train.checks.model_steps`,
-:mod:`aworld_train.checks.settings` and :mod:`aworld_train.run.resume`, their order in
+themselves are in :mod:`aworld_train.checks._steps`, :mod:`aworld_train.checks._model_steps`,
+:mod:`aworld_train.checks._settings` and :mod:`aworld_train.run.resume`, their order in
 :data:`aworld_train.checks.CHECKS`."""
 
 from __future__ import annotations

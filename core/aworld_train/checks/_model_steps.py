@@ -2,7 +2,7 @@
 the model the config, the agent and the engine's section name, checked without running code
 from its folder; for a local folder its weights, LoRA's targets, the prompts' lengths and the
 memory of a training step. Each is given by name what it needs and returns what it found
-(:class:`~aworld_train.checks.pipeline.Found`)."""
+(:class:`~aworld_train.checks._pipeline.Found`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from aworld_train.model import memory
-from aworld_train.checks.pipeline import EngineHooks, Found, HandOff
+from aworld_train.checks._pipeline import EngineHooks, Found, HandOff
 from aworld_train.job.config import ConfigLayout, describe_value, without_section_key
 from aworld_train.errors import ConfigError, PluginError
 from aworld_train.job.spec import Job

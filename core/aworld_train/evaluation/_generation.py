@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from aworld_train import vllm_generation
 from aworld_train.errors import DatasetError
-from aworld_train.evaluation.results import EvalResult, score_completions
+from aworld_train.evaluation._results import EvalResult, score_completions
 from aworld_train.run.metrics import count_lines
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.job.rules import describe_value
+from aworld_train.job._rules import describe_value
 from aworld_train.errors import ConfigError, did_you_mean
 from aworld_train.job.spelling import edit_distance, swapped
 

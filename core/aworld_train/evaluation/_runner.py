@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from aworld_train.errors import JobError
-from aworld_train.evaluation.generation import generate_and_score
-from aworld_train.evaluation.loading import choose_backend, free_gpu, load_model
-from aworld_train.evaluation.results import EvalResult, write_result
-from aworld_train.evaluation.target import EvalTarget, load_rows, open_target, resolve_model
+from aworld_train.evaluation._generation import generate_and_score
+from aworld_train.evaluation._loading import choose_backend, free_gpu, load_model
+from aworld_train.evaluation._results import EvalResult, write_result
+from aworld_train.evaluation._target import EvalTarget, load_rows, open_target, resolve_model
 
 if TYPE_CHECKING:
     from aworld_train.tools import ToolSet
@@ -37,11 +37,11 @@ def evaluate(
     records) into the run directory, or beside a job file.
 
     :param target: a run directory or a job file (or one already opened).
-    :param model: see :func:`~aworld_train.evaluation.target.resolve_model`.
-    :param dataset: see :func:`~aworld_train.evaluation.target.load_rows`.
+    :param model: see :func:`~aworld_train.evaluation._target.resolve_model`.
+    :param dataset: see :func:`~aworld_train.evaluation._target.load_rows`.
     :param samples: 1: one greedy completion per row; K: K sampled ones and pass@K.
     :param backend: what generates: see
-        :func:`~aworld_train.evaluation.loading.choose_backend`; the result records it.
+        :func:`~aworld_train.evaluation._loading.choose_backend`; the result records it.
     :raises AWorldTrainError: for bad input, in one line (see the functions above).
     """
     opened = target if isinstance(target, EvalTarget) else open_target(target)

@@ -2,7 +2,7 @@
 
 Every agent calls its model through an OpenAI client (or plain HTTP). During an episode the
 agent is pointed at ``http://127.0.0.1:PORT/episodes/<episode>/v1``, and the endpoint hands each
-request to that episode's :class:`Answerer` (:class:`~aworld_train.runtime.episode.Episode`),
+request to that episode's :class:`Answerer` (:class:`~aworld_train.runtime._episode.Episode`),
 which answers it with one turn of the policy being trained. It serves what clients send:
 
 - ``POST chat/completions``, plain or streamed (``"stream": true``: server-sent chunks);
@@ -15,8 +15,8 @@ A client shared by every episode of a process (the Agents SDK's default client, 
 such a request still reaches its own episode through the model name it carries, which the
 runtime makes unique per episode (``policy@<episode>``).
 
-Both APIs are read into one :class:`~aworld_train.runtime.requests.TurnRequest`; the turn is
-generated whole and then written in the API's form (:mod:`aworld_train.runtime.replies`). A
+Both APIs are read into one :class:`~aworld_train.runtime._requests.TurnRequest`; the turn is
+generated whole and then written in the API's form (:mod:`aworld_train.runtime._replies`). A
 request the endpoint refuses (a field it cannot honour, a route it does not serve) is an
 OpenAI-style error naming the field or route and the fix, and it ends the episode with that same
 line as its failure, which is what ``check`` prints, whatever the agent's framework makes of it.
@@ -37,14 +37,14 @@ from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 from uuid import uuid4
 
-from aworld_train.runtime.replies import (
+from aworld_train.runtime._replies import (
     Turn,
     chat_chunks,
     chat_completion,
     response,
     response_events,
 )
-from aworld_train.runtime.requests import Refused, TurnRequest, chat_request, responses_request
+from aworld_train.runtime._requests import Refused, TurnRequest, chat_request, responses_request
 
 logger = logging.getLogger(__name__)
 

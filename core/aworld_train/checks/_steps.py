@@ -1,8 +1,8 @@
 """The core's own checks of a job, each a step of :data:`aworld_train.checks.CHECKS`: the engine,
 the config (with the engine's layout), the agent, the tools, the run context, the datasets, the
 reward, and the agent run once against a stand-in; the checks of its one model are in
-:mod:`aworld_train.checks.model_steps`. Each is given by name what it needs and returns what it
-found (:class:`~aworld_train.checks.pipeline.Found`): what its row describes, and the new values
+:mod:`aworld_train.checks._model_steps`. Each is given by name what it needs and returns what it
+found (:class:`~aworld_train.checks._pipeline.Found`): what its row describes, and the new values
 it keeps for the later steps (the job's own config and agent stay as given)."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from aworld_train import plugins
 from aworld_train.agent import load_agent
-from aworld_train.checks.pipeline import EngineHooks, Found, HandOff
-from aworld_train.checks.settings import other_sections_warnings
+from aworld_train.checks._pipeline import EngineHooks, Found, HandOff
+from aworld_train.checks._settings import other_sections_warnings
 from aworld_train.job.config import (
     ConfigLayout,
     load_config,
@@ -36,7 +36,7 @@ from aworld_train.model import (
 )
 from aworld_train.run.redaction import remember_secrets
 from aworld_train.reward import engine_rewards_for, own_functions, resolve_reward
-from aworld_train.checks.reward import check_reward_on_rows
+from aworld_train.checks._reward import check_reward_on_rows
 
 if TYPE_CHECKING:
     import datasets

@@ -15,7 +15,7 @@ from aworld_train.job.config import TrainConfig, load_config
 from aworld_train.dataset.loading import load_dataset
 from aworld_train.plugins import installed_declarations
 from aworld_train.errors import DatasetError, JobError, RunDirectoryError
-from aworld_train.evaluation.models import model_path
+from aworld_train.evaluation._models import model_path
 from aworld_train.job.spec import Job, load_job
 from aworld_train.run.manifest import read_manifest
 from aworld_train.reward import RewardSpec, resolve_reward

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from aworld_train.checks.pipeline import Found
+from aworld_train.checks._pipeline import Found
 from aworld_train.errors import PluginError
 from aworld_train.job.settings import PRECISIONS, Setting
 from aworld_train.run.trackers import check_trackers, effective_trackers
@@ -16,7 +16,7 @@ from aworld_train.run.trackers import check_trackers, effective_trackers
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from aworld_train.checks.pipeline import EngineHooks, HandOff
+    from aworld_train.checks._pipeline import EngineHooks, HandOff
     from aworld_train.job.declaration import SettingsDeclaration
     from aworld_train.job.config import TrainConfig
     from aworld_train.plugins.context import RunContext

@@ -21,7 +21,7 @@ from aworld_train.run.files import (
 )
 from aworld_train.run.manifest import read_manifest
 from aworld_train.run.redaction import redact
-from aworld_train.view.jsonl import MetricColumns, SampleIndex, last_records
+from aworld_train.view._jsonl import MetricColumns, SampleIndex, last_records
 
 # Runs are looked for this deep under the folder: a run path holds runs, a folder of run paths
 # holds run paths.

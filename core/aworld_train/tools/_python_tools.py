@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from aworld_train.errors import AgentError
-from aworld_train.tools.tool import Tool, as_text, docstring_parts, run_sync
+from aworld_train.tools._tool import Tool, as_text, docstring_parts, run_sync
 
 
 class PythonTool(Tool):

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aworld_train.errors import ModelError
-from aworld_train.model.files import ModelFiles, first_line, transformers_available
-from aworld_train.model.tokenizer import checked_tokenizer
+from aworld_train.model._files import ModelFiles, first_line, transformers_available
+from aworld_train.model._tokenizer import checked_tokenizer
 
 if TYPE_CHECKING:
     import datasets

@@ -2,10 +2,10 @@
 
 It tells a local model folder from a hub id and checks the folder the way a reviewer would,
 without running anything from it: ``config.json`` and the other JSON files are parsed as data,
-weights are found by name and their headers read (:mod:`aworld_train.model.weights`), and a
+weights are found by name and their headers read (:mod:`aworld_train.model._weights`), and a
 folder whose ``auto_map`` names its own Python code is refused unless the job sets
 ``trust_remote_code``. Only then is the tokenizer loaded, when ``transformers`` is installed,
-and checked against the model (:mod:`aworld_train.model.tokenizer`). A hub id is returned as
+and checked against the model (:mod:`aworld_train.model._tokenizer`). A hub id is returned as
 given: nothing here contacts a hub.
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 
 from aworld_train.errors import ModelError
 from aworld_train.job.spelling import one_edit
-from aworld_train.model.files import (
+from aworld_train.model._files import (
     FIX,
     REMOTE_CODE_FILES,
     RESAVE,
@@ -27,8 +27,8 @@ from aworld_train.model.files import (
     transformers_available,
     vocab_size_of,
 )
-from aworld_train.model.tokenizer import check_config_ids, check_tokenizer_fits, checked_tokenizer
-from aworld_train.model.weights import check_weight_files
+from aworld_train.model._tokenizer import check_config_ids, check_tokenizer_fits, checked_tokenizer
+from aworld_train.model._weights import check_weight_files
 
 # A hub repository id as huggingface_hub accepts one: an optional namespace and a name, each of
 # word characters, '-' and '.' (a trailing '.git', '--' and '..' are refused below).

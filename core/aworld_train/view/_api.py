@@ -8,7 +8,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from aworld_train.view.runs import RunFolder
+from aworld_train.view._runs import RunFolder
 
 # The most samples one search lists.
 SEARCH_LIMIT = 100

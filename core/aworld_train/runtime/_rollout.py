@@ -1,9 +1,9 @@
 """Episodes of the user's agent, answered by the policy: what an engine's rollout calls.
 
 :class:`AgentRuntime` runs one episode per row. Each episode gets a URL of its own on the
-loopback endpoint (:mod:`aworld_train.runtime.endpoint`), the agent runs against it in the
+loopback endpoint (:mod:`aworld_train.runtime._endpoint`), the agent runs against it in the
 agents' event loop (:func:`agents_loop`), and every model call is answered through the engine's
-generate function and recorded (:class:`~aworld_train.runtime.episode.Episode`). An agent that
+generate function and recorded (:class:`~aworld_train.runtime._episode.Episode`). An agent that
 raises, times out, never calls the model or returns something that is not an answer ends its
 episode as a failure: :attr:`EpisodeResult.failure` says why, the reward scores it 0, the engine
 counts it in ``agent_failed``, and the step goes on.
@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING, Any
 from uuid import uuid4
 
 from aworld_train.runtime.agents import LLM, run_agent
-from aworld_train.runtime.endpoint import shared_endpoint
-from aworld_train.runtime.episode import Episode, Generate, Generated, Limits, describe_failure
-from aworld_train.runtime.trajectory import ChatRenderer, Trajectory
+from aworld_train.runtime._endpoint import shared_endpoint
+from aworld_train.runtime._episode import Episode, Generate, Generated, Limits, describe_failure
+from aworld_train.runtime._trajectory import ChatRenderer, Trajectory
 
 if TYPE_CHECKING:
     from aworld_train.agent import AgentSpec

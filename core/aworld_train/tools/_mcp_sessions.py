@@ -12,15 +12,15 @@ from collections.abc import Callable
 from typing import Any
 
 from aworld_train.errors import AgentError
-from aworld_train.tools.mcp_client import (
+from aworld_train.tools._mcp_client import (
     ServerOutput,
     import_mcp,
     open_transport,
     result_text,
     server_error,
 )
-from aworld_train.tools.mcp_config import QUALIFIER, MCPServer
-from aworld_train.tools.tool import Tool, awaited
+from aworld_train.tools._mcp_config import QUALIFIER, MCPServer
+from aworld_train.tools._tool import Tool, awaited
 
 
 class MCPTool(Tool):

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from aworld_train.errors import ModelError
-from aworld_train.model.files import (
+from aworld_train.model._files import (
     FIRST_FEW,
     REMOTE_CODE_FILES,
     RESAVE,
@@ -24,7 +24,7 @@ from aworld_train.model.files import (
     ModelFiles,
     transformers_available,
 )
-from aworld_train.model.meta import meta_model
+from aworld_train.model._meta import meta_model
 
 
 def check_weight_files(folder: Path, files: ModelFiles) -> None:
