@@ -10,7 +10,9 @@ the job's or the section's, :meth:`SettingsDeclaration.read` where it is read ba
 engine's final config, :func:`source_of` for both), the
 common name of a key of the engine's section that another engine's job carries
 (:meth:`SettingsDeclaration.common_name`) and the engine's table in ``docs/settings.md``
-(:meth:`SettingsDeclaration.markdown`). The core asks the installed engines for their
+(:meth:`SettingsDeclaration.markdown`), the keys it takes as the job gives them
+(:meth:`SettingsDeclaration.plain_arguments`) and the refusal of those it cannot apply
+(:meth:`SettingsDeclaration.refuse`). The core asks the installed engines for their
 declarations (:func:`installed_declarations`); it names none itself.
 """
 
