@@ -16,17 +16,8 @@ from aworld_train.launch.shipping import (
     ship_agent,
     unship_agent,
 )
-from aworld_train.runtime import (
-    AgentRuntime,
-    BatchedGenerate,
-    ChatRenderer,
-    EpisodeResult,
-    Generated,
-    Limits,
-    aworld_pickler,
-    model_name,
-    prompt_messages,
-)
+from aworld_train.runtime import AgentRuntime, BatchedGenerate, ChatRenderer, EpisodeResult
+from aworld_train.runtime import Generated, Limits, aworld_pickler, model_name, prompt_messages
 
 __all__ = [
     "load_tokenizer",

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from aworld_train.job.common_keys import (
     GRPO_ONLY,
-    TRAINER_LOSS_TYPES,
-    TRAINER_SCHEDULERS,
     CommonKeys,
+    common_aggregation,
+    common_scheduler,
     plain_value,
     refuse_grpo_only,
     same_value,
+    trainer_loss_type,
     trainer_scheduler,
 )
 from aworld_train.job.config import first_non_finite
@@ -43,8 +44,9 @@ __all__ = [
     "same_value",
     "GRPO_ONLY",
     "refuse_grpo_only",
-    "TRAINER_LOSS_TYPES",
-    "TRAINER_SCHEDULERS",
+    "trainer_loss_type",
+    "common_aggregation",
+    "common_scheduler",
     "trainer_scheduler",
     "TRACKERS",
     "check_trackers",

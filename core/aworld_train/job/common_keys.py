@@ -29,6 +29,9 @@ TRAINER_SCHEDULERS = {
     "cosine": "cosine",
 }
 
+# The common loss_aggregation of each of those loss_type names.
+TRAINER_AGGREGATIONS = {loss: name for name, loss in TRAINER_LOSS_TYPES.items()}
+
 
 def plain_value(value: Any) -> Any:
     """An enum's value (transformers' ``SchedulerType``), or ``value``."""
@@ -145,6 +148,32 @@ def trainer_scheduler(
             f"{common.section_name}.lr_scheduler_type is constant (no warmup): set one of them"
         )
     return "constant_with_warmup"
+
+
+def trainer_loss_type(aggregation: str, refusal: str) -> str:
+    """The ``loss_type`` of a trainer built on transformers for the common ``loss_aggregation``.
+
+    :param refusal: the engine's line for an aggregation with none, in which ``{aggregation}``
+        stands for it and ``{choices}`` for those there are, each with its ``loss_type``.
+    :raises ConfigError: that line.
+    """
+    if aggregation not in TRAINER_LOSS_TYPES:
+        choices = ", ".join(f"{name} ({loss})" for name, loss in TRAINER_LOSS_TYPES.items())
+        raise ConfigError(refusal.format(aggregation=aggregation, choices=choices))
+    return TRAINER_LOSS_TYPES[aggregation]
+
+
+def common_aggregation(loss_type: Any, keep: bool = False) -> Any:
+    """The common ``loss_aggregation`` of a trainer's ``loss_type``; for one with none,
+    ``None``, or the ``loss_type`` itself where ``keep``."""
+    return TRAINER_AGGREGATIONS.get(loss_type, loss_type if keep else None)
+
+
+def common_scheduler(scheduler: Any, keep: bool = False) -> Any:
+    """The common ``lr_scheduler`` of transformers' ``lr_scheduler_type`` (an enum read as its
+    value); for one with none, ``None``, or the name itself where ``keep``."""
+    name = plain_value(scheduler)
+    return TRAINER_SCHEDULERS.get(name, name if keep else None)
 
 
 # The common keys only GRPO uses: SFT and DPO train without rollouts, a KL penalty or clipping.

@@ -10,7 +10,9 @@ the job's or the section's, :meth:`SettingsDeclaration.read` where it is read ba
 engine's final config, :func:`source_of` for both), the
 common name of a key of the engine's section that another engine's job carries
 (:meth:`SettingsDeclaration.common_name`) and the engine's table in ``docs/settings.md``
-(:meth:`SettingsDeclaration.markdown`). The core asks the installed engines for their
+(:meth:`SettingsDeclaration.markdown`), the keys it takes as the job gives them
+(:meth:`SettingsDeclaration.plain_arguments`) and the refusal of those it cannot apply
+(:meth:`SettingsDeclaration.refuse`). The core asks the installed engines for their
 declarations (:func:`installed_declarations`); it names none itself.
 """
 
@@ -20,6 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from aworld_train.errors import ConfigError
 from aworld_train.job.common_keys import CommonKeys
 from aworld_train.job.settings import Setting
 
@@ -59,6 +62,10 @@ class EngineKey:
         ``ConfigError`` for a value the engine cannot honour. ``None``: the same value.
     :ivar to_common: the engine's value as the common one, ``None`` where it has no common name.
     :ivar default: the engine's default for its first key, or :data:`UNSTATED`.
+    :ivar plain: the engine takes the job's value as it is under each of its keys, with no code
+        of its own (:meth:`SettingsDeclaration.plain_arguments`).
+    :ivar refused: why the engine cannot apply the key, which a job then may not set
+        (:meth:`SettingsDeclaration.refuse`); ``""``: it applies it.
     """
 
     name: str
@@ -66,6 +73,13 @@ class EngineKey:
     to_engine: Callable[[Any], Any] | None = None
     to_common: Callable[[Any], Any] | None = None
     default: Any = UNSTATED
+    plain: bool = False
+    refused: str = ""
+
+    @classmethod
+    def same(cls, *names: str, plain: bool = False) -> tuple[EngineKey, ...]:
+        """Common keys the engine takes under the same name (``plain`` as :attr:`plain`)."""
+        return tuple(cls(name, (name,), plain=plain) for name in names)
 
     @property
     def key(self) -> str:
@@ -203,6 +217,30 @@ class SettingsDeclaration:
                 arguments[declared.key] = declared.default
         return arguments
 
+    def plain_arguments(self, config: Any) -> dict[str, Any]:
+        """Each key of each :attr:`~EngineKey.plain` common key the job sets (``config``'s
+        attribute of the common name), set to the job's value; unset ones are left out."""
+        arguments: dict[str, Any] = {}
+        for declared in self.keys:
+            value = getattr(config, declared.name, None) if declared.plain else None
+            if value is not None:
+                arguments.update(dict.fromkeys(declared.keys, value))
+        return arguments
+
+    def refuse(self, config: Any, engine: str) -> None:
+        """Refuse a :attr:`~EngineKey.refused` common key the job sets (``config``'s
+        attribute of the common name other than ``None``).
+
+        :param engine: the engine's name, as the message says it (``tinker``).
+        :raises ConfigError: naming the key, the engine and why.
+        """
+        for declared in self.keys:
+            if declared.refused and getattr(config, declared.name, None) is not None:
+                raise ConfigError(
+                    f"config {declared.name}: the {engine} engine cannot apply it "
+                    f"({declared.refused}); remove it"
+                )
+
     def markdown(self) -> str:
         """The engine's table for ``docs/settings.md``: each common key, the engine's keys (the
         first is the one ``check`` shows) and its default where declared."""
@@ -210,7 +248,8 @@ class SettingsDeclaration:
         head = ["common key", "engine keys", *(["default"] if stated else [])]
         lines = [f"| {' | '.join(head)} |", f"|{' --- |' * len(head)}"]
         for declared in self.keys:
-            cells = [f"`{declared.name}`", ", ".join(f"`{key}`" for key in declared.keys) or "–"]
+            own = ", ".join(f"`{key}`" for key in declared.keys) or "–"
+            cells = [f"`{declared.name}`", "refused" if declared.refused else own]
             if stated:
                 default = declared.default
                 cells.append("–" if default is UNSTATED else f"`{default!r}`")

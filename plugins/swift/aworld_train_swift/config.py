@@ -43,16 +43,6 @@ CACHE = "cache"
 # were validated.
 _NETWORK_KEYS = ("adapters", "vllm_server_host", "vllm_server_base_url")
 
-# The common keys swift takes with the same value, under the key its declaration names.
-PLAIN_KEYS = (
-    "learning_rate",
-    "max_steps",
-    "num_epochs",
-    "batch_size",
-    "logging_steps",
-    "save_steps",
-)
-
 #: ms-swift's default completions per prompt (RLHFArguments.num_generations).
 NUM_GENERATIONS = 8
 
@@ -181,7 +171,7 @@ def _common_values(
 ) -> dict[str, Any]:
     """The common keys swift takes as they are, each under its declared key (unset ones left
     to swift), with the agent's sampling and the rewards for GRPO."""
-    values = {name: getattr(config, name) for name in PLAIN_KEYS}
+    values: dict[str, Any] = {}
     completion_length = config.max_completion_length or agent.max_tokens
     if config.algorithm == "grpo":
         values.update(
@@ -198,7 +188,8 @@ def _common_values(
             arguments["reward_weights"] = list(reward.weights)
     elif config.max_prompt_length and completion_length:  # SFT, DPO: prompt + reply
         values["max_prompt_length"] = config.max_prompt_length + completion_length
-    own = {SETTINGS[name].key: value for name, value in values.items()}
+    own = SETTINGS.plain_arguments(config)
+    own.update({SETTINGS[name].key: value for name, value in values.items()})
     if config.algorithm == "grpo":
         own.update(temperature=agent.temperature, top_p=agent.top_p)
     if config.save_steps is None and config.max_steps is not None:

@@ -239,12 +239,7 @@ def _refuse_unsupported(config: TrainConfig) -> None:
             f"config kl_coef: {config.kl_coef}: the service's losses have no KL term; "
             "set kl_coef: 0 or leave it out"
         )
-    for name in ("clip_ratio", "entropy_coef", "eval_steps", "eval_limit"):
-        if getattr(config, name) is not None:
-            raise ConfigError(
-                f"config {name}: the tinker engine cannot apply it (the service computes the "
-                "loss itself); remove it"
-            )
+    SETTINGS.refuse(config, "tinker")
     lora = config.lora
     if lora is not None and (lora.dropout or lora.target_modules != Lora(rank=1).target_modules):
         raise ConfigError(

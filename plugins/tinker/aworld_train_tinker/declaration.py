@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from aworld_train.engine import EngineKey, SettingsDeclaration
 
+_OWN_LOSS = "the service computes the loss itself"
+
 SETTINGS = SettingsDeclaration(
     "Tinker",
     (
@@ -16,6 +18,10 @@ SETTINGS = SettingsDeclaration(
         EngineKey("lr_scheduler"),
         EngineKey("warmup_ratio"),
         EngineKey("loss_aggregation"),
+        EngineKey("clip_ratio", refused=_OWN_LOSS),
+        EngineKey("entropy_coef", refused=_OWN_LOSS),
+        EngineKey("eval_steps", refused=_OWN_LOSS),
+        EngineKey("eval_limit", refused=_OWN_LOSS),
         EngineKey("learning_rate"),
         EngineKey("log_samples"),
     ),

@@ -55,9 +55,6 @@ _RESERVED = {
 # process instead: TRL's config object is pickled into every training_args.bin.
 SECRET_FIELDS = {"hub_token": "HF_TOKEN"}
 
-# The common keys TRL takes with the same value, under the key its declaration names.
-PLAIN_KEYS = ("learning_rate", "max_steps", "num_epochs", "batch_size")
-
 
 @dataclass(kw_only=True)
 class TrlConfig(TrainerConfig):
@@ -329,9 +326,7 @@ def _common_args(
             else "gradient_checkpointing"
         )
         args.update({"use_cpu": True, checkpointing: False})
-    for name in PLAIN_KEYS:  # each under the key TRL's declaration names, where the job sets it
-        if getattr(config, name) is not None:
-            args[SETTINGS[name].key] = getattr(config, name)
+    args.update(SETTINGS.plain_arguments(config))  # the keys TRL takes as the job sets them
     if config.save_steps:
         args.update(save_strategy="steps", save_steps=config.save_steps)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,16 +21,17 @@ from aworld_train.engine.settings import (
     GRPO_ONLY,
     TENSORBOARD_DIR,
     TRACKERS,
-    TRAINER_LOSS_TYPES,
-    TRAINER_SCHEDULERS,
     CommonKeys,
     check_trackers,
+    common_aggregation,
+    common_scheduler,
     describe_device,
     plain_value,
     refuse_grpo_only,
     resolve_precision,
     source_of,
     tracker_environment,
+    trainer_loss_type,
     trainer_scheduler,
 )
 
@@ -253,14 +255,11 @@ def _evaluation(
     return Setting("eval_steps", "end", "trainer.evaluate()", "after the last step", "default")
 
 
-def _loss_type(aggregation: str) -> str:
-    if aggregation not in TRAINER_LOSS_TYPES:
-        names = ", ".join(f"{k} ({v})" for k, v in TRAINER_LOSS_TYPES.items())
-        raise ConfigError(
-            f"config loss_aggregation: {aggregation} has no TRL loss_type on the "
-            f"trl engine, which takes {names}"
-        )
-    return TRAINER_LOSS_TYPES[aggregation]
+_loss_type = partial(
+    trainer_loss_type,
+    refusal="config loss_aggregation: {aggregation} has no TRL loss_type on the trl engine, "
+    "which takes {choices}",
+)
 
 
 def _warmup_steps(ratio: float) -> float:
@@ -286,19 +285,6 @@ def _default(f: dataclasses.Field) -> Any:
     return None
 
 
-def _common_scheduler(scheduler: Any) -> str | None:
-    return TRAINER_SCHEDULERS.get(plain_value(scheduler))
-
-
-def _common_loss_type(loss_type: str) -> str | None:
-    return {v: k for k, v in TRAINER_LOSS_TYPES.items()}.get(loss_type)
-
-
-def _same_keys(*names: str) -> tuple[EngineKey, ...]:
-    """Common keys TRL takes under the same name."""
-    return tuple(EngineKey(name, (name,)) for name in names)
-
-
 # TRL's keys for each common key; its defaults are its config classes' (GRPOConfig, SFTConfig).
 SETTINGS = SettingsDeclaration(
     "TRL",
@@ -307,20 +293,20 @@ SETTINGS = SettingsDeclaration(
         EngineKey("lora", ("peft_config",)),
         EngineKey("report_to", ("report_to",)),
         EngineKey("kl_coef", ("beta",), float, float),
-        EngineKey("lr_scheduler", ("lr_scheduler_type",), None, _common_scheduler),
+        EngineKey("lr_scheduler", ("lr_scheduler_type",), None, common_scheduler),
         EngineKey("warmup_ratio", ("warmup_steps",), _warmup_steps, _warmup_ratio),
-        EngineKey("loss_aggregation", ("loss_type",), _loss_type, _common_loss_type),
+        EngineKey("loss_aggregation", ("loss_type",), _loss_type, common_aggregation),
         EngineKey("clip_ratio", ("epsilon",), float, float),
         EngineKey("entropy_coef", ("entropy_coef",), float, float),
         EngineKey("eval_steps", ("eval_steps", "eval_strategy")),
         EngineKey("eval_limit"),
         EngineKey("log_samples"),
         EngineKey("model", ("model_name_or_path",)),
-        *_same_keys("learning_rate", "max_steps"),
-        EngineKey("num_epochs", ("num_train_epochs",)),
-        EngineKey("batch_size", ("per_device_train_batch_size",)),
-        *_same_keys("num_generations"),
+        *EngineKey.same("learning_rate", "max_steps", plain=True),
+        EngineKey("num_epochs", ("num_train_epochs",), plain=True),
+        EngineKey("batch_size", ("per_device_train_batch_size",), plain=True),
+        *EngineKey.same("num_generations"),
         EngineKey("max_prompt_length"),
-        *_same_keys("max_completion_length", "seed", "logging_steps", "save_steps"),
+        *EngineKey.same("max_completion_length", "seed", "logging_steps", "save_steps"),
     ),
 )

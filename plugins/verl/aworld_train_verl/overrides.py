@@ -91,17 +91,6 @@ DEFAULTS: dict[str, Any] = {
 # form instead, and VeRL refuses both at once ("You have set both").
 PER_GPU = "_per_gpu"
 
-# The common keys VeRL takes as they are, under each of its keys its declaration names for them.
-_AS_GIVEN = (
-    "learning_rate",
-    "max_steps",
-    "num_generations",
-    "max_prompt_length",
-    "max_completion_length",
-    "seed",
-    "save_steps",
-)
-
 
 def common_overrides(config: TrainConfig) -> dict[str, Any]:
     """The VeRL keys the engine-neutral config sets."""
@@ -120,10 +109,7 @@ def common_overrides(config: TrainConfig) -> dict[str, Any]:
         out.update(model_overrides(config.model))
     for key in TRUST_REMOTE_CODE_KEYS:
         out[key] = config.trust_remote_code
-    for name in _AS_GIVEN:
-        value = getattr(config, name)
-        if value is not None:
-            out.update(dict.fromkeys(SETTINGS.own_keys(name), value))
+    out.update(SETTINGS.plain_arguments(config))  # the keys VeRL takes as the job sets them
     if config.num_epochs is not None:
         # VeRL counts whole epochs; a fractional request is rounded up, max_steps bounds it.
         out["trainer.total_epochs"] = max(1, math.ceil(config.num_epochs))
