@@ -35,10 +35,7 @@ ENGINE_GROUP = "aworld_train.engines"
 PLUGIN_GROUP = "aworld_train.plugins"
 REGISTERED = "(registered in-process)"
 PLUGIN_PREFIX = "plugin:"  # an extension plugin's name in the plugin manager
-#: The engine a job that names none trains on when several are installed: AWorld Train's
-#: ``AgentTrainer`` defaults ``train_engine_name`` to it, and its jobs and scripts rely on that.
-#: A compatibility default, the one engine the core names; any other choice is the job's.
-AWORLD_TRAIN_DEFAULT_ENGINE = "verl"
+AWORLD_TRAIN_DEFAULT_ENGINE = "verl"  # AWorld Train's, for a job naming none among several
 
 logger = logging.getLogger("aworld_train")
 
@@ -178,8 +175,7 @@ def segment_engines() -> list[str]:
 
 
 def default_engine(requested: str | None) -> str:
-    """The engine to use: ``requested``, else the only one installed, else
-    :data:`AWORLD_TRAIN_DEFAULT_ENGINE` when installed, else an error listing what is installed."""
+    """``requested``, else the only engine, else the default one installed, else an error."""
     if requested:
         return requested
     names = installed_engine_names()

@@ -320,9 +320,7 @@ def tool_learning_job(
     taught = teach_sometimes_calling(
         model, exchanges, schemas, call_share=call_share, steps=teaching_steps, seed=seed
     )
-    job = _grpo_job(
-        engine, agent, model, steps=steps, learning_rate=learning_rate, seed=seed
-    )
+    job = _grpo_job(engine, agent, model, steps=steps, learning_rate=learning_rate, seed=seed)
     (folder / "job.yaml").write_text(yaml.safe_dump(job))
     return folder / "job.yaml", taught
 

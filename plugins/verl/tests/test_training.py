@@ -296,8 +296,7 @@ def test_a_run_that_stops_before_its_export_names_its_converter_for_eval_and_sho
     command = f"python -m aworld_train_verl.export {run_dir}"
     assert noted == [None, ExportNote("checkpoints/global_step_1", command)]
     assert eval_hint(run_dir) == (
-        f"no model/: {command} converts checkpoints/global_step_1, then aworld-train eval "
-        f"{run_dir}"
+        f"no model/: {command} converts checkpoints/global_step_1, then aworld-train eval {run_dir}"
     )
 
 
