@@ -52,7 +52,7 @@ def test_a_python_agent_from_a_file_runs_in_another_process(tmp_path: Path) -> N
     spec = load_agent("agent.py:run", tmp_path)
     path = ship_agent(spec, None, tmp_path / "agent.pkl", Secrets())
     script = (
-        "import sys\nfrom pathlib import Path\nfrom aworld_train.engine import unship_agent\n"
+        "import sys\nfrom pathlib import Path\nfrom aworld_train.engine.runtime import unship_agent\n"
         "print(unship_agent(Path(sys.argv[1])).agent.run({'x': 'ab'}, None))\n"
     )
     done = subprocess.run(
