@@ -755,7 +755,9 @@ def learn_tool(args: argparse.Namespace) -> dict[str, Any]:
     for seed in args.seeds:
         folder = WORK / "learn_tool" / f"seed{seed}-{time.time_ns()}"
         cpu = time.process_time()
-        job, taught = tool_learning_job(folder, calculator, steps=args.steps, seed=seed)
+        job, taught = tool_learning_job(
+            folder, calculator, engine="trl", steps=args.steps, seed=seed
+        )
         teaching_cpu = time.process_time() - cpu
         load = os.getloadavg()[0]
         wall, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -42,7 +42,8 @@ class AgentTrainer:
         ``datasets.Dataset`` or a list of dicts.
     :param test_dataset: the same forms, or ``None``.
     :param run_path: the folder that receives run directories (default ``runs``).
-    :param train_engine_name: the engine; ``None`` picks the only installed one, else ``verl``.
+    :param train_engine_name: the engine; ``None`` picks the only installed one, else ``verl``
+        (:data:`~aworld_train.plugins.AWORLD_TRAIN_DEFAULT_ENGINE`).
     :param columns: ``{canonical: your_column}`` renames for both datasets.
     :param overrides: ``key.sub=value`` config overrides.
     :param resume: a run directory (or its name under ``run_path``) to continue.

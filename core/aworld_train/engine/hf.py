@@ -374,36 +374,3 @@ def merge_adapter(
     tokenizer.save_pretrained(partial)
     shutil.rmtree(target, ignore_errors=True)
     partial.rename(target)
-
-
-def probe_response_template(tokenizer: Any) -> dict[str, Any] | None:
-    """The first of TRL's response templates that reads back a tool call as ``tokenizer``'s
-    chat template renders it (ChatML's ``<tool_call>`` JSON gets Qwen's), or ``None`` when none
-    does. An unknown chat template may still write tool calls the way one TRL knows does.
-
-    Each template is tried by setting it on ``tokenizer``: pass a copy. Needs TRL (imported
-    here), whose parsers read tool calls both in training and in ``aworld-train eval``.
-    """
-    from trl import chat_template_utils
-
-    call = {"type": "function", "function": {"name": "probe_tool", "arguments": {"x": 7}}}
-    prompt = [{"role": "user", "content": "hi"}]
-    prefix = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=False)
-    full = tokenizer.apply_chat_template(
-        [*prompt, {"role": "assistant", "content": "", "tool_calls": [call]}], tokenize=False
-    )
-    prefix_ids = tokenizer(prefix, add_special_tokens=False)["input_ids"]
-    full_ids = tokenizer(full, add_special_tokens=False)["input_ids"]
-    if full_ids[: len(prefix_ids)] != prefix_ids:
-        return None
-    for key, template in vars(chat_template_utils).items():
-        if not (key.endswith("_template") and isinstance(template, dict) and "fields" in template):
-            continue
-        tokenizer.response_template = template
-        try:
-            parsed = tokenizer.parse_response(full_ids[len(prefix_ids) :], prefix=prefix_ids)
-        except Exception:  # a template that does not fit this output fails in its own way
-            continue
-        if isinstance(parsed, dict) and parsed.get("tool_calls") == [call]:
-            return template
-    return None

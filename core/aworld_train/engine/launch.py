@@ -1,7 +1,8 @@
 """The engine SDK's launch tier: for engines that start processes — the worker-side protocol
 (rendezvous, the rewards loaded in each worker, what a worker reports), a command run in a
-process group of its own, a disk cache for what is read from the training library's code, and
-the secrets redacted from what those processes print.
+process group of its own, a disk cache for what is read from the training library's code, the
+secrets redacted from what those processes print, and the export note of a library that saves
+checkpoints eval cannot load as they are.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from aworld_train.launch.workers import (
     run_workers,
     scoped_environment,
 )
+from aworld_train.run.export import note_export
 from aworld_train.run.redaction import SecretFilter, redact_text, remember_secrets
 
 __all__ = [
@@ -36,4 +38,5 @@ __all__ = [
     "remember_secrets",
     "redact_text",
     "SecretFilter",
+    "note_export",
 ]

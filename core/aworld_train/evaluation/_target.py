@@ -17,6 +17,7 @@ from aworld_train.plugins import installed_declarations
 from aworld_train.errors import DatasetError, JobError, RunDirectoryError
 from aworld_train.evaluation._models import model_path
 from aworld_train.job.spec import Job, load_job
+from aworld_train.run.export import ExportNote, read_export_note
 from aworld_train.run.manifest import read_manifest
 from aworld_train.reward import RewardSpec, resolve_reward
 from aworld_train.run.files import (
@@ -195,42 +196,37 @@ def _no_final_model(run_dir: Path) -> str:
     """Why a run has no final model, and what to evaluate instead, in one sentence."""
     status = read_manifest(run_dir).get("status", "unknown")
     said = f"run {run_dir} ({status}) has no final model ({MODEL_DIR}/)"
-    checkpoint, verl = _last_checkpoint(run_dir)
+    checkpoint, note = _last_checkpoint(run_dir)
     if checkpoint is not None:
         return f"{said}; its last checkpoint is {checkpoint}: evaluate it with --model {checkpoint}"
-    if verl is not None:
+    if note is not None:
         return (
-            f"{said}; its last checkpoint is VeRL's sharded {verl}: convert it into "
-            f"{MODEL_DIR}/ with python -m aworld_train_verl.export {run_dir}, then evaluate "
-            "the run"
+            f"{said}; its last checkpoint, {note.checkpoint}, does not load as it is: convert "
+            f"it into {MODEL_DIR}/ with {note.command}, then evaluate the run"
         )
     return f"{said} and saved no checkpoint: only its base model can be evaluated (--model base)"
 
 
-def _last_checkpoint(run_dir: Path) -> tuple[Path | None, str | None]:
-    """A run's last checkpoint that eval loads (``checkpoint-N``), else the name of VeRL's last
-    sharded one (``checkpoints/global_step_N``, which needs converting), else neither."""
-
+def _last_checkpoint(run_dir: Path) -> tuple[Path | None, ExportNote | None]:
+    """A run's last checkpoint that eval loads (``checkpoint-N``), else the export note of the
+    last one that needs converting (the engine wrote it: :mod:`aworld_train.run.export`), else
+    neither."""
     checkpoint = last_checkpoint(run_dir / CHECKPOINTS)
     if checkpoint is not None:
         return checkpoint, None
-    tracker = run_dir / CHECKPOINTS / "latest_checkpointed_iteration.txt"
-    if tracker.is_file():
-        step = tracker.read_text(encoding="utf-8", errors="replace").strip()
-        return None, f"{CHECKPOINTS}/global_step_{step}"
-    return None, None
+    return None, read_export_note(run_dir)
 
 
 def eval_hint(run_dir: Path) -> str:
     """The command that evaluates what a run left (``aworld-train show`` prints it)."""
     if (run_dir / MODEL_DIR / "config.json").is_file():
         return f"aworld-train eval {run_dir}"
-    checkpoint, verl = _last_checkpoint(run_dir)
+    checkpoint, note = _last_checkpoint(run_dir)
     if checkpoint is not None:
         return f"aworld-train eval {run_dir} --model {checkpoint}"
-    if verl is not None:
+    if note is not None:
         return (
-            f"no {MODEL_DIR}/: python -m aworld_train_verl.export {run_dir} converts {verl},"
-            f" then aworld-train eval {run_dir}"
+            f"no {MODEL_DIR}/: {note.command} converts {note.checkpoint}, then aworld-train "
+            f"eval {run_dir}"
         )
     return f"no {MODEL_DIR}/ nor checkpoint: aworld-train eval {run_dir} --model base"

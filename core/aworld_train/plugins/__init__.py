@@ -35,6 +35,7 @@ ENGINE_GROUP = "aworld_train.engines"
 PLUGIN_GROUP = "aworld_train.plugins"
 REGISTERED = "(registered in-process)"
 PLUGIN_PREFIX = "plugin:"  # an extension plugin's name in the plugin manager
+AWORLD_TRAIN_DEFAULT_ENGINE = "verl"  # AWorld Train's, for a job naming none among several
 
 logger = logging.getLogger("aworld_train")
 
@@ -132,7 +133,7 @@ def find_engine(name: str) -> EngineInfo:
     matches = [info for info in engines if info.name == name]
     if not matches:
         names = sorted({info.name for info in engines})
-        installed = ", ".join(names) if names else "none (pip install aworld-train-trl, ...)"
+        installed = ", ".join(names) if names else "none (pip install aworld-train-<engine>)"
         near = did_you_mean(name, names)
         # Engines may live in separate virtual environments: an engine that is not installed
         # here may be installed elsewhere, as its distribution aworld-train-<name>.
@@ -174,15 +175,14 @@ def segment_engines() -> list[str]:
 
 
 def default_engine(requested: str | None) -> str:
-    """The engine to use: ``requested``, else the only one installed, else ``verl`` when
-    installed, else an error listing what is installed."""
+    """``requested``, else the only engine, else the default one installed, else an error."""
     if requested:
         return requested
     names = installed_engine_names()
     if len(names) == 1:
         return names[0]
-    if "verl" in names:
-        return "verl"
+    if AWORLD_TRAIN_DEFAULT_ENGINE in names:
+        return AWORLD_TRAIN_DEFAULT_ENGINE
     listed = ", ".join(names) if names else "none"
     raise PluginError(
         f"no engine named: pass --engine or set 'engine' in the job (installed: {listed})"

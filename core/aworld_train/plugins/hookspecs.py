@@ -229,6 +229,10 @@ def train(
     Called only after every check passed and the trainer marked itself initialised; never in a
     check-only run. Checkpoints and the final model belong in ``ctx.run_dir``;
     ``ctx.resume_from`` is the run directory of an interrupted run to continue, or ``None``.
+    An engine whose checkpoints do not load as they are names each one it completes, with the
+    command that converts it into ``model/``, in the run's export note
+    (:func:`~aworld_train.run.export.note_export`), which ``eval`` and ``show`` print for a run
+    that stopped before its final model.
 
     :param agent: what ``check_agent`` returned (the core's ``AgentSpec`` when ``None``).
     :param dataset: what ``check_dataset`` returned (the core's training dataset when ``None``).

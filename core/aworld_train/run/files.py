@@ -29,6 +29,9 @@ MODEL_DIR = "model"
 TENSORBOARD_DIR = "tensorboard"
 #: The results of ``aworld-train eval`` (also beside a job file that is evaluated).
 EVAL_DIR = "eval"
+#: How to convert the run's last checkpoint into ``model/``, written by an engine whose
+#: checkpoints do not load as they are (:mod:`aworld_train.run.export`).
+EXPORT_NOTE = "export.json"
 
 #: The folder name transformers' Trainer saves each checkpoint under.
 CHECKPOINT_NAME = re.compile(r"^checkpoint-(\d+)$")

@@ -242,8 +242,8 @@ CASES: tuple[BadJob, ...] = (
     BadJob(
         "job_duplicate_key", _duplicate_key, "reward.*(twice|duplicate)|(twice|duplicate).*reward"
     ),
-    BadJob("job_not_mapping", set_text("- engine\n- trl\n"), "job.yaml"),
-    BadJob("job_invalid_yaml", set_text("engine: [trl\n"), "job.yaml"),
+    BadJob("job_not_mapping", set_text("- engine\n- {engine}\n"), "job.yaml"),
+    BadJob("job_invalid_yaml", set_text("engine: [{engine}\n"), "job.yaml"),
     BadJob("config_alias_bomb", _alias_bomb, "bomb.yaml"),
     BadJob("config_deeply_nested", _deep_config, "deep.yaml"),
     BadJob("config_json_duplicate_key", _json_duplicate_key, "max_steps.*twice"),

@@ -270,6 +270,7 @@ def tool_learning_job(
     folder: str | Path,
     calculator: str | Path,
     *,
+    engine: str,
     steps: int,
     seed: int = 0,
     rows: int = 4,
@@ -281,10 +282,11 @@ def tool_learning_job(
 
     In ``folder``: ``train.jsonl`` (the first ``rows`` questions of the calculator example at
     ``calculator``), ``model`` (a tiny tool model taught by :func:`teach_sometimes_calling` to
-    call the tool with probability ``call_share``) and ``job.yaml``: TRL, the spec-form agent
-    with the example's MCP server (``multiply`` only, 2 turns, temperature 0.5), ``answer_match``,
-    8 completions of one question per step, no KL term, ``steps`` steps, runs under
-    ``folder/runs``. ``seed`` seeds the model, its teaching and the training.
+    call the tool with probability ``call_share``) and ``job.yaml``: the engine ``engine``, the
+    spec-form agent with the example's MCP server (``multiply`` only, 2 turns, temperature 0.5),
+    ``answer_match``, 8 completions of one question per step, no KL term (``kl_coef: 0``),
+    ``steps`` steps, runs under ``folder/runs``. ``seed`` seeds the model, its teaching and the
+    training.
 
     :returns: the job file and the teaching's figures.
     """
@@ -318,7 +320,7 @@ def tool_learning_job(
     taught = teach_sometimes_calling(
         model, exchanges, schemas, call_share=call_share, steps=teaching_steps, seed=seed
     )
-    job = _grpo_job(agent, model, steps=steps, learning_rate=learning_rate, seed=seed)
+    job = _grpo_job(engine, agent, model, steps=steps, learning_rate=learning_rate, seed=seed)
     (folder / "job.yaml").write_text(yaml.safe_dump(job))
     return folder / "job.yaml", taught
 
@@ -341,12 +343,18 @@ def _calculator_agent(calculator: Path) -> dict[str, Any]:
 
 
 def _grpo_job(
-    agent: dict[str, Any], model: Path, *, steps: int, learning_rate: float, seed: int
+    engine: str,
+    agent: dict[str, Any],
+    model: Path,
+    *,
+    steps: int,
+    learning_rate: float,
+    seed: int,
 ) -> dict[str, Any]:
-    """The TRL GRPO job: ``answer_match``, 8 completions of one question per step, no KL
-    term, under ``runs``."""
+    """The GRPO job on ``engine``: ``answer_match``, 8 completions of one question per step,
+    no KL term, under ``runs``."""
     return {
-        "engine": "trl",
+        "engine": engine,
         "agent": agent,
         "train_dataset": "train.jsonl",
         "reward": "answer_match",
@@ -361,7 +369,7 @@ def _grpo_job(
             "logging_steps": 1,
             "save_steps": 10**6,
             "seed": seed,
-            "trl": {"beta": 0.0},
+            "kl_coef": 0.0,
         },
         "run_path": "runs",
     }

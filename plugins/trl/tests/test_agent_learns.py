@@ -121,7 +121,9 @@ def test_the_calculator_agent_learns_to_call_its_tool(tmp_path: Path) -> None:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        job, taught = tool_learning_job(tmp_path, CALCULATOR, steps=TOOL_STEPS, seed=0)
+        job, taught = tool_learning_job(
+            tmp_path, CALCULATOR, engine="trl", steps=TOOL_STEPS, seed=0
+        )
     finally:
         torch.set_num_threads(threads)
     assert taught["exact"], taught

@@ -11,7 +11,8 @@ adapter becomes ``<run>/adapter/`` and ``<run>/model/`` gets the model with it m
 loads without peft.
 
 The engine calls it when VeRL's training returns; for a run that stopped after its last
-checkpoint, call it by hand: ``python -m aworld_train_verl.export RUN_DIR``.
+checkpoint, call it by hand: ``python -m aworld_train_verl.export RUN_DIR``, the command the
+run's export note names (:func:`note_last_checkpoint`), which ``eval`` and ``show`` print.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from aworld_train.engine import ADAPTER_DIR, CHECKPOINTS, MODEL_DIR, TrainingError, merge_adapter
-from aworld_train.engine.launch import run_process
+from aworld_train.engine.launch import note_export, run_process
 
 from aworld_train_verl.config import SAVED_CONFIG_NAME
 
@@ -38,6 +39,8 @@ MERGER_LOG = "verl_model_merger.log"
 LORA_ONLY_KEY = "actor_rollout_ref.actor.checkpoint.save_lora_only"
 # The merger's folder for the adapter it splits off a LoRA model's weights.
 _MERGER_ADAPTER = "lora_adapter"
+#: The command the run's export note gives for a run that stopped before its export.
+EXPORT_COMMAND = "python -m aworld_train_verl.export {run}"
 
 
 def export_model(run_dir: Path) -> Path:
@@ -95,6 +98,21 @@ def export_model(run_dir: Path) -> Path:
             _replace(run_dir / ADAPTER_DIR, adapter, staging)
         _replace(run_dir / MODEL_DIR, model, staging)
     return run_dir / MODEL_DIR
+
+
+def note_last_checkpoint(run_dir: Path) -> None:
+    """Name VeRL's last completed checkpoint of ``run_dir`` (``checkpoints/global_step_N``, the
+    step its tracker file names) in the run's export note, with :data:`EXPORT_COMMAND`: ``eval``
+    and ``show`` then tell a run that stopped before its export how to convert it, in any
+    environment. Nothing while VeRL has completed none."""
+    tracker = run_dir / CHECKPOINTS / TRACKER
+    try:
+        step = tracker.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return
+    checkpoint = run_dir / CHECKPOINTS / f"global_step_{step}"
+    if step.isdigit() and checkpoint.is_dir():
+        note_export(run_dir, checkpoint, EXPORT_COMMAND)
 
 
 def last_actor_checkpoint(run_dir: Path) -> Path:

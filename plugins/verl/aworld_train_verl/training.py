@@ -40,12 +40,14 @@ def train(dataset: VerlData, config: VerlConfig, ctx: RunContext) -> dict[str, A
     """Run ``main_ppo`` on the saved config; each step's metrics go to ``ctx.metrics`` and its
     rollouts to ``samples.jsonl``.
 
-    The last checkpoint becomes the run's model (:func:`aworld_train_verl.export.export_model`).
+    The last checkpoint becomes the run's model (:func:`aworld_train_verl.export.export_model`);
+    each checkpoint VeRL completes is named in the run's export note first, for a run that stops
+    before that (:func:`aworld_train_verl.export.note_last_checkpoint`).
 
     :raises TrainingError: when this machine cannot start the job, VeRL fails, or its last
         checkpoint does not convert.
     """
-    from aworld_train_verl.export import export_model
+    from aworld_train_verl.export import export_model, note_last_checkpoint
 
     cpu = on_cpu(ctx.config)
     if cpu:
@@ -68,6 +70,8 @@ def train(dataset: VerlData, config: VerlConfig, ctx: RunContext) -> dict[str, A
         ctx.metrics.log(step, {**metrics, **names.translate(metrics)})
         # VeRL writes a step's dump after its metrics: the earlier steps' dumps are whole.
         samples.copy(before=step)
+        # VeRL saves a step's checkpoint before it logs the step's metrics.
+        note_last_checkpoint(ctx.run_dir)
 
     try:
         launch.run(
@@ -79,6 +83,7 @@ def train(dataset: VerlData, config: VerlConfig, ctx: RunContext) -> dict[str, A
         )
     finally:
         samples.copy()
+        note_last_checkpoint(ctx.run_dir)
     export_model(ctx.run_dir)
     return ctx.metrics.last()
 

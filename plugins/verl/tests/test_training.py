@@ -19,7 +19,10 @@ from typing import Any
 import numpy as np
 import pytest
 from aworld_train.agent import AgentSpec
+from aworld_train.errors import TrainingError
+from aworld_train.evaluation import eval_hint
 from aworld_train.reward import RewardFunction, RewardSpec
+from aworld_train.run.export import ExportNote, read_export_note
 from aworld_train.run.samples import read_samples
 from aworld_train_verl import export, launch, training
 from aworld_train_verl.training import Evaluation, RolloutSamples
@@ -254,6 +257,61 @@ def test_train_logs_eval_metrics_and_copies_samples_at_each_step(
     assert [
         (row["step"], row["prompt"], row["rewards"]) for row in read_samples(checks.ctx.run_dir)
     ] == [(1, "user\nRepeat: 1", {"exact": 1.0}), (2, "user\nRepeat: 2", {"exact": 1.0})]
+
+
+def save_checkpoint(run_dir: Path, step: int, *, whole: bool = True) -> Path:
+    """What VeRL's trainer leaves of a checkpoint: its folder, then, once it is whole, its step
+    in the tracker file."""
+    folder = run_dir / "checkpoints" / f"global_step_{step}"
+    (folder / "actor").mkdir(parents=True)
+    if whole:
+        (run_dir / "checkpoints" / export.TRACKER).write_text(str(step))
+    return folder
+
+
+def test_a_run_that_stops_before_its_export_names_its_converter_for_eval_and_show(
+    tmp_path: Path, tiny_model: Path, reward_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """VeRL saves step 1's checkpoint before it logs the step, logs step 2, starts saving
+    step 3 and fails: the run's export note names step 1, the last whole checkpoint, with the
+    engine's export command, which ``eval`` and ``show`` print without VeRL."""
+    checks = checked(tmp_path, tiny_model, rewards(reward_file, ("exact", 1.0)))
+    run_dir = checks.ctx.run_dir
+    noted: list[ExportNote | None] = []
+
+    def main_ppo(command: list[str], run_dir: Path, on_step: Any, **_: Any) -> None:
+        noted.append(read_export_note(run_dir))
+        save_checkpoint(run_dir, 1)
+        on_step(1, {"critic/score/mean": 0.5})
+        noted.append(read_export_note(run_dir))
+        on_step(2, {"critic/score/mean": 0.5})
+        save_checkpoint(run_dir, 3, whole=False)
+        raise TrainingError("VeRL failed")
+
+    monkeypatch.setattr(launch, "preflight", lambda config, num_cpus, gpus: None)
+    monkeypatch.setattr(training, "check_cpu_training", lambda config: None)
+    monkeypatch.setattr(launch, "run", main_ppo)
+    with pytest.raises(TrainingError, match="VeRL failed"):
+        checks.train()
+    command = f"python -m aworld_train_verl.export {run_dir}"
+    assert noted == [None, ExportNote("checkpoints/global_step_1", command)]
+    assert eval_hint(run_dir) == (
+        f"no model/: {command} converts checkpoints/global_step_1, then aworld-train eval {run_dir}"
+    )
+
+
+def test_the_export_note_waits_for_a_whole_checkpoint(tmp_path: Path) -> None:
+    export.note_last_checkpoint(tmp_path)
+    save_checkpoint(tmp_path, 2, whole=False)
+    export.note_last_checkpoint(tmp_path)
+    assert read_export_note(tmp_path) is None, "VeRL has completed no checkpoint"
+    (tmp_path / "checkpoints" / export.TRACKER).write_text("4")
+    export.note_last_checkpoint(tmp_path)
+    assert read_export_note(tmp_path) is None, "the tracker names a folder that is not there"
+    save_checkpoint(tmp_path, 4)
+    export.note_last_checkpoint(tmp_path)
+    note = read_export_note(tmp_path)
+    assert note is not None and note.checkpoint == "checkpoints/global_step_4"
 
 
 def test_the_launch_script_keeps_tracker_files_in_its_run(
