@@ -176,7 +176,7 @@ def effective_settings(config: VerlConfig, ctx: sdk.RunContext) -> list[sdk.Sett
     """The common settings as the composed VeRL config holds them (no VeRL import)."""
     from aworld_train_verl.settings import effective_settings as read
 
-    return read(config, ctx.config)
+    return read(config.config, ctx.config)
 
 
 @hookimpl

@@ -34,7 +34,6 @@ if TYPE_CHECKING:
     from aworld_train.engine import TrainConfig
     from omegaconf import DictConfig
 
-    from aworld_train_verl.config import VerlConfig
 
 # The FSDP engine configs that compute in the job's precision: the policy, its reference model
 # and the critic (PPO). VeRL's FSDP engine reads ``mixed_precision.{param,reduce,buffer}_dtype``
@@ -182,14 +181,13 @@ def _scheduler(name: str) -> str:
     return name
 
 
-def effective_settings(resolved: VerlConfig, config: TrainConfig) -> list[Setting]:
-    """The common settings as VeRL will train with them, read back from the composed config:
+def effective_settings(composed: DictConfig, config: TrainConfig) -> list[Setting]:
+    """The common settings as VeRL will train with them, read back from the ``composed`` config:
     one row per common name, with VeRL's key and value, and whether the job's common key, the
     ``verl:`` section or VeRL's default decided (:meth:`SettingsDeclaration.source
     <aworld_train.engine.SettingsDeclaration.source>`)."""
     from omegaconf import OmegaConf
 
-    composed = resolved.config
     # A null of the section leaves the key to the engine (_fill_nulls).
     section = {key.lstrip("+"): value for key, value in flatten(config.engine_section()).items()}
 

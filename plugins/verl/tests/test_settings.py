@@ -38,7 +38,7 @@ def saved(result: VerlConfig, key: str) -> Any:
 def table(tmp_path: Path, model: Path, **config: Any) -> dict[str, Setting]:
     ctx = make_ctx(tmp_path / "run", model, **config)
     result = resolve(ctx.config, ctx.run_dir, inputs=model_overrides(str(model)))
-    return {row.name: row for row in effective_settings(result, ctx.config)}
+    return {row.name: row for row in effective_settings(result.config, ctx.config)}
 
 
 @pytest.mark.slow
@@ -366,7 +366,9 @@ def test_the_eval_steps_row_shows_one_value_for_validating_at_the_end(
     last = {**model_overrides(str(tiny_model)), "trainer.test_freq": 8}
     rows = {
         row.name: row
-        for row in effective_settings(resolve(ctx.config, ctx.run_dir, inputs=last), ctx.config)
+        for row in effective_settings(
+            resolve(ctx.config, ctx.run_dir, inputs=last).config, ctx.config
+        )
     }
     row = rows["eval_steps"]
     assert (row.value, row.engine_key, row.engine_value, row.source) == (
