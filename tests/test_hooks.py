@@ -159,9 +159,9 @@ def check_config(config, agent, dataset, reward):
 
 
 @hookimpl
-def train(agent, dataset, reward, config, ctx):
+def train(agent, dataset, reward, engine_config, ctx):
     received["train"] = {"agent": agent, "dataset": dataset, "reward": reward,
-                         "config": config}
+                         "config": engine_config}
     return {"reward": 1.0}
 """
 
@@ -328,6 +328,19 @@ def test_a_config_layout_that_breaks_the_contract_is_named(
     assert not toy_job["run_path"].exists(), "a failed check-only run leaves nothing"
 
 
+def test_a_hook_that_takes_its_engine_config_as_config_is_told_the_name(
+    engine_job: Callable[[str, str], dict[str, Any]],
+) -> None:
+    """``train``, ``effective_settings`` and ``memory_plan`` receive the engine's own config as
+    ``engine_config``; ``config`` is the core's ``TrainConfig`` in the check hooks only."""
+    source = "from aworld_train import hookimpl\n\n\n@hookimpl\ndef train(config, ctx):\n    pass\n"
+    toy_job = engine_job("oldname", source)
+    with pytest.raises(PluginError) as raised:
+        AgentTrainer(**toy_job, check_only=True)
+    assert "does not match the hook specs" in str(raised.value)
+    assert str(raised.value).endswith("the engine's own config reaches this hook as engine_config")
+
+
 def test_hook_check_dataset(toy_job: dict[str, Any]) -> None:
     toy_job["test_dataset"] = [{"prompt": "What is 4 + 4?", "ground_truth": "8"}]
     trainer = AgentTrainer(**toy_job)
@@ -366,7 +379,7 @@ from aworld_train_toy.engine import check_agent, check_config, check_dataset, ch
 
 
 @hookimpl
-def effective_settings(config, ctx):
+def effective_settings(engine_config, ctx):
     common = ctx.config
     return [
         Setting("device", describe_device(False), "use_cpu", True, "default"),
@@ -374,7 +387,8 @@ def effective_settings(config, ctx):
                 "float32", "job" if common.precision != "auto" else "default"),
         Setting("kl_coef", common.kl_coef or 0.0, "", 0.0, "default"),
         Setting("lora", common.lora.to_dict() if common.lora else None, "", None, "job"),
-        Setting("temperature", config.temperature, "temperature", config.temperature, "section"),
+        Setting("temperature", engine_config.temperature, "temperature",
+                engine_config.temperature, "section"),
     ]
 """
 
@@ -426,7 +440,7 @@ def effective_settings(ctx):
 
 
 @hookimpl
-def memory_plan(config, default, ctx):
+def memory_plan(engine_config, default, ctx):
     if ctx.config.seed == 7:
         return {"micro_batch": 3}
     return dataclasses.replace(default, micro_batch=3, gradient_checkpointing=True,

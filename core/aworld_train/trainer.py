@@ -240,7 +240,7 @@ class AgentTrainer:
                     agent=hand_off.agent,
                     dataset=hand_off.dataset,
                     reward=hand_off.reward,
-                    config=hand_off.config,
+                    engine_config=hand_off.config,
                     ctx=self.context,
                 )
         except BaseException as exc:
