@@ -328,19 +328,6 @@ def test_a_config_layout_that_breaks_the_contract_is_named(
     assert not toy_job["run_path"].exists(), "a failed check-only run leaves nothing"
 
 
-def test_a_hook_that_takes_its_engine_config_as_config_is_told_the_name(
-    engine_job: Callable[[str, str], dict[str, Any]],
-) -> None:
-    """``train``, ``effective_settings`` and ``memory_plan`` receive the engine's own config as
-    ``engine_config``; ``config`` is the core's ``TrainConfig`` in the check hooks only."""
-    source = "from aworld_train import hookimpl\n\n\n@hookimpl\ndef train(config, ctx):\n    pass\n"
-    toy_job = engine_job("oldname", source)
-    with pytest.raises(PluginError) as raised:
-        AgentTrainer(**toy_job, check_only=True)
-    assert "does not match the hook specs" in str(raised.value)
-    assert str(raised.value).endswith("the engine's own config reaches this hook as engine_config")
-
-
 def test_hook_check_dataset(toy_job: dict[str, Any]) -> None:
     toy_job["test_dataset"] = [{"prompt": "What is 4 + 4?", "ground_truth": "8"}]
     trainer = AgentTrainer(**toy_job)

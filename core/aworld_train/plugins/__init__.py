@@ -363,9 +363,7 @@ def _register(manager: pluggy.PluginManager, plugin: Any, name: str, where: str)
     try:
         manager.register(plugin, name=name)
     except pluggy.PluginValidationError as exc:
-        raise PluginError(
-            f"{where} does not match the hook specs: {_one_line(exc)}{_renamed_hint(exc)}"
-        ) from exc
+        raise PluginError(f"{where} does not match the hook specs: {_one_line(exc)}") from exc
     except ValueError as exc:  # pluggy: the same plugin object registered twice
         raise PluginError(f"{where}: {exc}") from exc
     try:
@@ -373,18 +371,6 @@ def _register(manager: pluggy.PluginManager, plugin: Any, name: str, where: str)
     except pluggy.PluginValidationError as exc:
         manager.unregister(plugin)
         raise PluginError(f"{where} does not match the hook specs: {_one_line(exc)}") from exc
-
-
-# The hooks that receive the engine's own config (what check_config returned) as
-# ``engine_config``: an implementation written with ``config`` there is told the name.
-_ENGINE_CONFIG_HOOKS = ("train", "effective_settings", "memory_plan")
-
-
-def _renamed_hint(error: pluggy.PluginValidationError) -> str:
-    text = str(error)
-    if "{'config'}" in text and any(f"hook '{hook}'" in text for hook in _ENGINE_CONFIG_HOOKS):
-        return "; the engine's own config reaches this hook as engine_config"
-    return ""
 
 
 def _refuse_engine_answers(manager: pluggy.PluginManager, plugin: Any, where: str) -> None:
