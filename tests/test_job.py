@@ -221,7 +221,7 @@ def test_a_saved_job_loads_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 def test_a_job_file_holds_every_field_of_the_job_but_the_resolved_jobs_own() -> None:
     from dataclasses import fields
 
-    own = ("overrides", "base_dir", "written_config")
+    own = ("overrides", "base_dir", "written_config", "as_written")
     assert JOB_FIELDS == tuple(f.name for f in fields(Job) if f.name not in own)
 
 
@@ -251,6 +251,7 @@ def test_resolve_job_makes_the_paths_absolute_and_leaves_names(tmp_path: Path) -
     assert resolved.run_path == str(base / "out")
     assert resolved.base_dir == base
     assert job.train_dataset == "data/train.jsonl", "a new job: the given one is unchanged"
+    assert resolved.as_written == job, "error lines can name an input as written"
     assert resolve_job(resolved) is resolved, "a resolved job is resolved once"
     assert resolve_job(Job(agent="pkg.agents:make")).agent == "pkg.agents:make"
 

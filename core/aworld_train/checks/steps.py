@@ -264,9 +264,10 @@ def run_agent_once(
 
     model = str(config.model or spec.model)
     tokenizer = load_tokenizer(model, config.trust_remote_code)
+    written = job.as_written or job  # the dataset named as the user wrote it
     where = (
-        f"{job.train_dataset} row 0"
-        if isinstance(job.train_dataset, (str, Path))
+        f"{written.train_dataset} row 0"
+        if isinstance(written.train_dataset, (str, Path))
         else "the train dataset's row 0"
     )
 

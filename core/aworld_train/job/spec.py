@@ -51,6 +51,8 @@ class Job:
         it (its file as the job named it, or ``config``): what the config check reads, so that
         an engine's layout claims the file's keys and the overrides' each, and an error names
         the file or the override; ``None``: the job is not resolved yet.
+    :ivar as_written: the job before its paths were made absolute (flags applied), for error
+        lines that name an input as the user wrote it; ``None``: the job is not resolved yet.
     """
 
     engine: str | None = None
@@ -66,6 +68,7 @@ class Job:
     written_config: tuple[dict[str, Any], str] | None = field(
         default=None, repr=False, compare=False
     )
+    as_written: Job | None = field(default=None, repr=False, compare=False)
 
 
 def _is_text(value: Any) -> bool:
@@ -175,7 +178,7 @@ def resolve_job(job: Job, flags: Mapping[str, Any] | None = None) -> Job:
     resolved = _absolute_paths(job, job.base_dir)
     if job.overrides:
         resolved = replace(resolved, config=merge(written[0], parse_overrides(job.overrides)))
-    return replace(resolved, written_config=written)
+    return replace(resolved, written_config=written, as_written=job)
 
 
 def _check_types(data: dict[str, Any], where: str) -> None:
