@@ -13,10 +13,9 @@ from aworld_train.job.config import (
     ConfigLayout,
     TrainConfig,
     load_config,
-    merge,
-    parse_overrides,
     without_section_key,
 )
+from aworld_train.job.overrides import merge, parse_overrides
 from aworld_train.job.declaration import SettingsDeclaration
 from aworld_train.errors import ConfigError, PluginError
 

@@ -159,9 +159,9 @@ def check_config(config, agent, dataset, reward):
 
 
 @hookimpl
-def train(agent, dataset, reward, config, ctx):
+def train(agent, dataset, reward, engine_config, ctx):
     received["train"] = {"agent": agent, "dataset": dataset, "reward": reward,
-                         "config": config}
+                         "config": engine_config}
     return {"reward": 1.0}
 """
 
@@ -366,7 +366,7 @@ from aworld_train_toy.engine import check_agent, check_config, check_dataset, ch
 
 
 @hookimpl
-def effective_settings(config, ctx):
+def effective_settings(engine_config, ctx):
     common = ctx.config
     return [
         Setting("device", describe_device(False), "use_cpu", True, "default"),
@@ -374,7 +374,8 @@ def effective_settings(config, ctx):
                 "float32", "job" if common.precision != "auto" else "default"),
         Setting("kl_coef", common.kl_coef or 0.0, "", 0.0, "default"),
         Setting("lora", common.lora.to_dict() if common.lora else None, "", None, "job"),
-        Setting("temperature", config.temperature, "temperature", config.temperature, "section"),
+        Setting("temperature", engine_config.temperature, "temperature",
+                engine_config.temperature, "section"),
     ]
 """
 
@@ -426,7 +427,7 @@ def effective_settings(ctx):
 
 
 @hookimpl
-def memory_plan(config, default, ctx):
+def memory_plan(engine_config, default, ctx):
     if ctx.config.seed == 7:
         return {"micro_batch": 3}
     return dataclasses.replace(default, micro_batch=3, gradient_checkpointing=True,

@@ -1,4 +1,5 @@
-"""The job file: fields, relative paths, flags that replace fields, and its errors."""
+"""The job file: fields, relative paths, flags that replace fields, and its errors; the job
+resolved once (:func:`~aworld_train.job.spec.resolve_job`)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ from pathlib import Path
 
 import pytest
 from aworld_train.errors import JobError
-from aworld_train.job.spec import JOB_FIELDS, Job, absolute_paths, load_job
+from aworld_train.errors import ConfigError
+from aworld_train.job.config import JOB_FIELDS
+from aworld_train.job.spec import Job, load_job, resolve_job
 
 
 def test_job_file_fields_and_base_dir(tmp_path: Path) -> None:
@@ -19,13 +22,15 @@ def test_job_file_fields_and_base_dir(tmp_path: Path) -> None:
         "config: {max_steps: 5, toy: {temperature: 0.5}}\n"
     )
     job = load_job(tmp_path / "job.yaml")
+    base = tmp_path.resolve()
     assert job.engine == "toy"
     assert job.agent == {"name": "adder"}
-    assert job.train_dataset == "data/train.jsonl", "kept relative to base_dir"
-    assert job.base_dir == tmp_path.resolve()
+    assert job.train_dataset == str(base / "data" / "train.jsonl"), "from the file's folder"
+    assert job.reward == f"{base / 'rewards.py'}:score"
+    assert job.base_dir == base
     assert job.columns == {"prompt": "question", "ground_truth": "answer"}
     assert job.config == {"max_steps": 5, "toy": {"temperature": 0.5}}
-    assert job.run_path == "runs"
+    assert job.run_path == str(base / "runs")
     assert job.test_dataset is None
 
 
@@ -161,10 +166,16 @@ def test_job_fields_of_the_accepted_types(tmp_path: Path) -> None:
         "config: config.yaml\n"
         "run_path: out/runs\n"
     )
+    (tmp_path / "config.yaml").write_text("max_steps: 3\n")
     job = load_job(tmp_path / "job.yaml")
+    base = tmp_path.resolve()
     assert job.train_dataset == [{"prompt": "a", "ground_truth": "b"}]
     assert job.reward == ["exact_match", {"name": "answer_match", "weight": 0.5}]
-    assert (job.config, job.run_path, job.agent) == ("config.yaml", "out/runs", "agent.py:make")
+    assert (job.config, job.run_path, job.agent) == (
+        str(base / "config.yaml"),
+        str(base / "out" / "runs"),
+        f"{base / 'agent.py'}:make",
+    )
 
 
 def test_null_fields_keep_their_defaults(tmp_path: Path) -> None:
@@ -172,7 +183,8 @@ def test_null_fields_keep_their_defaults(tmp_path: Path) -> None:
         "engine: null\ntrain_dataset: a.jsonl\nrun_path: null\ncolumns: null\nconfig: ~\n"
     )
     job = load_job(tmp_path / "job.yaml")
-    assert (job.engine, job.run_path, job.columns, job.config) == (None, "runs", None, None)
+    assert (job.engine, job.columns, job.config) == (None, None, None)
+    assert job.run_path == str(tmp_path.resolve() / "runs")
 
 
 def test_a_saved_job_loads_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -206,7 +218,14 @@ def test_a_saved_job_loads_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert load_config(config.to_dict(), engine_names=("toy",), engine="toy") == config
 
 
-def test_absolute_paths_resolves_the_paths_of_a_job_and_leaves_names(tmp_path: Path) -> None:
+def test_a_job_file_holds_every_field_of_the_job_but_the_resolved_jobs_own() -> None:
+    from dataclasses import fields
+
+    own = ("overrides", "base_dir", "written_config", "as_written")
+    assert JOB_FIELDS == tuple(f.name for f in fields(Job) if f.name not in own)
+
+
+def test_resolve_job_makes_the_paths_absolute_and_leaves_names(tmp_path: Path) -> None:
     base = tmp_path.resolve()
     (base / "agent.yaml").write_text("name: a\n")
     job = Job(
@@ -214,26 +233,47 @@ def test_absolute_paths_resolves_the_paths_of_a_job_and_leaves_names(tmp_path: P
         train_dataset="data/train.jsonl",
         test_dataset=[{"prompt": "p"}],
         reward=["r.py:f", {"name": "lib/r.py", "weight": 2}, "exact_match", "pkg.rewards:score"],
-        config="missing.yaml",
+        config={"max_steps": 5},
         run_path="out",
-        overrides=("max_steps=2",),
         base_dir=base,
     )
-    absolute = absolute_paths(job)
-    assert absolute.agent == str(base / "agent.yaml")
-    assert absolute.train_dataset == str(base / "data" / "train.jsonl")
-    assert absolute.test_dataset == [{"prompt": "p"}], "rows in memory stay as they are"
-    assert absolute.reward == [
+    resolved = resolve_job(job)
+    assert resolved.agent == str(base / "agent.yaml")
+    assert resolved.train_dataset == str(base / "data" / "train.jsonl")
+    assert resolved.test_dataset == [{"prompt": "p"}], "rows in memory stay as they are"
+    assert resolved.reward == [
         f"{base}/r.py:f",
         {"name": f"{base}/lib/r.py", "weight": 2},
         "exact_match",
         "pkg.rewards:score",
     ]
-    assert absolute.config == "missing.yaml", "a file that is not there is the config check's"
-    assert absolute.run_path == str(base / "out")
-    assert (absolute.overrides, absolute.base_dir) == (("max_steps=2",), base)
+    assert resolved.config == {"max_steps": 5}
+    assert resolved.run_path == str(base / "out")
+    assert resolved.base_dir == base
     assert job.train_dataset == "data/train.jsonl", "a new job: the given one is unchanged"
-    assert absolute_paths(Job(agent="pkg.agents:make")).agent == "pkg.agents:make"
+    assert resolved.as_written == job, "error lines can name an input as written"
+    assert resolve_job(resolved) is resolved, "a resolved job is resolved once"
+    assert resolve_job(Job(agent="pkg.agents:make")).agent == "pkg.agents:make"
+
+
+def test_resolve_job_merges_the_overrides_into_the_config_file(tmp_path: Path) -> None:
+    """The config file read once, with the overrides merged in; what the config check reads
+    (``written_config``) is the file as written, named as the job names it."""
+    (tmp_path / "config.yaml").write_text("max_steps: 5\ntoy: {temperature: 0.5}\n")
+    job = Job(config="config.yaml", overrides=("toy.temperature=0.7",), base_dir=tmp_path)
+    resolved = resolve_job(job)
+    assert resolved.config == {"max_steps": 5, "toy": {"temperature": 0.7}}
+    assert resolved.overrides == ("toy.temperature=0.7",), "kept, to name them in errors"
+    assert resolved.written_config == (
+        {"max_steps": 5, "toy": {"temperature": 0.5}},
+        str(tmp_path / "config.yaml"),
+    )
+    plain = resolve_job(Job(config="config.yaml", base_dir=tmp_path))
+    assert plain.config == str(tmp_path.resolve() / "config.yaml"), "no override: the file"
+    with pytest.raises(ConfigError, match=r"missing\.yaml"):
+        resolve_job(Job(config="missing.yaml", base_dir=tmp_path))
+    with pytest.raises(ConfigError, match="override 'max_steps' is not KEY=VALUE"):
+        resolve_job(Job(config="config.yaml", overrides=("max_steps",), base_dir=tmp_path))
 
 
 def test_flags_and_overrides_make_one_job(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -249,4 +289,6 @@ def test_flags_and_overrides_make_one_job(tmp_path: Path, monkeypatch: pytest.Mo
     assert job.test_dataset == str(elsewhere.resolve() / "missing.jsonl"), (
         "a flag's file is the current folder's even before it exists"
     )
-    assert load_job(tmp_path / "job.yaml").run_path == "out", "the file's stays relative"
+    assert load_job(tmp_path / "job.yaml").run_path == str(tmp_path.resolve() / "out"), (
+        "the file's is relative to the file's folder"
+    )

@@ -494,16 +494,18 @@ def test_a_bare_reward_file_stays_one_in_the_saved_job(
     """The saved job.yaml names a bare reward file by its absolute path, so a re-run from
     another folder finds it and still picks its one reward function."""
     from aworld_train.job.saved import rerunnable_job
-    from aworld_train.job.spec import Job
+    from aworld_train.job.spec import Job, resolve_job
 
     (tmp_path / "job" / "reward").mkdir(parents=True)
     (tmp_path / "job" / "reward" / "gaia_reward_function.py").write_text(GAIA_REWARD_FILE)
     saved = rerunnable_job(
-        Job(
-            engine="trl",
-            reward="reward/gaia_reward_function.py",
-            run_path=tmp_path / "run",
-            base_dir=tmp_path / "job",
+        resolve_job(
+            Job(
+                engine="trl",
+                reward="reward/gaia_reward_function.py",
+                run_path=tmp_path / "run",
+                base_dir=tmp_path / "job",
+            )
         ),
         None,
         config={},

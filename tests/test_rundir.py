@@ -20,7 +20,7 @@ from aworld_train import AgentTrainer
 from aworld_train.agent import AgentSpec
 from aworld_train.errors import AWorldTrainError, Interrupted, RewardError, RunDirectoryError
 from aworld_train.job.saved import rerunnable_job
-from aworld_train.job.spec import Job
+from aworld_train.job.spec import Job, resolve_job
 from aworld_train.run.directory import RunDirectory
 from aworld_train.run.manifest import read_manifest
 from aworld_train.run.redaction import REDACTED
@@ -576,19 +576,21 @@ def test_the_saved_job_has_absolute_paths_for_what_was_relative(tmp_path: Path) 
         },
     )
     job = rerunnable_job(
-        Job(
-            engine="toy",
-            agent="agent.yaml",
-            train_dataset="data/train.jsonl",
-            reward=[
-                "rewards.py:score",
-                {"name": "lib/r.py:f", "weight": 2},
-                "exact_match",
-                "pkg.rewards:score",
-            ],
-            columns={"prompt": "q"},
-            run_path="runs",
-            base_dir=tmp_path,
+        resolve_job(
+            Job(
+                engine="toy",
+                agent="agent.yaml",
+                train_dataset="data/train.jsonl",
+                reward=[
+                    "rewards.py:score",
+                    {"name": "lib/r.py:f", "weight": 2},
+                    "exact_match",
+                    "pkg.rewards:score",
+                ],
+                columns={"prompt": "q"},
+                run_path="runs",
+                base_dir=tmp_path,
+            )
         ),
         spec,
         config={"model": str(tmp_path / "model")},
@@ -619,12 +621,14 @@ def test_the_saved_job_has_absolute_paths_for_what_was_relative(tmp_path: Path) 
         "run_path": str(tmp_path / "runs"),
     }
     factory = rerunnable_job(
-        Job(
-            engine="toy",
-            agent="agents.py:make",
-            train_dataset=[{"prompt": "p", "ground_truth": "g"}],
-            run_path=tmp_path,
-            base_dir=tmp_path,
+        resolve_job(
+            Job(
+                engine="toy",
+                agent="agents.py:make",
+                train_dataset=[{"prompt": "p", "ground_truth": "g"}],
+                run_path=tmp_path,
+                base_dir=tmp_path,
+            )
         ),
         spec,
         config={},

@@ -30,14 +30,14 @@ SHOW = "import os; print(os.environ.get('OMP_WAIT_POLICY'))"
 
 
 @hookimpl
-def train(dataset, reward, config, ctx):
+def train(dataset, reward, engine_config, ctx):
     seen = {"trainer": os.environ.get("OMP_WAIT_POLICY")}
     for name, env in (("inherited", None), ("own", {**os.environ, "TOKEN": "t"})):
         log = ctx.run_dir / f"{name}.log"
         run_process([sys.executable, "-c", SHOW], what=name, log_path=log, env=env)
         seen[name] = log.read_text().strip()
     (ctx.run_dir / "policy.json").write_text(json.dumps(seen))
-    return toy.train(dataset, reward, config, ctx)
+    return toy.train(dataset, reward, engine_config, ctx)
 """
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from aworld_train import plugins
 from aworld_train.checks import CHECKS, CheckResult, check_job
 from aworld_train.errors import AWorldTrainError, CheckCrash, Interrupted, TrainingCrash
-from aworld_train.job.spec import Job, absolute_paths
+from aworld_train.job.spec import Job, resolve_job
 
 if TYPE_CHECKING:
     from aworld_train.checks._pipeline import EngineHooks
@@ -113,7 +113,8 @@ class AgentTrainer:
         on_check: Callable[[CheckResult], None] | None = None,
     ) -> AgentTrainer:
         """A trainer for ``job`` (as :func:`~aworld_train.job.spec.load_job` reads a job file with
-        the CLI's flags), its checks run as the constructor runs them."""
+        the CLI's flags, resolved; or one to resolve), its checks run as the constructor runs
+        them."""
         trainer = cls.__new__(cls)
         trainer._check(job, resume, check_only, show_progress, on_check)
         return trainer
@@ -136,15 +137,18 @@ class AgentTrainer:
         install_secret_filter()
         self.manager: Any = None  # the plugin manager, once the checks loaded the engine
         with _in_one_line(self._check_crash):
+            job = resolve_job(job)
+            remember_secrets({"config": job.written_config[0] if job.written_config else None})
             self.train_engine_name = plugins.default_engine(job.engine)
             self.engine_info = plugins.find_engine(self.train_engine_name)
-        #: The job as the user gave it, with the engine it trains on.
+        #: The job as the user gave it, resolved (:func:`~aworld_train.job.spec.resolve_job`),
+        #: with the engine it trains on.
         self.job = dataclasses.replace(job, engine=self.train_engine_name)
         self.check_only = check_only
         self.initialized = False
         self.checks: list[CheckResult] = []
         self._on_check = on_check
-        self.run_path = Path(absolute_paths(job).run_path)
+        self.run_path = Path(self.job.run_path)
         self._progress = not check_only if show_progress is None else show_progress
         with _in_one_line(self._check_crash), _signals_interrupt("checks"):
             resume_from = (
@@ -237,7 +241,7 @@ class AgentTrainer:
                     agent=hand_off.agent,
                     dataset=hand_off.dataset,
                     reward=hand_off.reward,
-                    config=hand_off.config,
+                    engine_config=hand_off.config,
                     ctx=self.context,
                 )
         except BaseException as exc:

@@ -218,7 +218,7 @@ def estimate_memory(
         return Found("not estimated: torch and transformers are not installed here", memory=None)
     values = {setting.name: setting.value for setting in settings or []}
     plan = memory.default_plan(config, values, spec.llm_max_tokens)
-    answer = hooks.call("memory_plan", config=hand_off.config, default=plan, ctx=context)
+    answer = hooks.call("memory_plan", engine_config=hand_off.config, default=plan, ctx=context)
     if answer is not None and not isinstance(answer, memory.MemoryPlan):
         raise PluginError(
             f"{hooks.info.label} memory_plan returned "

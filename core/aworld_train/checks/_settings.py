@@ -109,7 +109,7 @@ def effective_settings(hooks: EngineHooks, hand_off: HandOff, context: RunContex
         ``device`` and a resolved ``precision`` among them and JSON values (a bug in the
         engine).
     """
-    answer = hooks.call("effective_settings", config=hand_off.config, ctx=context)
+    answer = hooks.call("effective_settings", engine_config=hand_off.config, ctx=context)
     if answer is None:
         return Found(None, settings=None)
     problem = _settings_problem(answer)

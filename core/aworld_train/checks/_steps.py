@@ -17,19 +17,13 @@ from aworld_train import plugins
 from aworld_train.agent import load_agent
 from aworld_train.checks._pipeline import EngineHooks, Found, HandOff
 from aworld_train.checks._settings import other_sections_warnings
-from aworld_train.job.config import (
-    ConfigLayout,
-    load_config,
-    merge,
-    parse_overrides,
-    read_config,
-)
+from aworld_train.job.config import ConfigLayout, load_config
 from aworld_train.plugins.context import RunContext
 from aworld_train.dataset.loading import load_dataset
 from aworld_train.plugins import installed_declarations
 from aworld_train.run.resume import RESUME_SUPPORT
 from aworld_train.errors import ConfigError, PluginError, RunDirectoryError
-from aworld_train.job.spec import Job, absolute_paths
+from aworld_train.job.spec import Job
 from aworld_train.run.metrics import MetricsReporter, read_metrics
 from aworld_train.model import (
     load_tokenizer,
@@ -69,16 +63,20 @@ def read_layout(hooks: EngineHooks) -> Found:
 
 
 def load_job_config(job: Job, engine: str, layout: ConfigLayout | None) -> Found:
-
+    """The config as the job wrote it with its ``-o`` overrides, each read with the engine's
+    layout, checked key by key."""
+    assert job.written_config is not None, "the trainer resolves the job before the checks"
+    written, where = job.written_config
     declarations = installed_declarations()
     config = load_config(
-        job.config,
+        written,
         job.overrides,
         tuple(plugins.installed_engine_names()),
         job.base_dir,
         engine=engine,
         layout=layout,
         declarations=declarations,
+        where=where,
     )
     for line in other_sections_warnings(config, engine, declarations):
         logger.warning(line)
@@ -162,23 +160,12 @@ def new_context(
         metrics=reporter,
         check_only=check_only,
         resume_from=resume_from,
-        given=_as_given(job),
+        given=job,
     )
     # An agent without tools keeps the context's own empty set.
     if tools is not None:
         context = dataclasses.replace(context, tools=tools)
     return Found(context=context, hand_off=HandOff(tools=context.tools))
-
-
-def _as_given(job: Job) -> Job:
-    """The job as ``ctx.given`` shows it: its paths absolute, so an engine that starts
-    processes elsewhere still finds the files; with ``-o`` overrides, the config as the mapping
-    with them merged in."""
-    given = absolute_paths(job)
-    if not job.overrides:
-        return given
-    config = merge(read_config(job.config, job.base_dir)[0], parse_overrides(job.overrides))
-    return dataclasses.replace(given, config=config, overrides=())
 
 
 def resolve_job_tools(job: Job, spec: AgentSpec) -> Found:
@@ -277,9 +264,10 @@ def run_agent_once(
 
     model = str(config.model or spec.model)
     tokenizer = load_tokenizer(model, config.trust_remote_code)
+    written = job.as_written or job  # the dataset named as the user wrote it
     where = (
-        f"{job.train_dataset} row 0"
-        if isinstance(job.train_dataset, (str, Path))
+        f"{written.train_dataset} row 0"
+        if isinstance(written.train_dataset, (str, Path))
         else "the train dataset's row 0"
     )
 

@@ -27,7 +27,7 @@ from aworld_train.job.settings import (
     describe_device,
     resolve_precision,
 )
-from aworld_train.job.spec import JOB_FIELDS
+from aworld_train.job.config import JOB_FIELDS
 from aworld_train.job.strict import field_types, fits, union_members, yaml_repr
 from aworld_train.model import max_positions
 from aworld_train.model.memory import prompt_budget, trainer_sharding

@@ -116,8 +116,16 @@ def open_target(target: str | Path) -> EvalTarget:
 def _job_config(job: Job) -> TrainConfig:
     names = tuple(plugins.installed_engine_names())
     declarations = installed_declarations()
+    assert job.written_config is not None, "load_job resolves the job"
+    written, where = job.written_config
     return load_config(
-        job.config, (), names, job.base_dir, engine=job.engine, declarations=declarations
+        written,
+        job.overrides,
+        names,
+        job.base_dir,
+        engine=job.engine,
+        declarations=declarations,
+        where=where,
     )
 
 

@@ -25,8 +25,8 @@ from aworld_train.job._layout import (
 from aworld_train.job._rules import checked, config_key, describe_value, rule, rules_of
 from aworld_train.job._rules import first_non_finite as first_non_finite  # engines read it here
 from aworld_train.errors import ConfigError, PluginError, did_you_mean
-from aworld_train.job.files import guarded_yaml_loader, read_mapping
-from aworld_train.job.spec import JOB_FIELDS
+from aworld_train.job.files import read_mapping
+from aworld_train.job.overrides import merge, parse_overrides
 from aworld_train.job.settings import (
     ALL_LINEAR,
     LOSS_AGGREGATIONS,
@@ -39,6 +39,19 @@ from aworld_train.job.settings import (
 if TYPE_CHECKING:
     from aworld_train.job.declaration import SettingsDeclaration
 
+#: The fields a job file (and a run's ``job.yaml``) holds, those of
+#: :class:`~aworld_train.job.spec.Job` but the resolved job's own: named here, below the job, so
+#: that an unknown config key that is one of them is pointed to the job.
+JOB_FIELDS = (
+    "engine",
+    "agent",
+    "train_dataset",
+    "test_dataset",
+    "reward",
+    "columns",
+    "config",
+    "run_path",
+)
 ALGORITHMS = ("grpo", "ppo", "sft", "dpo")
 DEVICES = ("auto", "cpu")
 SEED_MAX = 2**32 - 1  # numpy's and CUDA's generators take 32-bit seeds
@@ -224,46 +237,6 @@ LORA_KEYS = tuple(f.name for f in fields(Lora))
 _OMIT_AT_DEFAULT = ("trust_remote_code", "reward_timeout", "precision", "report_to")
 
 
-def parse_overrides(overrides: list[str] | tuple[str, ...]) -> dict[str, Any]:
-    """Turn ``["a.b=1", "trl.beta=0.0"]`` into a nested dict; values are parsed as YAML scalars.
-
-    A value that is not valid YAML (or one past the YAML guards in :mod:`aworld_train.job.files`)
-    stays text.
-
-    :raises ConfigError: for an item without ``=`` or with an empty key.
-    """
-    import yaml
-
-    nested: dict[str, Any] = {}
-    for item in overrides:
-        key, sep, raw = item.partition("=")
-        parts = key.strip().split(".")
-        if not sep or not all(parts):
-            raise ConfigError(f"override '{item}' is not KEY=VALUE (for example -o max_steps=50)")
-        try:
-            value = yaml.load(raw, Loader=guarded_yaml_loader()) if raw.strip() else ""
-        except (yaml.YAMLError, ValueError):
-            value = raw
-        node = nested
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-            if not isinstance(node, dict):
-                raise ConfigError(f"override '{item}' sets a key inside '{part}', which is a value")
-        node[parts[-1]] = value
-    return nested
-
-
-def merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
-    """Deep-merge ``extra`` into a copy of ``base``; ``extra`` wins."""
-    merged = dict(base)
-    for key, value in extra.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
-
-
 def load_config(
     config: dict[str, Any] | str | Path | TrainConfig | None,
     overrides: list[str] | tuple[str, ...] = (),
@@ -272,6 +245,7 @@ def load_config(
     engine: str | None = None,
     layout: ConfigLayout | None = None,
     declarations: Mapping[str, SettingsDeclaration] | None = None,
+    where: str | None = None,
 ) -> TrainConfig:
     """Read a config (a dict, or a YAML/JSON path relative to ``base_dir``), apply dotted
     ``overrides``, and check every common key's type and range.
@@ -292,11 +266,14 @@ def load_config(
         names are sections too, a key of one's own config file given to another engine is named
         as that engine's, and a mapping under another name (not a common key misspelt) is the
         section of an engine not installed here, so that one job file trains on any engine.
+    :param where: how error lines name the config: the file a mapping was read from (a
+        resolved job's ``written_config``); by default its file, or ``config``.
     :raises ConfigError: naming the file (or the ``-o`` override) and the key, with the range
         the key takes, or a did-you-mean for an unknown key; or naming both places of a key
         given at the top and in the engine's section with different values.
     """
-    data, where = read_config(config, base_dir)
+    data, named = read_config(config, base_dir)
+    where = named if where is None else where
     if isinstance(config, TrainConfig) and engine is None:
         engine = config.engine
     engine_names = (*engine_names, *(declarations or {}), *(() if engine is None else (engine,)))

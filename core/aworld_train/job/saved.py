@@ -7,28 +7,27 @@ from pathlib import Path
 from typing import Any
 
 from aworld_train.job.references import absolute_reference, resolve_path
-from aworld_train.job.spec import Job, absolute_paths
+from aworld_train.job.spec import Job
 
 
 def rerunnable_job(job: Job, agent_spec: Any, config: dict[str, Any]) -> dict[str, Any]:
     """The job as ``job.yaml`` keeps it, so that ``aworld-train train runs/<run>/job.yaml``
-    re-runs it from any folder: its paths absolute (:func:`~aworld_train.job.spec.absolute_paths`),
-    the agent and the config written out whole (a ``module:factory`` agent stays a reference,
+    re-runs it from any folder: its paths absolute (the job is resolved:
+    :func:`~aworld_train.job.spec.resolve_job`), the agent and the config written out whole (a ``module:factory`` agent stays a reference,
     since what a factory returns cannot be written down), and in-memory inputs described.
 
     :param agent_spec: what the core made of the job's agent.
     :param config: the validated config as plain data (its model folder already absolute).
     """
-    absolute = absolute_paths(job)
     saved = {
         "engine": job.engine,
-        "agent": _saved_agent(absolute.agent, agent_spec, job.base_dir),
-        "train_dataset": describe_source(absolute.train_dataset),
-        "test_dataset": describe_source(absolute.test_dataset),
-        "reward": _saved_reward(absolute.reward),
+        "agent": _saved_agent(job.agent, agent_spec, job.base_dir),
+        "train_dataset": describe_source(job.train_dataset),
+        "test_dataset": describe_source(job.test_dataset),
+        "reward": _saved_reward(job.reward),
         "columns": job.columns,
         "config": config,
-        "run_path": absolute.run_path,
+        "run_path": job.run_path,
     }
     return {key: value for key, value in saved.items() if value is not None}
 

@@ -1,19 +1,23 @@
 """The job: one :class:`Job`, whether it comes from a job file with CLI flags and ``-o``
-overrides (:func:`load_job`) or from ``AgentTrainer(...)``'s arguments; the check pipeline
-carries it, ``ctx.given`` shows it (its paths absolute) and a run saves it as ``job.yaml``.
+overrides (:func:`load_job`) or from ``AgentTrainer(...)``'s arguments, resolved once
+(:func:`resolve_job`): the check pipeline carries that job, ``ctx.given`` is it, the run's
+folder is its ``run_path`` and a run saves it as ``job.yaml``.
 
 Relative paths inside a job file are resolved from the file's own folder, those of flags from
-the current one (:func:`absolute_paths` resolves them all). The job a run saves
-(``runs/<run>/job.yaml``, with absolute paths) is a job file too, and loads as any other.
+the current one. The job a run saves (``runs/<run>/job.yaml``, with absolute paths) is a job
+file too, and loads as any other.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from aworld_train.job.config import JOB_FIELDS, read_config
+from aworld_train.job.overrides import merge, parse_overrides
 from aworld_train.job._rules import describe_value
 from aworld_train.errors import JobError, did_you_mean
 from aworld_train.job.references import absolute_reference, resolve_path
@@ -21,9 +25,9 @@ from aworld_train.job.references import absolute_reference, resolve_path
 
 @dataclass(frozen=True)
 class Job:
-    """A job as the user gave it, ``None`` where they gave nothing; ``ctx.given`` is one too,
-    its paths absolute (:func:`absolute_paths`) and its ``-o`` overrides merged into
-    ``config`` (a mapping then).
+    """A job as the user gave it, ``None`` where they gave nothing. Resolved
+    (:func:`resolve_job`), as every step after it reads it and ``ctx.given`` shows it, its paths
+    are absolute and its ``-o`` overrides merged into ``config`` (a mapping then).
 
     Objects (an AWorld ``Agent``, a ``datasets.Dataset``, a callable, a mapping) are the
     user's own. Python users name two fields as AWorld Train does: ``reward_func`` is
@@ -39,9 +43,16 @@ class Job:
     :ivar columns: the ``{canonical: user_column}`` mapping of both datasets, or ``None``.
     :ivar config: the config path or mapping.
     :ivar run_path: the folder that receives run directories.
-    :ivar overrides: the ``key.sub=value`` config overrides (``-o``).
+    :ivar overrides: the ``key.sub=value`` config overrides (``-o``); a resolved job keeps
+        them, merged into ``config``, so that an error line can name the override it is about.
     :ivar base_dir: the folder relative paths are resolved from (the job file's); ``None``:
         the current folder.
+    :ivar written_config: the config as written, before the overrides, and how error lines name
+        it (its file as the job named it, or ``config``): what the config check reads, so that
+        an engine's layout claims the file's keys and the overrides' each, and an error names
+        the file or the override; ``None``: the job is not resolved yet.
+    :ivar as_written: the job before its paths were made absolute (flags applied), for error
+        lines that name an input as the user wrote it; ``None``: the job is not resolved yet.
     """
 
     engine: str | None = None
@@ -54,10 +65,10 @@ class Job:
     run_path: str | Path = "runs"
     overrides: tuple[str, ...] = ()
     base_dir: Path | None = None
-
-
-#: The fields a job file (and a run's ``job.yaml``) holds.
-JOB_FIELDS = tuple(f.name for f in fields(Job) if f.name not in ("overrides", "base_dir"))
+    written_config: tuple[dict[str, Any], str] | None = field(
+        default=None, repr=False, compare=False
+    )
+    as_written: Job | None = field(default=None, repr=False, compare=False)
 
 
 def _is_text(value: Any) -> bool:
@@ -110,12 +121,11 @@ _FIELD_TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
 def load_job(
     path: str | Path | None, overrides: tuple[str, ...] | list[str] = (), **flags: Any
 ) -> Job:
-    """Read a job file (or none) and apply the CLI flags that replace its fields and the
-    ``-o`` config overrides.
+    """Read a job file (or none) with the CLI flags that replace its fields and the ``-o``
+    config overrides, as one resolved job (:func:`resolve_job`).
 
     Paths given as flags are relative to the current folder; paths in the file are relative to
-    the file's folder, so flag values are made absolute before they replace a field. A field
-    that is null keeps its default.
+    the file's folder. A field that is null keeps its default.
 
     :raises JobError: for a missing or unreadable file, a YAML error, an unknown field or a
         field of the wrong type, naming the file and the field.
@@ -141,12 +151,34 @@ def load_job(
         if key not in JOB_FIELDS:
             raise JobError(f"unknown job field '{key}'")
     _check_types(given, "job")
-    from_flags = absolute_paths(Job(**given), Path.cwd())
-    data.update({key: getattr(from_flags, key) for key in given})
     data = {key: value for key, value in data.items() if value is not None}
-    if data.get("train_dataset") is None:
+    if data.get("train_dataset") is None and given.get("train_dataset") is None:
         raise JobError("no train_dataset: set it in the job file or pass --train-dataset")
-    return Job(**data, overrides=tuple(overrides), base_dir=base_dir)
+    return resolve_job(Job(**data, overrides=tuple(overrides), base_dir=base_dir), given)
+
+
+def resolve_job(job: Job, flags: Mapping[str, Any] | None = None) -> Job:
+    """The job every later step reads (the check pipeline, ``ctx.given``, the run's folder, the
+    saved ``job.yaml``): ``job`` (a job file's, or ``AgentTrainer(...)``'s arguments) with the
+    fields ``flags`` gives replacing its own, its paths absolute (:func:`_absolute_paths`), its
+    config read (``written_config``) and, with ``-o`` overrides, the mapping with them merged
+    in. A job resolved already is returned as it is.
+
+    :param flags: the CLI's flags, their paths relative to the current folder (the job's are
+        relative to its ``base_dir``).
+    :raises ConfigError: for a config that cannot be read as a mapping, or a malformed override,
+        naming the file or the override.
+    """
+    if job.written_config is not None:
+        return job
+    if flags:
+        from_flags = _absolute_paths(Job(**flags), Path.cwd())
+        job = replace(job, **{key: getattr(from_flags, key) for key in flags})
+    written = read_config(job.config, job.base_dir)
+    resolved = _absolute_paths(job, job.base_dir)
+    if job.overrides:
+        resolved = replace(resolved, config=merge(written[0], parse_overrides(job.overrides)))
+    return replace(resolved, written_config=written, as_written=job)
 
 
 def _check_types(data: dict[str, Any], where: str) -> None:
@@ -157,14 +189,12 @@ def _check_types(data: dict[str, Any], where: str) -> None:
             raise JobError(f"{where}: '{key}' must be {wanted}, got {describe_value(value)}")
 
 
-def absolute_paths(job: Job, base_dir: Path | None = None) -> Job:
-    """The job with its paths absolute strings, resolved from ``base_dir`` (by default the
-    job's own; ``None`` there: the current folder): the dataset files and ``run_path``; the
-    agent and config files that exist; the file of every ``file.py[:name]`` reference (the
-    agent's, each reward's, in a list or a ``{name, weight}`` mapping). Anything else (a
-    module reference, a built-in name, an object) is as it was. A new job: ``job`` is unchanged.
-    """
-    base = job.base_dir if base_dir is None else base_dir
+def _absolute_paths(job: Job, base: Path | None) -> Job:
+    """The job with its paths absolute strings, resolved from ``base`` (``None``: the current
+    folder): the dataset files and ``run_path``; the agent and config files that exist; the file
+    of every ``file.py[:name]`` reference (the agent's, each reward's, in a list or a
+    ``{name, weight}`` mapping). Anything else (a module reference, a built-in name, an object)
+    is as it was."""
     return replace(
         job,
         agent=_existing_path(job.agent, base),

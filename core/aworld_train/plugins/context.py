@@ -15,12 +15,14 @@ if TYPE_CHECKING:
     from aworld_train.tools import ToolSet
 
 
-#: What ``ctx.given`` is: the job as the user gave it (:class:`~aworld_train.job.spec.Job`), what a
-#: ``TrainerProcessor``'s checks are handed from (objects as they are; a dataset path with
-#: ``columns`` and a reward named by text as the job means them, see
+#: What ``ctx.given`` is: the job as the user gave it (:class:`~aworld_train.job.spec.Job`),
+#: resolved once (:func:`~aworld_train.job.spec.resolve_job`) and the same job every check
+#: reads, what a ``TrainerProcessor``'s checks are handed from (objects as they are; a dataset
+#: path with ``columns`` and a reward named by text as the job means them, see
 #: :mod:`aworld_train.plugins._processor`). Its paths are absolute strings (relative ones resolved
 #: against the job's folder), and so is the file of a ``file.py:function`` reference; with
-#: ``-o`` overrides, its ``config`` is the mapping with them merged in.
+#: ``-o`` overrides, its ``config`` is the mapping with them merged in (``overrides`` names
+#: them).
 Given = Job
 
 

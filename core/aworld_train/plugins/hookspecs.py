@@ -24,11 +24,13 @@ hook               receives
                    ``config`` (the core's), ``ctx``
 ``check_config``   ``config`` (the core's), ``agent``, ``dataset``, ``reward`` (the checks'),
                    ``ctx``
-``train``          ``agent``, ``dataset``, ``reward``, ``config`` (check_config's), ``ctx``
+``train``          ``agent``, ``dataset``, ``reward``, ``engine_config`` (check_config's),
+                   ``ctx``
 =================  ==========================================================================
 
-Right after ``check_config`` the core asks ``effective_settings`` (``config``: check_config's)
-for the settings the engine will train with under their common names, which ``check`` prints
+``config`` is always the core's ``TrainConfig``; what ``check_config`` returned (the engine's
+own config) reaches ``train``, ``effective_settings`` and ``memory_plan`` as ``engine_config``.
+Right after ``check_config`` the core asks ``effective_settings`` for the settings the engine will train with under their common names, which ``check`` prints
 and the manifest keeps; then ``memory_plan`` for what one training process holds on its GPU,
 which sizes the ``resources`` row.
 
@@ -180,7 +182,7 @@ def check_config(
 
 
 @hookspec(firstresult=True)
-def effective_settings(config: Any, ctx: RunContext) -> list[Setting] | None:
+def effective_settings(engine_config: Any, ctx: RunContext) -> list[Setting] | None:
     """Say which value of each common setting the engine will train with, and under which of
     its own keys.
 
@@ -189,8 +191,8 @@ def effective_settings(config: Any, ctx: RunContext) -> list[Setting] | None:
     the answer as a table; the manifest records ``device``, ``precision`` and ``settings``
     (``{name: value}``).
 
-    :param config: what ``check_config`` returned (the core's ``TrainConfig`` when ``None``);
-        ``ctx.config`` is the common ``TrainConfig``.
+    :param engine_config: the engine's own config: what ``check_config`` returned (the
+        core's ``TrainConfig`` when ``None``); ``ctx.config`` is the common ``TrainConfig``.
     :param ctx: the run context.
     :returns: one :class:`~aworld_train.job.settings.Setting` per common name that applies to the
         job's algorithm, always including ``device`` and ``precision`` (resolved, never
@@ -200,7 +202,7 @@ def effective_settings(config: Any, ctx: RunContext) -> list[Setting] | None:
 
 
 @hookspec(firstresult=True)
-def memory_plan(config: Any, default: MemoryPlan, ctx: RunContext) -> MemoryPlan | None:
+def memory_plan(engine_config: Any, default: MemoryPlan, ctx: RunContext) -> MemoryPlan | None:
     """Say what one training process will hold on its GPU, for the memory estimate of
     ``check``'s ``resources`` row.
 
@@ -208,7 +210,8 @@ def memory_plan(config: Any, default: MemoryPlan, ctx: RunContext) -> MemoryPlan
     folder; cheap like the checks (no GPU is opened, no model loaded: the core builds the model
     from ``config.json`` on the meta device itself).
 
-    :param config: what ``check_config`` returned (the core's ``TrainConfig`` when ``None``).
+    :param engine_config: the engine's own config: what ``check_config`` returned (the core's
+        ``TrainConfig`` when ``None``).
     :param default: the plan the core derives from the common config and the effective
         settings (precision, LoRA, ``kl_coef``, ``batch_size``, the sequence budget; no
         checkpointing, no sharding); an engine usually returns
@@ -222,7 +225,7 @@ def memory_plan(config: Any, default: MemoryPlan, ctx: RunContext) -> MemoryPlan
 
 @hookspec(firstresult=True)
 def train(
-    agent: Any, dataset: Any, reward: Any, config: Any, ctx: RunContext
+    agent: Any, dataset: Any, reward: Any, engine_config: Any, ctx: RunContext
 ) -> dict[str, Any] | None:
     """Train, reporting each logged step through ``ctx.metrics.log(step, metrics)``.
 
@@ -237,7 +240,8 @@ def train(
     :param agent: what ``check_agent`` returned (the core's ``AgentSpec`` when ``None``).
     :param dataset: what ``check_dataset`` returned (the core's training dataset when ``None``).
     :param reward: what ``check_reward`` returned (the core's ``RewardSpec`` when ``None``).
-    :param config: what ``check_config`` returned (the core's ``TrainConfig`` when ``None``).
+    :param engine_config: the engine's own config: what ``check_config`` returned (the core's
+        ``TrainConfig`` when ``None``).
     :param ctx: the run context.
     :returns: the final metrics, or ``None``.
     :raises TrainingError: when the engine cannot train on this machine.

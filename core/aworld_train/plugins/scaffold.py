@@ -81,8 +81,8 @@ def check_config(config: TrainConfig) -> Settings:
 
 
 @hookimpl
-def train(agent: AgentSpec, dataset: Any, config: Settings, ctx: RunContext) -> None:
-    run_training(agent, dataset, config, ctx)  # the core keeps the last logged metrics
+def train(agent: AgentSpec, dataset: Any, engine_config: Settings, ctx: RunContext) -> None:
+    run_training(agent, dataset, engine_config, ctx)  # the core keeps the last logged metrics
 
 
 @hookimpl

@@ -95,32 +95,32 @@ def check_config(
 
 
 @hookimpl
-def effective_settings(config: SwiftConfig, ctx: sdk.RunContext) -> list[sdk.Setting]:
+def effective_settings(engine_config: SwiftConfig, ctx: sdk.RunContext) -> list[sdk.Setting]:
     """The common settings as ms-swift will train them, read from its arguments."""
     from aworld_train_swift.schema import validate_section
     from aworld_train_swift.settings import effective_settings as settings
 
     section = validate_section(ctx.config.engine_section(), ctx.config.algorithm)
-    return settings(ctx.config, config.arguments, section)
+    return settings(ctx.config, engine_config.arguments, section)
 
 
 @hookimpl
 def memory_plan(
-    config: SwiftConfig, default: sdk.MemoryPlan, ctx: sdk.RunContext
+    engine_config: SwiftConfig, default: sdk.MemoryPlan, ctx: sdk.RunContext
 ) -> sdk.MemoryPlan:
     """What one training process holds on its GPU, from swift's arguments."""
     from aworld_train_swift.memory import swift_memory_plan
 
-    return swift_memory_plan(config, default, ctx.config)
+    return swift_memory_plan(engine_config, default, ctx.config)
 
 
 @hookimpl
 def train(
-    agent: SwiftAgent, reward: SwiftReward | None, config: SwiftConfig, ctx: sdk.RunContext
+    agent: SwiftAgent, reward: SwiftReward | None, engine_config: SwiftConfig, ctx: sdk.RunContext
 ) -> dict[str, Any]:
     from aworld_train_swift.training import run_training
 
-    return run_training(config, reward, ctx, agent)
+    return run_training(engine_config, reward, ctx, agent)
 
 
 @hookimpl

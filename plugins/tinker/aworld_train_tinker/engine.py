@@ -75,8 +75,8 @@ def check_config(config: sdk.TrainConfig, agent: sdk.AgentSpec, ctx: sdk.RunCont
 
 
 @hookimpl
-def effective_settings(config: TinkerJob) -> list[sdk.Setting]:
-    return list(config.settings)
+def effective_settings(engine_config: TinkerJob) -> list[sdk.Setting]:
+    return list(engine_config.settings)
 
 
 @hookimpl
@@ -84,15 +84,15 @@ def train(
     agent: sdk.AgentSpec,
     dataset: list[dict[str, Any]],
     reward: sdk.RewardSpec | None,
-    config: TinkerJob,
+    engine_config: TinkerJob,
     ctx: sdk.RunContext,
 ) -> dict[str, Any]:
     from aworld_train.engine.runtime import load_tokenizer
 
     from aworld_train_tinker.training import run_training
 
-    tokenizer = load_tokenizer(agent.model or config.base_model)
-    return run_training(agent, ctx.tools, dataset, reward, config, ctx, tokenizer)
+    tokenizer = load_tokenizer(agent.model or engine_config.base_model)
+    return run_training(agent, ctx.tools, dataset, reward, engine_config, ctx, tokenizer)
 
 
 @hookimpl

@@ -85,17 +85,19 @@ def check_config(
 
 
 @hookimpl
-def effective_settings(config: TrlConfig) -> list[sdk.Setting]:
+def effective_settings(engine_config: TrlConfig) -> list[sdk.Setting]:
     """The table ``check_config`` resolved: one row per common name, TRL's key and value."""
-    return list(config.settings)
+    return list(engine_config.settings)
 
 
 @hookimpl
-def memory_plan(config: TrlConfig, default: sdk.MemoryPlan, ctx: sdk.RunContext) -> sdk.MemoryPlan:
+def memory_plan(
+    engine_config: TrlConfig, default: sdk.MemoryPlan, ctx: sdk.RunContext
+) -> sdk.MemoryPlan:
     """What one training process holds on its GPU, from TRL's resolved arguments."""
     from aworld_train_trl.memory import trl_memory_plan
 
-    return trl_memory_plan(config, default, ctx.config)
+    return trl_memory_plan(engine_config, default, ctx.config)
 
 
 @hookimpl
@@ -103,12 +105,12 @@ def train(
     agent: TrlAgent,
     dataset: TrlDatasets,
     reward: TrlReward | None,
-    config: TrlConfig,
+    engine_config: TrlConfig,
     ctx: sdk.RunContext,
 ) -> dict[str, Any]:
     from aworld_train_trl.training import run_training
 
-    return run_training(agent, dataset, reward, config, ctx)
+    return run_training(agent, dataset, reward, engine_config, ctx)
 
 
 @hookimpl

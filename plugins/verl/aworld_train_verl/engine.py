@@ -172,26 +172,28 @@ def check_config(
 
 
 @hookimpl
-def effective_settings(config: VerlConfig, ctx: sdk.RunContext) -> list[sdk.Setting]:
+def effective_settings(engine_config: VerlConfig, ctx: sdk.RunContext) -> list[sdk.Setting]:
     """The common settings as the composed VeRL config holds them (no VeRL import)."""
     from aworld_train_verl.settings import effective_settings as read
 
-    return read(config.config, ctx.config)
+    return read(engine_config.config, ctx.config)
 
 
 @hookimpl
-def memory_plan(config: VerlConfig, default: sdk.MemoryPlan) -> sdk.MemoryPlan:
+def memory_plan(engine_config: VerlConfig, default: sdk.MemoryPlan) -> sdk.MemoryPlan:
     """What one worker holds on its GPU, from the composed config."""
     from aworld_train_verl.memory import verl_memory_plan
 
-    return verl_memory_plan(config, default)
+    return verl_memory_plan(engine_config, default)
 
 
 @hookimpl
-def train(dataset: VerlData, config: VerlConfig, ctx: sdk.RunContext) -> dict[str, Any] | None:
+def train(
+    dataset: VerlData, engine_config: VerlConfig, ctx: sdk.RunContext
+) -> dict[str, Any] | None:
     from aworld_train_verl.training import train as run
 
-    return run(dataset, config, ctx)
+    return run(dataset, engine_config, ctx)
 
 
 @hookimpl

@@ -194,7 +194,7 @@ class Checks:
             agent=self.agent,
             dataset=self.dataset,
             reward=self.reward,
-            config=self.config,
+            engine_config=self.config,
             ctx=self.ctx,
         )
 

@@ -56,11 +56,11 @@ def check_config(config: TrainConfig, dataset: dict[str, Any], ctx: RunContext) 
 
 @hookimpl
 def train(
-    dataset: dict[str, Any], reward: ToyReward, config: ToySettings, ctx: RunContext
+    dataset: dict[str, Any], reward: ToyReward, engine_config: ToySettings, ctx: RunContext
 ) -> dict[str, Any]:
     from aworld_train_toy.policy import train_policy
 
-    return train_policy(config, dataset["train"], reward, ctx)
+    return train_policy(engine_config, dataset["train"], reward, ctx)
 
 
 @hookimpl
