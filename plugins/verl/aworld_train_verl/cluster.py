@@ -128,7 +128,8 @@ def query_nodes(address: str) -> list[ClusterNode]:
     """What each alive node of the cluster at ``address`` holds.
 
     :raises ConfigError: when nothing answers at the address within :data:`PROBE_TIMEOUT_S`,
-        or the cluster does not answer within :data:`QUERY_TIMEOUT_S`.
+        the cluster does not answer within :data:`QUERY_TIMEOUT_S`, or it asks for a token
+        the environment does not send.
     """
     where = endpoint(address)
     shown = redact_text(address)  # an address may carry credentials: ray://user:pass@head
@@ -153,6 +154,14 @@ def query_nodes(address: str) -> list[ClusterNode]:
             "(resources.ray_address / RAY_ADDRESS)"
         ) from None
     lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 and "AuthenticationError" in done.stderr:
+        # Ray sends a token to an address it is given only when RAY_AUTH_MODE=token, and
+        # VeRL's own ray.init would be refused the same way.
+        raise ConfigError(
+            f"the Ray cluster at {shown} asks for an authentication token: set "
+            "RAY_AUTH_MODE=token, with the cluster's token in RAY_AUTH_TOKEN, "
+            "RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token"
+        )
     if done.returncode != 0 or not lines:
         reason = next(
             (line for line in reversed(done.stderr.splitlines()) if line.strip()),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -37,7 +38,15 @@ NO_HEAD_S = 30.0
 
 @pytest.fixture(scope="module")
 def ray_head() -> Iterator[str]:
-    """A local Ray head with :data:`HEAD_GPUS` declared (fake) GPUs; its address.
+    """A local Ray head with :data:`HEAD_GPUS` declared (fake) GPUs and no token
+    authentication (Ray turns it on by itself where ``~/.ray/auth_token`` exists); its address."""
+    with _ray_head({"RAY_AUTH_MODE": "disabled"}) as address:
+        yield address
+
+
+@contextlib.contextmanager
+def _ray_head(auth: dict[str, str]) -> Iterator[str]:
+    """``ray start --head`` with the environment ``auth`` added; its address.
 
     ``ray start`` leaves its processes in its own process group: the group is stopped at the
     end, never every Ray on the machine as ``ray stop`` would."""
@@ -60,6 +69,7 @@ def ray_head() -> Iterator[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,
+        env={**os.environ, **auth},
     )
     try:
         output, _ = started.communicate(timeout=120)
@@ -146,6 +156,29 @@ def test_ray_address_from_the_environment_is_checked_too(
     monkeypatch.setenv("RAY_ADDRESS", ray_head)
     with pytest.raises(ConfigError, match=r"asks for 4 GPU\(s\) \(n_gpus_per_node 4 x nnodes 1\)"):
         _check(tmp_path, tiny_model, gpus_per_node=4, nnodes=1)
+
+
+@pytest.mark.slow
+def test_a_cluster_that_asks_for_a_token_is_named_so(
+    tmp_path: Path, tiny_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ray connects to an address it is given without a token unless ``RAY_AUTH_MODE=token``
+    (VeRL's own ``ray.init`` too): the check says so, and passes once the user sets it."""
+    token = tmp_path / "auth_token"
+    token.write_text(secrets.token_hex(32))
+    with _ray_head({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token)}) as address:
+        monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+        monkeypatch.delenv("RAY_AUTH_TOKEN", raising=False)
+        with pytest.raises(ConfigError) as caught:
+            _check(tmp_path, tiny_model, ray_address=address, gpus_per_node=1)
+        line = str(caught.value)
+        assert line.startswith(f"the Ray cluster at {address} asks for an authentication token: ")
+        assert "RAY_AUTH_MODE=token" in line and "\n" not in line
+
+        monkeypatch.setenv("RAY_AUTH_MODE", "token")
+        monkeypatch.setenv("RAY_AUTH_TOKEN_PATH", str(token))
+        trainer = _check(tmp_path, tiny_model, ray_address=address, gpus_per_node=1)
+        assert [c for c in trainer.checks if c.module == "config" and c.by == "verl"]
 
 
 def test_no_head_answering_is_refused_within_seconds(tmp_path: Path, tiny_model: Path) -> None:
