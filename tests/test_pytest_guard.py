@@ -1,10 +1,14 @@
 """The guard every suite runs under (aworld_train.testing.pytest_guard): tests stay on this
-machine, and the hubs are offline."""
+machine, the hubs are offline, and SIGINT reaches the tests however the suite was started."""
 
 from __future__ import annotations
 
 import os
+import signal
 import socket
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from aworld_train.testing.pytest_guard import NetworkRefused
@@ -44,3 +48,32 @@ def test_connections_to_this_machine_go_through() -> None:
 def test_the_hubs_are_offline() -> None:
     assert os.environ["HF_HUB_OFFLINE"] == "1"
     assert os.environ["MODELSCOPE_OFFLINE"] == "1"
+
+
+def test_a_suite_started_with_sigint_ignored_gets_python_s_handler(tmp_path: Path) -> None:
+    probe = tmp_path / "test_probe.py"
+    probe.write_text(
+        "import signal\n"
+        "def test_sigint():\n"
+        "    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler\n"
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "aworld_train.testing.pytest_guard",
+            "-p",
+            "no:cacheprovider",
+            str(probe),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        # As a background job of a shell without job control starts it.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr

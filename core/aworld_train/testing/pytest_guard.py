@@ -6,6 +6,10 @@ address, unless it is marked ``network``, which the default selection leaves out
 to this machine (loopback, its own interfaces: MCP servers, the agent runtime's endpoint, a
 local Ray head, two "nodes" on localhost) are what the tests are made of and stay allowed. The
 hubs are also told to stay offline, so a library that would download a model fails fast.
+
+A suite started as a background job of a shell without job control (``cmd &`` in a script)
+inherits SIGINT ignored, and so would every process its tests start: the guard gives it back
+Python's own handler, so the tests of Ctrl-C see the signal as a terminal delivers it.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 import os
+import signal
 import socket
 from collections.abc import Iterator
 from typing import Any
@@ -40,6 +45,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{name}: {text}")
     for name, value in OFFLINE.items():
         os.environ.setdefault(name, value)
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @functools.lru_cache(maxsize=256)
