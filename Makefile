@@ -13,7 +13,13 @@ demo: $(VENVS)/trl/.ready
 	$(VENVS)/trl/bin/aworld-train train examples/repeat_digit/job.yaml
 	$(VENVS)/trl/bin/python examples/repeat_digit/summarize.py
 
-test: chromium test-core test-dist test-aworld test-vllm $(addprefix test-,$(ENGINES)) lint
+# The suites run TEST_JOBS at a time, the engines' (the longest) first: a suite is mostly one
+# Python process, so a 2-core machine runs two in about the time of one. Each suite's output is
+# printed whole when it ends (--output-sync), so the logs of two suites never interleave.
+TEST_JOBS ?= 2
+TEST_SUITES := $(addprefix test-,$(ENGINES)) test-core test-dist test-aworld test-vllm lint
+test: chromium
+	$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target $(TEST_SUITES)
 
 # The quick tier, for every change: the core's tests and each engine's that neither train nor
 # build (pytest marker `slow`) nor drive a browser (`browser`), and the lint. `make test` runs

@@ -117,6 +117,8 @@ def test_make_test_runs_every_tier_and_test_fast_leaves_out_the_slow_tests(tmp_p
         (venvs / name / "bin").mkdir(parents=True)
         (venvs / name / ".ready").touch()
     everything = make("-n", f"VENVS={venvs}", "test")
+    # The suites run two at a time, each one's output printed whole.
+    assert "-j2 --output-sync=target test-trl test-swift" in everything
     core = next(line for line in everything.splitlines() if "pytest tests " in line)
     assert "--ignore=tests/test_dist.py" in core, "the wheels are built by a target of their own"
     assert f"{venvs}/core/bin/python -m pytest tests/test_dist.py" in everything
