@@ -97,3 +97,49 @@ def test_an_engine_that_trains_one_sequence_refuses_the_rewrite_naming_the_messa
         "docs/agents.md"
     )
     assert len(result.segments) == 1
+
+
+ID_RENDERING_AGENT = '''
+from openai import AsyncOpenAI
+
+TOOLS = [{"type": "function", "function": {"name": "multiply", "parameters": {"type": "object",
+          "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}}}}]
+
+
+async def run(row, llm):
+    """As smolagents does: each call's id comes back in the agent's context as text."""
+    client = AsyncOpenAI(base_url=llm.base_url, api_key=llm.api_key, max_retries=0)
+    task = {"role": "user", "content": row["prompt"]}
+    memory, ids = [], []
+    for _ in range(2):
+        reply = await client.chat.completions.create(
+            model=llm.model, messages=[task, *memory], tools=TOOLS
+        )
+        calls = reply.choices[0].message.tool_calls
+        ids += [call.id for call in calls]
+        memory.append({"role": "user", "content": f"Calling tools: {[call.id for call in calls]}"})
+    return " ".join(ids)
+'''
+
+
+def test_tool_call_ids_are_numbered_in_the_episode_so_a_replayed_episode_has_the_same_tokens(
+    tmp_path: Path, tokenizer: Any
+) -> None:
+    pytest.importorskip("openai")
+    (tmp_path / "ids.py").write_text(ID_RENDERING_AGENT)
+    call = '<tool_call>\n{"name": "multiply", "arguments": {"a": 2, "b": 3}}\n</tool_call>'
+    turn = list(tokenizer(call, add_special_tokens=False)["input_ids"]) + [tokenizer.eos_token_id]
+
+    async def generate(prompt_ids: list[int], max_tokens: int) -> Generated:
+        return Generated(turn, [-0.5] * len(turn))
+
+    agents = AgentRuntime(
+        load_agent(f"{tmp_path / 'ids.py'}:run"),
+        None,
+        ChatRenderer(tokenizer),
+        generate,
+        Limits(max_turns=4, max_tokens=256, timeout=60),
+    )
+    first, again = agents.run([{"prompt": "What is 2 * 3?"}] * 2)
+    assert first.failure is None and first.answer == "call_0 call_1"
+    assert [s.prompt_ids for s in first.segments] == [s.prompt_ids for s in again.segments]

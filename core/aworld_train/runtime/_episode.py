@@ -97,6 +97,7 @@ class Episode:
         self.tools: list[dict[str, Any]] | None = None
         self.rewrite: str | None = None  # how the agent first rewrote its conversation
         self.turns = 0
+        self.calls = 0  # the tool calls answered so far: each call's id is its number
         self.tool_messages = 0
         self.failure: str | None = None
         self.ended = False
@@ -229,13 +230,20 @@ class Episode:
         tokens: list[tuple[str, float]] | None = None,
     ) -> Turn:
         total = len(self.trajectory.ids) if self.trajectory is not None else 0
+        calls = calls or []
+        # Ids numbered within the episode, not random: an agent that renders them into its
+        # context (smolagents) sends the same tokens for the same episode, and the policy is
+        # not trained on noise it could never predict.
+        call_ids = [f"call_{self.calls + n}" for n in range(len(calls))]
+        self.calls += len(calls)
         return Turn(
             content,
-            calls or [],
+            calls,
             finish,
             prompt_tokens=total - completion_tokens,
             completion_tokens=completion_tokens,
             tokens=tokens,
+            call_ids=call_ids,
         )
 
 
