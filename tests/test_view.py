@@ -264,3 +264,28 @@ def test_samples_are_searched_by_step_reward_and_text(runs: Path) -> None:
         assert found("&min_reward=0.5&q=what+IS+1") == [(1, "What is 1 + 1?")]
         assert view.ask(f"sample?run={run_dir.name}&index=0")["completion"] == "2"
         assert view.get(f"/api/sample?run={run_dir.name}&index=6")[0] == 404
+
+
+@pytest.mark.timeout(120)
+def test_fifos_where_a_run_s_files_belong_hang_neither_view_nor_show(
+    runs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run folder may be anyone's: a FIFO opened for reading blocks until something writes
+    to it, so each is passed over as a file that is not there."""
+    import os
+
+    (run_dir,) = runs.iterdir()
+    for name in ("metrics.jsonl", "samples.jsonl", "job.yaml", "export.json", "eval/final.json"):
+        (run_dir / name).unlink(missing_ok=True)
+        (run_dir / name).parent.mkdir(exist_ok=True)
+        os.mkfifo(run_dir / name)
+    code, out, err = run_cli(capsys, "show", run_dir)
+    assert code == 0, err
+    assert "status:   completed" in out and "final.json: unreadable" in out
+    with running_view(runs) as view:
+        run = only_run(view)
+        assert run["status"] == "completed" and run["steps_done"] in (None, 0)
+        detail = view.ask(f"run?run={run['id']}")
+        assert detail["job"] in (None, "") and detail["evals"] == []
+        assert view.ask(f"metrics?run={run['id']}&after=0")["curves"] == {}
+        assert view.ask(f"samples?run={run['id']}")["samples"] == []

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from aworld_train.errors import JobError, RunDirectoryError
-from aworld_train.run.files import EVAL_DIR, MANIFEST
+from aworld_train.run.files import EVAL_DIR, MANIFEST, read_regular
 from aworld_train.run.manifest import STOPPED, read_manifest
 from aworld_train.run.resume import continuations, resume_command
 from aworld_train.run.samples import read_samples
@@ -320,7 +320,7 @@ def _show_evals(run: Path) -> None:
     click.echo("eval results:")
     for path in found:
         try:
-            result = json.loads(path.read_text(encoding="utf-8"))
+            result = json.loads(read_regular(path))
             line = (
                 f"{result['model']} on {result['dataset']}: {result['rows']} rows, "
                 f"mean reward {result['mean_reward']:.4f}"
@@ -328,7 +328,7 @@ def _show_evals(run: Path) -> None:
             line += "".join(f", {name} {value:.4f}" for name, value in result["rewards"].items())
             if result.get("pass_at_k") is not None:
                 line += f", pass@{result['samples']} {result['pass_at_k']:.4f}"
-        except (ValueError, KeyError, TypeError, AttributeError):
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             line = "unreadable"
         click.echo(f"  {path.name}: {line}")
 

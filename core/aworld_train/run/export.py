@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from aworld_train.run.files import EXPORT_NOTE
+from aworld_train.run.files import EXPORT_NOTE, read_regular
 
 #: What stands for the run directory in a note's command.
 RUN_PLACEHOLDER = "{run}"
@@ -54,7 +54,7 @@ def read_export_note(run_dir: Path) -> ExportNote | None:
     """The run's export note, or ``None`` when it has none, or one that is unreadable or names a
     checkpoint no longer there (a hint, never an error: ``show`` must show the run anyway)."""
     try:
-        note = json.loads((run_dir / EXPORT_NOTE).read_text(encoding="utf-8"))
+        note = json.loads(read_regular(run_dir / EXPORT_NOTE))
     except (OSError, ValueError):
         return None
     if not isinstance(note, dict):

@@ -14,7 +14,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from aworld_train.run.files import SAMPLES_FILE
+from aworld_train.run.files import SAMPLES_FILE, read_regular
 
 
 def append_samples(run_dir: Path, step: int, rows: list[dict[str, Any]]) -> None:
@@ -56,9 +56,9 @@ def read_samples(run_dir: Path) -> list[dict[str, Any]]:
     from aworld_train.errors import RunDirectoryError
 
     path = Path(run_dir) / SAMPLES_FILE
-    if not path.exists():
+    if not path.is_file():  # a FIFO or a device there is no samples file
         return []
-    text = path.read_text(encoding="utf-8", errors="replace")
+    text = read_regular(path)
     lines = text.split("\n")
     samples = []
     for number, line in enumerate(lines, start=1):

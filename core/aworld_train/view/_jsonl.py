@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeGuard
 
+from aworld_train.run.files import open_regular
+
 # A curve served for drawing holds at most this many points; longer ones keep, per bucket of
 # steps, the lowest and the highest value, so that no spike disappears.
 MAX_POINTS = 2000
@@ -63,7 +65,7 @@ class JsonlTail:
     def chunks(self) -> Iterator[list[tuple[int, bytes]]]:
         """The new whole lines, a chunk at a time, each with the byte offset it starts at."""
         try:
-            handle = open(self.path, "rb")
+            handle = open_regular(self.path)
         except OSError:
             return
         with handle:
@@ -85,7 +87,7 @@ class JsonlTail:
         """About ``count`` whole lines spread evenly over the unread part of the file."""
         size = self.offset + self.unread()
         lines = []
-        with open(self.path, "rb") as handle:
+        with open_regular(self.path) as handle:
             for i in range(count):
                 handle.seek(self.offset + (size - self.offset) * i // count)
                 if i:
@@ -127,7 +129,7 @@ def last_records(path: Path) -> list[dict[str, Any]]:
     """The records at the end of a JSONL file (its last 64 KiB), in order, without reading the
     rest: what a list of runs shows of each."""
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path) as handle:
             size = handle.seek(0, os.SEEK_END)
             handle.seek(max(0, size - _TAIL_BYTES))
             data = handle.read()
@@ -269,7 +271,7 @@ class SampleIndex:
     def read_at(self, indexes: list[int]) -> list[dict[str, Any]]:
         if not indexes:
             return []
-        with open(self.path, "rb") as handle:
+        with open_regular(self.path) as handle:
             found = []
             for index in indexes:
                 handle.seek(self.offsets[index])

@@ -18,6 +18,7 @@ from aworld_train.run.files import (
     MANIFEST,
     METRICS_FILE,
     SAMPLES_FILE,
+    read_regular,
 )
 from aworld_train.run.manifest import read_manifest
 from aworld_train.run.redaction import redact
@@ -166,7 +167,7 @@ class RunFolder:
         changed = path.stat().st_mtime
         if files.job is None or files.job[0] != changed:
             try:
-                loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+                loaded = yaml.safe_load(read_regular(path))
             except (OSError, ValueError, yaml.YAMLError):
                 loaded = None
             files.job = (changed, redact(loaded) if isinstance(loaded, dict) else {})
@@ -217,7 +218,7 @@ class RunFolder:
             if path.suffix != ".json":
                 continue
             try:
-                result = json.loads(path.read_text(encoding="utf-8"))
+                result = json.loads(read_regular(path))
             except (OSError, ValueError):
                 continue
             if isinstance(result, dict):
