@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from aworld_train.errors import JobError, RunDirectoryError
-from aworld_train.run.files import EVAL_DIR, MANIFEST, read_regular
+from aworld_train.job.files import read_regular
+from aworld_train.run.files import EVAL_DIR, MANIFEST
 from aworld_train.run.manifest import STOPPED, read_manifest
 from aworld_train.run.resume import continuations, resume_command
 from aworld_train.run.samples import read_samples

@@ -9,13 +9,14 @@ loading only.
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
 import os
 import re
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from aworld_train.errors import AWorldTrainError
 
@@ -61,23 +62,20 @@ def read_text(
         a symlink loop, an oversized file or text that is not UTF-8.
     """
     try:
-        info = os.stat(path)
+        with open_regular(path) as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size > max_bytes:
+                raise error(
+                    f"{path}: the {what} is {_size(size)}, over the {_size(max_bytes)} limit"
+                )
+            raw = handle.read(max_bytes + 1)  # the file may have grown since
     except FileNotFoundError:
         raise error(f"{what} not found: {path}") from None
+    except IsADirectoryError:
+        raise error(f"{what} {path} is a folder; give the file inside it") from None
+    except NotRegularFile:
+        raise error(f"{what} {path} is not a regular file") from None
     except OSError as exc:  # a symlink loop (ELOOP), a path through a file, no permission
-        raise error(f"cannot read {what} {path}: {exc.strerror or exc}") from None
-    if stat.S_ISDIR(info.st_mode):
-        raise error(f"{what} {path} is a folder; give the file inside it")
-    if not stat.S_ISREG(info.st_mode):
-        raise error(f"{what} {path} is not a regular file")
-    if info.st_size > max_bytes:
-        raise error(
-            f"{path}: the {what} is {_size(info.st_size)}, over the {_size(max_bytes)} limit"
-        )
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read(max_bytes + 1)  # the file may have grown since stat
-    except OSError as exc:
         raise error(f"cannot read {what} {path}: {exc.strerror or exc}") from None
     if len(raw) > max_bytes:
         raise error(f"{path}: the {what} is over the {_size(max_bytes)} limit")
@@ -85,6 +83,47 @@ def read_text(
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise error(f"cannot read {what} {path}: not UTF-8 text (byte {exc.start})") from None
+
+
+class NotRegularFile(OSError):
+    """A path that is there but is neither a regular file nor a folder: a FIFO, a device."""
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """``path`` open for reading bytes, only if it is a regular file.
+
+    Checked before it is opened, so that a device is never opened (opening some has effects),
+    and again once open, without blocking, so that a FIFO put in its place meanwhile cannot
+    block the reader until something writes to it.
+
+    :raises FileNotFoundError: when nothing is there.
+    :raises IsADirectoryError: for a folder.
+    :raises NotRegularFile: for anything else but a regular file.
+    :raises OSError: as :func:`open` does otherwise.
+    """
+    _refuse_irregular(os.stat(path).st_mode, path)
+    handle = open(path, "rb", opener=lambda name, flags: os.open(name, flags | os.O_NONBLOCK))
+    try:
+        _refuse_irregular(os.fstat(handle.fileno()).st_mode, path)
+    except OSError:
+        handle.close()
+        raise
+    os.set_blocking(handle.fileno(), True)
+    return handle
+
+
+def read_regular(path: Path) -> str:
+    """The whole text of ``path``, a regular file (:func:`open_regular`), without a size limit;
+    bytes that are not UTF-8 replaced. What reads a run's own files, which may be large."""
+    with open_regular(path) as handle:
+        return handle.read().decode("utf-8", errors="replace")
+
+
+def _refuse_irregular(mode: int, path: Path) -> None:
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, "is a folder", str(path))
+    if not stat.S_ISREG(mode):
+        raise NotRegularFile(f"{path} is not a regular file")
 
 
 def load_yaml_text(

@@ -13,7 +13,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from aworld_train.run.files import EXPORT_NOTE, read_regular
+from aworld_train.job.files import read_regular
+from aworld_train.run.files import EXPORT_NOTE
 
 #: What stands for the run directory in a note's command.
 RUN_PLACEHOLDER = "{run}"

@@ -1,17 +1,13 @@
 """The names of what a run directory holds, in one place: the core writes some of these files,
 the engines the others, and ``eval``, ``show`` and ``--resume`` read them back.
 
-Nothing is imported here but the standard library, so that any module may name a run's files
-(and read them: :func:`open_regular`).
+Nothing is imported here but the standard library, so that any module may name a run's files.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import stat
 from pathlib import Path
-from typing import BinaryIO
 
 #: The run's status, process, versions, times and final metrics (:mod:`aworld_train.run.manifest`).
 MANIFEST = "manifest.json"
@@ -72,27 +68,3 @@ def _checkpoints(folder: Path) -> list[tuple[int, Path]]:
 
 def _whole(checkpoint: Path) -> bool:
     return (checkpoint / "trainer_state.json").is_file()
-
-
-def open_regular(path: Path) -> BinaryIO:
-    """``path`` open for reading bytes, if it is a regular file.
-
-    Opened without blocking, then checked: a run folder may be anyone's, and a FIFO where one of
-    its files belongs would block the reader until something writes to it (``view`` and ``show``
-    would hang), a device might never end.
-
-    :raises OSError: as :func:`open` does, and for anything but a regular file.
-    """
-    handle = open(path, "rb", opener=lambda name, flags: os.open(name, flags | os.O_NONBLOCK))
-    if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-        handle.close()
-        raise OSError(f"{path} is not a regular file")
-    os.set_blocking(handle.fileno(), True)
-    return handle
-
-
-def read_regular(path: Path) -> str:
-    """The text of ``path``, a regular file (:func:`open_regular`), bytes that are not UTF-8
-    replaced."""
-    with open_regular(path) as handle:
-        return handle.read().decode("utf-8", errors="replace")

@@ -14,7 +14,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from aworld_train.run.files import SAMPLES_FILE, read_regular
+from aworld_train.job.files import read_regular
+from aworld_train.run.files import SAMPLES_FILE
 
 
 def append_samples(run_dir: Path, step: int, rows: list[dict[str, Any]]) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeGuard
 
-from aworld_train.run.files import open_regular
+from aworld_train.job.files import open_regular
 
 # A curve served for drawing holds at most this many points; longer ones keep, per bucket of
 # steps, the lowest and the highest value, so that no spike disappears.

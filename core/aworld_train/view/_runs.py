@@ -10,6 +10,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from aworld_train.errors import RunDirectoryError
+from aworld_train.job.files import read_regular
 from aworld_train.run.files import (
     CHECKPOINT_NAME,
     CHECKPOINTS,
@@ -18,7 +19,6 @@ from aworld_train.run.files import (
     MANIFEST,
     METRICS_FILE,
     SAMPLES_FILE,
-    read_regular,
 )
 from aworld_train.run.manifest import read_manifest
 from aworld_train.run.redaction import redact
