@@ -26,6 +26,7 @@ class Turn:
     :ivar prompt_tokens: the tokens before the turn.
     :ivar completion_tokens: the tokens the turn kept.
     :ivar tokens: each kept token's text and log-prob, when the request asked for log-probs.
+    :ivar call_ids: one id per call, numbered within the episode (``call_0``, ...).
     """
 
     content: str
@@ -35,9 +36,6 @@ class Turn:
     completion_tokens: int = 0
     tokens: list[tuple[str, float]] | None = None
     call_ids: list[str] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self.call_ids = self.call_ids or [f"call_{uuid4().hex[:24]}" for _ in self.calls]
 
     def tool_calls(self) -> list[dict[str, Any]]:
         """The calls as chat-completions ``tool_calls``."""
